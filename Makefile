@@ -1,0 +1,42 @@
+# throttled: `make run` starts a server on 127.0.0.1:6379, `make test` runs every test.
+GO       ?= go
+BIN      := bin/throttled
+FUZZTIME ?= 30s
+
+.PHONY: build run test deps vet bench fuzz clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/throttled
+
+run: build
+	./$(BIN) --port 6379
+
+# deps installs what the tests drive: redis-cli and redis-benchmark (redis-tools) and redis-server.
+deps:
+	@if ! command -v redis-cli >/dev/null || ! command -v redis-server >/dev/null; then \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server redis-tools >/dev/null; \
+	fi
+
+vet:
+	@test -z "$$(gofmt -l .)" || (echo "gofmt would change:"; gofmt -l .; exit 1)
+	$(GO) vet ./...
+
+test: deps vet
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# fuzz runs every fuzz target for FUZZTIME each.
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "== $$pkg $$f"; \
+			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
+
+clean:
+	rm -rf bin

@@ -1,0 +1,84 @@
+package gcra
+
+// Quota is the native THROTTLE limit: Count per Period sustained, MaxBurst
+// more at once.
+type Quota struct{ MaxBurst, Count, Period int64 } // Period in ns
+
+// rate turns q and cost into nanosecond GCRA terms. The emission interval is
+// Period/Count rounded up, so the sustained rate never exceeds Count per
+// Period (CL.THROTTLE truncates instead; the two agree whenever Count divides
+// Period).
+func (q Quota) rate(cost int64) (rate, error) {
+	switch {
+	case q.MaxBurst < 0:
+		return rate{}, &Error{Text: "ERR max_burst must be a non-negative integer"}
+	case q.Count <= 0:
+		return rate{}, &Error{Text: "ERR count must be a positive integer"}
+	case q.Period <= 0:
+		return rate{}, &Error{Text: "ERR period must be positive"}
+	case q.Count > q.Period:
+		return rate{}, &Error{Text: "ERR count is too large for this period: at most one unit per nanosecond"}
+	case cost < 0:
+		return rate{}, &Error{Text: "ERR cost must be a non-negative integer"}
+	}
+	interval := ceilDiv(q.Period, q.Count)
+	// tolerance = interval * (MaxBurst+1), summed so that MaxBurst+1 itself
+	// never overflows.
+	tolerance, ok := mulOK(interval, q.MaxBurst)
+	if ok {
+		tolerance, ok = addOK(tolerance, interval)
+	}
+	if !ok {
+		return rate{}, &Error{Text: "ERR max_burst is too large for this count and period"}
+	}
+	inc, ok := mulOK(interval, cost)
+	if !ok {
+		return rate{}, errCost()
+	}
+	return rate{interval: interval, tolerance: tolerance, inc: inc}, nil
+}
+
+func errCost() error { return &Error{Text: "ERR cost is too large for this limit"} }
+
+// addOK returns a+b and whether it fits in int64; a and b must be >= 0.
+func addOK(a, b int64) (int64, bool) {
+	s := a + b
+	return s, s >= 0
+}
+
+// Throttle evaluates the native THROTTLE verb: GCRA in nanoseconds with no
+// rounding of state. RetryAfter is milliseconds rounded up until the same
+// call would pass, or -1 when allowed or when cost exceeds what an idle key
+// holds; ResetAfter is milliseconds rounded up until the key is idle (0 when
+// it is). A denied call, and a call with cost 0 (a probe), store nothing and
+// describe the key as it stands.
+func Throttle(now, tat int64, exists bool, q Quota, cost int64) (Result, error) {
+	if now < 0 {
+		return Result{}, errClock()
+	}
+	r, err := q.rate(cost)
+	if err != nil {
+		return Result{}, err
+	}
+	d, ok := r.decide(now, tat, exists)
+	if !ok {
+		return Result{}, errCost()
+	}
+	limit := q.MaxBurst + 1
+	res := Result{
+		Limited:    d.limited,
+		Limit:      limit,
+		RetryAfter: -1,
+		ResetAfter: ceilDiv(d.ttl, 1e6),
+	}
+	if next := r.tolerance - d.ttl; next > 0 {
+		res.Remaining = min(next/r.interval, limit)
+	}
+	if d.limited && d.wait >= 0 {
+		res.RetryAfter = ceilDiv(d.wait, 1e6)
+	}
+	if !d.limited && cost > 0 {
+		res.Store, res.TAT, res.TTL = true, d.tat, d.ttl
+	}
+	return res, nil
+}

@@ -1,0 +1,223 @@
+package keyspace
+
+import (
+	"cmp"
+	"errors"
+	"hash/maphash"
+	"math/bits"
+	"slices"
+	"strconv"
+	"sync/atomic"
+)
+
+// Kind says which kind of state a key holds.
+type Kind uint8
+
+// The kinds of state. The numbers are stored, never reorder them.
+const (
+	None   Kind = iota // no key
+	String             // a Redis string: Value.Bytes
+	GCRA               // GCRA (CL.THROTTLE, GCRA, THROTTLE): Value.Num is the TAT in Unix ns
+)
+
+// maxKind is the largest Kind a record header can hold.
+const maxKind = hdrKind
+
+// String returns the name Redis's TYPE replies for k.
+func (k Kind) String() string {
+	switch k {
+	case None:
+		return "none"
+	case String:
+		return "string"
+	case GCRA:
+		return "gcra"
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Value is the state held at a key.
+type Value struct {
+	Kind   Kind
+	Expire int64 // Unix ns at which the key expires; 0 means never
+	Num    int64 // GCRA: the TAT in Unix ns; fixed-size states use Num and Num2
+	Num2   int64
+	// Bytes is the value of a String, or the encoding of a variable-size state. From Get it
+	// aliases the keyspace's memory and is valid only while the shard lock is held; an empty
+	// value comes back nil. Set copies it.
+	Bytes []byte
+}
+
+// ErrWrongType is what callers return when a key holds another kind of state than the
+// command works on; the server maps it to Redis's WRONGTYPE text.
+var ErrWrongType = errors.New("keyspace: wrong kind of value")
+
+// maxShards bounds New's argument: Scan's cursor keeps the shard in 32 bits.
+const maxShards = 1 << 20
+
+// Keyspace is the in-memory store: keys spread over lock-striped shards by a hash of the key.
+// All methods are safe for concurrent use.
+type Keyspace struct {
+	seed   maphash.Seed // hashes keys, to their shard (low bits) and in a shard's index (high bits)
+	mask   uint64       // len(shards) - 1
+	shards []*Shard
+
+	expireNext atomic.Uint32 // the shard the next ExpireCycle starts at
+}
+
+// New returns an empty keyspace with shards shards, rounded up to a power of two
+// (at least 1, at most 1<<20). The server uses 256.
+func New(shards int) *Keyspace {
+	shards = max(1, min(shards, maxShards))
+	n := 1 << bits.Len(uint(shards-1))
+	ks := &Keyspace{seed: maphash.MakeSeed(), mask: uint64(n - 1), shards: make([]*Shard, n)}
+	for i := range ks.shards {
+		ks.shards[i] = &Shard{seed: ks.seed, ord: i}
+	}
+	return ks
+}
+
+// Shard returns the shard that holds key. It is not locked.
+func (ks *Keyspace) Shard(key []byte) *Shard {
+	return ks.shards[maphash.Bytes(ks.seed, key)&ks.mask]
+}
+
+// Shards returns the number of shards.
+func (ks *Keyspace) Shards() int { return len(ks.shards) }
+
+// LockKeys locks the distinct shards of keys in ascending shard order, so that concurrent
+// callers over several keys never deadlock, appends them to buf and returns buf. The caller
+// must not hold any shard lock. UnlockShards(returned[len(buf):]) unlocks them; when buf is
+// empty, that is UnlockShards(returned).
+func (ks *Keyspace) LockKeys(keys [][]byte, buf []*Shard) []*Shard {
+	start := len(buf)
+	for _, k := range keys {
+		buf = append(buf, ks.Shard(k))
+	}
+	locked := buf[start:]
+	slices.SortFunc(locked, func(a, b *Shard) int { return cmp.Compare(a.ord, b.ord) })
+	locked = slices.Compact(locked)
+	for _, s := range locked {
+		s.mu.Lock()
+	}
+	return buf[:start+len(locked)]
+}
+
+// UnlockShards unlocks shards locked by LockKeys.
+func UnlockShards(shards []*Shard) {
+	for i := len(shards) - 1; i >= 0; i-- {
+		shards[i].mu.Unlock()
+	}
+}
+
+// Len returns the number of keys stored. Like Redis's DBSIZE it counts keys that have
+// expired but were not removed yet.
+func (ks *Keyspace) Len() int {
+	n := int64(0)
+	for _, s := range ks.shards {
+		n += s.keys.Load()
+	}
+	return int(n)
+}
+
+// Expires returns the number of keys that have an expiry (INFO keyspace expires=).
+func (ks *Keyspace) Expires() int {
+	n := int64(0)
+	for _, s := range ks.shards {
+		n += s.expires.Load()
+	}
+	return int(n)
+}
+
+// ExpiredTotal returns the number of keys removed because they expired, lazily or by
+// ExpireCycle, since New (INFO stats expired_keys). Flush does not reset it.
+func (ks *Keyspace) ExpiredTotal() int64 {
+	n := int64(0)
+	for _, s := range ks.shards {
+		n += s.expired.Load()
+	}
+	return n
+}
+
+// Flush removes every key and releases the memory (FLUSHALL).
+func (ks *Keyspace) Flush() {
+	for _, s := range ks.shards {
+		s.mu.Lock()
+		s.resetLocked()
+		s.mu.Unlock()
+	}
+}
+
+// MemoryUsage returns the bytes the keyspace's structures take on the heap: indexes, record
+// chunks, arenas and values. It locks each shard in turn. The Go runtime's own overhead and
+// garbage not yet collected come on top.
+func (ks *Keyspace) MemoryUsage() int64 {
+	n := int64(0)
+	for _, s := range ks.shards {
+		s.mu.Lock()
+		n += s.memoryLocked()
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// Scan calls fn for the live keys of a slice of the keyspace and returns the cursor to pass
+// next, 0 when the iteration is complete; cursor 0 starts one. It visits about count keys
+// per call (10 when count <= 0), and at most 10*count record slots, so a call may return few
+// keys or none before the iteration is complete. A key present for the whole iteration is
+// returned at least once, whatever other callers write meanwhile; a key written during the
+// iteration may be returned or not, and a key is returned twice only if it was deleted and
+// set again. A bad or stale cursor never panics: a cursor past the end completes the iteration.
+//
+// fn runs under the shard's lock: key and v.Bytes are valid only during the call, and fn
+// must not lock a shard itself. Expired keys are skipped.
+func (ks *Keyspace) Scan(cursor uint64, count int, now int64, fn func(key []byte, v Value)) uint64 {
+	if count <= 0 {
+		count = 10
+	}
+	budget := 10 * count
+	si, id := cursor>>32, uint32(cursor)
+	emitted, visited := 0, 0
+	for si < uint64(len(ks.shards)) && emitted < count && visited < budget {
+		s := ks.shards[si]
+		s.mu.Lock()
+		next, e, v := s.scanLocked(id, now, count-emitted, budget-visited, fn)
+		s.mu.Unlock()
+		id, emitted, visited = next, emitted+e, visited+v
+		if next == scanDone {
+			si, id = si+1, 0
+			visited++
+		}
+	}
+	if si >= uint64(len(ks.shards)) {
+		return 0
+	}
+	return si<<32 | uint64(id)
+}
+
+// ExpireCycle is one step of active expiry, in the style of Redis. Shard by shard, starting
+// where the previous call stopped, it takes a sample of 20 keys with an expiry, going on
+// from where the shard's sweep over its records left off, removes those that have expired,
+// and takes another sample of the shard while more than a quarter of the last one had
+// expired, but sweeps a shard at most once per call. Shards without keys that expire cost
+// nothing. Work is counted in record slots examined, keys or not; ExpireCycle does at most
+// maxWork of it in all and returns the number of keys removed. The server calls it about
+// 10 times a second.
+func (ks *Keyspace) ExpireCycle(now int64, maxWork int) int {
+	n := len(ks.shards)
+	start := int(ks.expireNext.Load()) & int(ks.mask)
+	removed, work, i := 0, 0, 0
+	for ; i < n && work < maxWork; i++ {
+		s := ks.shards[(start+i)&int(ks.mask)]
+		if s.expires.Load() == 0 {
+			continue
+		}
+		s.mu.Lock()
+		r, w := s.expireLocked(now, maxWork-work)
+		s.mu.Unlock()
+		removed += r
+		work += w
+	}
+	ks.expireNext.Store(uint32((start + i) & int(ks.mask)))
+	return removed
+}

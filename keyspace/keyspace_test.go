@@ -1,0 +1,326 @@
+package keyspace
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestKindString(t *testing.T) {
+	for k, want := range map[Kind]string{None: "none", String: "string", GCRA: "gcra", 40: "kind(40)"} {
+		require.Equal(t, want, k.String())
+	}
+}
+
+func TestNewRoundsShards(t *testing.T) {
+	for _, tc := range []struct{ in, want int }{{-3, 1}, {0, 1}, {1, 1}, {2, 2}, {3, 4}, {256, 256}, {257, 512}, {1 << 30, 1 << 20}} {
+		t.Run(fmt.Sprint(tc.in), func(t *testing.T) {
+			require.Equal(t, tc.want, New(tc.in).Shards())
+		})
+	}
+}
+
+// testKeys are binary keys covering the entry encodings: empty, NUL bytes, a two-byte length
+// and a key too long for the arena.
+var testKeys = []string{
+	"", "\x00", "a\x00b", "\x00\x00\x00\x00", "user:000000042", "\xff\xfe",
+	strings.Repeat("k", 127), strings.Repeat("k", 128), strings.Repeat("x", maxInlineKey),
+	strings.Repeat("y", maxInlineKey+1), strings.Repeat("z\x00", 3000),
+}
+
+func TestGetSetDelete(t *testing.T) {
+	values := []struct {
+		name string
+		v    Value
+	}{
+		{"string", Value{Kind: String, Bytes: []byte("hello\x00world")}},
+		{"empty string", Value{Kind: String}},
+		{"string with expiry", Value{Kind: String, Expire: 1e18, Bytes: []byte("v")}},
+		{"gcra", Value{Kind: GCRA, Expire: 5e17, Num: 4e17}},
+		{"gcra without expiry", Value{Kind: GCRA, Num: -7}},
+		{"num2", Value{Kind: GCRA, Num: 1, Num2: -1}},
+		{"everything", Value{Kind: 63, Expire: 1 << 62, Num: 1 << 62, Num2: 1 << 61, Bytes: bytes.Repeat([]byte{0}, 100)}},
+	}
+	for _, val := range values {
+		t.Run(val.name, func(t *testing.T) {
+			ks := New(4)
+			for _, k := range testKeys {
+				_, ok := get(ks, k, 0)
+				require.False(t, ok)
+				set(ks, k, val.v)
+			}
+			checkInvariants(t, ks)
+			require.Equal(t, len(testKeys), ks.Len())
+			wantExp := 0
+			if val.v.Expire != 0 {
+				wantExp = len(testKeys)
+			}
+			require.Equal(t, wantExp, ks.Expires())
+			for _, k := range testKeys {
+				got, ok := get(ks, k, 1)
+				require.True(t, ok, "key %q", k)
+				require.Equal(t, val.v, got)
+			}
+			for i, k := range testKeys {
+				require.True(t, del(ks, k))
+				require.False(t, del(ks, k))
+				_, ok := get(ks, k, 1)
+				require.False(t, ok)
+				require.Equal(t, len(testKeys)-i-1, ks.Len())
+				checkInvariants(t, ks)
+			}
+			require.Equal(t, 0, ks.Expires())
+			require.Zero(t, ks.ExpiredTotal())
+		})
+	}
+}
+
+func TestSetNoneDeletes(t *testing.T) {
+	ks := New(1)
+	set(ks, "k", Value{Kind: GCRA, Num: 1})
+	set(ks, "k", Value{})
+	require.False(t, stored(ks, "k"))
+	require.Equal(t, 0, ks.Len())
+}
+
+func TestReplace(t *testing.T) {
+	// Each step replaces the previous value of the same key.
+	steps := []struct {
+		name string
+		v    Value
+	}{
+		{"gcra", Value{Kind: GCRA, Expire: 100, Num: 50}},
+		{"gcra again", Value{Kind: GCRA, Expire: 200, Num: 150}},
+		{"num2 appears", Value{Kind: GCRA, Expire: 200, Num: 150, Num2: 9}},
+		{"num2 changes", Value{Kind: GCRA, Num: 150, Num2: -9}},
+		{"string", Value{Kind: String, Bytes: []byte("abc")}},
+		{"longer string", Value{Kind: String, Expire: 300, Bytes: bytes.Repeat([]byte("x"), 1000)}},
+		{"shorter string", Value{Kind: String, Bytes: []byte("xy")}},
+		{"string with num2", Value{Kind: String, Num2: 1, Bytes: []byte("xyz")}},
+		{"num2 goes", Value{Kind: String, Bytes: []byte("xyz")}},
+		{"empty string", Value{Kind: String}},
+		{"back to gcra", Value{Kind: GCRA, Expire: 400, Num: 7}},
+	}
+	for _, key := range testKeys {
+		t.Run(fmt.Sprintf("key of %d bytes", len(key)), func(t *testing.T) {
+			ks := New(2)
+			// Neighbours, so that moving entries and compaction have something to get wrong.
+			for i := range 50 {
+				set(ks, fmt.Sprint("n", i), Value{Kind: String, Bytes: []byte(fmt.Sprint("v", i))})
+			}
+			set(ks, key, steps[0].v)
+			id := recordID(t, ks, key)
+			for _, st := range steps {
+				set(ks, key, st.v)
+				got, ok := get(ks, key, 0)
+				require.True(t, ok, st.name)
+				require.Equal(t, st.v, got, st.name)
+				require.Equal(t, id, recordID(t, ks, key), "%s: the record moved", st.name)
+				checkInvariants(t, ks)
+			}
+			require.Equal(t, 51, ks.Len())
+			require.Equal(t, 1, ks.Expires())
+			for i := range 50 {
+				got, ok := get(ks, fmt.Sprint("n", i), 0)
+				require.True(t, ok)
+				require.Equal(t, fmt.Sprint("v", i), string(got.Bytes))
+			}
+		})
+	}
+}
+
+func TestSetAliasingBytes(t *testing.T) {
+	ks := New(1)
+	key := []byte("k")
+	s := ks.Shard(key)
+	s.Lock()
+	defer s.Unlock()
+	s.SetLocked(key, Value{Kind: String, Bytes: []byte("hello world")})
+	v, _ := s.GetLocked(key, 0)
+	v.Bytes = v.Bytes[6:] // set the key to a slice of its own value
+	s.SetLocked(key, v)
+	v, _ = s.GetLocked(key, 0)
+	require.Equal(t, "world", string(v.Bytes))
+	// And an in-place edit written back.
+	v.Bytes[0] = 'W'
+	s.SetLocked(key, v)
+	v, _ = s.GetLocked(key, 0)
+	require.Equal(t, "World", string(v.Bytes))
+}
+
+func TestLazyExpiry(t *testing.T) {
+	cases := []struct {
+		name    string
+		expire  int64
+		now     int64
+		present bool
+	}{
+		{"no expiry", 0, 1 << 62, true},
+		{"before", 1000, 999, true},
+		{"at the boundary", 1000, 1000, false},
+		{"after", 1000, 1001, false},
+		{"negative expiry", -5, -6, true},
+		{"negative expiry reached", -5, -5, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ks := New(1)
+			set(ks, "k", Value{Kind: GCRA, Expire: tc.expire, Num: 1})
+			_, ok := get(ks, "k", tc.now)
+			require.Equal(t, tc.present, ok)
+			require.Equal(t, tc.present, stored(ks, "k"), "an expired key is deleted on access")
+			want := int64(1)
+			if tc.present {
+				want = 0
+			}
+			require.Equal(t, want, ks.ExpiredTotal())
+			require.Equal(t, int(1-want), ks.Len())
+			checkInvariants(t, ks)
+		})
+	}
+}
+
+func TestDeleteAtLocked(t *testing.T) {
+	ks := New(1)
+	s := ks.Shard(nil)
+	s.Lock()
+	defer s.Unlock()
+	s.SetLocked([]byte("live"), Value{Kind: GCRA, Expire: 100})
+	s.SetLocked([]byte("dead"), Value{Kind: GCRA, Expire: 50})
+	require.True(t, s.DeleteAtLocked([]byte("live"), 60))
+	require.False(t, s.DeleteAtLocked([]byte("dead"), 60))
+	require.False(t, s.DeleteAtLocked([]byte("none"), 60))
+	require.Equal(t, 0, s.LenLocked())
+	require.Equal(t, int64(1), ks.ExpiredTotal())
+}
+
+func TestArenaCompaction(t *testing.T) {
+	ks := New(1)
+	s := ks.shards[0]
+	const n = 20000
+	key := func(i int) string { return fmt.Sprintf("key:%08d:%s", i, strings.Repeat("p", i%40)) }
+	for i := range n {
+		set(ks, key(i), Value{Kind: GCRA, Expire: int64(i + 1), Num: int64(i), Num2: int64(i % 3)})
+	}
+	full := len(s.arena)
+	// Delete 90% of the keys, and move some of the survivors' entries (Num2 toggles).
+	for i := range n {
+		switch {
+		case i%10 != 0:
+			require.True(t, del(ks, key(i)))
+		case i%20 == 0:
+			set(ks, key(i), Value{Kind: GCRA, Expire: int64(i + 1), Num: int64(i), Num2: int64(i%3) ^ 1})
+		}
+	}
+	checkInvariants(t, ks)
+	require.Less(t, len(s.arena), full/4, "the arena was compacted")
+	require.LessOrEqual(t, s.dead, len(s.arena)/2)
+	require.Less(t, cap(s.index), 2*targetIndex(n/10), "the index shrank")
+	for i := 0; i < n; i += 10 {
+		v, ok := get(ks, key(i), 0)
+		require.True(t, ok, key(i))
+		num2 := int64(i % 3)
+		if i%20 == 0 {
+			num2 ^= 1
+		}
+		require.Equal(t, Value{Kind: GCRA, Expire: int64(i + 1), Num: int64(i), Num2: num2}, v)
+	}
+}
+
+func TestChunksGiveMemoryBack(t *testing.T) {
+	ks := New(1)
+	s := ks.shards[0]
+	const n = 10 * chunkLen
+	for i := range n {
+		set(ks, fmt.Sprint(i), Value{Kind: GCRA, Num: 1})
+	}
+	require.Len(t, s.chunks, 10)
+	// Emptying the middle chunks frees them; the lowest free ids are reused first.
+	for i := 2 * chunkLen; i < 5*chunkLen; i++ {
+		require.True(t, del(ks, fmt.Sprint(i)))
+	}
+	checkInvariants(t, ks)
+	require.Nil(t, s.chunks[2])
+	require.Nil(t, s.chunks[4])
+	require.NotNil(t, s.spare)
+	set(ks, "new", Value{Kind: GCRA})
+	require.Equal(t, uint32(2*chunkLen), recordID(t, ks, "new"))
+	require.Nil(t, s.spare, "the spare chunk was reused")
+	for i := range n {
+		del(ks, fmt.Sprint(i))
+	}
+	del(ks, "new")
+	checkInvariants(t, ks)
+	require.Nil(t, s.chunks)
+	require.Nil(t, s.index)
+	require.LessOrEqual(t, ks.MemoryUsage(), int64(minCompact), "only a small arena is kept")
+}
+
+func TestFlush(t *testing.T) {
+	ks := New(8)
+	for i := range 1000 {
+		set(ks, fmt.Sprint(i), Value{Kind: String, Expire: 10, Bytes: []byte("v")})
+	}
+	_, ok := get(ks, "1", 10)
+	require.False(t, ok)
+	require.Positive(t, ks.MemoryUsage())
+	ks.Flush()
+	require.Equal(t, 0, ks.Len())
+	require.Equal(t, 0, ks.Expires())
+	require.Equal(t, int64(1), ks.ExpiredTotal(), "FLUSHALL keeps the expired_keys stat")
+	require.Zero(t, ks.MemoryUsage())
+	checkInvariants(t, ks)
+	set(ks, "1", Value{Kind: GCRA, Num: 3})
+	v, ok := get(ks, "1", 0)
+	require.True(t, ok)
+	require.Equal(t, int64(3), v.Num)
+}
+
+func TestGetSetDoNotAllocate(t *testing.T) {
+	ks := New(16)
+	keys := make([][]byte, 1000)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "user:%09d", i)
+		set(ks, string(keys[i]), Value{Kind: GCRA, Expire: 100, Num: 1})
+		set(ks, "s"+string(keys[i]), Value{Kind: String, Bytes: []byte("value")})
+		set(ks, "w"+string(keys[i]), Value{Kind: GCRA, Num: 1, Num2: 5})
+	}
+	i := 0
+	allocs := testing.AllocsPerRun(1000, func() {
+		k := keys[i%len(keys)]
+		i++
+		s := ks.Shard(k)
+		s.Lock()
+		v, _ := s.GetLocked(k, 1)
+		v.Num++
+		v.Expire++
+		s.SetLocked(k, v)
+		_, _ = s.GetLocked([]byte("missing"), 1)
+		s.Unlock()
+	})
+	require.Zero(t, allocs)
+	// Strings and entries with Num2, through keys built in reused buffers.
+	skey, wkey := make([]byte, 15), make([]byte, 15)
+	skey[0], wkey[0] = 's', 'w'
+	allocs = testing.AllocsPerRun(1000, func() {
+		copy(skey[1:], keys[i%len(keys)])
+		copy(wkey[1:], keys[i%len(keys)])
+		i++
+		s := ks.Shard(skey)
+		s.Lock()
+		v, _ := s.GetLocked(skey, 1)
+		v.Bytes = append(v.Bytes[:0], "other"...)
+		s.SetLocked(skey, v)
+		s.Unlock()
+		s = ks.Shard(wkey)
+		s.Lock()
+		v, _ = s.GetLocked(wkey, 1)
+		v.Num2++
+		s.SetLocked(wkey, v)
+		s.Unlock()
+	})
+	require.Zero(t, allocs)
+}

@@ -1,0 +1,373 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func serverCommands() []*command {
+	return []*command{
+		{name: "command", arity: -1, flags: "loading stale", group: "server", since: "2.8.13", summary: "Returns detailed information about all commands.", handler: cmdCommand},
+		{name: "info", arity: -1, flags: "loading stale", group: "server", since: "1.0.0", summary: "Returns information and statistics about the server.", syntax: "[section ...]", handler: cmdInfo},
+		{name: "config", arity: -2, group: "server", since: "2.0.0", summary: "A container for server configuration commands."},
+		{name: "time", arity: 1, flags: "loading stale fast", group: "server", since: "2.6.0", summary: "Returns the server time.", handler: cmdTime},
+		{name: "dbsize", arity: 1, flags: "readonly fast", group: "server", since: "1.0.0", summary: "Returns the number of keys in the database.", handler: cmdDBSize},
+		{name: "flushdb", arity: -1, flags: "write", group: "server", since: "1.0.0", summary: "Removes all keys from the current database.", syntax: "[ASYNC|SYNC]", handler: cmdFlush},
+		{name: "flushall", arity: -1, flags: "write", group: "server", since: "1.0.0", summary: "Removes all keys from all databases.", syntax: "[ASYNC|SYNC]", handler: cmdFlush},
+		{name: "save", arity: 1, flags: "admin", group: "server", since: "1.0.0", summary: "Synchronously saves the state to disk.", handler: cmdSave},
+		{name: "bgsave", arity: -1, flags: "admin", group: "server", since: "1.0.0", summary: "Asynchronously saves the state to disk.", syntax: "[SCHEDULE]", handler: cmdBGSave},
+		{name: "lastsave", arity: 1, flags: "loading stale fast", group: "server", since: "1.0.0", summary: "Returns the Unix timestamp of the last successful save to disk.", handler: cmdLastSave},
+		{name: "role", arity: 1, flags: "loading stale fast", group: "server", since: "2.8.12", summary: "Returns the replication role.", handler: cmdRole},
+		{name: "shutdown", arity: -1, flags: "admin loading stale", group: "server", since: "1.0.0", summary: "Stops the server.", syntax: "[NOSAVE|SAVE] [NOW] [FORCE] [ABORT]", handler: cmdShutdown},
+	}
+}
+
+func configSubcommands() []*command {
+	return []*command{
+		{name: "get", arity: -3, flags: "admin loading stale", group: "server", since: "2.0.0", summary: "Returns the effective values of configuration parameters.", syntax: "parameter [parameter ...]", handler: cmdConfigGet},
+		{name: "set", arity: -4, flags: "admin loading stale", group: "server", since: "2.0.0", summary: "Sets configuration parameters in-flight.", syntax: "parameter value [parameter value ...]", handler: cmdConfigSet},
+		{name: "resetstat", arity: 2, flags: "admin loading stale", group: "server", since: "2.0.0", summary: "Resets the server's statistics.", handler: cmdConfigResetStat},
+		{name: "help", arity: 2, flags: "loading stale", group: "server", since: "5.0.0", summary: "Returns helpful text about the different subcommands.", handler: cmdConfigHelp},
+	}
+}
+
+// INFO [section ...]
+func cmdInfo(c *client, args [][]byte) error {
+	want := make(map[string]bool)
+	for _, a := range args[1:] {
+		want[strings.ToLower(string(a))] = true
+	}
+	all := len(want) == 0 || want["all"] || want["everything"] || want["default"]
+	var b strings.Builder
+	for _, sec := range c.s.infoSections() {
+		if !all && !want[sec.name] {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\r\n")
+		}
+		b.WriteString("# " + strings.ToUpper(sec.name[:1]) + sec.name[1:] + "\r\n")
+		for _, f := range sec.fields() {
+			b.WriteString(f[0] + ":" + f[1] + "\r\n")
+		}
+	}
+	c.w.verbatim(b.String())
+	return nil
+}
+
+// infoSection is one "# Name" block of INFO.
+type infoSection struct {
+	name   string
+	fields func() [][2]string
+}
+
+func (s *Server) infoSections() []infoSection {
+	return []infoSection{
+		{"server", s.infoServer},
+		{"clients", s.infoClients},
+		{"memory", s.infoMemory},
+		{"stats", s.infoStats},
+		{"throttle", s.infoThrottle},
+		{"keyspace", s.infoKeyspace},
+	}
+}
+
+func (s *Server) infoServer() [][2]string {
+	up := time.Since(s.started)
+	port := s.cfg.Port
+	if a, ok := s.Addr().(*net.TCPAddr); ok {
+		port = a.Port
+	}
+	return [][2]string{
+		{"redis_version", redisVersion},
+		{"throttled_version", Version},
+		{"redis_mode", "standalone"},
+		{"os", runtime.GOOS + " " + runtime.GOARCH},
+		{"arch_bits", strconv.Itoa(strconv.IntSize)},
+		{"go_version", runtime.Version()},
+		{"process_id", strconv.Itoa(os.Getpid())},
+		{"tcp_port", strconv.Itoa(port)},
+		{"server_time_usec", itoa(s.now().UnixMicro())},
+		{"uptime_in_seconds", itoa(int64(up / time.Second))},
+		{"uptime_in_days", itoa(int64(up / (24 * time.Hour)))},
+		{"hz", "10"},
+		{"shards", strconv.Itoa(s.cfg.Shards)},
+	}
+}
+
+func (s *Server) infoClients() [][2]string {
+	return [][2]string{
+		{"connected_clients", itoa(s.connected.Load())},
+		{"maxclients", itoa(s.maxClients.Load())},
+		{"blocked_clients", "0"},
+	}
+}
+
+func (s *Server) infoMemory() [][2]string {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return [][2]string{
+		{"used_memory", strconv.FormatUint(m.HeapInuse, 10)},
+		{"used_memory_human", humanBytes(m.HeapInuse)},
+		{"used_memory_rss", strconv.FormatUint(m.Sys-m.HeapReleased, 10)},
+		{"used_memory_peak", strconv.FormatUint(m.HeapSys, 10)},
+		{"total_system_memory", "0"},
+		{"maxmemory", "0"},
+		{"maxmemory_policy", "noeviction"},
+		{"gc_cycles", strconv.FormatUint(uint64(m.NumGC), 10)},
+		{"heap_objects", strconv.FormatUint(m.HeapObjects, 10)},
+	}
+}
+
+func humanBytes(n uint64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2fG", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.2fM", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.2fK", float64(n)/(1<<10))
+	}
+	return strconv.FormatUint(n, 10) + "B"
+}
+
+func (s *Server) infoStats() [][2]string {
+	return [][2]string{
+		{"total_connections_received", itoa(s.stats.connections.Load())},
+		{"total_commands_processed", itoa(s.stats.commands.Load())},
+		{"rejected_connections", itoa(s.stats.rejected.Load())},
+		{"expired_keys", itoa(s.ks.ExpiredTotal())},
+		{"evicted_keys", "0"},
+		{"total_error_replies", itoa(s.stats.errors.Load())},
+	}
+}
+
+// infoThrottle counts decisions per rate-limit verb.
+func (s *Server) infoThrottle() [][2]string {
+	out := [][2]string{
+		{"throttle_allowed", itoa(s.stats.allowed.Load())},
+		{"throttle_denied", itoa(s.stats.denied.Load())},
+	}
+	for _, cmd := range s.sortedCommands() {
+		if cmd.has(flagRatelimit) {
+			out = append(out, [2]string{"verb_" + strings.ReplaceAll(cmd.name, ".", "_"),
+				"allowed=" + itoa(cmd.allowed.Load()) + ",denied=" + itoa(cmd.denied.Load())})
+		}
+	}
+	return out
+}
+
+func (s *Server) infoKeyspace() [][2]string {
+	n := s.ks.Len()
+	if n == 0 {
+		return nil
+	}
+	return [][2]string{{"db0", fmt.Sprintf("keys=%d,expires=%d,avg_ttl=0", n, s.ks.Expires())}}
+}
+
+// CONFIG GET parameter [parameter ...]
+func cmdConfigGet(c *client, args [][]byte) error {
+	params := c.s.configParams()
+	names := make([]string, 0, len(params))
+	for name := range params {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var out []string
+	seen := make(map[string]bool)
+	for _, pattern := range args[2:] {
+		for _, name := range names {
+			if !seen[name] && globMatch([]byte(strings.ToLower(string(pattern))), []byte(name)) {
+				seen[name] = true
+				out = append(out, name, params[name]())
+			}
+		}
+	}
+	c.w.mapHeader(len(out) / 2)
+	for _, v := range out {
+		c.w.bulkString(v)
+	}
+	return nil
+}
+
+// configParams maps each parameter CONFIG GET knows to its current value.
+func (s *Server) configParams() map[string]func() string {
+	constant := func(v string) func() string { return func() string { return v } }
+	return map[string]func() string{
+		"bind":               constant(s.cfg.Bind),
+		"port":               constant(strconv.Itoa(s.cfg.Port)),
+		"dir":                constant(s.cfg.Dir),
+		"requirepass":        func() string { return *s.password.Load() },
+		"loglevel":           func() string { return s.logLevelName() },
+		"maxclients":         func() string { return itoa(s.maxClients.Load()) },
+		"proto-max-bulk-len": constant(strconv.Itoa(s.cfg.ProtoMaxBulkLen)),
+		"databases":          constant("1"),
+		"save":               constant(""),
+		"appendonly":         constant("no"),
+		"maxmemory":          constant("0"),
+		"maxmemory-policy":   constant("noeviction"),
+		"hz":                 constant("10"),
+	}
+}
+
+// CONFIG SET parameter value [parameter value ...]
+func cmdConfigSet(c *client, args [][]byte) error {
+	if len(args)%2 != 0 {
+		return errors.New("wrong number of arguments for 'config|set' command")
+	}
+	// Check every pair before applying any, as Redis does.
+	var apply []func()
+	for i := 2; i < len(args); i += 2 {
+		name, value := strings.ToLower(string(args[i])), string(args[i+1])
+		var set func()
+		switch name {
+		case "requirepass":
+			set = func() { c.s.password.Store(&value) }
+		case "loglevel":
+			level, ok := logLevels[strings.ToLower(value)]
+			if !ok {
+				return fmt.Errorf("CONFIG SET failed (possibly related to argument '%s') - argument(s) must be one of the following: debug, verbose, notice, warning", name)
+			}
+			set = func() { c.s.level.Set(level); c.s.levelName.Store(&value) }
+		case "maxclients":
+			n, err := strconv.ParseInt(value, 10, 64)
+			if err != nil || n < 1 {
+				return fmt.Errorf("CONFIG SET failed (possibly related to argument '%s') - argument must be a positive integer", name)
+			}
+			set = func() { c.s.maxClients.Store(n) }
+		default:
+			if _, ok := c.s.configParams()[name]; ok {
+				return fmt.Errorf("CONFIG SET failed (possibly related to argument '%s') - can't set immutable config", name)
+			}
+			return fmt.Errorf("Unknown option or number of arguments for CONFIG SET - '%s'", truncate(args[i], 128))
+		}
+		apply = append(apply, set)
+	}
+	for _, set := range apply {
+		set()
+	}
+	c.w.ok()
+	return nil
+}
+
+// CONFIG RESETSTAT
+func cmdConfigResetStat(c *client, args [][]byte) error {
+	s := c.s
+	for _, v := range []interface{ Store(int64) }{&s.stats.connections, &s.stats.rejected, &s.stats.commands,
+		&s.stats.errors, &s.stats.allowed, &s.stats.denied} {
+		v.Store(0)
+	}
+	for _, cmd := range s.commands {
+		for _, cc := range append([]*command{cmd}, sortedSubcommands(cmd)...) {
+			cc.calls.Store(0)
+			cc.allowed.Store(0)
+			cc.denied.Store(0)
+		}
+	}
+	c.w.ok()
+	return nil
+}
+
+// CONFIG HELP
+func cmdConfigHelp(c *client, args [][]byte) error {
+	writeHelp(c, "CONFIG", []string{
+		"GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
+		"SET <directive> <value>", "    Set the configuration <directive> to <value>.",
+		"RESETSTAT", "    Reset statistics reported by the INFO command.",
+	})
+	return nil
+}
+
+// TIME
+func cmdTime(c *client, args [][]byte) error {
+	now := c.s.now()
+	c.w.array(2)
+	c.w.bulkInt(now.Unix())
+	c.w.bulkInt(int64(now.Nanosecond() / 1000))
+	return nil
+}
+
+// DBSIZE
+func cmdDBSize(c *client, args [][]byte) error {
+	c.w.int(int64(c.s.ks.Len()))
+	return nil
+}
+
+// FLUSHALL [ASYNC|SYNC], FLUSHDB [ASYNC|SYNC]
+func cmdFlush(c *client, args [][]byte) error {
+	if len(args) > 2 {
+		return errSyntax
+	}
+	if len(args) == 2 {
+		if m := strings.ToLower(string(args[1])); m != "async" && m != "sync" {
+			return errSyntax
+		}
+	}
+	c.s.ks.Flush()
+	c.w.ok()
+	return nil
+}
+
+// SAVE. Without persistence (a later issue) the state lives in memory only: nothing to write.
+func cmdSave(c *client, args [][]byte) error {
+	c.s.lastSave.Store(time.Now().Unix())
+	c.w.ok()
+	return nil
+}
+
+// BGSAVE [SCHEDULE]
+func cmdBGSave(c *client, args [][]byte) error {
+	if len(args) > 2 || len(args) == 2 && !strings.EqualFold(string(args[1]), "schedule") {
+		return errSyntax
+	}
+	c.s.lastSave.Store(time.Now().Unix())
+	c.w.simple("Background saving started")
+	return nil
+}
+
+// LASTSAVE
+func cmdLastSave(c *client, args [][]byte) error {
+	c.w.int(c.s.lastSave.Load())
+	return nil
+}
+
+// ROLE
+func cmdRole(c *client, args [][]byte) error {
+	c.w.array(3)
+	c.w.bulkString("master")
+	c.w.int(0)
+	c.w.array(0)
+	return nil
+}
+
+// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]
+func cmdShutdown(c *client, args [][]byte) error {
+	for _, a := range args[1:] {
+		switch strings.ToLower(string(a)) {
+		case "nosave", "save", "now", "force":
+		case "abort":
+			return errors.New("No shutdown in progress.")
+		default:
+			return errSyntax
+		}
+	}
+	c.s.log.Info("SHUTDOWN requested", "client", c.nc.RemoteAddr().String())
+	c.closing = true
+	go c.s.Close()
+	return nil
+}
+
+func (s *Server) logLevelName() string { return *s.levelName.Load() }
+
+// newLogger builds the default logger: text on stderr at a level CONFIG SET can change.
+func newLogger(level *slog.LevelVar) *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}

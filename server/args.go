@@ -1,0 +1,250 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// parseInt parses a whole base-10 int64 as Redis's string2ll does: an
+// optional minus, digits, no leading zeros, no blanks, no overflow.
+func parseInt(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	neg := b[0] == '-'
+	if neg {
+		b = b[1:]
+		if len(b) == 0 {
+			return 0, false
+		}
+	}
+	if b[0] == '0' && (len(b) > 1 || neg) {
+		return 0, false // "01" and "-0" are not integers to Redis
+	}
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		if n > (math.MaxUint64-9)/10 {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	switch {
+	case neg && n <= 1<<63:
+		return -int64(n), true // 1<<63 wraps to math.MinInt64, as it should
+	case !neg && n <= math.MaxInt64:
+		return int64(n), true
+	}
+	return 0, false
+}
+
+// durationForms names what the native verbs accept as a duration.
+const durationForms = "a whole number of seconds, or a number with a unit: ms, s, m, h, d (250ms, 1.5s, 15m)"
+
+// parseDuration parses a native verb's duration into nanoseconds: "60",
+// "250ms", "1.5s", "15m", "2h", "1d". Fractions are exact to the nanosecond
+// (no floating point); the result is positive and fits int64.
+func parseDuration(name string, b []byte) (int64, error) {
+	bad := func() error { return fmt.Errorf("invalid %s '%s': %s", name, truncate(b, 64), durationForms) }
+	i := 0
+	for i < len(b) && (b[i] >= '0' && b[i] <= '9' || b[i] == '.') {
+		i++
+	}
+	num, unit := b[:i], b[i:]
+	var scale int64
+	switch string(unit) {
+	case "":
+		scale = 1e9
+	case "ms":
+		scale = 1e6
+	case "s":
+		scale = 1e9
+	case "m":
+		scale = 60e9
+	case "h":
+		scale = 3600e9
+	case "d":
+		scale = 86400e9
+	default:
+		return 0, bad()
+	}
+	whole, frac, hasDot := cutByte(num, '.')
+	if len(whole) == 0 || hasDot && (len(frac) == 0 || len(unit) == 0) {
+		return 0, bad() // "1.5" without a unit is not a whole number of seconds
+	}
+	var ns int64
+	for _, c := range whole {
+		if c == '.' {
+			return 0, bad()
+		}
+		d := int64(c - '0')
+		if ns > (math.MaxInt64-d)/10 {
+			return 0, fmt.Errorf("%s '%s' is too long", name, truncate(b, 64))
+		}
+		ns = ns*10 + d
+	}
+	if ns > math.MaxInt64/scale {
+		return 0, fmt.Errorf("%s '%s' is too long", name, truncate(b, 64))
+	}
+	ns *= scale
+	// Each fractional digit is worth a tenth of the one before; digits past the nanosecond are dropped.
+	for i, step := 0, scale/10; i < len(frac); i, step = i+1, step/10 {
+		if frac[i] < '0' || frac[i] > '9' {
+			return 0, bad()
+		}
+		ns += int64(frac[i]-'0') * step
+	}
+	if ns <= 0 {
+		return 0, fmt.Errorf("%s must be greater than 0", name)
+	}
+	return ns, nil
+}
+
+func cutByte(b []byte, sep byte) (before, after []byte, found bool) {
+	for i, c := range b {
+		if c == sep {
+			return b[:i], b[i+1:], true
+		}
+	}
+	return b, nil, false
+}
+
+// parseCount parses a whole number argument of a native verb that must be at least min.
+func parseCount(name string, b []byte, min int64) (int64, error) {
+	n, ok := parseInt(b)
+	if !ok {
+		return 0, fmt.Errorf("%s must be an integer, got '%s'", name, truncate(b, 64))
+	}
+	if n < min {
+		if min == 0 {
+			return 0, fmt.Errorf("%s must not be negative, got %d", name, n)
+		}
+		return 0, fmt.Errorf("%s must be at least %d, got %d", name, min, n)
+	}
+	return n, nil
+}
+
+// nativeOptions are the options every native verb takes after its parameters.
+type nativeOptions struct {
+	cost int64
+	peek bool
+}
+
+// parseNativeOptions reads [COST n] [PEEK] in any order.
+func parseNativeOptions(args [][]byte) (nativeOptions, error) {
+	o := nativeOptions{cost: 1}
+	seenCost := false
+	for i := 0; i < len(args); i++ {
+		switch {
+		case equalFold(args[i], "cost") && i+1 < len(args):
+			if seenCost {
+				return o, errors.New("COST given twice")
+			}
+			n, err := parseCount("COST", args[i+1], 0)
+			if err != nil {
+				return o, err
+			}
+			o.cost, seenCost = n, true
+			i++
+		case equalFold(args[i], "cost"):
+			return o, errors.New("COST needs a value")
+		case equalFold(args[i], "peek"):
+			o.peek = true
+		default:
+			return o, fmt.Errorf("unknown option '%s'", truncate(args[i], 64))
+		}
+	}
+	return o, nil
+}
+
+// equalFold compares an argument with a lower-case ASCII word, ignoring case, without allocating.
+func equalFold(b []byte, lower string) bool {
+	if len(b) != len(lower) {
+		return false
+	}
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// globMatch reports whether s matches a Redis glob pattern: * ? [abc] [^a-z]
+// and \ escapes. It backtracks only to the last star, so no pattern makes it slow.
+func globMatch(p, s []byte) bool {
+	pi, si := 0, 0
+	starP, starS := -1, 0
+	for si < len(s) {
+		if pi < len(p) {
+			switch p[pi] {
+			case '*':
+				starP, starS = pi, si
+				pi++
+				continue
+			case '?':
+				pi, si = pi+1, si+1
+				continue
+			case '[':
+				if rest, ok := matchClass(p[pi+1:], s[si]); ok {
+					pi, si = len(p)-len(rest), si+1
+					continue
+				}
+			default:
+				c, w := p[pi], 1
+				if c == '\\' && pi+1 < len(p) {
+					c, w = p[pi+1], 2
+				}
+				if c == s[si] {
+					pi, si = pi+w, si+1
+					continue
+				}
+			}
+		}
+		if starP < 0 {
+			return false
+		}
+		starS++
+		pi, si = starP+1, starS
+	}
+	for pi < len(p) && p[pi] == '*' {
+		pi++
+	}
+	return pi == len(p)
+}
+
+// matchClass matches c against a [...] class whose body starts p; it returns the pattern after the class.
+func matchClass(p []byte, c byte) ([]byte, bool) {
+	not := len(p) > 0 && p[0] == '^'
+	if not {
+		p = p[1:]
+	}
+	match := false
+	for len(p) > 0 && p[0] != ']' {
+		switch {
+		case p[0] == '\\' && len(p) > 1:
+			match = match || p[1] == c
+			p = p[2:]
+		case len(p) > 2 && p[1] == '-' && p[2] != ']':
+			lo, hi := p[0], p[2]
+			if lo > hi {
+				lo, hi = hi, lo
+			}
+			match = match || lo <= c && c <= hi
+			p = p[3:]
+		default:
+			match = match || p[0] == c
+			p = p[1:]
+		}
+	}
+	if len(p) > 0 {
+		p = p[1:] // the closing ]
+	}
+	return p, match != not
+}

@@ -1,0 +1,140 @@
+package server
+
+import (
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// client is one connection: its reader, its pending replies and what CLIENT shows of it.
+type client struct {
+	s       *Server
+	id      int64
+	nc      net.Conn
+	rd      *reader
+	w       writer
+	authed  bool
+	created time.Time
+	cmdName []byte // lower-cased command name, reused
+
+	lastCmd    atomic.Pointer[command]
+	lastActive atomic.Int64 // Unix ns
+	closing    bool         // close after the pending replies are written
+
+	mu      sync.Mutex // guards name, libName, libVer, resp
+	resp    int        // the protocol version, for other clients' CLIENT LIST
+	name    string
+	libName string
+	libVer  string
+}
+
+func (s *Server) newClient(nc net.Conn) *client {
+	c := &client{
+		s:       s,
+		id:      s.nextID.Add(1),
+		nc:      nc,
+		rd:      newReader(nc, s.cfg.ProtoMaxBulkLen),
+		w:       writer{proto: 2},
+		resp:    2,
+		created: time.Now(),
+	}
+	c.authed = !s.passwordSet()
+	c.lastActive.Store(c.created.UnixNano())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.clients[c.id] = c
+	s.connected.Add(1)
+	return c
+}
+
+// serve reads requests and answers them in order; replies to a pipeline are
+// written together once no further request is waiting in the buffer.
+func (c *client) serve() {
+	defer c.close()
+	for {
+		args, err := c.rd.next()
+		if err != nil {
+			var pe errProtocol
+			if errors.As(err, &pe) {
+				c.w.errorText("ERR " + pe.Error())
+				c.flush()
+			}
+			return
+		}
+		c.lastActive.Store(time.Now().UnixNano())
+		c.s.run(c, args)
+		if c.closing {
+			c.flush()
+			return
+		}
+		if !c.rd.buffered() || len(c.w.b) > keepWriteBuf {
+			if !c.flush() {
+				return
+			}
+		}
+	}
+}
+
+// flush writes the pending replies; false when the connection is gone.
+func (c *client) flush() bool {
+	if len(c.w.b) == 0 {
+		return true
+	}
+	_, err := c.nc.Write(c.w.b)
+	if cap(c.w.b) > keepWriteBuf {
+		c.w.b = nil
+	} else {
+		c.w.b = c.w.b[:0]
+	}
+	return err == nil
+}
+
+func (c *client) close() {
+	c.nc.Close()
+	c.s.mu.Lock()
+	delete(c.s.clients, c.id)
+	c.s.mu.Unlock()
+	c.s.connected.Add(-1)
+}
+
+// info is the client's line in CLIENT LIST and CLIENT INFO, in Redis's format.
+func (c *client) info(now time.Time) string {
+	c.mu.Lock()
+	name, lib, ver, resp := c.name, c.libName, c.libVer, c.resp
+	c.mu.Unlock()
+	cmd := "NULL"
+	if lc := c.lastCmd.Load(); lc != nil {
+		cmd = lc.fullName()
+	}
+	var b strings.Builder
+	b.WriteString("id=")
+	b.WriteString(itoa(c.id))
+	b.WriteString(" addr=" + c.nc.RemoteAddr().String())
+	b.WriteString(" laddr=" + c.nc.LocalAddr().String())
+	b.WriteString(" fd=0 name=" + name)
+	b.WriteString(" age=" + itoa(int64(now.Sub(c.created)/time.Second)))
+	b.WriteString(" idle=" + itoa((now.UnixNano()-c.lastActive.Load())/int64(time.Second)))
+	b.WriteString(" flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r")
+	b.WriteString(" cmd=" + cmd)
+	b.WriteString(" user=default redir=-1 resp=" + itoa(int64(resp)))
+	b.WriteString(" lib-name=" + lib + " lib-ver=" + ver)
+	return b.String()
+}
+
+// lowerName returns the command name in lower case without allocating.
+func (c *client) lowerName(name []byte) []byte {
+	c.cmdName = c.cmdName[:0]
+	for _, ch := range name {
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		c.cmdName = append(c.cmdName, ch)
+	}
+	return c.cmdName
+}

@@ -1,0 +1,539 @@
+package server
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync/atomic"
+)
+
+// handler runs one command; an error it returns becomes the error reply.
+type handler func(c *client, args [][]byte) error
+
+// command is one entry of the command table, with what COMMAND reports of it.
+type command struct {
+	name     string // lower case; a subcommand's name is "parent|sub"
+	arity    int    // as Redis: n means exactly n arguments with the name, -n at least n
+	flags    string // space-separated Redis command flags
+	firstKey int    // position of the first key, 0 when none
+	lastKey  int    // position of the last key; -1 for the last argument
+	keyStep  int
+	group    string // COMMAND DOCS group
+	since    string // version of the first release with it
+	summary  string
+	syntax   string // the arguments after the name, as in the docs: "key [COST n]"
+	handler  handler
+
+	parent      *command
+	subcommands map[string]*command
+
+	bits    uint32       // flags as bits, for the checks at dispatch
+	calls   atomic.Int64 // calls since start or CONFIG RESETSTAT
+	allowed atomic.Int64 // rate-limit verbs: decisions that allowed
+	denied  atomic.Int64 // rate-limit verbs: decisions that denied
+}
+
+// Flag bits checked at dispatch.
+const (
+	flagNoAuth uint32 = 1 << iota
+	flagWrite
+	flagRatelimit
+)
+
+var flagBits = map[string]uint32{"no-auth": flagNoAuth, "write": flagWrite, "ratelimit": flagRatelimit}
+
+func (cmd *command) has(bit uint32) bool { return cmd.bits&bit != 0 }
+
+func (cmd *command) arityOK(n int) bool {
+	if cmd.arity >= 0 {
+		return n == cmd.arity
+	}
+	return n >= -cmd.arity
+}
+
+// fullName is the name Redis shows in errors and CLIENT LIST: "client|setname".
+func (cmd *command) fullName() string { return cmd.name }
+
+// subcommand finds the subcommand named by arg, or nil.
+func (cmd *command) subcommand(arg []byte) *command {
+	return cmd.subcommands[strings.ToLower(string(arg))]
+}
+
+// lookup finds the command named by name in any case, or nil.
+func (s *Server) lookup(c *client, name []byte) *command {
+	return s.commands[string(c.lowerName(name))]
+}
+
+// register adds cmds to table; a name registered twice is a programmer error.
+func register(table map[string]*command, parent *command, cmds []*command) {
+	for _, cmd := range cmds {
+		if parent != nil {
+			cmd.parent = parent
+			cmd.name = parent.name + "|" + cmd.name
+			if parent.subcommands == nil {
+				parent.subcommands = make(map[string]*command)
+			}
+			parent.subcommands[cmd.name[len(parent.name)+1:]] = cmd
+		} else {
+			if table[cmd.name] != nil {
+				panic("server: command registered twice: " + cmd.name)
+			}
+			table[cmd.name] = cmd
+		}
+		for _, f := range strings.Fields(cmd.flags) {
+			cmd.bits |= flagBits[f]
+		}
+		if cmd.keyStep == 0 && cmd.firstKey > 0 {
+			cmd.keyStep = 1
+		}
+	}
+}
+
+// commandTable builds every command the server answers.
+func (s *Server) commandTable() map[string]*command {
+	table := make(map[string]*command)
+	register(table, nil, connectionCommands())
+	register(table, nil, serverCommands())
+	register(table, nil, keyCommands())
+	register(table, nil, stringCommands())
+	register(table, nil, throttleCommands())
+	for _, parent := range []struct {
+		name string
+		subs []*command
+	}{
+		{"client", clientSubcommands()},
+		{"config", configSubcommands()},
+		{"command", commandSubcommands()},
+	} {
+		cmd := table[parent.name]
+		register(table, cmd, parent.subs)
+		if cmd.handler == nil {
+			upper := strings.ToUpper(cmd.name)
+			cmd.handler = func(c *client, args [][]byte) error { return unknownSubcommand(args[1], upper) }
+		}
+	}
+	return table
+}
+
+// sortedCommands lists the top-level commands by name.
+func (s *Server) sortedCommands() []*command {
+	out := make([]*command, 0, len(s.commands))
+	for _, cmd := range s.commands {
+		out = append(out, cmd)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+func commandSubcommands() []*command {
+	return []*command{
+		{name: "count", arity: 2, flags: "loading stale", group: "server", since: "2.8.13", summary: "Returns a count of commands.", handler: cmdCommandCount},
+		{name: "info", arity: -2, flags: "loading stale", group: "server", since: "2.8.13", summary: "Returns information about one, multiple or all commands.", syntax: "[command-name ...]", handler: cmdCommandInfo},
+		{name: "docs", arity: -2, flags: "loading stale", group: "server", since: "7.0.0", summary: "Returns documentary information about one, multiple or all commands.", syntax: "[command-name ...]", handler: cmdCommandDocs},
+		{name: "list", arity: -2, flags: "loading stale", group: "server", since: "7.0.0", summary: "Returns a list of command names.", syntax: "[FILTERBY MODULE name|ACLCAT category|PATTERN pattern]", handler: cmdCommandList},
+		{name: "getkeys", arity: -3, flags: "loading stale", group: "server", since: "2.8.13", summary: "Extracts the key names from an arbitrary command.", syntax: "command [arg ...]", handler: cmdCommandGetKeys},
+		{name: "help", arity: 2, flags: "loading stale", group: "server", since: "5.0.0", summary: "Returns helpful text about the different subcommands.", handler: cmdCommandHelp},
+	}
+}
+
+// COMMAND
+func cmdCommand(c *client, args [][]byte) error {
+	if len(args) > 1 {
+		return unknownSubcommand(args[1], "COMMAND")
+	}
+	cmds := c.s.sortedCommands()
+	c.w.array(len(cmds))
+	for _, cmd := range cmds {
+		writeCommandInfo(c, cmd)
+	}
+	return nil
+}
+
+// COMMAND COUNT
+func cmdCommandCount(c *client, args [][]byte) error {
+	c.w.int(int64(len(c.s.commands)))
+	return nil
+}
+
+// COMMAND INFO [command-name ...]
+func cmdCommandInfo(c *client, args [][]byte) error {
+	if len(args) == 2 {
+		return cmdCommand(c, args[:1])
+	}
+	c.w.array(len(args) - 2)
+	for _, name := range args[2:] {
+		if cmd := c.s.findCommand(string(name)); cmd != nil {
+			writeCommandInfo(c, cmd)
+		} else {
+			c.w.nullArray()
+		}
+	}
+	return nil
+}
+
+// findCommand finds a command or "parent|sub" subcommand by name in any case.
+func (s *Server) findCommand(name string) *command {
+	name = strings.ToLower(name)
+	parent, sub, ok := strings.Cut(name, "|")
+	cmd := s.commands[parent]
+	if cmd == nil || !ok {
+		return cmd
+	}
+	return cmd.subcommands[sub]
+}
+
+// writeCommandInfo writes Redis 7's ten-element description of cmd.
+func writeCommandInfo(c *client, cmd *command) {
+	c.w.array(10)
+	c.w.bulkString(cmd.name)
+	c.w.int(int64(cmd.arity))
+	flags := strings.Fields(cmd.flags)
+	c.w.setHeader(len(flags))
+	for _, f := range flags {
+		c.w.simple(f)
+	}
+	c.w.int(int64(cmd.firstKey))
+	c.w.int(int64(cmd.lastKey))
+	c.w.int(int64(cmd.keyStep))
+	c.w.setHeader(1)
+	c.w.simple("@" + cmd.group)
+	c.w.array(0) // tips
+	if cmd.firstKey > 0 {
+		writeKeySpec(c, cmd)
+	} else {
+		c.w.array(0)
+	}
+	subs := sortedSubcommands(cmd)
+	c.w.array(len(subs))
+	for _, sub := range subs {
+		writeCommandInfo(c, sub)
+	}
+}
+
+// writeKeySpec writes one key specification: keys from firstKey to lastKey by keyStep.
+func writeKeySpec(c *client, cmd *command) {
+	access := "RO"
+	if cmd.has(flagWrite) {
+		access = "RW"
+	}
+	c.w.array(1)
+	c.w.mapHeader(3)
+	c.w.bulkString("flags")
+	c.w.setHeader(1)
+	c.w.simple(access)
+	c.w.bulkString("begin_search")
+	c.w.mapHeader(2)
+	c.w.bulkString("type")
+	c.w.bulkString("index")
+	c.w.bulkString("spec")
+	c.w.mapHeader(1)
+	c.w.bulkString("index")
+	c.w.int(int64(cmd.firstKey))
+	c.w.bulkString("find_keys")
+	c.w.mapHeader(2)
+	c.w.bulkString("type")
+	c.w.bulkString("range")
+	c.w.bulkString("spec")
+	c.w.mapHeader(3)
+	c.w.bulkString("lastkey")
+	last := cmd.lastKey
+	if last > 0 {
+		last -= cmd.firstKey
+	}
+	c.w.int(int64(last))
+	c.w.bulkString("keystep")
+	c.w.int(int64(cmd.keyStep))
+	c.w.bulkString("limit")
+	c.w.int(0)
+}
+
+func sortedSubcommands(cmd *command) []*command {
+	subs := make([]*command, 0, len(cmd.subcommands))
+	for _, sub := range cmd.subcommands {
+		subs = append(subs, sub)
+	}
+	sort.Slice(subs, func(i, j int) bool { return subs[i].name < subs[j].name })
+	return subs
+}
+
+// COMMAND DOCS [command-name ...]
+func cmdCommandDocs(c *client, args [][]byte) error {
+	var cmds []*command
+	if len(args) == 2 {
+		cmds = c.s.sortedCommands()
+	} else {
+		for _, name := range args[2:] {
+			if cmd := c.s.findCommand(string(name)); cmd != nil {
+				cmds = append(cmds, cmd)
+			}
+		}
+	}
+	c.w.mapHeader(len(cmds))
+	for _, cmd := range cmds {
+		c.w.bulkString(cmd.name)
+		writeCommandDocs(c, cmd)
+	}
+	return nil
+}
+
+// writeCommandDocs writes summary, since, group, arguments and subcommands, as redis-cli reads them for its hints.
+func writeCommandDocs(c *client, cmd *command) {
+	subs := sortedSubcommands(cmd)
+	fields := 4
+	if len(subs) > 0 {
+		fields++
+	}
+	c.w.mapHeader(fields)
+	c.w.bulkString("summary")
+	c.w.bulkString(cmd.summary)
+	c.w.bulkString("since")
+	c.w.bulkString(cmd.since)
+	c.w.bulkString("group")
+	c.w.bulkString(cmd.group)
+	c.w.bulkString("arguments")
+	writeArguments(c, parseSyntax(cmd.syntax))
+	if len(subs) > 0 {
+		c.w.bulkString("subcommands")
+		c.w.mapHeader(len(subs))
+		for _, sub := range subs {
+			c.w.bulkString(sub.name)
+			writeCommandDocs(c, sub)
+		}
+	}
+}
+
+// argument is one argument of a command's syntax, for COMMAND DOCS.
+type argument struct {
+	name     string
+	typ      string // key, string, integer, pure-token, oneof, block
+	token    string // the keyword before a value: COST in "[COST n]"
+	optional bool
+	multiple bool
+	children []argument
+}
+
+// parseSyntax turns "key value [NX|XX] [EX seconds] [COST n] [PEEK] [key ...]"
+// into arguments. It understands what the table's syntax lines use:
+// words, [optional] groups, a|b alternatives and "..." repetition.
+func parseSyntax(syntax string) []argument {
+	var out []argument
+	for _, group := range splitGroups(syntax) {
+		optional := strings.HasPrefix(group, "[")
+		body := strings.TrimSuffix(strings.TrimPrefix(group, "["), "]")
+		multiple := strings.HasSuffix(body, "...")
+		body = strings.TrimSpace(strings.TrimSuffix(body, "..."))
+		arg := groupArgument(body)
+		arg.optional, arg.multiple = optional, multiple
+		out = append(out, arg)
+	}
+	return out
+}
+
+func groupArgument(body string) argument {
+	if strings.Contains(body, "|") {
+		arg := argument{name: strings.ToLower(strings.ReplaceAll(body, "|", "-")), typ: "oneof"}
+		for _, alt := range strings.Split(body, "|") {
+			arg.children = append(arg.children, groupArgument(alt))
+		}
+		if len(arg.name) > 40 {
+			arg.name = "condition"
+		}
+		return arg
+	}
+	words := strings.Fields(body)
+	switch {
+	case len(words) == 1 && isToken(words[0]):
+		return argument{name: strings.ToLower(words[0]), typ: "pure-token", token: words[0]}
+	case len(words) == 2 && isToken(words[0]):
+		arg := valueArgument(words[1])
+		arg.token = words[0]
+		return arg
+	case len(words) == 1:
+		return valueArgument(words[0])
+	}
+	arg := argument{name: strings.ReplaceAll(body, " ", "-"), typ: "block"}
+	for _, w := range words {
+		arg.children = append(arg.children, groupArgument(w))
+	}
+	return arg
+}
+
+func valueArgument(name string) argument {
+	switch name {
+	case "key":
+		return argument{name: name, typ: "key"}
+	case "n", "count", "max_burst", "count_per_period", "tokens_per_period", "seconds", "milliseconds",
+		"unix-time-seconds", "unix-time-milliseconds", "increment", "decrement", "cursor", "quantity", "index":
+		return argument{name: name, typ: "integer"}
+	}
+	return argument{name: name, typ: "string"}
+}
+
+func isToken(w string) bool { return w == strings.ToUpper(w) && strings.ToLower(w) != w }
+
+// splitGroups splits a syntax line on blanks outside brackets.
+func splitGroups(s string) []string {
+	var out []string
+	depth, start := 0, -1
+	for i, r := range s {
+		switch {
+		case r == '[':
+			if depth == 0 && start < 0 {
+				start = i
+			}
+			depth++
+		case r == ']':
+			depth--
+		case r == ' ' && depth == 0:
+			if start >= 0 {
+				out = append(out, s[start:i])
+				start = -1
+			}
+			continue
+		}
+		if start < 0 {
+			start = i
+		}
+	}
+	if start >= 0 {
+		out = append(out, s[start:])
+	}
+	return out
+}
+
+func writeArguments(c *client, args []argument) {
+	c.w.array(len(args))
+	for _, a := range args {
+		fields := 2
+		if a.token != "" {
+			fields++
+		}
+		var flags []string
+		if a.optional {
+			flags = append(flags, "optional")
+		}
+		if a.multiple {
+			flags = append(flags, "multiple")
+		}
+		if len(flags) > 0 {
+			fields++
+		}
+		if len(a.children) > 0 {
+			fields++
+		}
+		c.w.mapHeader(fields)
+		c.w.bulkString("name")
+		c.w.bulkString(a.name)
+		c.w.bulkString("type")
+		c.w.bulkString(a.typ)
+		if a.token != "" {
+			c.w.bulkString("token")
+			c.w.bulkString(a.token)
+		}
+		if len(flags) > 0 {
+			c.w.bulkString("flags")
+			c.w.setHeader(len(flags))
+			for _, f := range flags {
+				c.w.simple(f)
+			}
+		}
+		if len(a.children) > 0 {
+			c.w.bulkString("arguments")
+			writeArguments(c, a.children)
+		}
+	}
+}
+
+// COMMAND LIST [FILTERBY PATTERN pattern]
+func cmdCommandList(c *client, args [][]byte) error {
+	var pattern []byte
+	switch {
+	case len(args) == 2:
+	case len(args) == 5 && strings.EqualFold(string(args[2]), "filterby"):
+		switch strings.ToLower(string(args[3])) {
+		case "pattern":
+			pattern = args[4]
+		case "aclcat", "module":
+			c.w.array(0) // no ACL categories or modules to filter by
+			return nil
+		default:
+			return errSyntax
+		}
+	default:
+		return errSyntax
+	}
+	var names []string
+	for _, cmd := range c.s.sortedCommands() {
+		if pattern == nil || globMatch(pattern, []byte(cmd.name)) {
+			names = append(names, cmd.name)
+		}
+	}
+	c.w.stringArray(names)
+	return nil
+}
+
+// COMMAND GETKEYS command [arg ...]
+func cmdCommandGetKeys(c *client, args [][]byte) error {
+	cmd := c.s.findCommand(string(args[2]))
+	if cmd == nil {
+		return fmt.Errorf("invalid command specified")
+	}
+	sub := args[2:]
+	if len(cmd.subcommands) > 0 && len(sub) > 1 {
+		if sc := cmd.subcommand(sub[1]); sc != nil {
+			cmd = sc
+		}
+	}
+	if !cmd.arityOK(len(sub)) {
+		return fmt.Errorf("invalid number of arguments specified for command")
+	}
+	keys := commandKeys(cmd, sub)
+	if len(keys) == 0 {
+		return fmt.Errorf("the command has no key arguments")
+	}
+	c.w.array(len(keys))
+	for _, k := range keys {
+		c.w.bulk(k)
+	}
+	return nil
+}
+
+// commandKeys returns the key arguments of a request for cmd.
+func commandKeys(cmd *command, args [][]byte) [][]byte {
+	if cmd.firstKey == 0 || cmd.firstKey >= len(args) {
+		return nil
+	}
+	last := cmd.lastKey
+	if last < 0 {
+		last = len(args) + last
+	}
+	var keys [][]byte
+	for i := cmd.firstKey; i <= last && i < len(args); i += cmd.keyStep {
+		keys = append(keys, args[i])
+	}
+	return keys
+}
+
+// COMMAND HELP
+func cmdCommandHelp(c *client, args [][]byte) error {
+	writeHelp(c, "COMMAND", []string{
+		"(no subcommand)", "    Return details about all commands.",
+		"COUNT", "    Return the total number of commands in this server.",
+		"LIST [FILTERBY PATTERN <pattern>]", "    Return a list of all commands in this server.",
+		"INFO [<command-name> ...]", "    Return details about the given commands, or all of them.",
+		"DOCS [<command-name> ...]", "    Return documentation details about the given commands, or all of them.",
+		"GETKEYS <full-command>", "    Return the keys from a full command.",
+	})
+	return nil
+}
+
+// writeHelp writes a HELP reply as Redis does.
+func writeHelp(c *client, name string, lines []string) {
+	c.w.array(len(lines) + 3)
+	c.w.simple(name + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
+	for _, l := range lines {
+		c.w.simple(l)
+	}
+	c.w.simple("HELP")
+	c.w.simple("    Print this help.")
+}

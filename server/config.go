@@ -1,0 +1,78 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+)
+
+// Config is what a server is built from. Options use Redis's names.
+type Config struct {
+	// Bind is the address to listen on ("bind"); default 127.0.0.1.
+	Bind string
+	// Port is the TCP port ("port"); 0 picks a free one.
+	Port int
+	// Dir is the working directory for state on disk ("dir").
+	Dir string
+	// RequirePass, when set, must be given with AUTH before other commands ("requirepass").
+	RequirePass string
+	// LogLevel is debug, verbose, notice or warning ("loglevel").
+	LogLevel string
+	// MaxClients is the most connections served at once ("maxclients").
+	MaxClients int
+	// ProtoMaxBulkLen is the largest argument a request may carry ("proto-max-bulk-len").
+	ProtoMaxBulkLen int
+	// Shards is how many lock-striped shards hold the keys; a power of two.
+	Shards int
+	// Logger receives the server's structured logs; nil builds one on stderr at LogLevel.
+	Logger *slog.Logger
+	// Now is the clock; nil uses the wall clock at start plus monotonic time since,
+	// so that a wall clock stepping backwards never moves the server's time back.
+	Now func() time.Time
+}
+
+// DefaultConfig returns the configuration of a server started with no options.
+func DefaultConfig() Config {
+	return Config{
+		Bind:            "127.0.0.1",
+		Port:            6379,
+		Dir:             "./data",
+		LogLevel:        "notice",
+		MaxClients:      10000,
+		ProtoMaxBulkLen: defaultMaxArg,
+		Shards:          256,
+	}
+}
+
+// Validate reports the first option that is out of range, by name and value.
+func (c Config) Validate() error {
+	if c.Port < 0 || c.Port > 65535 {
+		return fmt.Errorf("port: %d is not between 0 and 65535", c.Port)
+	}
+	if net.ParseIP(c.Bind) == nil && c.Bind != "localhost" {
+		return fmt.Errorf("bind: %q is not an IP address", c.Bind)
+	}
+	if _, ok := logLevels[strings.ToLower(c.LogLevel)]; !ok {
+		return fmt.Errorf("loglevel: %q is not one of debug, verbose, notice, warning", c.LogLevel)
+	}
+	if c.MaxClients < 1 {
+		return fmt.Errorf("maxclients: %d must be at least 1", c.MaxClients)
+	}
+	if c.ProtoMaxBulkLen < 1024*1024 {
+		return fmt.Errorf("proto-max-bulk-len: %d must be at least 1mb", c.ProtoMaxBulkLen)
+	}
+	if c.Shards < 1 || c.Shards > 1<<16 || c.Shards&(c.Shards-1) != 0 {
+		return fmt.Errorf("shards: %d is not a power of two between 1 and 65536", c.Shards)
+	}
+	return nil
+}
+
+// logLevels maps Redis's log levels onto slog's.
+var logLevels = map[string]slog.Level{
+	"debug":   slog.LevelDebug,
+	"verbose": slog.LevelDebug,
+	"notice":  slog.LevelInfo,
+	"warning": slog.LevelWarn,
+}

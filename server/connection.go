@@ -1,0 +1,391 @@
+package server
+
+import (
+	"crypto/subtle"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// redisVersion is the Redis version whose behaviour the server follows; clients read it from HELLO and INFO.
+const redisVersion = "7.2.0"
+
+// Version is throttled's own version.
+const Version = "0.1.0"
+
+func connectionCommands() []*command {
+	return []*command{
+		{name: "ping", arity: -1, flags: "fast stale", group: "connection", since: "1.0.0", summary: "Returns the server's liveliness response.", syntax: "[message]", handler: cmdPing},
+		{name: "echo", arity: 2, flags: "fast stale", group: "connection", since: "1.0.0", summary: "Returns the given string.", syntax: "message", handler: cmdEcho},
+		{name: "hello", arity: -1, flags: "no-auth fast stale", group: "connection", since: "6.0.0", summary: "Handshakes with the server.", syntax: "[protover [AUTH username password] [SETNAME clientname]]", handler: cmdHello},
+		{name: "auth", arity: -2, flags: "no-auth fast stale", group: "connection", since: "1.0.0", summary: "Authenticates the connection.", syntax: "[username] password", handler: cmdAuth},
+		{name: "select", arity: 2, flags: "fast stale", group: "connection", since: "1.0.0", summary: "Changes the selected database (only 0 exists).", syntax: "index", handler: cmdSelect},
+		{name: "quit", arity: -1, flags: "no-auth fast stale", group: "connection", since: "1.0.0", summary: "Closes the connection.", handler: cmdQuit},
+		{name: "reset", arity: 1, flags: "no-auth fast stale", group: "connection", since: "6.2.0", summary: "Resets the connection.", handler: cmdReset},
+		{name: "client", arity: -2, flags: "stale", group: "connection", since: "2.4.0", summary: "A container for client connection commands."},
+	}
+}
+
+func clientSubcommands() []*command {
+	return []*command{
+		{name: "id", arity: 2, flags: "fast stale", group: "connection", since: "5.0.0", summary: "Returns the unique client ID of the connection.", handler: cmdClientID},
+		{name: "setname", arity: 3, flags: "fast stale", group: "connection", since: "2.6.9", summary: "Sets the connection name.", syntax: "connection-name", handler: cmdClientSetName},
+		{name: "getname", arity: 2, flags: "fast stale", group: "connection", since: "2.6.9", summary: "Returns the name of the connection.", handler: cmdClientGetName},
+		{name: "setinfo", arity: 4, flags: "fast stale", group: "connection", since: "7.2.0", summary: "Sets information specific to the client or connection.", syntax: "LIB-NAME|LIB-VER value", handler: cmdClientSetInfo},
+		{name: "info", arity: 2, flags: "stale", group: "connection", since: "6.2.0", summary: "Returns information about the connection.", handler: cmdClientInfo},
+		{name: "list", arity: -2, flags: "admin stale", group: "connection", since: "2.4.0", summary: "Lists open connections.", syntax: "[ID client-id ...]", handler: cmdClientList},
+		{name: "kill", arity: -3, flags: "admin stale", group: "connection", since: "2.4.0", summary: "Terminates open connections.", syntax: "addr|filter ...", handler: cmdClientKill},
+		{name: "help", arity: 2, flags: "fast stale", group: "connection", since: "5.0.0", summary: "Returns helpful text about the different subcommands.", handler: cmdClientHelp},
+	}
+}
+
+// PING [message]
+func cmdPing(c *client, args [][]byte) error {
+	switch len(args) {
+	case 1:
+		c.w.simple("PONG")
+	case 2:
+		c.w.bulk(args[1])
+	default:
+		return errors.New("wrong number of arguments for 'ping' command")
+	}
+	return nil
+}
+
+// ECHO message
+func cmdEcho(c *client, args [][]byte) error {
+	c.w.bulk(args[1])
+	return nil
+}
+
+// HELLO [protover [AUTH username password] [SETNAME clientname]]
+func cmdHello(c *client, args [][]byte) error {
+	proto := c.w.proto
+	if len(args) > 1 {
+		v, err := strconv.Atoi(string(args[1]))
+		if err != nil {
+			return errors.New("Protocol version is not an integer or out of range")
+		}
+		if v != 2 && v != 3 {
+			return errNoProto
+		}
+		proto = v
+	}
+	var name []byte
+	setName := false
+	for i := 2; i < len(args); i++ {
+		switch opt := strings.ToLower(string(args[i])); {
+		case opt == "auth" && i+2 < len(args):
+			if err := c.s.authenticate(args[i+1], args[i+2]); err != nil {
+				return err
+			}
+			c.authed = true
+			i += 2
+		case opt == "setname" && i+1 < len(args):
+			if err := validClientName(args[i+1]); err != nil {
+				return err
+			}
+			name, setName = args[i+1], true
+			i++
+		default:
+			return errors.New("Syntax error in HELLO option '" + truncate(args[i], 128) + "'")
+		}
+	}
+	if !c.authed && c.s.passwordSet() {
+		return &codedError{"NOAUTH", "HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"}
+	}
+	c.mu.Lock()
+	if setName {
+		c.name = string(name)
+	}
+	c.resp = proto
+	c.mu.Unlock()
+	c.w.proto = proto
+	c.w.mapHeader(7)
+	c.w.bulkString("server")
+	c.w.bulkString("redis")
+	c.w.bulkString("version")
+	c.w.bulkString(redisVersion)
+	c.w.bulkString("proto")
+	c.w.int(int64(proto))
+	c.w.bulkString("id")
+	c.w.int(c.id)
+	c.w.bulkString("mode")
+	c.w.bulkString("standalone")
+	c.w.bulkString("role")
+	c.w.bulkString("master")
+	c.w.bulkString("modules")
+	c.w.array(0)
+	return nil
+}
+
+// AUTH [username] password
+func cmdAuth(c *client, args [][]byte) error {
+	var user, pass []byte
+	switch len(args) {
+	case 2:
+		user, pass = []byte("default"), args[1]
+	case 3:
+		user, pass = args[1], args[2]
+	default:
+		return errSyntax
+	}
+	if !c.s.passwordSet() && len(args) == 2 {
+		return errors.New("AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+	}
+	if err := c.s.authenticate(user, pass); err != nil {
+		return err
+	}
+	c.authed = true
+	c.w.ok()
+	return nil
+}
+
+// authenticate checks a username and password against requirepass: the only user is "default".
+func (s *Server) authenticate(user, pass []byte) error {
+	want := *s.password.Load()
+	if string(user) != "default" {
+		return errWrongPass
+	}
+	if want == "" || subtle.ConstantTimeCompare([]byte(want), pass) == 1 {
+		return nil
+	}
+	s.log.Warn("authentication failed")
+	return errWrongPass
+}
+
+// SELECT index
+func cmdSelect(c *client, args [][]byte) error {
+	n, err := strconv.Atoi(string(args[1]))
+	if err != nil {
+		return errNotInteger
+	}
+	if n != 0 {
+		return errors.New("DB index is out of range")
+	}
+	c.w.ok()
+	return nil
+}
+
+// QUIT
+func cmdQuit(c *client, args [][]byte) error {
+	c.w.ok()
+	c.closing = true
+	return nil
+}
+
+// RESET
+func cmdReset(c *client, args [][]byte) error {
+	c.w.proto = 2
+	c.mu.Lock()
+	c.name, c.resp = "", 2
+	c.mu.Unlock()
+	c.authed = !c.s.passwordSet()
+	c.w.simple("RESET")
+	return nil
+}
+
+// CLIENT ID
+func cmdClientID(c *client, args [][]byte) error {
+	c.w.int(c.id)
+	return nil
+}
+
+// CLIENT SETNAME connection-name
+func cmdClientSetName(c *client, args [][]byte) error {
+	if err := validClientName(args[2]); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.name = string(args[2])
+	c.mu.Unlock()
+	c.w.ok()
+	return nil
+}
+
+func validClientName(name []byte) error {
+	for _, ch := range name {
+		if ch <= ' ' || ch > '~' {
+			return errors.New("Client names cannot contain spaces, newlines or special characters.")
+		}
+	}
+	return nil
+}
+
+// CLIENT GETNAME
+func cmdClientGetName(c *client, args [][]byte) error {
+	c.mu.Lock()
+	name := c.name
+	c.mu.Unlock()
+	if name == "" {
+		c.w.null()
+		return nil
+	}
+	c.w.bulkString(name)
+	return nil
+}
+
+// CLIENT SETINFO LIB-NAME|LIB-VER value
+func cmdClientSetInfo(c *client, args [][]byte) error {
+	if err := validClientName(args[3]); err != nil {
+		return errors.New(strings.Replace(err.Error(), "Client names", "lib-name or lib-ver", 1))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch strings.ToLower(string(args[2])) {
+	case "lib-name":
+		c.libName = string(args[3])
+	case "lib-ver":
+		c.libVer = string(args[3])
+	default:
+		return errors.New("Unrecognized option '" + truncate(args[2], 128) + "'")
+	}
+	c.w.ok()
+	return nil
+}
+
+// CLIENT INFO
+func cmdClientInfo(c *client, args [][]byte) error {
+	c.w.verbatim(c.info(time.Now()) + "\n")
+	return nil
+}
+
+// CLIENT LIST [ID client-id ...]
+func cmdClientList(c *client, args [][]byte) error {
+	var ids map[int64]bool
+	if len(args) > 2 {
+		if !strings.EqualFold(string(args[2]), "id") || len(args) < 4 {
+			return errSyntax
+		}
+		ids = make(map[int64]bool)
+		for _, a := range args[3:] {
+			id, err := strconv.ParseInt(string(a), 10, 64)
+			if err != nil {
+				return errors.New("Invalid client ID")
+			}
+			ids[id] = true
+		}
+	}
+	now := time.Now()
+	var b strings.Builder
+	for _, cl := range c.s.clientsByID() {
+		if ids == nil || ids[cl.id] {
+			b.WriteString(cl.info(now))
+			b.WriteByte('\n')
+		}
+	}
+	c.w.verbatim(b.String())
+	return nil
+}
+
+// clientsByID returns the connected clients, oldest first.
+func (s *Server) clientsByID() []*client {
+	s.mu.Lock()
+	out := make([]*client, 0, len(s.clients))
+	for _, cl := range s.clients {
+		out = append(out, cl)
+	}
+	s.mu.Unlock()
+	sortClients(out)
+	return out
+}
+
+func sortClients(cl []*client) {
+	for i := 1; i < len(cl); i++ {
+		for j := i; j > 0 && cl[j].id < cl[j-1].id; j-- {
+			cl[j], cl[j-1] = cl[j-1], cl[j]
+		}
+	}
+}
+
+// CLIENT KILL addr:port | CLIENT KILL [ID id] [ADDR addr] [LADDR addr] [USER name] [SKIPME yes|no] ...
+func cmdClientKill(c *client, args [][]byte) error {
+	if len(args) == 3 {
+		addr := string(args[2])
+		for _, cl := range c.s.clientsByID() {
+			if cl.nc.RemoteAddr().String() == addr {
+				cl.kill(c)
+				c.w.ok()
+				return nil
+			}
+		}
+		return errors.New("No such client")
+	}
+	if len(args)%2 != 0 {
+		return errSyntax
+	}
+	var id int64
+	var addr, laddr, user string
+	skipMe := true
+	for i := 2; i < len(args); i += 2 {
+		v := string(args[i+1])
+		switch strings.ToLower(string(args[i])) {
+		case "id":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n <= 0 {
+				return errors.New("client-id should be greater than 0")
+			}
+			id = n
+		case "addr":
+			addr = v
+		case "laddr":
+			laddr = v
+		case "user":
+			user = v
+		case "skipme":
+			switch strings.ToLower(v) {
+			case "yes":
+				skipMe = true
+			case "no":
+				skipMe = false
+			default:
+				return errSyntax
+			}
+		default:
+			return errSyntax
+		}
+	}
+	killed := 0
+	for _, cl := range c.s.clientsByID() {
+		switch {
+		case id != 0 && cl.id != id,
+			addr != "" && cl.nc.RemoteAddr().String() != addr,
+			laddr != "" && cl.nc.LocalAddr().String() != laddr,
+			user != "" && user != "default",
+			skipMe && cl == c:
+			continue
+		}
+		cl.kill(c)
+		killed++
+	}
+	c.w.int(int64(killed))
+	return nil
+}
+
+// kill closes cl's connection: its own goroutine sees the closed socket and ends.
+// A client killing itself gets its reply first.
+func (cl *client) kill(by *client) {
+	if cl == by {
+		cl.closing = true
+		return
+	}
+	cl.nc.Close()
+}
+
+// CLIENT HELP
+func cmdClientHelp(c *client, args [][]byte) error {
+	writeHelp(c, "CLIENT", []string{
+		"GETNAME", "    Return the name of the current connection.",
+		"ID", "    Return the ID of the current connection.",
+		"INFO", "    Return information about the current client connection.",
+		"KILL <ip:port>", "    Kill connection made from <ip:port>.",
+		"KILL <option> <value> [<option> <value> [...]]", "    Kill connections. Options are ID, ADDR, LADDR, USER, SKIPME.",
+		"LIST [ID <id> [<id> ...]]", "    Return information about client connections.",
+		"SETINFO <LIB-NAME|LIB-VER> <value>", "    Set client library name or version.",
+		"SETNAME <name>", "    Assign the name <name> to the current connection.",
+	})
+	return nil
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,97 @@
+package server
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"net"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// fuzzServer is a server with no listener whose handlers the fuzzers call directly.
+func fuzzServer(t testing.TB) (*Server, *client) {
+	cfg := DefaultConfig()
+	cfg.Shards = 4
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	a, b := net.Pipe()
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return s, s.newClient(a)
+}
+
+// FuzzCommands runs every command with arguments taken from the input: no
+// handler may panic (the dispatcher would turn it into "internal error").
+func FuzzCommands(f *testing.F) {
+	s, c := fuzzServer(f)
+	var names []string
+	for name, cmd := range s.commands {
+		if name == "shutdown" || name == "quit" {
+			continue // they end the server or connection, by design
+		}
+		names = append(names, name)
+		for sub := range cmd.subcommands {
+			names = append(names, name+" "+sub)
+		}
+	}
+	sort.Strings(names)
+	seeds := []string{
+		"k 15 30 60", "k 4 1 1 6", "k 0 1 1s COST 0 PEEK", "k 1 10 250ms COST 99999999999999999",
+		"k 9223372036854775807 9223372036854775807 9223372036854775807", "k -1 -1 -1", "k 1 1 1 TOKENS",
+		"k 1 1 1e11 TOKENS 5", "k v EX 10 GET", "k 10 NX", "0 MATCH * COUNT 5 TYPE gcra", "k 1.5s 0.000000001s",
+		"maxclients 5", "LIB-NAME x", "3 AUTH default pw SETNAME n",
+	}
+	for i, seed := range seeds {
+		f.Add(uint16(i), seed)
+	}
+	f.Fuzz(func(t *testing.T, pick uint16, input string) {
+		name := names[int(pick)%len(names)]
+		args := [][]byte{}
+		for _, w := range strings.Fields(name) {
+			args = append(args, []byte(w))
+		}
+		for _, w := range strings.Split(input, " ") {
+			args = append(args, []byte(w))
+		}
+		c.w.b = c.w.b[:0]
+		s.run(c, args)
+		if len(c.w.b) == 0 && name != "client kill" {
+			t.Fatalf("%q: no reply", args)
+		}
+		if bytes.Contains(c.w.b, []byte("internal error")) {
+			t.Fatalf("%q: %s", args, c.w.b)
+		}
+		c.closing = false
+		c.w.proto = 2
+	})
+}
+
+// FuzzReader feeds arbitrary bytes to the request parser: it never panics,
+// never returns arguments it did not read, and never claims more bytes than it has.
+func FuzzReader(f *testing.F) {
+	for _, seed := range []string{
+		"*1\r\n$4\r\nPING\r\n", "PING\r\n", "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", "*1\r\n$9223372036854775807\r\n",
+		"*-1\r\n", "*0\r\n", "\"a\\x41\" 'b'\r\n", "*3\r\n$3\r\nSET\r\n$1\r\nk", "$5\r\nhello\r\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := newReader(bytes.NewReader(data), defaultMaxArg)
+		for i := 0; i < 1000; i++ {
+			args, err := r.next()
+			if err != nil {
+				return
+			}
+			for _, a := range args {
+				if len(a) > len(data) {
+					t.Fatalf("argument of %d bytes from %d bytes of input", len(a), len(data))
+				}
+			}
+		}
+	})
+}

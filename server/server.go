@@ -1,0 +1,242 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"throttled/keyspace"
+)
+
+// Server answers Redis-protocol clients from a sharded keyspace.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	ks       *keyspace.Keyspace
+	now      func() time.Time
+	commands map[string]*command // by lower-case name
+	started  time.Time
+
+	mu        sync.Mutex // guards ln, clients, closed
+	ln        net.Listener
+	clients   map[int64]*client
+	password  atomic.Pointer[string] // requirepass; "" when none
+	closed    bool
+	shutdown  chan struct{} // closed once the server stops
+	sweepDone chan struct{} // closed when the expiry loop has stopped
+
+	level      *slog.LevelVar          // the log level CONFIG SET changes
+	levelName  atomic.Pointer[string] // loglevel as configured
+	maxClients atomic.Int64
+
+	nextID      atomic.Int64
+	connected   atomic.Int64 // clients connected now
+	stats       stats
+	lastSave    atomic.Int64 // Unix seconds
+	lastSaveErr atomic.Bool
+}
+
+// stats are INFO's counters.
+type stats struct {
+	connections atomic.Int64 // connections accepted
+	rejected    atomic.Int64 // connections refused by maxclients
+	commands    atomic.Int64 // commands processed
+	errors      atomic.Int64 // error replies
+	allowed     atomic.Int64 // rate-limit decisions that allowed
+	denied      atomic.Int64 // rate-limit decisions that denied
+}
+
+// New builds a server from cfg; Serve or ListenAndServe runs it.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	level := new(slog.LevelVar)
+	level.Set(logLevels[strings.ToLower(cfg.LogLevel)])
+	log := cfg.Logger
+	if log == nil {
+		log = newLogger(level)
+	}
+	now := cfg.Now
+	if now == nil {
+		now = monotonicClock()
+	}
+	s := &Server{
+		cfg:       cfg,
+		log:       log,
+		level:     level,
+		ks:        keyspace.New(cfg.Shards),
+		now:       now,
+		started:   time.Now(),
+		clients:   make(map[int64]*client),
+		shutdown:  make(chan struct{}),
+		sweepDone: make(chan struct{}),
+	}
+	s.password.Store(&cfg.RequirePass)
+	s.levelName.Store(&cfg.LogLevel)
+	s.maxClients.Store(int64(cfg.MaxClients))
+	s.lastSave.Store(s.started.Unix())
+	s.commands = s.commandTable()
+	go s.expireLoop()
+	return s, nil
+}
+
+// monotonicClock returns the wall time at start plus the monotonic time
+// since: the server's time never steps back with the wall clock.
+func monotonicClock() func() time.Time {
+	start := time.Now()
+	wall := start.Round(0)
+	return func() time.Time { return wall.Add(time.Since(start)) }
+}
+
+// nowNano is the server's time in Unix nanoseconds.
+func (s *Server) nowNano() int64 { return s.now().UnixNano() }
+
+// ListenAndServe listens on the configured bind address and port and serves until Close.
+func (s *Server) ListenAndServe() error {
+	ln, err := net.Listen("tcp", net.JoinHostPort(s.cfg.Bind, strconv.Itoa(s.cfg.Port)))
+	if err != nil {
+		return fmt.Errorf("server: listen: %w", err)
+	}
+	return s.Serve(ln)
+}
+
+// Serve accepts connections on ln until Close; it returns nil after Close.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return nil
+	}
+	s.ln = ln
+	s.mu.Unlock()
+	s.log.Info("ready to accept connections", "addr", ln.Addr().String())
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			select {
+			case <-s.shutdown:
+				return nil
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			return fmt.Errorf("server: accept: %w", err)
+		}
+		s.stats.connections.Add(1)
+		if s.connected.Load() >= s.maxClients.Load() {
+			s.stats.rejected.Add(1)
+			nc.Write([]byte("-ERR max number of clients reached\r\n"))
+			nc.Close()
+			continue
+		}
+		c := s.newClient(nc)
+		if c == nil {
+			nc.Close()
+			continue
+		}
+		go c.serve()
+	}
+}
+
+// Addr is the address the server listens on, or nil before Serve.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// Done is closed once the server has stopped, by Close or by SHUTDOWN.
+func (s *Server) Done() <-chan struct{} { return s.shutdown }
+
+// Close stops accepting, closes every connection and stops background work.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.shutdown)
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	for _, c := range s.clients {
+		c.nc.Close()
+	}
+	s.mu.Unlock()
+	<-s.sweepDone
+	s.log.Info("server stopped")
+	return nil
+}
+
+// expireLoop frees expired keys that nobody touches, ten times a second as Redis does.
+func (s *Server) expireLoop() {
+	defer close(s.sweepDone)
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.shutdown:
+			return
+		case <-t.C:
+			s.ks.ExpireCycle(s.nowNano(), 20*s.cfg.Shards)
+		}
+	}
+}
+
+// run executes one request on c and writes its reply; a handler's panic
+// becomes an error reply and is logged, and the connection goes on.
+func (s *Server) run(c *client, args [][]byte) {
+	cmd := s.lookup(c, args[0])
+	if cmd == nil {
+		s.replyError(c, unknownCommand(args))
+		return
+	}
+	if len(cmd.subcommands) > 0 && len(args) > 1 {
+		if sub := cmd.subcommand(args[1]); sub != nil {
+			cmd = sub
+		}
+	}
+	if !c.authed && s.passwordSet() && !cmd.has(flagNoAuth) {
+		s.replyError(c, errNoAuth)
+		return
+	}
+	if !cmd.arityOK(len(args)) {
+		s.replyError(c, fmt.Errorf("wrong number of arguments for '%s' command", cmd.fullName()))
+		return
+	}
+	c.lastCmd.Store(cmd)
+	s.stats.commands.Add(1)
+	cmd.calls.Add(1)
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("panic in command", "command", cmd.fullName(), "panic", r, "stack", string(debug.Stack()))
+			s.replyError(c, fmt.Errorf("internal error in '%s': %v", cmd.fullName(), r))
+		}
+	}()
+	if err := cmd.handler(c, args); err != nil {
+		s.replyError(c, err)
+	}
+}
+
+func (s *Server) replyError(c *client, err error) {
+	s.stats.errors.Add(1)
+	c.w.errorText(errorText(err))
+}
+
+func (s *Server) passwordSet() bool { return *s.password.Load() != "" }
