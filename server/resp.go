@@ -302,15 +302,17 @@ type writer struct {
 	proto int // 2 or 3
 }
 
-func (w *writer) ok()                  { w.b = redcon.AppendOK(w.b) }
-func (w *writer) simple(s string)      { w.b = redcon.AppendString(w.b, s) }
-func (w *writer) errorText(s string)   { w.b = redcon.AppendError(w.b, s) }
-func (w *writer) int(n int64)          { w.b = redcon.AppendInt(w.b, n) }
-func (w *writer) bulk(b []byte)        { w.b = redcon.AppendBulk(w.b, b) }
-func (w *writer) bulkString(s string)  { w.b = redcon.AppendBulkString(w.b, s) }
-func (w *writer) array(n int)          { w.b = redcon.AppendArray(w.b, n) }
-func (w *writer) bulkInt(n int64)      { w.b = redcon.AppendBulk(w.b, strconv.AppendInt(w.scratch(), n, 10)) }
-func (w *writer) scratch() []byte      { var s [24]byte; return s[:0] }
+func (w *writer) ok()                 { w.b = redcon.AppendOK(w.b) }
+func (w *writer) simple(s string)     { w.b = redcon.AppendString(w.b, s) }
+func (w *writer) errorText(s string)  { w.b = redcon.AppendError(w.b, s) }
+func (w *writer) int(n int64)         { w.b = redcon.AppendInt(w.b, n) }
+func (w *writer) bulk(b []byte)       { w.b = redcon.AppendBulk(w.b, b) }
+func (w *writer) bulkString(s string) { w.b = redcon.AppendBulkString(w.b, s) }
+func (w *writer) array(n int)         { w.b = redcon.AppendArray(w.b, n) }
+func (w *writer) bulkInt(n int64) {
+	w.b = redcon.AppendBulk(w.b, strconv.AppendInt(w.scratch(), n, 10))
+}
+func (w *writer) scratch() []byte { var s [24]byte; return s[:0] }
 func (w *writer) stringArray(s []string) {
 	w.array(len(s))
 	for _, v := range s {

@@ -32,7 +32,7 @@ type Server struct {
 	shutdown  chan struct{} // closed once the server stops
 	sweepDone chan struct{} // closed when the expiry loop has stopped
 
-	level      *slog.LevelVar          // the log level CONFIG SET changes
+	level      *slog.LevelVar         // the log level CONFIG SET changes
 	levelName  atomic.Pointer[string] // loglevel as configured
 	maxClients atomic.Int64
 
@@ -223,9 +223,11 @@ func (s *Server) run(c *client, args [][]byte) {
 	c.lastCmd.Store(cmd)
 	s.stats.commands.Add(1)
 	cmd.calls.Add(1)
+	mark := len(c.w.b)
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("panic in command", "command", cmd.fullName(), "panic", r, "stack", string(debug.Stack()))
+			c.w.b = c.w.b[:mark] // drop a half-written reply
 			s.replyError(c, fmt.Errorf("internal error in '%s': %v", cmd.fullName(), r))
 		}
 	}()

@@ -210,3 +210,19 @@ func TestMaxClients(t *testing.T) {
 	require.Equal(t, "-ERR max number of clients reached", second.line(t))
 	require.True(t, second.closed())
 }
+
+func TestHandlerPanicBecomesError(t *testing.T) {
+	ts := startServer(t)
+	ts.commands["boom"] = &command{name: "boom", arity: 1, handler: func(c *client, args [][]byte) error {
+		sh := c.s.ks.Shard([]byte("k"))
+		sh.Lock()
+		defer sh.Unlock()
+		c.w.array(3) // half a reply, then a bug
+		panic("bug")
+	}}
+	rdb := ts.client(t, 2)
+	require.Equal(t, "ERR internal error in 'boom': bug", doErr(t, rdb, "boom"))
+	// The connection, the lock and the server carry on.
+	require.Equal(t, "OK", do(t, rdb, "SET", "k", "v"))
+	require.Equal(t, "v", do(t, rdb, "GET", "k"))
+}
