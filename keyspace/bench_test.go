@@ -17,9 +17,21 @@ func gcraKeys(n int) [][]byte {
 	return keys
 }
 
-func filled(keys [][]byte) *Keyspace {
+// shuffled returns the keys of gcraKeys(n) back to back in a random order, so that a
+// benchmark reads its keys sequentially while the keyspace sees random keys, as a server
+// with many clients does.
+func shuffled(n int) []byte {
+	keys := gcraKeys(n)
+	flat := make([]byte, 0, 14*n)
+	for _, i := range rand.New(rand.NewPCG(1, 2)).Perm(n) {
+		flat = append(flat, keys[i]...)
+	}
+	return flat
+}
+
+func filled(n int) *Keyspace {
 	ks := New(256)
-	for i, k := range keys {
+	for i, k := range gcraKeys(n) {
 		s := ks.Shard(k)
 		s.Lock()
 		s.SetLocked(k, Value{Kind: GCRA, Expire: 2e18, Num: int64(i)})
@@ -40,36 +52,49 @@ func throttle(ks *Keyspace, k []byte, now int64) {
 	s.Unlock()
 }
 
+// BenchmarkGetSetExisting is GetLocked + SetLocked of random existing keys among 1M.
 func BenchmarkGetSetExisting(b *testing.B) {
-	keys := gcraKeys(benchKeys)
-	ks := filled(keys)
+	ks, flat := filled(benchKeys), shuffled(benchKeys)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		throttle(ks, keys[i&(benchKeys-1)], 1e18)
+		j := i % benchKeys * 14
+		throttle(ks, flat[j:j+14], 1e18)
+	}
+}
+
+// BenchmarkGetSetHot is the same on 1,000 keys, which stay in the CPU caches.
+func BenchmarkGetSetHot(b *testing.B) {
+	ks, flat := filled(1000), shuffled(1000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		j := i % 1000 * 14
+		throttle(ks, flat[j:j+14], 1e18)
 	}
 }
 
 func BenchmarkGetSetExistingParallel(b *testing.B) {
-	keys := gcraKeys(benchKeys)
-	ks := filled(keys)
+	ks, flat := filled(benchKeys), shuffled(benchKeys)
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
-		r := rand.New(rand.NewPCG(rand.Uint64(), 0))
+		i := rand.IntN(benchKeys)
 		for pb.Next() {
-			throttle(ks, keys[r.IntN(benchKeys)], 1e18)
+			j := i % benchKeys * 14
+			throttle(ks, flat[j:j+14], 1e18)
+			i++
 		}
 	})
 }
 
 func BenchmarkGetMissing(b *testing.B) {
-	keys := gcraKeys(2 * benchKeys)
-	ks := filled(keys[:benchKeys])
+	ks, flat := filled(benchKeys), shuffled(2*benchKeys)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		k := keys[benchKeys+i&(benchKeys-1)]
+		j := i % (2 * benchKeys) * 14
+		k := flat[j : j+14]
 		s := ks.Shard(k)
 		s.Lock()
 		s.GetLocked(k, 0)
@@ -77,19 +102,20 @@ func BenchmarkGetMissing(b *testing.B) {
 	}
 }
 
-// BenchmarkInsert inserts new keys, resizes and chunk allocations included.
+// BenchmarkInsert inserts new keys, index resizes and new blocks included.
 func BenchmarkInsert(b *testing.B) {
-	keys := gcraKeys(benchKeys)
+	flat := shuffled(benchKeys)
 	b.ReportAllocs()
 	b.ResetTimer()
 	ks := New(256)
 	for i := range b.N {
-		if i&(benchKeys-1) == 0 {
+		if i%benchKeys == 0 && i > 0 {
 			b.StopTimer()
 			ks = New(256)
 			b.StartTimer()
 		}
-		k := keys[i&(benchKeys-1)]
+		j := i % benchKeys * 14
+		k := flat[j : j+14]
 		s := ks.Shard(k)
 		s.Lock()
 		s.SetLocked(k, Value{Kind: GCRA, Expire: 1e18, Num: int64(i)})
@@ -97,21 +123,21 @@ func BenchmarkInsert(b *testing.B) {
 	}
 }
 
-// BenchmarkInsertExpire is the steady state of a rate limiter: new keys come, idle ones are
-// expired by ExpireCycle.
+// BenchmarkInsertExpire is the steady state of a rate limiter: each key comes back every 1M
+// calls but is idle after 500k, so half the calls create a key, and ExpireCycle removes
+// the idle ones.
 func BenchmarkInsertExpire(b *testing.B) {
-	keys := gcraKeys(benchKeys)
+	flat := shuffled(benchKeys)
 	ks := New(256)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
 		now := int64(i)
-		k := keys[i&(benchKeys-1)]
+		j := i % benchKeys * 14
+		k := flat[j : j+14]
 		s := ks.Shard(k)
 		s.Lock()
 		v, _ := s.GetLocked(k, now)
-		// Each key comes back every benchKeys calls, but is idle after benchKeys/2: half
-		// the calls insert a new key.
 		s.SetLocked(k, Value{Kind: GCRA, Num: v.Num + 1, Expire: now + benchKeys/2})
 		s.Unlock()
 		if i%1000 == 0 {
@@ -121,8 +147,7 @@ func BenchmarkInsertExpire(b *testing.B) {
 }
 
 func BenchmarkScan(b *testing.B) {
-	keys := gcraKeys(benchKeys)
-	ks := filled(keys)
+	ks := filled(benchKeys)
 	b.ReportAllocs()
 	b.ResetTimer()
 	n := 0

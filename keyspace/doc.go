@@ -8,25 +8,29 @@
 // Nothing here reads the clock or starts a goroutine: every call that cares about time takes
 // now (Unix ns), and the server drives active expiry by calling ExpireCycle from its ticker.
 //
-// Memory per key is a headline figure, so a shard is not a Go map. It holds four structures,
-// three of them free of pointers so that the garbage collector never has to scan them:
+// Memory per key is a headline figure, so a shard is not a Go map. Its big structures hold no
+// pointers, so that the garbage collector never scans them:
 //
 //   - index: open addressing with linear probing and backward-shift deletion (no tombstones).
-//     Each uint64 slot holds 32 bits of the key's hash and its record id + 1 (0 is empty), so
-//     a probe compares hashes without touching the key, and resizing never rehashes a key.
-//   - records: fixed 20-byte records (expiry, Num, offset of the key's entry) in chunks of
-//     8 KiB. A record id never changes while its key lives, whatever is written to the key;
-//     Scan walks record ids, which gives Redis's guarantee that a key present for the whole
-//     iteration is returned at least once. Free ids are reused lowest first, and a chunk
-//     whose records are all free is given back, so memory follows the keys in use.
-//   - arena: per key one entry [header][uvarint key length][key][Num2], the header holding
-//     the Kind and two flags; Num2 takes its 8 bytes only when it is not zero (a GCRA key
-//     needs none). Entries that die or move become garbage; the arena is compacted when
-//     more than half of it is garbage. Keys longer than 1 KiB live in a side map instead.
+//     A uint64 slot holds 32 bits of the key's hash and the offset of its entry, so a probe
+//     compares hashes without touching keys, a lookup touches one slot and one entry, and
+//     resizing reads no key.
+//   - arena: 8 KiB blocks of entries, one per key: a header (the Kind and two flags), the
+//     record id, Expire, Num, Num2 only when it is not zero (a GCRA key needs none), the
+//     key's length and the key. Reads and in-place updates need no decoding. An entry that
+//     dies or grows leaves dead bytes behind; a block more than half dead has its live
+//     entries moved to the tail block and is freed, so compaction is incremental. Keys
+//     longer than 1 KiB live in a side map.
+//   - ids: record ids, stable while a key lives whatever is written to it and wherever its
+//     entry moves; ids[id] is the entry's offset. Free ids are reused lowest first, so the
+//     ids stay dense. Scan and ExpireCycle walk ids, which gives Redis's guarantee that a key
+//     present for a whole SCAN is returned at least once.
 //   - vals: the byte values (strings, later logs), in a map from record id.
 //
-// A 14-byte GCRA key with an expiry thus costs 20 bytes of record, 16 bytes of arena and
-// about 12 bytes of index, plus slack: about 50 bytes (see BenchmarkMemoryPerGCRAKey).
-// Growing the index rehashes a shard in one step, so shards should stay small: at 256 shards
-// a million keys make about 4,000 per shard.
+// A 14-byte GCRA key with an expiry thus costs a 36-byte entry, 4 bytes of ids and about
+// 12 bytes of index: about 55 bytes on the heap, against about 140 for a map[string]*entry
+// (see BenchmarkMemoryPerGCRAKey). Growing the index is one pass over it under the shard
+// lock, so shards should stay small: at 256 shards a million keys make about 4,000 each.
+// A shard's arena holds at most 4 GiB of entries (about 100 million small keys); past that
+// SetLocked panics.
 package keyspace

@@ -3,7 +3,6 @@ package keyspace
 import (
 	"bytes"
 	"fmt"
-	"math/bits"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -50,9 +49,9 @@ func recordID(t testing.TB, ks *Keyspace, key string) uint32 {
 	s := ks.Shard([]byte(key))
 	s.Lock()
 	defer s.Unlock()
-	_, id, ok := s.find([]byte(key), s.hash([]byte(key)))
+	_, off, ok := s.find([]byte(key), s.hash([]byte(key)))
 	require.True(t, ok, "key %q not stored", key)
-	return id
+	return getID(s.entry(off))
 }
 
 // checkInvariants verifies every shard's internal structures against each other.
@@ -67,70 +66,62 @@ func checkInvariants(t testing.TB, ks *Keyspace) {
 }
 
 func (s *Shard) check() error {
-	// Records in use, chunk by chunk.
-	used, withExp, live, flagged, big := 0, 0, 0, 0, 0
-	inUse := map[uint32]bool{}
-	for c, ch := range s.chunks {
-		m := s.meta[c]
-		free := 0
-		for w, b := range m.free {
-			if w == chunkWords-1 && b>>(chunkLen%64) != 0 {
-				return fmt.Errorf("chunk %d: free bits past the end", c)
-			}
-			free += bits.OnesCount64(b)
+	// Record ids and their entries.
+	live, withExp, flagged, big := 0, 0, 0, 0
+	liveAt := map[uint32]bool{}
+	for id, off := range s.ids {
+		w := id / 64
+		freeBit := s.freeIDs[w]&(1<<(id%64)) != 0
+		if freeBit != (off == freeID) {
+			return fmt.Errorf("id %d: free bit %v, offset %#x", id, freeBit, off)
 		}
-		if chunkLen-free != m.used {
-			return fmt.Errorf("chunk %d: used %d, bitmap says %d", c, m.used, chunkLen-free)
+		if off == freeID {
+			continue
 		}
-		if (ch == nil) != (m.used == 0) {
-			return fmt.Errorf("chunk %d: nil %v with %d used", c, ch == nil, m.used)
+		b, at := int(off>>blockShift), int32(off&blockMask)
+		if b >= len(s.blocks) || s.blocks[b] == nil || at >= s.meta[b].used {
+			return fmt.Errorf("id %d: offset %#x outside the arena", id, off)
 		}
-		availBit := s.avail[c/64]&(1<<(c%64)) != 0
-		if availBit != (m.used < chunkLen) {
-			return fmt.Errorf("chunk %d: avail bit %v with %d used", c, availBit, m.used)
+		e := s.entry(off)
+		if getID(e) != uint32(id) {
+			return fmt.Errorf("id %d: entry at %#x says id %d", id, off, getID(e))
 		}
-		for slot := range chunkLen {
-			if s.isFree(c, slot) {
-				if ch != nil && ch[slot] != (record{}) {
-					return fmt.Errorf("chunk %d slot %d: free record not zero", c, slot)
-				}
-				continue
+		live++
+		liveAt[off] = true
+		if getInt(e, eExpire) != 0 {
+			withExp++
+		}
+		if e[0]&hdrBytes != 0 {
+			flagged++
+			if len(s.vals[uint32(id)]) == 0 {
+				return fmt.Errorf("id %d: hdrBytes without a value", id)
 			}
-			id := uint32(c*chunkLen + slot)
-			inUse[id] = true
-			used++
-			r := &ch[slot]
-			if r.expire() != 0 {
-				withExp++
+		}
+		if klen, _ := uvarint(e[fixedLen(e[0]):]); klen > maxInlineKey {
+			big++
+			if len(s.big[uint32(id)]) != klen {
+				return fmt.Errorf("id %d: big key of %d bytes, want %d", id, len(s.big[uint32(id)]), klen)
 			}
-			off := int(r.key)
-			if off >= len(s.arena) {
-				return fmt.Errorf("record %d: entry offset %d past arena %d", id, off, len(s.arena))
-			}
-			live += s.entrySizeAt(off)
-			if s.arena[off]&hdrBytes != 0 {
-				flagged++
-				if len(s.vals[id]) == 0 {
-					return fmt.Errorf("record %d: hdrBytes without a value", id)
-				}
-			}
-			if klen, _ := uvarint(s.arena[off+1:]); klen > maxInlineKey {
-				big++
-				if len(s.big[id]) != klen {
-					return fmt.Errorf("record %d: big key of %d bytes, want %d", id, len(s.big[id]), klen)
-				}
-			}
-			if s.arena[off]&hdrWide != 0 && s.value(id, r).Num2 == 0 {
-				return fmt.Errorf("record %d: wide entry with Num2 0", id)
-			}
+		}
+		if e[0]&hdrWide != 0 && getInt(e, eNum2) == 0 {
+			return fmt.Errorf("id %d: wide entry with Num2 0", id)
+		}
+		if Kind(e[0]&hdrKind) == None {
+			return fmt.Errorf("id %d: Kind None", id)
 		}
 	}
-	if n := len(s.chunks); n > 0 && s.chunks[n-1] == nil {
-		return fmt.Errorf("trailing nil chunk")
+	if n := len(s.ids); n > 0 && s.ids[n-1] == freeID {
+		return fmt.Errorf("free id at the end of ids")
 	}
-	for w := len(s.chunks); w < len(s.avail)*64; w++ {
-		if s.avail[w/64]&(1<<(w%64)) != 0 {
-			return fmt.Errorf("avail bit %d past the chunks", w)
+	if len(s.freeIDs) != (len(s.ids)+63)/64 || len(s.freeSum) != (len(s.freeIDs)+63)/64 {
+		return fmt.Errorf("%d ids, %d free words, %d summary words", len(s.ids), len(s.freeIDs), len(s.freeSum))
+	}
+	for w, b := range s.freeIDs {
+		if w == len(s.freeIDs)-1 && len(s.ids)%64 != 0 && b>>(len(s.ids)%64) != 0 {
+			return fmt.Errorf("free bits past the end of ids")
+		}
+		if sum := s.freeSum[w/64]&(1<<(w%64)) != 0; sum != (b != 0) {
+			return fmt.Errorf("free word %d: summary bit %v", w, sum)
 		}
 	}
 	if len(s.vals) != flagged {
@@ -139,16 +130,60 @@ func (s *Shard) check() error {
 	if len(s.big) != big {
 		return fmt.Errorf("%d big keys, %d entries say big", len(s.big), big)
 	}
-	if used != s.count || int64(used) != s.keys.Load() {
-		return fmt.Errorf("%d records used, count %d, keys %d", used, s.count, s.keys.Load())
+	if live != s.count || int64(live) != s.keys.Load() {
+		return fmt.Errorf("%d ids used, count %d, keys %d", live, s.count, s.keys.Load())
 	}
 	if int64(withExp) != s.expires.Load() {
-		return fmt.Errorf("%d records with expiry, counter %d", withExp, s.expires.Load())
+		return fmt.Errorf("%d keys with expiry, counter %d", withExp, s.expires.Load())
 	}
-	if live+s.dead != len(s.arena) {
-		return fmt.Errorf("arena %d bytes, %d live + %d dead", len(s.arena), live, s.dead)
+
+	// Blocks: entries back to back, dead bytes accounted, none more than half dead but the tail.
+	free := map[int32]bool{}
+	for _, b := range s.freeBlocks {
+		if free[b] || int(b) >= len(s.blocks) || s.blocks[b] != nil {
+			return fmt.Errorf("free block %d listed twice, or not free", b)
+		}
+		free[b] = true
 	}
-	// The index: every record exactly once, reachable from its home without a gap.
+	if s.tail >= 0 && (s.tail >= len(s.blocks) || s.blocks[s.tail] == nil) {
+		return fmt.Errorf("tail %d is no block", s.tail)
+	}
+	seenLive := 0
+	for b, blk := range s.blocks {
+		m := s.meta[b]
+		if blk == nil {
+			if !free[int32(b)] || m != (blockMeta{}) {
+				return fmt.Errorf("nil block %d not free or with bytes", b)
+			}
+			continue
+		}
+		liveBytes, at := 0, 0
+		for at < int(m.used) {
+			size := sizeOf(blk[at:m.used])
+			if liveAt[uint32(b<<blockShift|at)] {
+				liveBytes += size
+				seenLive++
+			}
+			at += size
+		}
+		if at != int(m.used) {
+			return fmt.Errorf("block %d: entries end at %d, used %d", b, at, m.used)
+		}
+		if int(m.dead) != int(m.used)-liveBytes {
+			return fmt.Errorf("block %d: dead %d, used %d, live %d", b, m.dead, m.used, liveBytes)
+		}
+		if b != s.tail && m.dead*2 > m.used {
+			return fmt.Errorf("block %d: %d of %d bytes dead", b, m.dead, m.used)
+		}
+	}
+	if seenLive != live {
+		return fmt.Errorf("%d live entries in the blocks, %d ids", seenLive, live)
+	}
+	if n := len(s.blocks); n > 0 && s.blocks[n-1] == nil {
+		return fmt.Errorf("trailing nil block")
+	}
+
+	// The index: every live entry exactly once, reachable from its home without a gap.
 	n := len(s.index)
 	if s.count > 0 && s.count*maxLoadDen > n*maxLoadNum {
 		return fmt.Errorf("index of %d slots over load with %d keys", n, s.count)
@@ -159,14 +194,14 @@ func (s *Shard) check() error {
 			continue
 		}
 		seen++
-		id := uint32(e) - 1
-		if !inUse[id] {
-			return fmt.Errorf("slot %d: record %d not in use", i, id)
+		off := uint32(e) - 1
+		if !liveAt[off] {
+			return fmt.Errorf("slot %d: entry %#x not live", i, off)
 		}
-		delete(inUse, id)
+		delete(liveAt, off)
 		h := uint32(e >> 32)
-		if h != s.hash(s.keyOf(id)) {
-			return fmt.Errorf("slot %d: hash does not match key %q", i, s.keyOf(id))
+		if key := s.keyIn(s.entry(off)); h != s.hash(key) {
+			return fmt.Errorf("slot %d: hash does not match key %q", i, key)
 		}
 		for j := home(h, n); j != i; j = (j + 1) % n {
 			if s.index[j] == 0 {
@@ -174,8 +209,8 @@ func (s *Shard) check() error {
 			}
 		}
 	}
-	if seen != s.count || len(inUse) != 0 {
-		return fmt.Errorf("index holds %d keys, count %d, %d records unindexed", seen, s.count, len(inUse))
+	if seen != s.count || len(liveAt) != 0 {
+		return fmt.Errorf("index holds %d keys, count %d, %d entries unindexed", seen, s.count, len(liveAt))
 	}
 	return nil
 }

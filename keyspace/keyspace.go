@@ -20,7 +20,7 @@ const (
 	GCRA               // GCRA (CL.THROTTLE, GCRA, THROTTLE): Value.Num is the TAT in Unix ns
 )
 
-// maxKind is the largest Kind a record header can hold.
+// maxKind is the largest Kind an entry header can hold.
 const maxKind = hdrKind
 
 // String returns the name Redis's TYPE replies for k.
@@ -72,7 +72,7 @@ func New(shards int) *Keyspace {
 	n := 1 << bits.Len(uint(shards-1))
 	ks := &Keyspace{seed: maphash.MakeSeed(), mask: uint64(n - 1), shards: make([]*Shard, n)}
 	for i := range ks.shards {
-		ks.shards[i] = &Shard{seed: ks.seed, ord: i}
+		ks.shards[i] = newShard(ks.seed, i)
 	}
 	return ks
 }
@@ -148,8 +148,8 @@ func (ks *Keyspace) Flush() {
 	}
 }
 
-// MemoryUsage returns the bytes the keyspace's structures take on the heap: indexes, record
-// chunks, arenas and values. It locks each shard in turn. The Go runtime's own overhead and
+// MemoryUsage returns the bytes the keyspace's structures take on the heap: indexes, arenas,
+// record ids and values. It locks each shard in turn. The Go runtime's own overhead and
 // garbage not yet collected come on top.
 func (ks *Keyspace) MemoryUsage() int64 {
 	n := int64(0)
@@ -163,7 +163,7 @@ func (ks *Keyspace) MemoryUsage() int64 {
 
 // Scan calls fn for the live keys of a slice of the keyspace and returns the cursor to pass
 // next, 0 when the iteration is complete; cursor 0 starts one. It visits about count keys
-// per call (10 when count <= 0), and at most 10*count record slots, so a call may return few
+// per call (10 when count <= 0), and at most 10*count record ids, so a call may return few
 // keys or none before the iteration is complete. A key present for the whole iteration is
 // returned at least once, whatever other callers write meanwhile; a key written during the
 // iteration may be returned or not, and a key is returned twice only if it was deleted and
@@ -197,11 +197,11 @@ func (ks *Keyspace) Scan(cursor uint64, count int, now int64, fn func(key []byte
 
 // ExpireCycle is one step of active expiry, in the style of Redis. Shard by shard, starting
 // where the previous call stopped, it takes a sample of 20 keys with an expiry, going on
-// from where the shard's sweep over its records left off, removes those that have expired,
+// from where the shard's sweep over its record ids left off, removes those that have expired,
 // and takes another sample of the shard while more than a quarter of the last one had
 // expired, but sweeps a shard at most once per call. Shards without keys that expire cost
-// nothing. Work is counted in record slots examined, keys or not; ExpireCycle does at most
-// maxWork of it in all and returns the number of keys removed. The server calls it about
+// nothing. Work is counted in record ids examined, free or not, expiring or not;
+// ExpireCycle does at most maxWork of it in all and returns the number of keys removed. The server calls it about
 // 10 times a second.
 func (ks *Keyspace) ExpireCycle(now int64, maxWork int) int {
 	n := len(ks.shards)

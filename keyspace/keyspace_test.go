@@ -24,7 +24,7 @@ func TestNewRoundsShards(t *testing.T) {
 }
 
 // testKeys are binary keys covering the entry encodings: empty, NUL bytes, a two-byte length
-// and a key too long for the arena.
+// and a key too long to be kept inline.
 var testKeys = []string{
 	"", "\x00", "a\x00b", "\x00\x00\x00\x00", "user:000000042", "\xff\xfe",
 	strings.Repeat("k", 127), strings.Repeat("k", 128), strings.Repeat("x", maxInlineKey),
@@ -197,6 +197,17 @@ func TestDeleteAtLocked(t *testing.T) {
 	require.Equal(t, int64(1), ks.ExpiredTotal())
 }
 
+// arenaBlocks returns the number of blocks the shard holds.
+func arenaBlocks(s *Shard) int {
+	n := 0
+	for _, b := range s.blocks {
+		if b != nil {
+			n++
+		}
+	}
+	return n
+}
+
 func TestArenaCompaction(t *testing.T) {
 	ks := New(1)
 	s := ks.shards[0]
@@ -205,7 +216,7 @@ func TestArenaCompaction(t *testing.T) {
 	for i := range n {
 		set(ks, key(i), Value{Kind: GCRA, Expire: int64(i + 1), Num: int64(i), Num2: int64(i % 3)})
 	}
-	full := len(s.arena)
+	full := arenaBlocks(s)
 	// Delete 90% of the keys, and move some of the survivors' entries (Num2 toggles).
 	for i := range n {
 		switch {
@@ -215,9 +226,8 @@ func TestArenaCompaction(t *testing.T) {
 			set(ks, key(i), Value{Kind: GCRA, Expire: int64(i + 1), Num: int64(i), Num2: int64(i%3) ^ 1})
 		}
 	}
-	checkInvariants(t, ks)
-	require.Less(t, len(s.arena), full/4, "the arena was compacted")
-	require.LessOrEqual(t, s.dead, len(s.arena)/2)
+	checkInvariants(t, ks) // no block but the tail is more than half dead
+	require.Less(t, arenaBlocks(s), full/4, "the arena was compacted")
 	require.Less(t, cap(s.index), 2*targetIndex(n/10), "the index shrank")
 	for i := 0; i < n; i += 10 {
 		v, ok := get(ks, key(i), 0)
@@ -230,33 +240,40 @@ func TestArenaCompaction(t *testing.T) {
 	}
 }
 
-func TestChunksGiveMemoryBack(t *testing.T) {
+func TestMemoryFollowsKeys(t *testing.T) {
 	ks := New(1)
 	s := ks.shards[0]
-	const n = 10 * chunkLen
+	const n = 10000
 	for i := range n {
 		set(ks, fmt.Sprint(i), Value{Kind: GCRA, Num: 1})
 	}
-	require.Len(t, s.chunks, 10)
-	// Emptying the middle chunks frees them; the lowest free ids are reused first.
-	for i := 2 * chunkLen; i < 5*chunkLen; i++ {
+	require.Equal(t, uint32(n-1), recordID(t, ks, fmt.Sprint(n-1)))
+	// The lowest free ids are reused first.
+	for i := 2000; i < 5000; i++ {
 		require.True(t, del(ks, fmt.Sprint(i)))
 	}
 	checkInvariants(t, ks)
-	require.Nil(t, s.chunks[2])
-	require.Nil(t, s.chunks[4])
-	require.NotNil(t, s.spare)
 	set(ks, "new", Value{Kind: GCRA})
-	require.Equal(t, uint32(2*chunkLen), recordID(t, ks, "new"))
-	require.Nil(t, s.spare, "the spare chunk was reused")
-	for i := range n {
+	require.Equal(t, uint32(2000), recordID(t, ks, "new"))
+	// Deleting the keys with the highest ids shrinks the ids.
+	for i := 5000; i < n; i++ {
+		require.True(t, del(ks, fmt.Sprint(i)))
+	}
+	require.Equal(t, 2001, len(s.ids), "ids 0-1999 and \"new\"")
+	checkInvariants(t, ks)
+	for i := range 2000 {
 		del(ks, fmt.Sprint(i))
 	}
 	del(ks, "new")
 	checkInvariants(t, ks)
-	require.Nil(t, s.chunks)
+	require.Empty(t, s.ids)
 	require.Nil(t, s.index)
-	require.LessOrEqual(t, ks.MemoryUsage(), int64(minCompact), "only a small arena is kept")
+	require.LessOrEqual(t, arenaBlocks(s), 1, "only the tail block is kept")
+	require.LessOrEqual(t, ks.MemoryUsage(), int64(2*blockSize+4096), "the tail, a spare block and small slices")
+	set(ks, "again", Value{Kind: GCRA, Num: 5})
+	v, ok := get(ks, "again", 0)
+	require.True(t, ok)
+	require.Equal(t, int64(5), v.Num)
 }
 
 func TestFlush(t *testing.T) {

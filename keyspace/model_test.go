@@ -147,7 +147,7 @@ func TestModelRandom(t *testing.T) {
 				}
 			}
 			now := int64(1000)
-			// Phases of mostly inserting, then mostly deleting, so that chunks and arenas
+			// Phases of mostly inserting, then mostly deleting, so that ids and arenas
 			// grow and shrink.
 			for op := range tc.ops {
 				insert := (op/(tc.ops/6))%2 == 0

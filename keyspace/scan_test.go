@@ -83,7 +83,7 @@ func TestScanBadCursor(t *testing.T) {
 
 // TestScanConcurrentWrites checks Redis's guarantee: a key present for the whole iteration is
 // returned, while other goroutines insert, delete and rewrite keys, moving arena entries,
-// compacting arenas, resizing indexes and freeing chunks.
+// compacting blocks and resizing indexes.
 func TestScanConcurrentWrites(t *testing.T) {
 	ks := New(8)
 	const stable = 3000
@@ -111,7 +111,7 @@ func TestScanConcurrentWrites(t *testing.T) {
 						set(ks, fmt.Sprint("stable", i), Value{Kind: Kind(1 + r.IntN(2)), Num: int64(i), Num2: r.Int64N(2), Bytes: make([]byte, r.IntN(3))})
 					}
 				}
-				// Waves: sometimes delete a lot, so that chunks empty and indexes shrink.
+				// Waves: sometimes delete a lot, so that blocks empty and indexes shrink.
 				if r.IntN(10) == 0 {
 					for i := range 30000 {
 						del(ks, fmt.Sprint("churn", i))

@@ -6,79 +6,69 @@ import (
 	"hash/maphash"
 	"math"
 	"math/bits"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 )
 
+// An entry holds one key and its state in a block of the shard's arena:
+//
+//	offset 0   header: the Kind (6 bits), hdrWide, hdrBytes
+//	       1   record id, uint32 little-endian
+//	       5   Expire, int64 little-endian
+//	      13   Num, int64 little-endian
+//	      21   Num2, int64 little-endian, only when hdrWide
+//	    then   the key's length, uvarint
+//	    then   the key, unless longer than maxInlineKey (then it is in Shard.big)
+//
+// The fields come first so that reading and updating them needs no decoding; a lookup
+// touches the index slot and this entry and nothing else.
 const (
-	// chunkLen records of 20 bytes fill 8180 bytes of the runtime's 8 KiB size class.
-	chunkLen = 409
-	// chunkBytes is what a chunk takes on the heap.
-	chunkBytes = 8192
-	// chunkWords is the length of a chunk's bitmap of free records.
-	chunkWords = (chunkLen + 63) / 64
-	// maxChunks keeps every record id + 1 within the 32 bits an index slot has for it.
-	maxChunks = (math.MaxUint32 - 1) / chunkLen
-
-	// The header byte of an arena entry: the Kind and two flags.
+	eID      = 1
+	eExpire  = 5
+	eNum     = 13
+	eNum2    = 21
+	eNarrow  = 21 // the length of the fixed part without Num2
+	eWide    = 29 // and with
 	hdrKind  = 0x3f
-	hdrWide  = 0x40 // 8 bytes of Num2 follow the key (Num2 != 0)
-	hdrBytes = 0x80 // the record has a byte value in vals
+	hdrWide  = 0x40 // Num2 != 0: the entry has its 8 bytes
+	hdrBytes = 0x80 // the key has a byte value in Shard.vals
 
-	// maxInlineKey is the longest key kept in the arena; longer ones go to bigKeys, so that a
-	// few huge keys cannot fill a shard's 4 GiB of arena offsets.
+	// maxInlineKey is the longest key kept in an entry; longer keys live in Shard.big, so
+	// that an entry always fits a block.
 	maxInlineKey = 1024
-	// maxArena bounds the arena so that every offset fits a record's uint32.
-	maxArena = math.MaxUint32
 
-	// minIndex is the smallest index; indexes grow past load maxLoadNum/maxLoadDen and shrink
-	// below minLoadNum/minLoadDen to targetLoad.
+	blockShift = 13
+	blockSize  = 1 << blockShift // a block is one 8 KiB object of the runtime
+	blockMask  = blockSize - 1
+	// maxBlocks keeps every entry offset + 1 within the 32 bits an index slot has for it.
+	maxBlocks = 1<<(32-blockShift) - 1
+	// freeID marks a free record id in Shard.ids. No entry starts there.
+	freeID = math.MaxUint32
+	// maxIDs keeps record ids below freeID.
+	maxIDs = math.MaxUint32 - 1
+
+	// minIndex is the smallest index. Indexes grow past load maxLoadNum/maxLoadDen and
+	// shrink below minLoadNum/minLoadDen, to about 4/7 (targetIndex).
 	minIndex   = 8
 	maxLoadNum = 4
 	maxLoadDen = 5
 	minLoadNum = 1
 	minLoadDen = 5
-	// minCompact is the arena size below which garbage is left alone.
-	minCompact = 4096
+
 	// sampleSize is the number of keys with an expiry in one of ExpireCycle's samples.
 	sampleSize = 20
 	// scanDone is what scanLocked returns when it reached the end of the shard.
 	scanDone = math.MaxUint32
 )
 
-// record is the fixed-size part of a key's state. It is 20 bytes with 4-byte alignment: the
-// int64s are kept as halves so that Go does not pad the struct to 24 bytes.
-type record struct {
-	exp [2]uint32 // Value.Expire
-	num [2]uint32 // Value.Num
-	key uint32    // offset of the key's entry in the arena
-}
+// block is a piece of a shard's arena. It holds no pointers: the GC never scans it.
+type block [blockSize]byte
 
-func (r *record) expire() int64 { return int64(uint64(r.exp[0]) | uint64(r.exp[1])<<32) }
-func (r *record) number() int64 { return int64(uint64(r.num[0]) | uint64(r.num[1])<<32) }
-
-func (r *record) setExpire(v int64) { r.exp = [2]uint32{uint32(v), uint32(uint64(v) >> 32)} }
-func (r *record) setNumber(v int64) { r.num = [2]uint32{uint32(v), uint32(uint64(v) >> 32)} }
-
-// chunk holds the records with ids c*chunkLen ... c*chunkLen+chunkLen-1.
-type chunk [chunkLen]record
-
-// chunkMeta says which records of a chunk are in use.
-type chunkMeta struct {
-	free [chunkWords]uint64 // bit set: the record is free
-	used int                // records in use
-}
-
-func freshMeta() chunkMeta {
-	var m chunkMeta
-	for i := range m.free {
-		m.free[i] = math.MaxUint64
-	}
-	m.free[chunkWords-1] = 1<<(chunkLen%64) - 1
-	return m
+// blockMeta accounts for a block's bytes.
+type blockMeta struct {
+	used int32 // bytes written, from the start: entries lie back to back up to here
+	dead int32 // bytes of entries that no record points at any more
 }
 
 // Shard is one lock stripe of the keyspace. Callers lock it, call its *Locked methods and
@@ -89,19 +79,31 @@ type Shard struct {
 	seed maphash.Seed
 	ord  int // position in Keyspace.shards: the order LockKeys locks in
 
-	// index maps keys to record ids: a slot is hash<<32 | id+1 (0 is empty), where hash is the
-	// high 32 bits of the key's maphash. A key's probe starts at home(hash, len(index)).
+	// index finds a key's entry: a slot is hash<<32 | offset+1 (0 is empty), hash being the
+	// high 32 bits of the key's maphash. The probe for a key starts at home(hash, len(index))
+	// and goes on slot after slot (linear probing).
 	index []uint64
-	count int // keys in the index: records in use
+	count int // keys stored: used slots of index, used ids
 
-	chunks []*chunk          // nil: all records of the chunk are free, and its memory given back
-	meta   []chunkMeta       // one per chunk
-	avail  []uint64          // bit c set: chunks[c] has a free record (or is nil)
-	spare  *chunk            // a zeroed chunk kept back, so that a key coming and going does not allocate
-	arena  []byte            // the records' entries; see entry layout in the package comment
-	dead   int               // bytes of arena no record points at
-	vals   map[uint32][]byte // byte values by record id (entries with hdrBytes)
-	big    map[uint32][]byte // keys longer than maxInlineKey, by record id
+	// ids gives every key a record id that stays the same while the key lives, whatever is
+	// written to it and wherever its entry moves: ids[id] is the offset of its entry, or
+	// freeID. Free ids are reused lowest first, so that ids stays dense.
+	ids     []uint32
+	freeIDs []uint64 // bit set: the id is free
+	freeSum []uint64 // bit w set: freeIDs[w] has a free id
+
+	// The arena: an entry's offset is block<<blockShift | position. Entries are appended
+	// to the tail block; a block more than half dead is compacted into the tail and freed.
+	blocks     []*block // nil: a freed block, its number is in freeBlocks
+	meta       []blockMeta
+	freeBlocks []int32
+	tail       int    // the block entries are appended to; -1 when none
+	spare      *block // a freed block kept back, so that keys coming and going do not allocate
+	queue      []int32
+	compacting bool // a compaction is running: further ones queue up
+
+	vals map[uint32][]byte // byte values by record id (entries with hdrBytes)
+	big  map[uint32][]byte // keys longer than maxInlineKey, by record id
 
 	sweep uint32 // the record id ExpireCycle examines next
 
@@ -109,7 +111,11 @@ type Shard struct {
 	expires atomic.Int64 // Keyspace.Expires
 	expired atomic.Int64 // Keyspace.ExpiredTotal
 
-	_ [64]byte // keeps the counters of neighbouring shards off this cache line
+	_ [64]byte // keeps the counters off the next shard's mutex cache line
+}
+
+func newShard(seed maphash.Seed, ord int) *Shard {
+	return &Shard{seed: seed, ord: ord, tail: -1}
 }
 
 // Lock locks the shard.
@@ -123,23 +129,34 @@ func (s *Shard) Unlock() { s.mu.Unlock() }
 // alias the shard's memory: they are valid only until the lock is released or the key is
 // written. GetLocked does not allocate.
 func (s *Shard) GetLocked(key []byte, now int64) (Value, bool) {
-	pos, id, ok := s.find(key, s.hash(key))
+	pos, off, ok := s.find(key, s.hash(key))
 	if !ok {
 		return Value{}, false
 	}
-	r := s.rec(id)
-	if exp := r.expire(); exp != 0 && now >= exp {
-		s.remove(pos, id)
+	e := s.entry(off)
+	exp := getInt(e, eExpire)
+	if exp != 0 && now >= exp {
+		s.remove(pos, off)
 		s.expired.Add(1)
 		return Value{}, false
 	}
-	return s.value(id, r), true
+	// As in value, inlined: returning value's result costs a copy through memory.
+	hdr := e[0]
+	var num2 int64
+	if hdr&hdrWide != 0 {
+		num2 = getInt(e, eNum2)
+	}
+	var b []byte
+	if hdr&hdrBytes != 0 {
+		b = s.vals[getID(e)]
+	}
+	return Value{Kind: Kind(hdr & hdrKind), Expire: exp, Num: getInt(e, eNum), Num2: num2, Bytes: b}, true
 }
 
 // SetLocked stores v at key, replacing what was there (an expired key is replaced too).
-// It copies key and v.Bytes. A Value of Kind None deletes the key. Replacing an existing key
-// whose Num2 stays zero or non-zero, and whose bytes fit the old ones' capacity, does not
-// allocate; nor does the record id change (see Scan).
+// It copies key and v.Bytes. A Value of Kind None deletes the key. Replacing the value of
+// an existing key keeps its record id (see Scan), and does not allocate when Num2 stays
+// zero or non-zero and the bytes fit the old ones' capacity.
 func (s *Shard) SetLocked(key []byte, v Value) {
 	if v.Kind == None {
 		s.DeleteLocked(key)
@@ -149,9 +166,9 @@ func (s *Shard) SetLocked(key []byte, v Value) {
 		panic("keyspace: Kind " + strconv.Itoa(int(v.Kind)) + " out of range")
 	}
 	h := s.hash(key)
-	pos, id, ok := s.find(key, h)
+	pos, off, ok := s.find(key, h)
 	if ok {
-		s.replace(id, key, v)
+		s.replace(pos, off, key, v)
 		return
 	}
 	if (s.count+1)*maxLoadDen > len(s.index)*maxLoadNum {
@@ -159,20 +176,18 @@ func (s *Shard) SetLocked(key []byte, v Value) {
 		pos, _, _ = s.find(key, h)
 	}
 	wide := v.Num2 != 0
-	s.reserve(entrySize(len(key), wide)) // before the record exists: reserve may compact
-	id = s.allocRecord()
-	r := s.rec(id)
-	r.setExpire(v.Expire)
-	r.setNumber(v.Num)
-	r.key = s.appendEntry(key, v.Kind, wide, v.Num2)
+	off, e := s.appendEntry(entrySize(len(key), wide)) // may compact: only then take the id
+	id := s.allocID()
+	writeEntry(e, id, key, v)
+	s.ids[id] = off
 	if len(key) > maxInlineKey {
 		if s.big == nil {
 			s.big = make(map[uint32][]byte)
 		}
 		s.big[id] = bytes.Clone(key)
 	}
-	s.setBytes(id, v.Bytes)
-	s.index[pos] = uint64(h)<<32 | uint64(id+1)
+	s.setBytes(e, id, v.Bytes)
+	s.index[pos] = uint64(h)<<32 | uint64(off+1)
 	s.count++
 	s.keys.Add(1)
 	if v.Expire != 0 {
@@ -183,9 +198,9 @@ func (s *Shard) SetLocked(key []byte, v Value) {
 // DeleteLocked removes key and reports whether it was stored. A key that has expired but was
 // not removed yet counts as stored; DeleteAtLocked counts it as gone.
 func (s *Shard) DeleteLocked(key []byte) bool {
-	pos, id, ok := s.find(key, s.hash(key))
+	pos, off, ok := s.find(key, s.hash(key))
 	if ok {
-		s.remove(pos, id)
+		s.remove(pos, off)
 	}
 	return ok
 }
@@ -193,12 +208,12 @@ func (s *Shard) DeleteLocked(key []byte) bool {
 // DeleteAtLocked removes key and reports whether it was live at now, as Redis's DEL counts:
 // a key that had expired is removed as expired and false is returned.
 func (s *Shard) DeleteAtLocked(key []byte, now int64) bool {
-	pos, id, ok := s.find(key, s.hash(key))
+	pos, off, ok := s.find(key, s.hash(key))
 	if !ok {
 		return false
 	}
-	exp := s.rec(id).expire()
-	s.remove(pos, id)
+	exp := getInt(s.entry(off), eExpire)
+	s.remove(pos, off)
 	if exp != 0 && now >= exp {
 		s.expired.Add(1)
 		return false
@@ -217,13 +232,86 @@ func home(h uint32, n int) int { return int(uint64(h) * uint64(n) >> 32) }
 // targetIndex is the index size for n keys after a resize.
 func targetIndex(n int) int { return max(minIndex, n+n*3/4) }
 
-func (s *Shard) rec(id uint32) *record {
-	c := id / chunkLen
-	return &s.chunks[c][id-c*chunkLen]
+// entry returns the arena from offset off to the end of its block.
+func (s *Shard) entry(off uint32) []byte {
+	return s.blocks[off>>blockShift][off&blockMask:]
 }
 
-// find returns the index slot holding key and its record id, or the empty slot where key
-// would go and false (-1 when the index is empty).
+func getInt(e []byte, at int) int64    { return int64(binary.LittleEndian.Uint64(e[at:])) }
+func putInt(e []byte, at int, v int64) { binary.LittleEndian.PutUint64(e[at:], uint64(v)) }
+func getID(e []byte) uint32            { return binary.LittleEndian.Uint32(e[eID:]) }
+
+// fixedLen is the length of an entry's fixed part.
+func fixedLen(hdr byte) int {
+	if hdr&hdrWide != 0 {
+		return eWide
+	}
+	return eNarrow
+}
+
+// entrySize is the size of the entry of a key of klen bytes.
+func entrySize(klen int, wide bool) int {
+	n := eNarrow + uvarintLen(klen)
+	if wide {
+		n = eWide + uvarintLen(klen)
+	}
+	if klen <= maxInlineKey {
+		n += klen
+	}
+	return n
+}
+
+// sizeOf returns the size of the entry e starts with.
+func sizeOf(e []byte) int {
+	klen, _ := uvarint(e[fixedLen(e[0]):])
+	return entrySize(klen, e[0]&hdrWide != 0)
+}
+
+// writeEntry writes an entry for key and v into e, which is entrySize long.
+func writeEntry(e []byte, id uint32, key []byte, v Value) {
+	e[0] = byte(v.Kind)
+	binary.LittleEndian.PutUint32(e[eID:], id)
+	putInt(e, eExpire, v.Expire)
+	putInt(e, eNum, v.Num)
+	at := eNarrow
+	if v.Num2 != 0 {
+		e[0] |= hdrWide
+		putInt(e, eNum2, v.Num2)
+		at = eWide
+	}
+	at += binary.PutUvarint(e[at:], uint64(len(key)))
+	if len(key) <= maxInlineKey {
+		copy(e[at:], key)
+	}
+}
+
+// keyIn returns the key of entry e, aliasing the shard's memory.
+func (s *Shard) keyIn(e []byte) []byte {
+	at := fixedLen(e[0])
+	klen, n := uvarint(e[at:])
+	if klen > maxInlineKey {
+		return s.big[getID(e)]
+	}
+	at += n
+	return e[at : at+klen : at+klen]
+}
+
+// value assembles the Value of entry e.
+func (s *Shard) value(e []byte) Value {
+	hdr := e[0]
+	var num2 int64
+	if hdr&hdrWide != 0 {
+		num2 = getInt(e, eNum2)
+	}
+	var b []byte
+	if hdr&hdrBytes != 0 {
+		b = s.vals[getID(e)]
+	}
+	return Value{Kind: Kind(hdr & hdrKind), Expire: getInt(e, eExpire), Num: getInt(e, eNum), Num2: num2, Bytes: b}
+}
+
+// find returns the index slot holding key and its entry's offset, or the empty slot where
+// key would go and false (-1 when the index is empty).
 func (s *Shard) find(key []byte, h uint32) (int, uint32, bool) {
 	n := len(s.index)
 	if n == 0 {
@@ -235,8 +323,8 @@ func (s *Shard) find(key []byte, h uint32) (int, uint32, bool) {
 			return i, 0, false
 		}
 		if uint32(e>>32) == h {
-			if id := uint32(e) - 1; bytes.Equal(s.keyOf(id), key) {
-				return i, id, true
+			if off := uint32(e) - 1; bytes.Equal(s.keyIn(s.entry(off)), key) {
+				return i, off, true
 			}
 		}
 		if i++; i == n {
@@ -245,11 +333,11 @@ func (s *Shard) find(key []byte, h uint32) (int, uint32, bool) {
 	}
 }
 
-// slotOf returns the index slot of a record in use.
-func (s *Shard) slotOf(id uint32) int {
+// slotOf returns the index slot that points at the entry at off.
+func (s *Shard) slotOf(off uint32) int {
 	n := len(s.index)
-	want := uint64(id + 1)
-	for i := home(s.hash(s.keyOf(id)), n); ; {
+	want := uint64(off + 1)
+	for i := home(s.hash(s.keyIn(s.entry(off))), n); ; {
 		if s.index[i]&math.MaxUint32 == want {
 			return i
 		}
@@ -259,7 +347,8 @@ func (s *Shard) slotOf(id uint32) int {
 	}
 }
 
-// resize rebuilds the index with n slots; n must exceed s.count.
+// resize rebuilds the index with n slots; n must exceed s.count. The hashes are in the
+// slots: no key is read.
 func (s *Shard) resize(n int) {
 	old := s.index
 	s.index = make([]uint64, n)
@@ -304,158 +393,73 @@ func (s *Shard) unlink(i int) {
 	s.index[i] = 0
 }
 
-// remove deletes the key at index slot pos, whose record is id.
-func (s *Shard) remove(pos int, id uint32) {
-	s.unlink(pos)
-	s.freeRecord(id)
-	s.count--
-	s.keys.Add(-1)
-	switch {
-	case s.count == 0:
-		s.index = nil
-		if cap(s.arena) > minCompact {
-			s.arena = nil
-		}
-		s.arena, s.dead = s.arena[:0], 0
-	case len(s.index) > minIndex && s.count*minLoadDen < len(s.index)*minLoadNum:
-		s.resize(targetIndex(s.count))
-	}
-	if s.dead > len(s.arena)/2 && len(s.arena) >= minCompact {
-		s.compact(0)
-	}
-}
-
-// allocRecord takes the lowest free record id, making a chunk if none is free.
-func (s *Shard) allocRecord() uint32 {
-	c := -1
-	for w, b := range s.avail {
-		if b != 0 {
-			c = w*64 + bits.TrailingZeros64(b)
-			break
-		}
-	}
-	if c < 0 {
-		c = len(s.chunks)
-		if c >= maxChunks {
-			panic("keyspace: shard full") // 4 billion keys in one shard
-		}
-		s.chunks = append(s.chunks, nil)
-		s.meta = append(s.meta, freshMeta())
-		if c/64 == len(s.avail) {
-			s.avail = append(s.avail, 0)
-		}
-		s.avail[c/64] |= 1 << (c % 64)
-	}
-	if s.chunks[c] == nil {
-		if s.spare != nil {
-			s.chunks[c], s.spare = s.spare, nil
-		} else {
-			s.chunks[c] = new(chunk)
-		}
-	}
-	m := &s.meta[c]
-	slot := 0
-	for w, b := range m.free {
-		if b != 0 {
-			slot = w*64 + bits.TrailingZeros64(b)
-			m.free[w] = b & (b - 1)
-			break
-		}
-	}
-	if m.used++; m.used == chunkLen {
-		s.avail[c/64] &^= 1 << (c % 64)
-	}
-	return uint32(c*chunkLen + slot)
-}
-
-// freeRecord releases record id and what it holds. The index must no longer point at it.
-func (s *Shard) freeRecord(id uint32) {
-	r := s.rec(id)
-	off := int(r.key)
-	hdr := s.arena[off]
-	klen, _ := uvarint(s.arena[off+1:])
-	s.dead += s.entrySizeAt(off)
-	if klen > maxInlineKey {
-		delete(s.big, id)
-	}
-	if hdr&hdrBytes != 0 {
+// remove deletes the key at index slot pos, whose entry is at off.
+func (s *Shard) remove(pos int, off uint32) {
+	e := s.entry(off)
+	id := getID(e)
+	if e[0]&hdrBytes != 0 {
 		delete(s.vals, id)
 	}
-	if r.expire() != 0 {
+	if klen, _ := uvarint(e[fixedLen(e[0]):]); klen > maxInlineKey {
+		delete(s.big, id)
+	}
+	if getInt(e, eExpire) != 0 {
 		s.expires.Add(-1)
 	}
-	*r = record{}
-
-	c, slot := int(id/chunkLen), int(id%chunkLen)
-	m := &s.meta[c]
-	m.free[slot/64] |= 1 << (slot % 64)
-	m.used--
-	s.avail[c/64] |= 1 << (c % 64)
-	if m.used > 0 {
-		return
+	s.unlink(pos)
+	s.releaseID(id)
+	s.count--
+	s.keys.Add(-1)
+	if s.count == 0 {
+		s.index = nil
+	} else if len(s.index) > minIndex && s.count*minLoadDen < len(s.index)*minLoadNum {
+		s.resize(targetIndex(s.count))
 	}
-	// The chunk is empty (and zeroed): give it back, keeping one spare.
-	if s.spare == nil {
-		s.spare = s.chunks[c]
-	}
-	s.chunks[c] = nil
-	for n := len(s.chunks); n > 0 && s.chunks[n-1] == nil; n-- {
-		s.avail[(n-1)/64] &^= 1 << ((n - 1) % 64)
-		s.chunks, s.meta = s.chunks[:n-1], s.meta[:n-1]
-		if (n-1)%64 == 0 {
-			s.avail = s.avail[:(n-1)/64]
-		}
-	}
-	if len(s.chunks) == 0 {
-		s.chunks, s.meta, s.avail, s.spare = nil, nil, nil, nil
-	}
+	s.kill(off, sizeOf(e))
 }
 
-// isFree reports whether record id is free.
-func (s *Shard) isFree(c int, slot int) bool {
-	return s.meta[c].free[slot/64]&(1<<(slot%64)) != 0
-}
-
-// replace writes v over the key's record id, keeping the id.
-func (s *Shard) replace(id uint32, key []byte, v Value) {
-	r := s.rec(id)
-	if oldExp := r.expire(); (oldExp != 0) != (v.Expire != 0) {
+// replace writes v over the key whose entry is at off and index slot pos.
+func (s *Shard) replace(pos int, off uint32, key []byte, v Value) {
+	e := s.entry(off)
+	if oldExp := getInt(e, eExpire); (oldExp != 0) != (v.Expire != 0) {
 		if v.Expire != 0 {
 			s.expires.Add(1)
 		} else {
 			s.expires.Add(-1)
 		}
 	}
-	r.setExpire(v.Expire)
-	r.setNumber(v.Num)
-	wide := v.Num2 != 0
-	off := int(r.key)
-	if hdr := s.arena[off]; (hdr&hdrWide != 0) == wide {
-		s.arena[off] = hdr&(hdrBytes|hdrWide) | byte(v.Kind)
+	id := getID(e)
+	if wide := v.Num2 != 0; (e[0]&hdrWide != 0) == wide {
+		e[0] = e[0]&(hdrBytes|hdrWide) | byte(v.Kind)
+		putInt(e, eExpire, v.Expire)
+		putInt(e, eNum, v.Num)
 		if wide {
-			binary.LittleEndian.PutUint64(s.arena[s.num2At(off):], uint64(v.Num2))
+			putInt(e, eNum2, v.Num2)
 		}
 	} else {
-		// The entry changes size: write it anew at the end of the arena.
-		s.reserve(entrySize(len(key), wide)) // may compact, moving r.key
-		off = int(r.key)
-		hdr = s.arena[off]
-		s.dead += s.entrySizeAt(off)
-		r.key = s.appendEntry(key, v.Kind, wide, v.Num2)
-		s.arena[r.key] |= hdr & hdrBytes
+		// The entry changes size: write it anew at the tail.
+		hasBytes := e[0] & hdrBytes
+		size := sizeOf(e)
+		newOff, ne := s.appendEntry(entrySize(len(key), wide)) // may compact, moving our entry
+		off = s.ids[id]
+		writeEntry(ne, id, key, v)
+		ne[0] |= hasBytes
+		s.ids[id] = newOff
+		s.index[pos] = s.index[pos]&^math.MaxUint32 | uint64(newOff+1)
+		s.kill(off, size)
+		e = ne
 	}
-	s.setBytes(id, v.Bytes)
+	s.setBytes(e, id, v.Bytes)
 }
 
-// setBytes stores b as the byte value of record id, reusing the old value's memory when it
-// fits, and sets the entry's hdrBytes flag to match.
-func (s *Shard) setBytes(id uint32, b []byte) {
-	off := s.rec(id).key
-	had := s.arena[off]&hdrBytes != 0
+// setBytes stores b as the byte value of record id, whose entry is e, reusing the old
+// value's memory when it fits, and sets the entry's hdrBytes flag to match.
+func (s *Shard) setBytes(e []byte, id uint32, b []byte) {
+	had := e[0]&hdrBytes != 0
 	if len(b) == 0 {
 		if had {
 			delete(s.vals, id)
-			s.arena[off] &^= hdrBytes
+			e[0] &^= hdrBytes
 		}
 		return
 	}
@@ -477,121 +481,173 @@ func (s *Shard) setBytes(id uint32, b []byte) {
 		s.vals = make(map[uint32][]byte)
 	}
 	s.vals[id] = nb
-	s.arena[off] |= hdrBytes
+	e[0] |= hdrBytes
 }
 
-// value assembles the Value of record id.
-func (s *Shard) value(id uint32, r *record) Value {
-	off := int(r.key)
-	hdr := s.arena[off]
-	v := Value{Kind: Kind(hdr & hdrKind), Expire: r.expire(), Num: r.number()}
-	if hdr&hdrWide != 0 {
-		v.Num2 = int64(binary.LittleEndian.Uint64(s.arena[s.num2At(off):]))
+// allocID takes the lowest free record id, or a new one. Its ids slot holds freeID.
+func (s *Shard) allocID() uint32 {
+	for i, sum := range s.freeSum {
+		if sum != 0 {
+			w := i*64 + bits.TrailingZeros64(sum)
+			b := s.freeIDs[w]
+			s.freeIDs[w] = b & (b - 1)
+			if b&(b-1) == 0 {
+				s.freeSum[i] &^= 1 << (w % 64)
+			}
+			return uint32(w*64 + bits.TrailingZeros64(b))
+		}
 	}
-	if hdr&hdrBytes != 0 {
-		v.Bytes = s.vals[id]
+	id := len(s.ids)
+	if id >= maxIDs {
+		panic("keyspace: shard full") // 4 billion keys in one shard
 	}
-	return v
+	s.ids = append(s.ids, freeID)
+	if id%64 == 0 {
+		if id%(64*64) == 0 {
+			s.freeSum = append(s.freeSum, 0)
+		}
+		s.freeIDs = append(s.freeIDs, 0)
+	}
+	return uint32(id)
 }
 
-// keyOf returns the key of record id, aliasing the shard's memory.
-func (s *Shard) keyOf(id uint32) []byte {
-	a := s.arena[s.rec(id).key+1:]
-	klen, n := uvarint(a)
-	if klen > maxInlineKey {
-		return s.big[id]
+// releaseID frees record id, dropping the free ids at the end of ids.
+func (s *Shard) releaseID(id uint32) {
+	s.ids[id] = freeID
+	w := int(id / 64)
+	s.freeIDs[w] |= 1 << (id % 64)
+	s.freeSum[w/64] |= 1 << (w % 64)
+	for n := len(s.ids); n > 0 && s.ids[n-1] == freeID; n-- {
+		last := n - 1
+		w := last / 64
+		if s.freeIDs[w] &^= 1 << (last % 64); s.freeIDs[w] == 0 {
+			s.freeSum[w/64] &^= 1 << (w % 64)
+		}
+		s.ids = s.ids[:last]
+		if last%64 == 0 {
+			s.freeIDs = s.freeIDs[:w]
+			if w%64 == 0 {
+				s.freeSum = s.freeSum[:w/64]
+			}
+		}
 	}
-	return a[n : n+klen : n+klen]
+	if c := cap(s.ids); c > 1024 && len(s.ids) < c/4 {
+		s.ids = append([]uint32(nil), s.ids...)
+		s.freeIDs = append([]uint64(nil), s.freeIDs...)
+		s.freeSum = append([]uint64(nil), s.freeSum...)
+	}
 }
 
-// num2At returns the offset of Num2 in the wide entry at off.
-func (s *Shard) num2At(off int) int {
-	klen, n := uvarint(s.arena[off+1:])
-	if klen > maxInlineKey {
-		klen = 0
+// appendEntry reserves size bytes at the tail of the arena and returns their offset. It may
+// start a new tail block and compact the old one, moving entries.
+func (s *Shard) appendEntry(size int) (uint32, []byte) {
+	for s.tail < 0 || int(s.meta[s.tail].used)+size > blockSize {
+		s.newTail() // the compaction it may start can fill the new tail too
 	}
-	return off + 1 + n + klen
+	m := &s.meta[s.tail]
+	off := uint32(s.tail<<blockShift | int(m.used))
+	m.used += int32(size)
+	return off, s.blocks[s.tail][m.used-int32(size) : m.used]
 }
 
-// entrySizeAt returns the size of the entry at off.
-func (s *Shard) entrySizeAt(off int) int {
-	klen, _ := uvarint(s.arena[off+1:])
-	return entrySize(klen, s.arena[off]&hdrWide != 0)
+// newTail makes a fresh block the tail.
+func (s *Shard) newTail() {
+	var b int
+	if n := len(s.freeBlocks); n > 0 {
+		b = int(s.freeBlocks[n-1])
+		s.freeBlocks = s.freeBlocks[:n-1]
+	} else {
+		b = len(s.blocks)
+		if b >= maxBlocks {
+			panic("keyspace: shard arena over 4 GiB")
+		}
+		s.blocks = append(s.blocks, nil)
+		s.meta = append(s.meta, blockMeta{})
+	}
+	if s.spare != nil {
+		s.blocks[b], s.spare = s.spare, nil
+	} else {
+		s.blocks[b] = new(block)
+	}
+	old := s.tail
+	s.tail = b
+	if old >= 0 {
+		s.compactLater(old) // it was spared while it was the tail
+	}
 }
 
-// entrySize returns the size of the entry of a key of klen bytes.
-func entrySize(klen int, wide bool) int {
-	n := 1 + uvarintLen(klen)
-	if klen <= maxInlineKey {
-		n += klen
-	}
-	if wide {
-		n += 8
-	}
-	return n
-}
-
-// reserve makes room for need more bytes at the end of the arena, compacting it when more
-// than half is garbage.
-func (s *Shard) reserve(need int) {
-	if cap(s.arena)-len(s.arena) >= need {
+// kill accounts for the death of the entry of size bytes at off.
+func (s *Shard) kill(off uint32, size int) {
+	b := int(off >> blockShift)
+	m := &s.meta[b]
+	m.dead += int32(size)
+	if b == s.tail {
+		if m.dead == m.used { // nothing lives in the tail: start it over
+			m.used, m.dead = 0, 0
+		}
 		return
 	}
-	if s.dead >= len(s.arena)-s.dead {
-		s.compact(need)
-	} else {
-		s.arena = slices.Grow(s.arena, need)
-	}
-	if len(s.arena)+need > maxArena {
-		panic("keyspace: shard arena over 4 GiB")
-	}
+	s.compactLater(b)
 }
 
-// appendEntry writes an entry at the end of the arena, which must have room, and returns its
-// offset. The hdrBytes flag is left clear.
-func (s *Shard) appendEntry(key []byte, k Kind, wide bool, num2 int64) uint32 {
-	off := len(s.arena)
-	hdr := byte(k)
-	if wide {
-		hdr |= hdrWide
+// compactLater compacts block b if more than half of it is dead, and what that compaction
+// leaves to compact, unless a compaction is running already, which then does it.
+func (s *Shard) compactLater(b int) {
+	if m := s.meta[b]; m.dead*2 <= m.used {
+		return
 	}
-	s.arena = append(s.arena, hdr)
-	s.arena = binary.AppendUvarint(s.arena, uint64(len(key)))
-	if len(key) <= maxInlineKey {
-		s.arena = append(s.arena, key...)
+	s.queue = append(s.queue, int32(b))
+	if s.compacting {
+		return
 	}
-	if wide {
-		s.arena = binary.LittleEndian.AppendUint64(s.arena, uint64(num2))
-	}
-	return uint32(off)
-}
-
-// compact copies the live entries to a new arena with room for need more bytes.
-func (s *Shard) compact(need int) {
-	live := len(s.arena) - s.dead
-	old := s.arena
-	s.arena = make([]byte, 0, live+need+(live+need)/8)
-	for c, ch := range s.chunks {
-		if ch == nil {
-			continue
+	s.compacting = true
+	for len(s.queue) > 0 {
+		b := int(s.queue[len(s.queue)-1])
+		s.queue = s.queue[:len(s.queue)-1]
+		if m := s.meta[b]; b != s.tail && s.blocks[b] != nil && m.dead*2 > m.used {
+			s.compactBlock(b)
 		}
-		for slot := range ch {
-			if s.isFree(c, slot) {
-				continue
+	}
+	s.compacting = false
+}
+
+// compactBlock moves the live entries of block b to the tail and frees b.
+func (s *Shard) compactBlock(b int) {
+	blk := s.blocks[b]
+	used := int(s.meta[b].used)
+	for at := 0; at < used; {
+		e := blk[at:used]
+		size := sizeOf(e)
+		off := uint32(b<<blockShift | at)
+		at += size
+		id := getID(e)
+		if int(id) >= len(s.ids) || s.ids[id] != off {
+			continue // dead
+		}
+		pos := s.slotOf(off)
+		newOff, ne := s.appendEntry(size)
+		copy(ne, e[:size])
+		s.ids[id] = newOff
+		s.index[pos] = s.index[pos]&^math.MaxUint32 | uint64(newOff+1)
+	}
+	s.blocks[b] = nil
+	s.meta[b] = blockMeta{}
+	if s.spare == nil {
+		s.spare = blk
+	}
+	s.freeBlocks = append(s.freeBlocks, int32(b))
+	// Free blocks at the end are dropped altogether.
+	for n := len(s.blocks); n > 0 && s.blocks[n-1] == nil; n = len(s.blocks) {
+		s.blocks, s.meta = s.blocks[:n-1], s.meta[:n-1]
+		for i, fb := range s.freeBlocks {
+			if int(fb) == n-1 {
+				last := len(s.freeBlocks) - 1
+				s.freeBlocks[i] = s.freeBlocks[last]
+				s.freeBlocks = s.freeBlocks[:last]
+				break
 			}
-			r := &ch[slot]
-			off := int(r.key)
-			n := s.entrySizeAtIn(old, off)
-			r.key = uint32(len(s.arena))
-			s.arena = append(s.arena, old[off:off+n]...)
 		}
 	}
-	s.dead = 0
-}
-
-func (s *Shard) entrySizeAtIn(a []byte, off int) int {
-	klen, _ := uvarint(a[off+1:])
-	return entrySize(klen, a[off]&hdrWide != 0)
 }
 
 func uvarint(b []byte) (int, int) {
@@ -605,69 +661,56 @@ func uvarint(b []byte) (int, int) {
 func uvarintLen(v int) int { return (bits.Len64(uint64(v)|1) + 6) / 7 }
 
 // scanLocked walks record ids from id on, calling fn for live keys, until want keys were
-// emitted or budget slots visited. It returns the id to go on from (scanDone at the end of
-// the shard), the keys emitted and the slots visited.
+// emitted or budget ids visited. It returns the id to go on from (scanDone at the end of
+// the shard), the keys emitted and the ids visited.
 func (s *Shard) scanLocked(id uint32, now int64, want, budget int, fn func([]byte, Value)) (next uint32, emitted, visited int) {
-	end := uint64(len(s.chunks)) * chunkLen
-	for uint64(id) < end {
+	for ; int(id) < len(s.ids); id++ {
 		if emitted >= want || visited >= budget {
 			return id, emitted, visited
 		}
-		c, slot := int(id/chunkLen), int(id%chunkLen)
 		visited++
-		if s.chunks[c] == nil {
-			id = uint32(c+1) * chunkLen
+		off := s.ids[id]
+		if off == freeID {
 			continue
 		}
-		id++
-		if s.isFree(c, slot) {
+		e := s.entry(off)
+		if exp := getInt(e, eExpire); exp != 0 && now >= exp {
 			continue
 		}
-		r := &s.chunks[c][slot]
-		if exp := r.expire(); exp != 0 && now >= exp {
-			continue
-		}
-		fn(s.keyOf(id-1), s.value(id-1, r))
+		fn(s.keyIn(e), s.value(e))
 		emitted++
 	}
 	return scanDone, emitted, visited
 }
 
-// expireLocked runs ExpireCycle's samples on the shard, examining at most budget slots, and
-// returns the keys removed and the slots examined.
+// expireLocked runs ExpireCycle's samples on the shard, examining at most budget record
+// ids, and returns the keys removed and the ids examined.
 func (s *Shard) expireLocked(now int64, budget int) (removed, work int) {
-	pass := len(s.chunks) * chunkLen // never sweep the shard more than once per call
+	pass := len(s.ids) // never sweep the shard more than once per call
 	for work < budget && pass > 0 {
 		sampled, expired := 0, 0
 		for sampled < sampleSize && work < budget && pass > 0 {
-			end := uint32(len(s.chunks)) * chunkLen
-			if end == 0 {
-				pass = 0 // the shard is empty now
-				break
-			}
-			if s.sweep >= end {
+			if int(s.sweep) >= len(s.ids) {
 				s.sweep = 0
+				if len(s.ids) == 0 {
+					pass = 0
+					break
+				}
 			}
-			id := s.sweep
-			c, slot := int(id/chunkLen), int(id%chunkLen)
-			work++
-			if s.chunks[c] == nil {
-				pass -= chunkLen - slot
-				s.sweep = uint32(c+1) * chunkLen
-				continue
-			}
-			pass--
+			off := s.ids[s.sweep]
 			s.sweep++
-			if s.isFree(c, slot) {
+			work++
+			pass--
+			if off == freeID {
 				continue
 			}
-			exp := s.chunks[c][slot].expire()
+			exp := getInt(s.entry(off), eExpire)
 			if exp == 0 {
 				continue
 			}
 			sampled++
 			if now >= exp {
-				s.remove(s.slotOf(id), id)
+				s.remove(s.slotOf(off), off)
 				expired++
 			}
 		}
@@ -683,8 +726,9 @@ func (s *Shard) expireLocked(now int64, budget int) (removed, work int) {
 // resetLocked drops every key and the memory they held.
 func (s *Shard) resetLocked() {
 	s.index, s.count = nil, 0
-	s.chunks, s.meta, s.avail, s.spare = nil, nil, nil, nil
-	s.arena, s.dead, s.vals, s.big = nil, 0, nil, nil
+	s.ids, s.freeIDs, s.freeSum = nil, nil, nil
+	s.blocks, s.meta, s.freeBlocks, s.tail, s.spare, s.queue = nil, nil, nil, -1, nil, nil
+	s.vals, s.big = nil, nil
 	s.sweep = 0
 	s.keys.Store(0)
 	s.expires.Store(0)
@@ -692,14 +736,15 @@ func (s *Shard) resetLocked() {
 
 // memoryLocked returns the bytes the shard's structures take.
 func (s *Shard) memoryLocked() int64 {
-	n := 8*cap(s.index) + 8*cap(s.chunks) + int(unsafe.Sizeof(chunkMeta{}))*cap(s.meta) + 8*cap(s.avail) + cap(s.arena)
-	for _, ch := range s.chunks {
-		if ch != nil {
-			n += chunkBytes
+	n := 8*cap(s.index) + 4*cap(s.ids) + 8*cap(s.freeIDs) + 8*cap(s.freeSum) +
+		8*cap(s.blocks) + 8*cap(s.meta) + 4*cap(s.freeBlocks)
+	for _, b := range s.blocks {
+		if b != nil {
+			n += blockSize
 		}
 	}
 	if s.spare != nil {
-		n += chunkBytes
+		n += blockSize
 	}
 	// A map entry costs its key, slice header and control byte, at about 7/8 load.
 	for _, b := range s.vals {

@@ -31,11 +31,12 @@ func keyCommands() []*command {
 
 // DEL key [key ...], UNLINK key [key ...]
 func cmdDel(c *client, args [][]byte) error {
+	now := c.s.nowNano()
 	n := int64(0)
 	for _, key := range args[1:] {
 		sh := c.s.ks.Shard(key)
 		sh.Lock()
-		if sh.DeleteLocked(key) {
+		if sh.DeleteAtLocked(key, now) {
 			n++
 		}
 		sh.Unlock()
