@@ -64,19 +64,20 @@ var (
 	// treated as empty, which would hand out a fresh quota: the key must be
 	// deleted (DEL) to be used again.
 	ErrCorrupt = errors.New("key holds a corrupt rate-limit state (delete the key to reset it)")
-	// ErrCapacity is a TokenBucket or LeakyBucket capacity below 1.
-	ErrCapacity = errors.New("capacity must be at least 1")
+	// ErrCapacity is a TokenBucket or LeakyBucket capacity below 1 or above 2^51-1.
+	ErrCapacity = errors.New("capacity must be between 1 and 2251799813685247")
 	// ErrRefill is a TokenBucket refill below 1.
 	ErrRefill = errors.New("refill must be at least 1")
 	// ErrLeak is a LeakyBucket leak below 1.
 	ErrLeak = errors.New("leak must be at least 1")
 	// ErrPeriod is a period outside (0, MaxDuration].
 	ErrPeriod = errors.New("period must be positive and at most 73 years")
-	// ErrRefillCapacity is a TokenBucket whose exact state does not fit
-	// (see TokenBucket) or that takes more than MaxDuration to fill.
-	ErrRefillCapacity = errors.New("capacity is too large for this refill and period")
-	// ErrLeakCapacity is the same for a LeakyBucket.
-	ErrLeakCapacity = errors.New("capacity is too large for this leak and period")
+	// ErrRefillCapacity is a TokenBucket that takes more than MaxDuration to
+	// fill from empty.
+	ErrRefillCapacity = errors.New("capacity is too large for this refill and period: it would take more than 73 years to fill")
+	// ErrLeakCapacity is a LeakyBucket that takes more than MaxDuration to
+	// drain when full.
+	ErrLeakCapacity = errors.New("capacity is too large for this leak and period: it would take more than 73 years to drain")
 	// ErrLimit is a limit below 1.
 	ErrLimit = errors.New("limit must be at least 1")
 	// ErrApproxLimit is a SlidingCounter limit that its 32-bit counts cannot hold.
@@ -109,10 +110,15 @@ func validDuration(d int64) bool { return d > 0 && d <= MaxDuration }
 // validTime reports whether a stored time is one this package could have written.
 func validTime(t int64) bool { return t >= 0 && t < MaxTime }
 
-// Times in variable-size states are whole microseconds, rounded up.
+// Times in variable-size states are whole microseconds since the epoch,
+// rounded up, so that a state only ever counts an event for longer, never
+// for less time than exact arithmetic would.
 const (
-	usNs      = 1000
-	maxTimeUs = MaxTime / usNs
+	usNs = 1000
+	// maxTimeUs is the latest admission time a SlidingLog holds: now rounded up.
+	maxTimeUs = (MaxTime + usNs - 1) / usNs
+	// maxExpiryUs is the latest lease expiry a Concurrency key holds.
+	maxExpiryUs = (MaxTime + MaxDuration + usNs - 1) / usNs
 )
 
 // ceilUs is t ns rounded up to whole µs, for 0 <= t < MaxTime.
@@ -168,12 +174,35 @@ func mulMod(a, b, c int64) int64 {
 	return int64(r)
 }
 
-// lessProduct reports whether a*b < c*d for non-negative operands, exactly.
-func lessProduct(a, b, c, d int64) bool {
-	h1, l1 := bits.Mul64(uint64(a), uint64(b))
-	h2, l2 := bits.Mul64(uint64(c), uint64(d))
-	return h1 < h2 || h1 == h2 && l1 < l2
+// u128 is an unsigned 128-bit integer, for exact products of counts and times.
+type u128 struct{ hi, lo uint64 }
+
+// mul128 is a*b for a, b >= 0.
+func mul128(a, b int64) u128 {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	return u128{hi, lo}
 }
+
+// add is x+y; the operands here stay far below 2^127.
+func (x u128) add(y u128) u128 {
+	lo, c := bits.Add64(x.lo, y.lo, 0)
+	return u128{x.hi + y.hi + c, lo}
+}
+
+// sub is x-y for x >= y.
+func (x u128) sub(y u128) u128 {
+	lo, b := bits.Sub64(x.lo, y.lo, 0)
+	return u128{x.hi - y.hi - b, lo}
+}
+
+// less reports whether x < y.
+func (x u128) less(y u128) bool { return x.hi < y.hi || x.hi == y.hi && x.lo < y.lo }
+
+// div is floor(x/c) for c > 0, saturated at math.MaxInt64.
+func (x u128) div(c int64) int64 { return div128(x.hi, x.lo, c) }
+
+// lessProduct reports whether a*b < c*d for non-negative operands, exactly.
+func lessProduct(a, b, c, d int64) bool { return mul128(a, b).less(mul128(c, d)) }
 
 // gcd is the greatest common divisor of a, b > 0.
 func gcd(a, b int64) int64 {

@@ -26,34 +26,39 @@ import "math/bits"
 type meter struct {
 	units int64 // units per step: count / gcd(count, period)
 	step  int64 // ns per step: period / gcd(count, period)
-	width uint  // bits of lag in the packed word: bits.Len64(step-1)
 }
 
-// The packed word (State.Num) of TokenBucket and LeakyBucket:
+// The packed word (State.Num) of TokenBucket and LeakyBucket holds n, the
+// whole units at the time of the last call (tokens, or units waiting), and
+// the phase lag, in 63 bits:
 //
-//	bit 63      0
-//	bits 57-62  w, the width of lag (0..57)
-//	bits w-56   n, whole units at the time of the last call (tokens or waiting units)
-//	bits 0..w-1 lag, ns since the anchor modulo step
+//	bits 57-62  b, the bits of n (0..51)
+//	bits 51-56  k, the bits of lag dropped (0..61)
+//	bits 0-50   n<<(51-b) | lag>>k
 //
-// The width travels with the word so that a call with other parameters
-// still decodes it. Both n and lag fit when bits.Len64(capacity) + w <= 57,
-// roughly capacity * step < 2^57: any capacity below 2^27 with 100 per
-// minute or 7 per second (steps of 0.6s and 1s), below 2^57 with 10^9 per
-// second (a step of 1ns).
-const packBits = 57
+// The widths travel with the word so that a call with other parameters
+// still decodes it. The phase is exact (k = 0) while bits(n) + bits(lag)
+// <= 51, so always when bits(capacity) + bits(step-1) <= 51: roughly while
+// the time to fill (or drain) the bucket times count/gcd(count, period) is
+// below 2^51 ns. That covers every count that divides the period in ns
+// (100 per minute, 1000 per hour, 10^9 per second) with a fill time below
+// 26 days, and 7 per second below 3.7 days. Beyond that the low k bits of
+// lag are dropped, which moves the anchor later by less than 2^k ns at each
+// call that stores: the rate runs slightly slow, never fast. Capacity 5000
+// at 1 per day (bits 13 + 47) keeps the phase to 512ns, a token a day.
+const (
+	packBits = 51
+	// maxUnits is the largest capacity the packed word holds.
+	maxUnits = 1<<packBits - 1
+)
 
 // newMeter returns the meter of count units per period ns for a bucket of
-// capacity units, all positive and period <= MaxDuration; ok is false when
-// the packed word cannot hold capacity or the bucket takes longer than
-// MaxDuration to fill or drain.
+// capacity units, all positive, capacity <= maxUnits and period <=
+// MaxDuration; ok is false when the bucket takes longer than MaxDuration to
+// fill or drain.
 func newMeter(capacity, count, period int64) (m meter, ok bool) {
 	g := gcd(count, period)
 	m = meter{units: count / g, step: period / g}
-	m.width = uint(bits.Len64(uint64(m.step - 1)))
-	if uint(bits.Len64(uint64(capacity)))+m.width > packBits {
-		return meter{}, false
-	}
 	// From phase 0, capacity ticks take ceil(capacity*step/units) ns.
 	if mulDivCeil(capacity, m.step, m.units) > MaxDuration {
 		return meter{}, false
@@ -61,19 +66,28 @@ func newMeter(capacity, count, period int64) (m meter, ok bool) {
 	return m, true
 }
 
-// pack is the word holding n whole units and lag, n < 2^(57-width), lag < step.
-func (m meter) pack(n, lag int64) int64 {
-	return int64(uint64(m.width)<<packBits | uint64(n)<<m.width | uint64(lag))
+// pack is the word holding n whole units, 0 <= n <= maxUnits, and the phase
+// lag, 0 <= lag < step, rounded down to what fits.
+func pack(n, lag int64) int64 {
+	b := uint(bits.Len64(uint64(n)))
+	f := packBits - b // bits left for lag
+	k := uint(max(0, bits.Len64(uint64(lag))-int(f)))
+	return int64(uint64(b)<<57 | uint64(k)<<packBits | uint64(n)<<f | uint64(lag)>>k)
 }
 
 // unpack decodes a word written by pack under any parameters.
 func unpack(num int64) (n, lag int64, ok bool) {
-	w := uint64(num) >> packBits
-	if num < 0 || w > packBits {
+	b, k := uint(uint64(num)>>57), uint(uint64(num)>>packBits&63)
+	if num < 0 || b > packBits {
 		return 0, 0, false
 	}
-	body := uint64(num) & (1<<packBits - 1)
-	return int64(body >> w), int64(body & (1<<w - 1)), true
+	f := packBits - b
+	body := uint64(num) & maxUnits
+	n, field := int64(body>>f), body&(1<<f-1)
+	if bits.Len64(field)+int(k) > 62 {
+		return 0, 0, false
+	}
+	return n, int64(field << k), true
 }
 
 // advance moves a phase lag forward by d >= 0 ns: it returns how many

@@ -5,6 +5,7 @@ package compat
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -202,4 +203,20 @@ func TestShutdownCommand(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("SHUTDOWN did not stop the server")
 	}
+}
+
+// TestInteractiveCli runs redis-cli on a terminal (through script(1)): it
+// reads COMMAND DOCS at start to build its hints, and must neither crash nor complain.
+func TestInteractiveCli(t *testing.T) {
+	p := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "script", "-qec", fmt.Sprintf("redis-cli -p %d", p.port), "/dev/null")
+	cmd.Env = append(os.Environ(), "TERM=dumb") // linenoise asks a real terminal for the cursor position
+	cmd.Stdin = strings.NewReader("THROTTLE k 1 1 1m\r\nPING\r\nquit\r\n")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "PONG")
+	require.NotContains(t, string(out), "Segmentation")
+	require.NotContains(t, string(out), "Unknown type")
 }

@@ -104,3 +104,26 @@ func TestShutdown(t *testing.T) {
 		t.Fatal("server did not stop")
 	}
 }
+
+// TestCommandDocsWellFormed checks every documented argument as redis-cli
+// reads them for its hints: a known type, a name, and children for oneof and block.
+func TestCommandDocsWellFormed(t *testing.T) {
+	ts := startServer(t)
+	var check func(path string, args []argument)
+	check = func(path string, args []argument) {
+		for _, a := range args {
+			require.NotEmpty(t, a.name, path)
+			require.Contains(t, []string{"key", "string", "integer", "pure-token", "oneof", "block"}, a.typ, path)
+			if a.typ == "oneof" || a.typ == "block" {
+				require.NotEmpty(t, a.children, "%s %s", path, a.name)
+				check(path+" "+a.name, a.children)
+			}
+		}
+	}
+	for _, cmd := range ts.sortedCommands() {
+		check(cmd.name, parseSyntax(cmd.syntax))
+		for _, sub := range sortedSubcommands(cmd) {
+			check(sub.name, parseSyntax(sub.syntax))
+		}
+	}
+}

@@ -318,6 +318,10 @@ type argument struct {
 func parseSyntax(syntax string) []argument {
 	var out []argument
 	for _, group := range splitGroups(syntax) {
+		if group == "..." && len(out) > 0 { // "a|b ...": the argument before repeats
+			out[len(out)-1].multiple = true
+			continue
+		}
 		optional := strings.HasPrefix(group, "[")
 		body := strings.TrimSuffix(strings.TrimPrefix(group, "["), "]")
 		multiple := strings.HasSuffix(body, "...")

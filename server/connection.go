@@ -35,7 +35,7 @@ func clientSubcommands() []*command {
 		{name: "setinfo", arity: 4, flags: "fast stale", group: "connection", since: "7.2.0", summary: "Sets information specific to the client or connection.", syntax: "LIB-NAME|LIB-VER value", handler: cmdClientSetInfo},
 		{name: "info", arity: 2, flags: "stale", group: "connection", since: "6.2.0", summary: "Returns information about the connection.", handler: cmdClientInfo},
 		{name: "list", arity: -2, flags: "admin stale", group: "connection", since: "2.4.0", summary: "Lists open connections.", syntax: "[ID client-id ...]", handler: cmdClientList},
-		{name: "kill", arity: -3, flags: "admin stale", group: "connection", since: "2.4.0", summary: "Terminates open connections.", syntax: "addr|filter ...", handler: cmdClientKill},
+		{name: "kill", arity: -3, flags: "admin stale", group: "connection", since: "2.4.0", summary: "Terminates open connections.", syntax: "[ID client-id] [ADDR ip:port] [LADDR ip:port] [USER username] [SKIPME yes|no]", handler: cmdClientKill},
 		{name: "help", arity: 2, flags: "fast stale", group: "connection", since: "5.0.0", summary: "Returns helpful text about the different subcommands.", handler: cmdClientHelp},
 	}
 }
