@@ -220,3 +220,33 @@ func TestInteractiveCli(t *testing.T) {
 	require.NotContains(t, string(out), "Segmentation")
 	require.NotContains(t, string(out), "Unknown type")
 }
+
+func TestEveryNativeVerbFromCli(t *testing.T) {
+	p := start(t, "--appendonly", "no")
+	require.Equal(t, "0\n100\n99\n-1\n100", p.cli(t, "TOKENBUCKET", "api:acme", "100", "10", "1s"))
+	require.Equal(t, "0\n20\n19\n-1\n200\n0", p.cli(t, "LEAKYBUCKET", "webhook:acme", "20", "5", "1s"))
+	second := strings.Fields(p.cli(t, "LEAKYBUCKET", "webhook:acme", "20", "5", "1s"))
+	require.Equal(t, []string{"0", "20", "18", "-1"}, second[:4])
+	delay, err := strconv.Atoi(second[5])
+	require.NoError(t, err)
+	require.InDelta(t, 200, delay, 50)
+	require.Equal(t, "0\n5\n4\n-1", firstLines(p.cli(t, "SLIDE", "login:alice", "5", "15m"), 4))
+	require.Equal(t, "0\n10000\n9999\n-1", firstLines(p.cli(t, "SLIDE", "search:acme", "10000", "1m", "APPROX"), 4))
+	require.Equal(t, "0\n1000\n999\n-1", firstLines(p.cli(t, "WINDOW", "export:acme", "1000", "1h"), 4))
+	require.Equal(t, "0\n3\n2\n-1", firstLines(p.cli(t, "CONCURRENCY.ACQUIRE", "jobs:acme", "3", "30s", "job-42"), 4))
+	require.Equal(t, "1", p.cli(t, "CONCURRENCY.RELEASE", "jobs:acme", "job-42"))
+	out := strings.Fields(p.cli(t, "ALLOF", "THROTTLE", "merchant:7", "9", "10", "1s", "WINDOW", "merchant:7:day", "50000", "1d", "COST", "2"))
+	require.Len(t, out, 15)
+	require.Equal(t, []string{"0", "10", "9"}, out[5:8])
+	require.Equal(t, []string{"0", "50000", "49998"}, out[10:13])
+	for key, typ := range map[string]string{"login:alice": "slidinglog",
+		"search:acme": "slidingcounter", "export:acme": "fixedwindow", "merchant:7": "gcra"} {
+		require.Equal(t, typ, p.cli(t, "TYPE", key))
+	}
+	require.Equal(t, "ERR invalid window '1parsec': "+"a whole number of seconds, or a number with a unit: ms, s, m, h, d (250ms, 1.5s, 15m)",
+		p.cli(t, "WINDOW", "x", "1", "1parsec"))
+}
+
+func firstLines(s string, n int) string {
+	return strings.Join(strings.SplitN(s, "\n", n+1)[:n], "\n")
+}

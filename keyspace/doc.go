@@ -33,4 +33,11 @@
 // lock, so shards should stay small: at 256 shards a million keys make about 4,000 each.
 // A shard's arena holds at most 4 GiB of entries (about 100 million small keys); past that
 // SetLocked panics.
+//
+// Change tracking (Track, Drain) serves persistence: with it on, a shard queues the record
+// id of every key written since its last Drain once (a bit per id says it is queued) and
+// appends the keys it deletes or expires to a log. Drain hands over the deletions, then the
+// current state of each queued key, so a hot key costs one write per batch however often
+// it changes. The deletion log is bounded: a shard whose log overflows (its changes were
+// not drained for too long) asks for a full rewrite instead.
 package keyspace

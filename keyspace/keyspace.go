@@ -15,9 +15,15 @@ type Kind uint8
 
 // The kinds of state. The numbers are stored, never reorder them.
 const (
-	None   Kind = iota // no key
-	String             // a Redis string: Value.Bytes
-	GCRA               // GCRA (CL.THROTTLE, GCRA, THROTTLE): Value.Num is the TAT in Unix ns
+	None           Kind = iota // no key
+	String                     // a Redis string: Value.Bytes
+	GCRA                       // GCRA (CL.THROTTLE, GCRA, THROTTLE): Value.Num is the TAT in Unix ns
+	TokenBucket                // TOKENBUCKET; the other rate-limit kinds' fields are algorithms.State's
+	LeakyBucket                // LEAKYBUCKET
+	SlidingLog                 // SLIDE: the exact log of admissions, in Bytes
+	SlidingCounter             // SLIDE ... APPROX: the weighted two-window counter
+	FixedWindow                // WINDOW
+	Concurrency                // CONCURRENCY.ACQUIRE: the holders and their leases, in Bytes
 )
 
 // maxKind is the largest Kind an entry header can hold.
@@ -32,6 +38,18 @@ func (k Kind) String() string {
 		return "string"
 	case GCRA:
 		return "gcra"
+	case TokenBucket:
+		return "tokenbucket"
+	case LeakyBucket:
+		return "leakybucket"
+	case SlidingLog:
+		return "slidinglog"
+	case SlidingCounter:
+		return "slidingcounter"
+	case FixedWindow:
+		return "fixedwindow"
+	case Concurrency:
+		return "concurrency"
 	}
 	return "kind(" + strconv.Itoa(int(k)) + ")"
 }

@@ -11,15 +11,20 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// model is a reference implementation: a map of every stored key, expired or not.
+// model is a reference implementation: a map of every stored key, expired or not. With
+// change tracking on, mirror is a copy kept up to date by draining the changes, as
+// persistence does.
 type model struct {
-	t  testing.TB
-	ks *Keyspace
-	m  map[string]Value
+	t      testing.TB
+	ks     *Keyspace
+	m      map[string]Value
+	mirror map[string]Value
 }
 
 func newModel(t testing.TB, shards int) *model {
-	return &model{t: t, ks: New(shards), m: map[string]Value{}}
+	ks := New(shards)
+	ks.Track(true)
+	return &model{t: t, ks: ks, m: map[string]Value{}, mirror: map[string]Value{}}
 }
 
 func expired(v Value, now int64) bool { return v.Expire != 0 && now >= v.Expire }
@@ -112,6 +117,9 @@ func (m *model) verify(now int64) {
 		require.Equal(m.t, !expired(v, now), seen[k], "scan and key %q", k)
 	}
 	checkInvariants(m.t, m.ks)
+	m.drain()
+	require.Equal(m.t, m.m, m.mirror, "the mirror after draining every change")
+	require.Zero(m.t, m.ks.Pending())
 }
 
 func randomValue(r *rand.Rand, now int64) Value {
@@ -163,8 +171,10 @@ func TestModelRandom(t *testing.T) {
 					m.delAt(key, now)
 				case n < 97:
 					now += r.Int64N(20)
-				case n < 99:
+				case n < 98:
 					m.expireCycle(now, r.IntN(100))
+				case n < 99:
+					m.drain()
 				default:
 					m.set(key, Value{})
 				}
@@ -216,7 +226,11 @@ func FuzzKeyspace(f *testing.F) {
 			case 6:
 				m.expireCycle(now, int(a%40))
 			case 7:
-				m.set(key, Value{})
+				if a&1 == 0 {
+					m.set(key, Value{})
+				} else {
+					m.drain()
+				}
 			}
 		}
 		m.verify(now)

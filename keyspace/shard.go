@@ -107,9 +107,12 @@ type Shard struct {
 
 	sweep uint32 // the record id ExpireCycle examines next
 
+	tracker // the changes since the last Drain, when Keyspace.Track is on
+
 	keys    atomic.Int64 // Keyspace.Len
 	expires atomic.Int64 // Keyspace.Expires
 	expired atomic.Int64 // Keyspace.ExpiredTotal
+	pending atomic.Int64 // Keyspace.Pending
 
 	_ [64]byte // keeps the counters off the next shard's mutex cache line
 }
@@ -188,6 +191,9 @@ func (s *Shard) SetLocked(key []byte, v Value) {
 	}
 	s.setBytes(e, id, v.Bytes)
 	s.index[pos] = uint64(h)<<32 | uint64(off+1)
+	if s.track {
+		s.noteWrite(id)
+	}
 	s.count++
 	s.keys.Add(1)
 	if v.Expire != 0 {
@@ -397,6 +403,9 @@ func (s *Shard) unlink(i int) {
 func (s *Shard) remove(pos int, off uint32) {
 	e := s.entry(off)
 	id := getID(e)
+	if s.track {
+		s.noteDelete(s.keyIn(e))
+	}
 	if e[0]&hdrBytes != 0 {
 		delete(s.vals, id)
 	}
@@ -450,6 +459,9 @@ func (s *Shard) replace(pos int, off uint32, key []byte, v Value) {
 		e = ne
 	}
 	s.setBytes(e, id, v.Bytes)
+	if s.track {
+		s.noteWrite(id)
+	}
 }
 
 // setBytes stores b as the byte value of record id, whose entry is e, reusing the old
@@ -730,6 +742,7 @@ func (s *Shard) resetLocked() {
 	s.blocks, s.meta, s.freeBlocks, s.tail, s.spare, s.queue = nil, nil, nil, -1, nil, nil
 	s.vals, s.big = nil, nil
 	s.sweep = 0
+	s.forget()
 	s.keys.Store(0)
 	s.expires.Store(0)
 }
@@ -737,7 +750,7 @@ func (s *Shard) resetLocked() {
 // memoryLocked returns the bytes the shard's structures take.
 func (s *Shard) memoryLocked() int64 {
 	n := 8*cap(s.index) + 4*cap(s.ids) + 8*cap(s.freeIDs) + 8*cap(s.freeSum) +
-		8*cap(s.blocks) + 8*cap(s.meta) + 4*cap(s.freeBlocks)
+		8*cap(s.blocks) + 8*cap(s.meta) + 4*cap(s.freeBlocks) + s.trackerMemory()
 	for _, b := range s.blocks {
 		if b != nil {
 			n += blockSize

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"throttled/persistence"
 )
 
 func serverCommands() []*command {
@@ -74,6 +76,7 @@ func (s *Server) infoSections() []infoSection {
 		{"server", s.infoServer},
 		{"clients", s.infoClients},
 		{"memory", s.infoMemory},
+		{"persistence", s.infoPersistence},
 		{"stats", s.infoStats},
 		{"throttle", s.infoThrottle},
 		{"keyspace", s.infoKeyspace},
@@ -211,7 +214,8 @@ func (s *Server) configParams() map[string]func() string {
 		"proto-max-bulk-len": constant(strconv.Itoa(s.cfg.ProtoMaxBulkLen)),
 		"databases":          constant("1"),
 		"save":               constant(""),
-		"appendonly":         constant("no"),
+		"appendonly":         constant(yesNo(s.store != nil)),
+		"appendfsync":        s.appendFsync,
 		"maxmemory":          constant("0"),
 		"maxmemory-policy":   constant("noeviction"),
 		"hz":                 constant("10"),
@@ -237,6 +241,15 @@ func cmdConfigSet(c *client, args [][]byte) error {
 				return fmt.Errorf("CONFIG SET failed (possibly related to argument '%s') - argument(s) must be one of the following: debug, verbose, notice, warning", name)
 			}
 			set = func() { c.s.level.Set(level); c.s.levelName.Store(&value) }
+		case "appendfsync":
+			f, err := persistence.ParseFsync(value)
+			if err != nil {
+				return fmt.Errorf("CONFIG SET failed (possibly related to argument '%s') - argument(s) must be one of the following: always, everysec, no", name)
+			}
+			if c.s.store == nil {
+				return fmt.Errorf("CONFIG SET failed (possibly related to argument '%s') - appendonly is no", name)
+			}
+			set = func() { c.s.store.SetFsync(f) }
 		case "maxclients":
 			n, err := strconv.ParseInt(value, 10, 64)
 			if err != nil || n < 1 {
@@ -311,14 +324,22 @@ func cmdFlush(c *client, args [][]byte) error {
 			return errSyntax
 		}
 	}
-	c.s.ks.Flush()
+	if err := c.s.flushAll(); err != nil {
+		// The keyspace is empty; the store follows once the disk works.
+		c.s.log.Error("FLUSHALL not synced", "err", err)
+	}
 	c.w.ok()
 	return nil
 }
 
-// SAVE. Without persistence (a later issue) the state lives in memory only: nothing to write.
+// SAVE: write and sync every change now.
 func cmdSave(c *client, args [][]byte) error {
-	c.s.lastSave.Store(time.Now().Unix())
+	if c.s.store == nil {
+		return errNoPersistence
+	}
+	if err := c.s.store.Save(); err != nil {
+		return err
+	}
 	c.w.ok()
 	return nil
 }
@@ -328,14 +349,17 @@ func cmdBGSave(c *client, args [][]byte) error {
 	if len(args) > 2 || len(args) == 2 && !strings.EqualFold(string(args[1]), "schedule") {
 		return errSyntax
 	}
-	c.s.lastSave.Store(time.Now().Unix())
+	if c.s.store == nil {
+		return errNoPersistence
+	}
+	c.s.store.BGSave()
 	c.w.simple("Background saving started")
 	return nil
 }
 
 // LASTSAVE
 func cmdLastSave(c *client, args [][]byte) error {
-	c.w.int(c.s.lastSave.Load())
+	c.w.int(c.s.lastSaveTime())
 	return nil
 }
 

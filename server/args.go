@@ -129,12 +129,13 @@ func parseCount(name string, b []byte, min int64) (int64, error) {
 
 // nativeOptions are the options every native verb takes after its parameters.
 type nativeOptions struct {
-	cost int64
-	peek bool
+	cost   int64
+	peek   bool
+	approx bool // SLIDE's APPROX
 }
 
-// parseNativeOptions reads [COST n] [PEEK] in any order.
-func parseNativeOptions(args [][]byte) (nativeOptions, error) {
+// parseNativeOptions reads [COST n] [PEEK] in any order, and [APPROX] when approx is allowed.
+func parseNativeOptions(args [][]byte, approx bool) (nativeOptions, error) {
 	o := nativeOptions{cost: 1}
 	seenCost := false
 	for i := 0; i < len(args); i++ {
@@ -153,6 +154,8 @@ func parseNativeOptions(args [][]byte) (nativeOptions, error) {
 			return o, errors.New("COST needs a value")
 		case equalFold(args[i], "peek"):
 			o.peek = true
+		case approx && equalFold(args[i], "approx"):
+			o.approx = true
 		default:
 			return o, fmt.Errorf("unknown option '%s'", truncate(args[i], 64))
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"throttled/keyspace"
 	"time"
 )
 
@@ -20,9 +21,18 @@ type client struct {
 	created time.Time
 	cmdName []byte // lower-cased command name, reused
 
+	// Reused by the rate-limit verbs so that a call allocates nothing.
+	scratch   []byte            // a variable-size state being built
+	limits    []limit           // ALLOF's limits
+	keys      [][]byte          // ALLOF's keys
+	shards    []*keyspace.Shard // ALLOF's locked shards
+	scratches [][]byte          // ALLOF: a scratch per limit
+	pending   []pending         // ALLOF: each limit's outcome
+
 	lastCmd    atomic.Pointer[command]
 	lastActive atomic.Int64 // Unix ns
 	closing    bool         // close after the pending replies are written
+	mustSync   bool         // a write command ran: the replies wait until it is synced
 
 	mu      sync.Mutex // guards name, libName, libVer, resp
 	resp    int        // the protocol version, for other clients' CLIENT LIST
@@ -81,10 +91,16 @@ func (c *client) serve() {
 	}
 }
 
-// flush writes the pending replies; false when the connection is gone.
+// flush writes the pending replies; false when the connection is gone. With appendfsync
+// always, replies to write commands wait for the sync that makes their changes durable:
+// once for a whole pipeline, and one sync serves every client waiting.
 func (c *client) flush() bool {
 	if len(c.w.b) == 0 {
 		return true
+	}
+	if c.mustSync {
+		c.mustSync = false
+		c.s.store.Wait()
 	}
 	_, err := c.nc.Write(c.w.b)
 	if cap(c.w.b) > keepWriteBuf {

@@ -97,6 +97,7 @@ func (s *Server) commandTable() map[string]*command {
 	register(table, nil, keyCommands())
 	register(table, nil, stringCommands())
 	register(table, nil, throttleCommands())
+	register(table, nil, limitCommands())
 	for _, parent := range []struct {
 		name string
 		subs []*command

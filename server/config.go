@@ -6,6 +6,8 @@ import (
 	"net"
 	"strings"
 	"time"
+
+	"throttled/persistence"
 )
 
 // Config is what a server is built from. Options use Redis's names.
@@ -14,8 +16,16 @@ type Config struct {
 	Bind string
 	// Port is the TCP port ("port"); 0 picks a free one.
 	Port int
-	// Dir is the working directory for state on disk ("dir").
+	// Dir is the directory of the state on disk ("dir"): a Pebble store that only
+	// throttled writes to.
 	Dir string
+	// AppendOnly keeps the state durable in Dir, so that a restart, even a crash, never
+	// hands out fresh quotas ("appendonly"); default true. False keeps it in memory only.
+	AppendOnly bool
+	// AppendFsync says when changes are synced to disk ("appendfsync"): always (before the
+	// replies of a client that changed state), everysec (default: a crash loses about a
+	// second at most) or no (the operating system decides).
+	AppendFsync string
 	// RequirePass, when set, must be given with AUTH before other commands ("requirepass").
 	RequirePass string
 	// LogLevel is debug, verbose, notice or warning ("loglevel").
@@ -39,6 +49,8 @@ func DefaultConfig() Config {
 		Bind:            "127.0.0.1",
 		Port:            6379,
 		Dir:             "./data",
+		AppendOnly:      true,
+		AppendFsync:     "everysec",
 		LogLevel:        "notice",
 		MaxClients:      10000,
 		ProtoMaxBulkLen: defaultMaxArg,
@@ -62,6 +74,12 @@ func (c Config) Validate() error {
 	}
 	if c.ProtoMaxBulkLen < 1024*1024 {
 		return fmt.Errorf("proto-max-bulk-len: %d must be at least 1mb", c.ProtoMaxBulkLen)
+	}
+	if _, err := persistence.ParseFsync(c.AppendFsync); err != nil {
+		return fmt.Errorf("appendfsync: %w", err)
+	}
+	if c.AppendOnly && c.Dir == "" {
+		return fmt.Errorf("dir: must name a directory when appendonly is yes")
 	}
 	if c.Shards < 1 || c.Shards > 1<<16 || c.Shards&(c.Shards-1) != 0 {
 		return fmt.Errorf("shards: %d is not a power of two between 1 and 65536", c.Shards)

@@ -14,6 +14,7 @@ import (
 func fuzzServer(t testing.TB) (*Server, *client) {
 	cfg := DefaultConfig()
 	cfg.Shards = 4
+	cfg.AppendOnly = false // the hot path in memory; and never ./data in the package directory
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	s, err := New(cfg)
 	if err != nil {

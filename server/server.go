@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"throttled/keyspace"
+	"throttled/persistence"
 )
 
 // Server answers Redis-protocol clients from a sharded keyspace.
@@ -20,6 +21,7 @@ type Server struct {
 	cfg      Config
 	log      *slog.Logger
 	ks       *keyspace.Keyspace
+	store    *persistence.Store // nil with appendonly no
 	now      func() time.Time
 	commands map[string]*command // by lower-case name
 	started  time.Time
@@ -31,16 +33,17 @@ type Server struct {
 	closed    bool
 	shutdown  chan struct{} // closed once the server stops
 	sweepDone chan struct{} // closed when the expiry loop has stopped
+	stopped   chan struct{} // closed when Close has saved the state; closeErr is set then
+	closeErr  error
 
 	level      *slog.LevelVar         // the log level CONFIG SET changes
 	levelName  atomic.Pointer[string] // loglevel as configured
 	maxClients atomic.Int64
 
-	nextID      atomic.Int64
-	connected   atomic.Int64 // clients connected now
-	stats       stats
-	lastSave    atomic.Int64 // Unix seconds
-	lastSaveErr atomic.Bool
+	nextID    atomic.Int64
+	connected atomic.Int64 // clients connected now
+	stats     stats
+	lastSave  atomic.Int64 // Unix seconds: the start, LASTSAVE with appendonly no
 }
 
 // stats are INFO's counters.
@@ -78,12 +81,16 @@ func New(cfg Config) (*Server, error) {
 		clients:   make(map[int64]*client),
 		shutdown:  make(chan struct{}),
 		sweepDone: make(chan struct{}),
+		stopped:   make(chan struct{}),
 	}
 	s.password.Store(&cfg.RequirePass)
 	s.levelName.Store(&cfg.LogLevel)
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.lastSave.Store(s.started.Unix())
 	s.commands = s.commandTable()
+	if err := s.openStore(); err != nil {
+		return nil, err
+	}
 	go s.expireLoop()
 	return s, nil
 }
@@ -163,12 +170,14 @@ func (s *Server) Addr() net.Addr {
 // Done is closed once the server has stopped, by Close or by SHUTDOWN.
 func (s *Server) Done() <-chan struct{} { return s.shutdown }
 
-// Close stops accepting, closes every connection and stops background work.
+// Close stops accepting, closes every connection, stops background work and saves the
+// state. Every caller gets the result once that is done.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return nil
+		<-s.stopped
+		return s.closeErr
 	}
 	s.closed = true
 	close(s.shutdown)
@@ -180,8 +189,10 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	<-s.sweepDone
+	s.closeErr = s.closeStore()
+	close(s.stopped)
 	s.log.Info("server stopped")
-	return nil
+	return s.closeErr
 }
 
 // expireLoop frees expired keys that nobody touches, ten times a second as Redis does.
@@ -221,6 +232,9 @@ func (s *Server) run(c *client, args [][]byte) {
 		return
 	}
 	c.lastCmd.Store(cmd)
+	if cmd.bits&flagWrite != 0 && s.syncWrites() {
+		c.mustSync = true // its replies wait for the sync (appendfsync always)
+	}
 	s.stats.commands.Add(1)
 	cmd.calls.Add(1)
 	mark := len(c.w.b)

@@ -48,6 +48,7 @@ func startServer(t testing.TB, configure ...func(*Config)) *testServer {
 	cfg := DefaultConfig()
 	cfg.Port = 0
 	cfg.Shards = 16
+	cfg.Dir = t.TempDir() // never ./data in the package directory
 	cfg.Now = clk.Now
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, f := range configure {

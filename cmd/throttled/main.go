@@ -40,7 +40,12 @@ func main() {
 	}()
 	if err := srv.ListenAndServe(); err != nil {
 		fmt.Fprintln(os.Stderr, "throttled:", err)
+		srv.Close()
 		os.Exit(1)
 	}
-	<-srv.Done()
+	// Serve returned because the server is stopping: wait until the state is saved.
+	if err := srv.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "throttled:", err)
+		os.Exit(1)
+	}
 }

@@ -121,6 +121,22 @@ func setOption(cfg *server.Config, name string, values []string) error {
 		return str(&cfg.Bind)
 	case "dir":
 		return str(&cfg.Dir)
+	case "appendonly":
+		v, err := one()
+		if err != nil {
+			return err
+		}
+		switch strings.ToLower(v) {
+		case "yes":
+			cfg.AppendOnly = true
+		case "no":
+			cfg.AppendOnly = false
+		default:
+			return fmt.Errorf("appendonly: %q is not yes or no", v)
+		}
+		return nil
+	case "appendfsync":
+		return str(&cfg.AppendFsync)
 	case "requirepass":
 		return str(&cfg.RequirePass)
 	case "loglevel":

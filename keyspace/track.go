@@ -1,0 +1,168 @@
+package keyspace
+
+import "encoding/binary"
+
+// Change tracking, for persistence and later replication: with Track on, every shard
+// remembers which keys changed since its last Drain, so that a writer of the state
+// elsewhere sends the latest state of each changed key once per batch, however often the
+// key changed in between.
+
+// A Recorder receives a shard's changes from Drain or DrainAll. Its methods run under the
+// shard's lock: key and v.Bytes are valid only during the call, and they must not call
+// the keyspace.
+type Recorder interface {
+	// Delete is called for a key that was deleted or expired.
+	Delete(key []byte)
+	// Put is called with the current state of a key that changed.
+	Put(key []byte, v Value)
+}
+
+// defaultMaxLog is the most bytes of deleted keys a shard keeps between two drains: a
+// writer that stops draining (a disk that is full) costs bounded memory; past it the
+// shard asks for a full rewrite instead (Drain returns false).
+const defaultMaxLog = 256 << 10
+
+// tracker is a shard's record of its changes since its last Drain. Recording a change
+// allocates nothing but the amortized growth of these slices.
+type tracker struct {
+	track     bool     // Keyspace.Track is on
+	maxLog    int      // the limit of delLog, in bytes
+	dirtyBits []uint64 // bit set by record id: the record is in dirtyIDs
+	dirtyIDs  []uint32 // the records written since the last drain, each once
+	delLog    []byte   // the keys deleted since the last drain: uvarint length, key
+	lost      bool     // delLog overflowed: the changes are known only by a full rewrite
+}
+
+// noteWrite notes that record id was written.
+func (s *Shard) noteWrite(id uint32) {
+	w := int(id / 64)
+	if w >= len(s.dirtyBits) {
+		s.dirtyBits = append(s.dirtyBits, make([]uint64, w+1-len(s.dirtyBits))...)
+	}
+	bit := uint64(1) << (id % 64)
+	if s.dirtyBits[w]&bit != 0 {
+		return // already queued: a hot key costs one write per batch
+	}
+	s.dirtyBits[w] |= bit
+	s.dirtyIDs = append(s.dirtyIDs, id)
+	s.pending.Add(1)
+}
+
+// noteDelete notes that key was deleted. Its record id may stay queued in dirtyIDs: Drain skips
+// it when it is free, and reports the key that took it over otherwise.
+func (s *Shard) noteDelete(key []byte) {
+	if s.lost {
+		return
+	}
+	if len(s.delLog)+binary.MaxVarintLen64+len(key) > s.maxLog {
+		s.lost = true
+		s.delLog = nil
+		return
+	}
+	s.delLog = binary.AppendUvarint(s.delLog, uint64(len(key)))
+	s.delLog = append(s.delLog, key...)
+	s.pending.Add(1)
+}
+
+// forget drops the recorded changes and the memory they hold.
+func (s *Shard) forget() {
+	s.dirtyBits, s.dirtyIDs, s.delLog, s.lost = nil, nil, nil, false
+	s.pending.Store(0)
+}
+
+// Track turns change tracking on or off for every shard. Off, it costs nothing; on, a
+// write costs a bit test, and the first write to a key since the last drain a few bytes.
+// Turning it off drops the changes recorded.
+func (ks *Keyspace) Track(on bool) {
+	for _, s := range ks.shards {
+		s.mu.Lock()
+		s.track, s.maxLog = on, defaultMaxLog
+		if !on {
+			s.forget()
+		}
+		s.mu.Unlock()
+	}
+}
+
+// Drain hands the changes of shard i since its previous Drain to r and forgets them: first
+// every key deleted or expired, in order, then the current state of every key written and
+// still stored (expired or not). Applied in that order to a copy of the state as of the
+// previous Drain, they make it equal to the shard now. Drain returns false, calling
+// nothing and keeping the changes, when the shard could not keep track of its deletions:
+// then only a full rewrite (DrainAll of every shard, after clearing the copy) is right.
+func (ks *Keyspace) Drain(i int, r Recorder) bool {
+	s := ks.shards[i]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lost {
+		return false
+	}
+	for b := s.delLog; len(b) > 0; {
+		n, w := binary.Uvarint(b)
+		r.Delete(b[w : w+int(n)])
+		b = b[w+int(n):]
+	}
+	for _, id := range s.dirtyIDs {
+		s.dirtyBits[id/64] &^= 1 << (id % 64)
+		if int(id) < len(s.ids) && s.ids[id] != freeID {
+			e := s.entry(s.ids[id])
+			r.Put(s.keyIn(e), s.value(e))
+		}
+	}
+	s.trimTracker()
+	return true
+}
+
+// DrainAll hands the current state of every key of shard i to r, expired or not, and
+// forgets the shard's changes: the full rewrite Drain may ask for.
+func (ks *Keyspace) DrainAll(i int, r Recorder) {
+	s := ks.shards[i]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, off := range s.ids {
+		if off != freeID {
+			e := s.entry(off)
+			r.Put(s.keyIn(e), s.value(e))
+		}
+	}
+	for _, id := range s.dirtyIDs {
+		s.dirtyBits[id/64] &^= 1 << (id % 64)
+	}
+	s.lost = false
+	s.trimTracker()
+}
+
+// trimTracker empties the drained tracker, keeping its memory unless a burst grew it
+// well past what the shard needs.
+func (s *Shard) trimTracker() {
+	s.dirtyIDs, s.delLog = s.dirtyIDs[:0], s.delLog[:0]
+	if cap(s.dirtyIDs) > 1024 && cap(s.dirtyIDs) > 2*len(s.ids) {
+		s.dirtyIDs = nil
+	}
+	if cap(s.delLog) > 64<<10 {
+		s.delLog = nil
+	}
+	if words := (len(s.ids) + 63) / 64; len(s.dirtyBits) > 2*words+16 {
+		s.dirtyBits = nil // every bit is clear: it regrows on demand
+	}
+	s.pending.Store(0)
+}
+
+// Pending returns about how many changes were recorded and not drained yet: keys written
+// (each counted once) and keys deleted.
+func (ks *Keyspace) Pending() int {
+	n := int64(0)
+	for _, s := range ks.shards {
+		n += s.pending.Load()
+	}
+	return int(n)
+}
+
+// trackerMemory returns the bytes the tracker holds.
+func (s *Shard) trackerMemory() int {
+	return 8*cap(s.dirtyBits) + 4*cap(s.dirtyIDs) + cap(s.delLog)
+}
+
+// MaxKind is the largest Kind a key can hold: a reader of stored state rejects larger ones
+// instead of letting SetLocked panic.
+const MaxKind = maxKind

@@ -1,0 +1,202 @@
+package keyspace
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// mirrorRecorder applies drained changes to a map.
+type mirrorRecorder struct {
+	m          map[string]Value
+	puts, dels int
+}
+
+func (r *mirrorRecorder) Delete(key []byte) { delete(r.m, string(key)); r.dels++ }
+
+func (r *mirrorRecorder) Put(key []byte, v Value) {
+	v.Bytes = bytes.Clone(v.Bytes)
+	r.m[string(key)] = v
+	r.puts++
+}
+
+// drainInto drains every shard of ks into r, with a full rewrite when a shard lost track.
+func drainInto(ks *Keyspace, r *mirrorRecorder) {
+	for i := range ks.Shards() {
+		if !ks.Drain(i, r) {
+			clear(r.m)
+			for j := range ks.Shards() {
+				ks.DrainAll(j, r)
+			}
+			return
+		}
+	}
+}
+
+// drain brings the model's mirror up to date.
+func (m *model) drain() { drainInto(m.ks, &mirrorRecorder{m: m.mirror}) }
+
+func TestTrackCoalescesAndOrders(t *testing.T) {
+	ks := New(1)
+	ks.Track(true)
+	r := &mirrorRecorder{m: map[string]Value{}}
+	for i := range 10000 {
+		set(ks, "hot", Value{Kind: GCRA, Num: int64(i)})
+	}
+	set(ks, "gone", Value{Kind: String, Bytes: []byte("x")})
+	del(ks, "gone")
+	set(ks, "back", Value{Kind: GCRA, Num: 1})
+	del(ks, "back")
+	set(ks, "back", Value{Kind: GCRA, Num: 2})
+	require.Equal(t, 4, ks.Pending(), "hot, gone and two deletions: back took gone's queued record id")
+	drainInto(ks, r)
+	require.Equal(t, map[string]Value{"hot": {Kind: GCRA, Num: 9999}, "back": {Kind: GCRA, Num: 2}}, r.m)
+	require.Equal(t, 2, r.puts, "a hot key is one write per drain; a deleted key none")
+	require.Equal(t, 2, r.dels)
+	require.Zero(t, ks.Pending())
+
+	// Nothing changed: nothing to drain.
+	r.puts, r.dels = 0, 0
+	drainInto(ks, r)
+	require.Zero(t, r.puts+r.dels)
+
+	// Expiry, lazy and active, is a deletion too.
+	set(ks, "lazy", Value{Kind: GCRA, Expire: 10})
+	set(ks, "active", Value{Kind: GCRA, Expire: 10})
+	drainInto(ks, r)
+	require.Len(t, r.m, 4)
+	_, ok := get(ks, "lazy", 10)
+	require.False(t, ok)
+	ks.ExpireCycle(10, 1000)
+	drainInto(ks, r)
+	require.Equal(t, map[string]Value{"hot": {Kind: GCRA, Num: 9999}, "back": {Kind: GCRA, Num: 2}}, r.m)
+
+	// Flush forgets what was recorded: the caller clears its copy.
+	set(ks, "x", Value{Kind: GCRA})
+	ks.Flush()
+	require.Zero(t, ks.Pending())
+	r.puts, r.dels = 0, 0
+	drainInto(ks, r)
+	require.Zero(t, r.puts+r.dels)
+}
+
+func TestTrackOffRecordsNothing(t *testing.T) {
+	ks := New(2)
+	set(ks, "a", Value{Kind: GCRA})
+	del(ks, "a")
+	require.Zero(t, ks.Pending())
+	r := &mirrorRecorder{m: map[string]Value{}}
+	drainInto(ks, r)
+	require.Zero(t, r.puts+r.dels)
+
+	ks.Track(true)
+	set(ks, "b", Value{Kind: GCRA})
+	ks.Track(false)
+	require.Zero(t, ks.Pending(), "turning tracking off drops what it recorded")
+}
+
+func TestTrackLostDeletionsAskForRewrite(t *testing.T) {
+	ks := New(1)
+	ks.Track(true)
+	ks.shards[0].maxLog = 64
+	r := &mirrorRecorder{m: map[string]Value{}}
+	for i := range 100 {
+		set(ks, "k"+strconv.Itoa(i), Value{Kind: GCRA, Num: int64(i)})
+	}
+	drainInto(ks, r)
+	require.Len(t, r.m, 100)
+	for i := range 50 {
+		del(ks, "k"+strconv.Itoa(i))
+	}
+	require.False(t, ks.Drain(0, r), "64 bytes hold a few deletions, not 50")
+	require.Len(t, r.m, 100, "a shard that lost track reports nothing")
+	drainInto(ks, r)
+	require.Len(t, r.m, 50)
+	require.True(t, ks.Drain(0, r))
+}
+
+// TestTrackConcurrent drains while writers write (run it with -race): after the writers
+// stop, one more drain makes the copy equal to the keyspace.
+func TestTrackConcurrent(t *testing.T) {
+	ks := New(8)
+	ks.Track(true)
+	r := &mirrorRecorder{m: map[string]Value{}}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 20000 {
+				key := fmt.Sprintf("k%d", (i*7+w)%500)
+				switch i % 5 {
+				case 0:
+					del(ks, key)
+				default:
+					set(ks, key, Value{Kind: GCRA, Num: int64(i), Expire: int64(1000 + i%100)})
+				}
+				if i%1000 == 0 {
+					get(ks, key, int64(1000+i%100))
+				}
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	for drained := false; !drained; {
+		select {
+		case <-done:
+			drained = true
+		default:
+		}
+		drainInto(ks, r)
+	}
+	drainInto(ks, r)
+	want := map[string]Value{}
+	ks.Scan(0, 0, 0, func(key []byte, v Value) {}) // exercise Scan alongside
+	for cursor := uint64(0); ; {
+		cursor = ks.Scan(cursor, 100, 0, func(key []byte, v Value) { want[string(key)] = v })
+		if cursor == 0 {
+			break
+		}
+	}
+	require.Equal(t, want, r.m)
+}
+
+// BenchmarkSetTracked is BenchmarkSet's hot path with tracking on, drained now and then.
+func BenchmarkSetTracked(b *testing.B) {
+	for _, track := range []bool{false, true} {
+		b.Run(fmt.Sprintf("track=%v", track), func(b *testing.B) {
+			ks := New(256)
+			ks.Track(track)
+			keys := make([][]byte, 100000)
+			for i := range keys {
+				keys[i] = []byte("bench:" + strconv.Itoa(i))
+			}
+			var r countRecorder
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				k := keys[i%len(keys)]
+				s := ks.Shard(k)
+				s.Lock()
+				s.SetLocked(k, Value{Kind: GCRA, Num: int64(i), Expire: int64(i)})
+				s.Unlock()
+				if i%100000 == 99999 {
+					b.StopTimer()
+					for j := range ks.Shards() {
+						ks.Drain(j, &r)
+					}
+					b.StartTimer()
+				}
+			}
+		})
+	}
+}
+
+// countRecorder counts what it is handed.
+type countRecorder struct{ puts, dels int }
+
+func (r *countRecorder) Delete(key []byte)       { r.dels++ }
+func (r *countRecorder) Put(key []byte, v Value) { r.puts++ }

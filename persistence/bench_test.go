@@ -1,0 +1,103 @@
+package persistence
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"throttled/keyspace"
+)
+
+// BenchmarkLoadMillionKeys measures a start on a store of a million GCRA keys named as
+// redis-benchmark names them (k:000000123456), and the bytes each takes on disk:
+//
+//	go test -run '^$' -bench LoadMillionKeys -benchtime 3x ./persistence
+func BenchmarkLoadMillionKeys(b *testing.B) {
+	const n = 1_000_000
+	dir := b.TempDir()
+	ks := keyspace.New(256)
+	s, err := Open(dir, ks, Options{Now: func() int64 { return t0 }})
+	require.NoError(b, err)
+	for i := range n {
+		key := []byte(fmt.Sprintf("k:%012d", i))
+		sh := ks.Shard(key)
+		sh.Lock()
+		sh.SetLocked(key, keyspace.Value{Kind: keyspace.GCRA, Num: t0 + int64(i)*1000, Expire: t0 + 3600e9 + int64(i)*1000})
+		sh.Unlock()
+	}
+	require.NoError(b, s.Save())
+	require.NoError(b, s.Close())
+	size := dirSize(b, dir)
+
+	b.ResetTimer()
+	for range b.N {
+		ks := keyspace.New(256)
+		start := time.Now()
+		s, err := Open(dir, ks, Options{Now: func() int64 { return t0 }, Logger: slog.New(slog.DiscardHandler)})
+		require.NoError(b, err)
+		b.ReportMetric(float64(time.Since(start).Milliseconds()), "ms/load")
+		b.StopTimer()
+		require.Equal(b, n, ks.Len())
+		require.NoError(b, s.Close())
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(size)/n, "disk-bytes/key")
+}
+
+// dirSize adds up the sizes of the files in dir.
+func dirSize(t testing.TB, dir string) int64 {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var n int64
+	for _, e := range entries {
+		info, err := os.Stat(filepath.Join(dir, e.Name()))
+		require.NoError(t, err)
+		n += info.Size()
+	}
+	return n
+}
+
+// BenchmarkWrite measures the writer's cost per changed key: drain, encode, commit, and
+// Pebble's flushes and compactions behind, for GCRA keys changed at random among 100000.
+//
+//	go test -run '^$' -bench Write -benchtime 1000000x ./persistence
+func BenchmarkWrite(b *testing.B) {
+	ks := keyspace.New(256)
+	s, err := Open(b.TempDir(), ks, Options{Now: func() int64 { return t0 }, Interval: time.Hour})
+	require.NoError(b, err)
+	defer s.Close()
+	keys := make([][]byte, 100000)
+	for i := range keys {
+		keys[i] = []byte(fmt.Sprintf("k:%012d", i))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := cpuTime()
+	for i := range b.N {
+		key := keys[(i*7919)%len(keys)]
+		sh := ks.Shard(key)
+		sh.Lock()
+		sh.SetLocked(key, keyspace.Value{Kind: keyspace.GCRA, Num: t0 + int64(i), Expire: t0 + 60e9 + int64(i)})
+		sh.Unlock()
+		if i%4000 == 3999 {
+			require.NoError(b, s.write(false))
+		}
+	}
+	require.NoError(b, s.write(true))
+	require.NoError(b, s.db.Flush()) // and what Pebble does in the background, which write started
+	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+}
+
+// cpuTime is the CPU time the process used, user and system, in ns.
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}

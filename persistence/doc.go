@@ -1,0 +1,42 @@
+// Package persistence keeps the keyspace durable in a Pebble store, so that a restart,
+// even after kill -9, never hands out fresh quotas.
+//
+// The keyspace in memory stays the source of truth for every answer; this package only
+// records it. A change's path: a command changes a key under its shard's lock, and the
+// keyspace's change tracking queues the key (once, however often it changes) or logs its
+// deletion. The writer goroutine (Store.run) wakes every interval (100 ms, more under
+// load, at most a second), or at once when a client waits for a sync, drains every shard
+// (deletions, then the latest state of each changed key) into one Pebble batch and
+// commits it: one write per changed key per batch, whatever the number of connections
+// (group commit). The fsync choice (Redis's appendfsync) says which batches are synced:
+//
+//   - always: every batch, and a client that changed state gets its replies only once a
+//     synced batch drained after its change; one sync serves every client waiting.
+//   - everysec (default): one batch a second. A batch written without a sync is in the
+//     operating system already, so kill -9 loses at most the changes of one interval; a
+//     machine crash loses at most about a second.
+//   - no: never; the operating system writes back when it likes.
+//
+// The store holds a marker key (the format version) and one key per live key: 'k' and the
+// user key, and a small versioned encoding of Kind, Expire, Num, Num2 and Bytes (codec.go).
+// Deleted and expired keys are deleted from the store too, and FLUSHALL deletes the
+// range, so the directory's size follows the live keys. An expiry is a wall-clock time,
+// so a TTL keeps counting while the server is down; Open drops what expired meanwhile.
+//
+// Open refuses, before writing anything, a directory that is not throttled's (files that
+// are not a Pebble store, or a Pebble store without the marker) and a store that Pebble
+// cannot open or read (a damaged MANIFEST): it looks at an existing store read-only first,
+// loads it from there, and only then opens it for writing. Pebble never creates a store
+// where one is expected, so nothing is "repaired" away.
+//
+// A disk that fills or turns read-only does not stop the server: Pebble's writes go
+// through retryFS, which holds a failed write and retries it until the disk works again,
+// while Info and the log say so. Changes made meanwhile wait in the keyspace's tracking
+// (a shard whose log of deletions overflows asks for a full rewrite instead) and are
+// written, in order, once the disk is back; clients waiting for a sync get their replies
+// without it.
+//
+// Pebble v2 rather than v1: v2 is the line CockroachDB ships and maintains (v1.1 gets only
+// critical fixes), new stores get its current on-disk format, and a new project has no v1
+// stores to stay compatible with. Its cost here: it builds zstd with cgo when cgo is on.
+package persistence

@@ -1,0 +1,453 @@
+package persistence
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"throttled/keyspace"
+)
+
+// Fsync says when written changes are synced to the disk: Redis's appendfsync.
+type Fsync int32
+
+// The appendfsync choices.
+const (
+	EverySec Fsync = iota // sync once a second: a crash loses about a second at most
+	Always                // sync before a client that changed state gets its replies
+	No                    // never sync: the operating system writes back when it likes
+)
+
+// String returns the appendfsync name of f.
+func (f Fsync) String() string {
+	switch f {
+	case Always:
+		return "always"
+	case No:
+		return "no"
+	}
+	return "everysec"
+}
+
+// ParseFsync reads an appendfsync value: always, everysec or no, in any case.
+func ParseFsync(s string) (Fsync, error) {
+	switch strings.ToLower(s) {
+	case "always":
+		return Always, nil
+	case "everysec":
+		return EverySec, nil
+	case "no":
+		return No, nil
+	}
+	return 0, fmt.Errorf("%q is not one of always, everysec, no", s)
+}
+
+// Options configure a Store.
+type Options struct {
+	// Fsync says when changes are synced; the zero value is EverySec.
+	Fsync Fsync
+	// Logger receives the store's logs, Pebble's among them; nil discards them.
+	Logger *slog.Logger
+	// FS is the file system; nil is the operating system's. Tests use vfs.NewMem and
+	// file systems that fail on demand.
+	FS vfs.FS
+	// Now is the time in Unix ns against which loading drops expired keys; nil is the
+	// wall clock.
+	Now func() int64
+	// Interval is the shortest time between two batches; 0 is DefaultInterval.
+	Interval time.Duration
+}
+
+// DefaultInterval is the shortest time between two batches: with everysec or no, a kill -9
+// loses about this much (a batch is in the operating system once written). Under load
+// the interval grows so that writing takes at most a tenth of the time (see Store.run),
+// up to a second.
+const DefaultInterval = 100 * time.Millisecond
+
+// The errors Open returns, wrapped with the directory and the details.
+var (
+	// ErrNotThrottled is returned for a directory that holds something else.
+	ErrNotThrottled = errors.New("persistence: not a throttled data directory")
+	// ErrDamaged is returned for a store that Pebble cannot open or read.
+	ErrDamaged = errors.New("persistence: data directory is damaged")
+	// ErrNewer is returned for a store written by a newer throttled in a format this one cannot read.
+	ErrNewer = errors.New("persistence: data directory was written by a newer throttled")
+	// ErrClosed is returned by the methods of a closed Store.
+	ErrClosed = errors.New("persistence: store is closed")
+)
+
+// untouched is the advice every refusal to open ends with.
+const untouched = "nothing in it was changed; point dir at an empty or new directory, or restore the old one"
+
+// Store keeps a keyspace durable in a Pebble store. After Open it writes the keyspace's
+// changes in batches from one goroutine; Close writes the last ones.
+type Store struct {
+	dir  string
+	db   *pebble.DB
+	ks   *keyspace.Keyspace
+	log  *slog.Logger
+	fs   *retryFS
+	mode atomic.Int32 // Fsync
+
+	interval time.Duration
+	kick     chan struct{} // a batch is wanted now: a waiter, SAVE, FLUSHALL; 1-buffered
+	wantSync atomic.Bool   // the next batch syncs, whatever the mode (SAVE, BGSAVE)
+	stop     chan struct{} // closed by Close: run returns
+	done     chan struct{} // closed when run has returned
+
+	// epoch is what a client waits on for its changes to be synced: the next synced batch
+	// releases it. inflight is the epoch a synced batch being written releases.
+	epoch    atomic.Pointer[epoch]
+	inflight atomic.Pointer[epoch]
+
+	drainMu      sync.Mutex // guards flushPending and orders FLUSHALL against a batch's drain
+	flushPending bool       // FLUSHALL emptied the keyspace: the next batch empties the store
+
+	mu        sync.Mutex // guards writes to db, closed, unsynced, rec
+	closed    bool
+	unsynced  bool     // a batch was written without a sync since the last one
+	rec       recorder // the batch being drained
+	closeOnce sync.Once
+	closeErr  error
+
+	stats
+}
+
+// stats are what Info reports.
+type stats struct {
+	loadedKeys    int
+	expiredAtLoad int
+	loadTime      time.Duration
+
+	batches      atomic.Int64
+	syncs        atomic.Int64
+	puts         atomic.Int64 // keys written
+	deletes      atomic.Int64 // keys deleted
+	rewrites     atomic.Int64 // full rewrites after a shard lost track
+	unsaved      atomic.Int64 // changes written since the last sync
+	lastSave     atomic.Int64 // Unix s of the last sync of everything drained before it
+	lastSaveErr  atomic.Bool  // the last SAVE or BGSAVE failed
+	diskBytes    atomic.Int64 // the store's size on disk, as of the last synced batch
+	failingSince atomic.Int64 // Unix ns when the disk started failing; 0 when it works
+	lastErr      atomic.Pointer[string]
+	lastFailLog  atomic.Int64 // Unix ns of the last failure logged, to log one every few seconds
+	sizeChecked  time.Time    // when diskBytes was updated; run's
+}
+
+// Open opens the store in dir, creating it when dir is missing or empty, checks that it is
+// throttled's, loads every key that has not expired by now into ks (which must be empty),
+// turns on ks's change tracking and starts writing the changes. A directory that holds
+// something else, or a store that is damaged, is refused before anything in it is written:
+// the error wraps ErrNotThrottled, ErrDamaged or ErrNewer.
+func Open(dir string, ks *keyspace.Keyspace, o Options) (*Store, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.Now == nil {
+		o.Now = func() int64 { return time.Now().UnixNano() }
+	}
+	if o.Interval <= 0 {
+		o.Interval = DefaultInterval
+	}
+	s := &Store{
+		dir:      dir,
+		ks:       ks,
+		log:      o.Logger,
+		interval: o.Interval,
+		kick:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	s.mode.Store(int32(o.Fsync))
+	s.epoch.Store(newEpoch())
+	s.fs = newRetryFS(o.FS, s.diskFailed, s.diskRecovered)
+
+	fresh, err := inspectDir(o.FS, dir)
+	if err != nil {
+		return nil, err
+	}
+	var expired [][]byte
+	if !fresh {
+		// Check and load from a read-only Pebble first: a foreign or damaged store is
+		// then left exactly as it was.
+		start := time.Now()
+		if expired, err = s.load(o.FS, o.Now()); err != nil {
+			ks.Flush()
+			return nil, err
+		}
+		s.loadTime = time.Since(start)
+	}
+	s.db, err = pebble.Open(dir, s.pebbleOptions(s.fs, false, !fresh))
+	if err != nil {
+		ks.Flush()
+		return nil, fmt.Errorf("persistence: open %s: %w", dir, err)
+	}
+	b := s.db.NewBatch()
+	if fresh {
+		b.Set(metaKey, []byte(strconv.Itoa(formatVersion)), nil)
+	}
+	for _, k := range expired {
+		b.Delete(k, nil)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		s.db.Close()
+		ks.Flush()
+		return nil, fmt.Errorf("persistence: open %s: %w", dir, err)
+	}
+	b.Close()
+	s.lastSave.Store(time.Now().Unix())
+	s.refreshSize(true)
+	ks.Track(true)
+	go s.run()
+	return s, nil
+}
+
+// inspectDir decides whether dir is to be created (missing or empty) or opened (it holds
+// a Pebble store), and refuses anything else.
+func inspectDir(fs vfs.FS, dir string) (fresh bool, err error) {
+	info, err := fs.Stat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("persistence: %s: %w", dir, err)
+	}
+	if !info.IsDir() {
+		return false, fmt.Errorf("%w: %s is not a directory; %s", ErrNotThrottled, dir, untouched)
+	}
+	names, err := fs.List(dir)
+	if err != nil {
+		return false, fmt.Errorf("persistence: %s: %w", dir, err)
+	}
+	pebbleFiles := false
+	var others []string
+	for _, n := range names {
+		switch {
+		case n == "LOCK":
+		case n == "CURRENT" || strings.HasPrefix(n, "MANIFEST-") || strings.HasPrefix(n, "marker.manifest."):
+			pebbleFiles = true
+		case strings.HasPrefix(n, "OPTIONS-") || strings.HasPrefix(n, "marker.") ||
+			strings.HasSuffix(n, ".log") || strings.HasSuffix(n, ".sst") || strings.HasSuffix(n, ".blob"):
+		default:
+			others = append(others, n)
+		}
+	}
+	if pebbleFiles {
+		return false, nil
+	}
+	if len(others) == 0 && len(names) <= 1 {
+		return true, nil // empty, or a LOCK left by a first start that stopped there
+	}
+	slices.Sort(names)
+	return false, fmt.Errorf("%w: %s holds %s and no Pebble store; %s", ErrNotThrottled, dir, sample(names), untouched)
+}
+
+// sample names a few of names.
+func sample(names []string) string {
+	const show = 3
+	q := make([]string, 0, show)
+	for _, n := range names[:min(show, len(names))] {
+		q = append(q, strconv.Quote(n))
+	}
+	s := strings.Join(q, ", ")
+	if len(names) > show {
+		s += fmt.Sprintf(" and %d more", len(names)-show)
+	}
+	return s
+}
+
+// load opens the store read-only, checks its marker and loads its live keys into s.ks.
+// It returns the store keys of the keys that had expired, for Open to delete.
+func (s *Store) load(fs vfs.FS, now int64) ([][]byte, error) {
+	db, err := pebble.Open(s.dir, s.pebbleOptions(fs, true, true))
+	if err != nil {
+		return nil, openError(s.dir, err)
+	}
+	defer db.Close()
+	if err := checkMarker(db, s.dir); err != nil {
+		return nil, err
+	}
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: dataStart, UpperBound: dataEnd})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v; %s", ErrDamaged, s.dir, err, untouched)
+	}
+	defer it.Close()
+	s.log.Info("loading the keyspace", "dir", s.dir)
+	start, lastLog := time.Now(), time.Now()
+	var expired [][]byte
+	for it.First(); it.Valid(); it.Next() {
+		raw, err := it.ValueAndErr()
+		if err != nil {
+			break // it.Error reports it
+		}
+		v, err := decodeValue(raw)
+		if err == nil && v.Kind > keyspace.MaxKind {
+			err = fmt.Errorf("%w: kind %d", errBadValue, v.Kind)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: key %q: %v; %s", ErrDamaged, s.dir, it.Key()[1:], err, untouched)
+		}
+		if v.Expire != 0 && now >= v.Expire {
+			expired = append(expired, bytes.Clone(it.Key()))
+			continue
+		}
+		key := it.Key()[1:]
+		sh := s.ks.Shard(key)
+		sh.Lock()
+		sh.SetLocked(key, v)
+		sh.Unlock()
+		if s.loadedKeys++; s.loadedKeys%65536 == 0 && time.Since(lastLog) >= time.Second {
+			lastLog = time.Now()
+			s.log.Info("loading the keyspace", "keys", s.loadedKeys, "elapsed", lastLog.Sub(start).Round(time.Millisecond))
+		}
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v; %s", ErrDamaged, s.dir, err, untouched)
+	}
+	s.expiredAtLoad = len(expired)
+	s.log.Info("keyspace loaded", "keys", s.loadedKeys, "expired", len(expired),
+		"took", time.Since(start).Round(time.Millisecond))
+	return expired, nil
+}
+
+// checkMarker checks that db is throttled's, in a format this server reads. An empty store
+// without the marker is a first start that stopped before writing it: Open adopts it.
+func checkMarker(db *pebble.DB, dir string) error {
+	v, closer, err := db.Get(metaKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		it, err := db.NewIter(nil)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %v; %s", ErrDamaged, dir, err, untouched)
+		}
+		empty := !it.First()
+		it.Close()
+		if empty {
+			return nil
+		}
+		return fmt.Errorf("%w: %s holds a Pebble store without throttled's marker; %s", ErrNotThrottled, dir, untouched)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v; %s", ErrDamaged, dir, err, untouched)
+	}
+	defer closer.Close()
+	n, err := strconv.Atoi(string(v))
+	switch {
+	case err != nil || n < 1:
+		return fmt.Errorf("%w: %s: format marker %q; %s", ErrDamaged, dir, v, untouched)
+	case n > formatVersion:
+		return fmt.Errorf("%w: %s is in format %d, this server reads %d; %s", ErrNewer, dir, n, formatVersion, untouched)
+	}
+	return nil
+}
+
+// openError explains why Pebble could not open an existing store.
+func openError(dir string, err error) error {
+	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) {
+		return fmt.Errorf("persistence: %s is in use by another process: %w", dir, err)
+	}
+	if errors.Is(err, os.ErrPermission) {
+		return fmt.Errorf("persistence: %s: %w", dir, err)
+	}
+	return fmt.Errorf("%w: %s: %v; %s", ErrDamaged, dir, err, untouched)
+}
+
+// memTableSize is Pebble's write buffer: larger ones flush less often and so write a hot
+// key's versions to disk fewer times.
+const memTableSize = 8 << 20
+
+// pebbleOptions are the options for the store in dir: read-only for the first look,
+// never creating a store where one is expected.
+func (s *Store) pebbleOptions(fs vfs.FS, readOnly, mustExist bool) *pebble.Options {
+	o := &pebble.Options{
+		FS:               fs,
+		ReadOnly:         readOnly,
+		ErrorIfNotExists: mustExist,
+		MemTableSize:     memTableSize,
+		Logger:           pebbleLogger{s.log},
+		EventListener: &pebble.EventListener{
+			BackgroundError: func(err error) {
+				s.log.Error("persistence: background error", "dir", s.dir, "err", err)
+			},
+			DataCorruption: func(info pebble.DataCorruptionInfo) {
+				s.log.Error("persistence: data corruption", "dir", s.dir, "path", info.Path, "err", info.Details)
+			},
+			WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
+				s.log.Warn("persistence: writes stalled", "dir", s.dir, "reason", info.Reason)
+			},
+			WriteStallEnd: func() { s.log.Warn("persistence: writes resumed", "dir", s.dir) },
+		},
+	}
+	if !readOnly {
+		o.FormatMajorVersion = pebble.FormatNewest
+	}
+	return o
+}
+
+// pebbleLogger sends Pebble's logs to slog: its chatter at debug level. Pebble calls Fatalf
+// only for broken invariants (write failures never reach it, see retryFS): it panics.
+type pebbleLogger struct{ log *slog.Logger }
+
+func (l pebbleLogger) Infof(format string, args ...any) {
+	if l.log.Enabled(context.Background(), slog.LevelDebug) {
+		l.log.Debug("pebble: " + fmt.Sprintf(format, args...))
+	}
+}
+
+func (l pebbleLogger) Errorf(format string, args ...any) {
+	l.log.Error("pebble: " + fmt.Sprintf(format, args...))
+}
+
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	msg := "pebble: " + fmt.Sprintf(format, args...)
+	l.log.Error(msg)
+	panic(msg)
+}
+
+// diskFailed is retryFS's report of a failed attempt: it is logged (every few seconds,
+// not at every retry) and shown by Info, and clients waiting for a sync are let go.
+func (s *Store) diskFailed(op, name string, err error) {
+	now := time.Now().UnixNano()
+	s.failingSince.CompareAndSwap(0, now)
+	msg := op + " " + name + ": " + err.Error()
+	s.lastErr.Store(&msg)
+	if last := s.lastFailLog.Load(); now-last >= int64(5*time.Second) && s.lastFailLog.CompareAndSwap(last, now) {
+		s.log.Error("persistence: the disk is failing; answering from memory and retrying",
+			"dir", s.dir, "op", op, "file", name, "err", err, "retries", s.fs.retries.Load())
+	}
+	// Waiting clients would wait as long as the disk fails: they get their replies now,
+	// as with appendonly no, while INFO and the log say why.
+	s.epoch.Load().release(err)
+	if e := s.inflight.Load(); e != nil {
+		e.release(err)
+	}
+}
+
+// diskRecovered is retryFS's report that every failing operation went through.
+func (s *Store) diskRecovered() {
+	if e := s.epoch.Load(); e.released.Load() && e != closedEpoch {
+		s.epoch.CompareAndSwap(e, newEpoch()) // waiters wait for syncs again
+	}
+	since := s.failingSince.Swap(0)
+	s.lastFailLog.Store(0)
+	s.log.Warn("persistence: the disk works again", "dir", s.dir,
+		"failed_for", time.Duration(time.Now().UnixNano()-since).Round(time.Millisecond))
+}
+
+// failing reports whether the disk is failing now.
+func (s *Store) failing() bool { return s.fs.failing.Load() > 0 }

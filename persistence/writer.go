@@ -1,0 +1,397 @@
+package persistence
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"throttled/keyspace"
+)
+
+// epoch is what clients wait on until the changes they made are synced. The writer swaps
+// in a new epoch as it starts the drain of a synced batch and releases the old one when
+// that batch is synced: a client that made its change and then took the current epoch is
+// released only by a batch drained after its change. One sync releases every client
+// waiting, however many, and a pipeline waits once.
+type epoch struct {
+	done     chan struct{}
+	released atomic.Bool
+	err      error // why the changes may not be on disk; set before done is closed
+}
+
+func newEpoch() *epoch { return &epoch{done: make(chan struct{})} }
+
+// release lets the epoch's waiters go, with err when their changes may not be synced.
+func (e *epoch) release(err error) {
+	if e.released.CompareAndSwap(false, true) {
+		e.err = err
+		close(e.done)
+	}
+}
+
+// Fsync returns the current appendfsync mode.
+func (s *Store) Fsync() Fsync { return Fsync(s.mode.Load()) }
+
+// SetFsync changes the appendfsync mode (CONFIG SET appendfsync).
+func (s *Store) SetFsync(f Fsync) {
+	s.mode.Store(int32(f))
+	s.nudge()
+}
+
+// nudge asks the writer for a batch now.
+func (s *Store) nudge() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Wait blocks until the changes made before the call are synced, or the disk is failing,
+// or the store is closed. With appendfsync always, the server calls it before it writes
+// the replies of a client that changed state. It does not allocate.
+func (s *Store) Wait() error {
+	e := s.epoch.Load()
+	if s.Fsync() != Always {
+		s.wantSync.Store(true) // the mode changed under the caller: sync anyway
+	}
+	s.nudge()
+	<-e.done
+	return e.err
+}
+
+// Save writes and syncs every change made before the call (SAVE). It fails at once while
+// the disk is failing.
+func (s *Store) Save() error {
+	if s.failing() {
+		s.lastSaveErr.Store(true)
+		return fmt.Errorf("persistence: the disk is failing: %s", s.lastError())
+	}
+	e := s.epoch.Load()
+	s.wantSync.Store(true)
+	s.nudge()
+	<-e.done
+	s.lastSaveErr.Store(e.err != nil)
+	return e.err
+}
+
+// BGSave asks for a synced batch now and returns (BGSAVE).
+func (s *Store) BGSave() {
+	s.wantSync.Store(true)
+	s.nudge()
+}
+
+// FlushAll empties the keyspace and the store (FLUSHALL) and waits until that is synced.
+// Changes drained before stay before it in the store, changes made after it after.
+func (s *Store) FlushAll() error {
+	s.drainMu.Lock()
+	s.ks.Flush()
+	s.flushPending = true
+	s.drainMu.Unlock()
+	if s.failing() {
+		return nil // in memory now; on disk when the disk works again
+	}
+	return s.Save()
+}
+
+// run is the writer: it writes a batch when asked (a waiting client, SAVE) or when the
+// interval has passed. The interval grows with the time the last batch took, to nine
+// times it, so that writing takes at most about a tenth of the time and a busier
+// server coalesces more changes per key into a batch; it never exceeds a second.
+func (s *Store) run() {
+	defer close(s.done)
+	timer := time.NewTimer(s.interval)
+	defer timer.Stop()
+	lastSync := time.Now()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.kick:
+		case <-timer.C:
+		}
+		start := time.Now()
+		mode := s.Fsync()
+		sync := s.wantSync.Swap(false) || mode == Always ||
+			mode == EverySec && start.Sub(lastSync) >= time.Second-s.interval/2
+		if err := s.write(sync); err != nil {
+			s.log.Error("persistence: write", "dir", s.dir, "err", err)
+		}
+		if sync {
+			lastSync = start
+		}
+		timer.Reset(min(max(s.interval, 9*time.Since(start)), time.Second))
+	}
+}
+
+// write drains the keyspace's changes into one Pebble batch and commits it, synced or
+// not. A disk that fails holds it up inside Pebble (see retryFS) until it works again.
+func (s *Store) write(sync bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	var e *epoch
+	if sync {
+		e = s.epoch.Swap(newEpoch())
+		s.inflight.Store(e)
+		defer s.inflight.Store(nil)
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	r := &s.rec
+	defer r.reset()
+	s.drainMu.Lock()
+	if s.flushPending {
+		b.DeleteRange(dataStart, dataEnd, nil)
+		s.flushPending = false
+	}
+	for i := range s.ks.Shards() {
+		if !s.ks.Drain(i, r) {
+			// A shard lost track of its deletions (the disk was failing for long): rewrite
+			// everything, in this one batch so that a crash sees the old or the new.
+			s.log.Warn("persistence: rewriting every key", "dir", s.dir, "keys", s.ks.Len())
+			s.rewrites.Add(1)
+			r.reset()
+			b.DeleteRange(dataStart, dataEnd, nil) // covers what the batch holds already
+			for j := range s.ks.Shards() {
+				s.ks.DrainAll(j, r)
+			}
+			break
+		}
+	}
+	s.drainMu.Unlock()
+	r.writeTo(b)
+
+	if b.Empty() {
+		if !sync {
+			return nil
+		}
+		if !s.unsynced {
+			s.saved(e)
+			return nil
+		}
+		b.LogData(nil, nil) // an empty batch is not written: this one syncs the log
+	}
+	opts := pebble.NoSync
+	if sync {
+		opts = pebble.Sync
+	}
+	if err := b.Commit(opts); err != nil {
+		if e != nil {
+			e.release(err)
+		}
+		return err
+	}
+	s.batches.Add(1)
+	s.puts.Add(int64(r.puts))
+	s.deletes.Add(int64(r.dels))
+	if !sync {
+		s.unsynced = true
+		s.unsaved.Add(int64(r.puts + r.dels))
+		return nil
+	}
+	s.saved(e)
+	return nil
+}
+
+// saved records a sync that covered everything drained before it, and releases e.
+func (s *Store) saved(e *epoch) {
+	s.unsynced = false
+	s.unsaved.Store(0)
+	s.syncs.Add(1)
+	s.lastSave.Store(time.Now().Unix())
+	e.release(nil)
+	s.refreshSize(false)
+}
+
+// refreshSize updates the size on disk Info reports, at most once a second: INFO must not
+// call into Pebble, which a failing disk can hold up.
+func (s *Store) refreshSize(now bool) {
+	if !now && time.Since(s.sizeChecked) < time.Second {
+		return
+	}
+	s.sizeChecked = time.Now()
+	s.diskBytes.Store(int64(s.db.Metrics().DiskSpaceUsage()))
+}
+
+// recorder collects drained changes and writes them into a Pebble batch sorted by key:
+// Pebble's memtable inserts a sorted batch several times faster than a random one (each
+// insert starts from where the previous one ended), which is most of the writer's cost.
+type recorder struct {
+	buf        []byte   // the records' keys and values, back to back
+	recs       []record // in drain order until sorted
+	puts, dels int
+}
+
+// record is one change in recorder.buf: the key at off, then vlen bytes of value.
+type record struct {
+	off  uint32
+	klen uint32
+	vlen int32 // -1 for a deletion
+}
+
+func (r *recorder) Delete(key []byte) {
+	r.recs = append(r.recs, record{off: uint32(len(r.buf)), klen: uint32(len(key)), vlen: -1})
+	r.buf = append(r.buf, key...)
+	r.dels++
+}
+
+func (r *recorder) Put(key []byte, v keyspace.Value) {
+	n := valueLen(v)
+	r.recs = append(r.recs, record{off: uint32(len(r.buf)), klen: uint32(len(key)), vlen: int32(n)})
+	r.buf = append(r.buf, key...)
+	r.buf = append(r.buf, make([]byte, n)...)
+	encodeValue(r.buf[len(r.buf)-n:], v)
+	r.puts++
+}
+
+func (r *recorder) key(rec record) []byte { return r.buf[rec.off : rec.off+rec.klen] }
+
+// writeTo adds the changes to b sorted by key; the changes of one key keep their order,
+// which is the order of the offsets.
+func (r *recorder) writeTo(b *pebble.Batch) {
+	slices.SortFunc(r.recs, func(x, y record) int {
+		if c := bytes.Compare(r.key(x), r.key(y)); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.off, y.off)
+	})
+	for _, rec := range r.recs {
+		key := r.key(rec)
+		if rec.vlen < 0 {
+			op := b.DeleteDeferred(1 + len(key))
+			op.Key[0] = dataStart[0]
+			copy(op.Key[1:], key)
+			op.Finish()
+			continue
+		}
+		op := b.SetDeferred(1+len(key), int(rec.vlen))
+		op.Key[0] = dataStart[0]
+		copy(op.Key[1:], key)
+		copy(op.Value, r.buf[rec.off+rec.klen:])
+		op.Finish()
+	}
+}
+
+// reset empties r for the next batch, keeping its memory unless a burst made it large.
+func (r *recorder) reset() {
+	r.buf, r.recs, r.puts, r.dels = r.buf[:0], r.recs[:0], 0, 0
+	if cap(r.buf) > 16<<20 {
+		r.buf, r.recs = nil, nil
+	}
+}
+
+// closeTimeout is how long Close waits for a failing disk before it gives up.
+const closeTimeout = 5 * time.Second
+
+// Close writes and syncs the last changes, and closes the store; clients still waiting
+// are let go. If the disk is failing and does not recover within a few seconds, Close
+// gives up and returns an error: what was durable stays so, the rest is lost. Close
+// returns the same result to every caller.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		result := make(chan error, 1)
+		go func() { result <- s.close() }()
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for deadline := time.Now().Add(closeTimeout); ; {
+			select {
+			case s.closeErr = <-result:
+				return
+			case now := <-t.C:
+				if !s.failing() {
+					deadline = now.Add(closeTimeout)
+				} else if now.After(deadline) {
+					s.closeErr = fmt.Errorf("persistence: the disk is failing (%s): changes since the last sync are lost", s.lastError())
+					s.epoch.Swap(closedEpoch).release(ErrClosed)
+					return
+				}
+			}
+		}
+	})
+	return s.closeErr
+}
+
+// closedEpoch is released: clients of a closed store do not wait.
+var closedEpoch = func() *epoch { e := newEpoch(); e.release(ErrClosed); return e }()
+
+func (s *Store) close() error {
+	close(s.stop)
+	<-s.done
+	err := s.write(true)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	s.epoch.Swap(closedEpoch).release(ErrClosed)
+	s.ks.Track(false)
+	if err == nil {
+		// Flushing the memtable spares the next start a replay of the log.
+		err = s.db.Flush()
+	}
+	return errors.Join(err, s.db.Close())
+}
+
+// Info is what INFO persistence shows.
+type Info struct {
+	Dir           string
+	Fsync         Fsync
+	LoadedKeys    int           // keys loaded at start
+	ExpiredAtLoad int           // keys dropped at start because they had expired
+	LoadTime      time.Duration // how long loading took
+	Changes       int64         // changes not synced yet: keys written or deleted
+	LastSave      time.Time     // the last sync of everything written before it
+	LastSaveOK    bool          // the last SAVE or BGSAVE succeeded
+	SaveWanted    bool          // a BGSAVE is waiting for the writer
+	WriteOK       bool          // the disk works
+	WriteError    string        // the last failure, while the disk fails
+	FailingSince  time.Time     // when the disk started failing
+	Retries       int64         // failed disk operations retried since start
+	Batches       int64         // batches written
+	Syncs         int64         // syncs
+	KeysWritten   int64         // key states written
+	KeysDeleted   int64         // key deletions written
+	Rewrites      int64         // full rewrites
+	DiskBytes     int64         // the store's size on disk
+}
+
+// Info reports the store's state. It never waits for the disk.
+func (s *Store) Info() Info {
+	in := Info{
+		Dir:           s.dir,
+		Fsync:         s.Fsync(),
+		LoadedKeys:    s.loadedKeys,
+		ExpiredAtLoad: s.expiredAtLoad,
+		LoadTime:      s.loadTime,
+		Changes:       int64(s.ks.Pending()) + s.unsaved.Load(),
+		LastSave:      time.Unix(s.lastSave.Load(), 0),
+		LastSaveOK:    !s.lastSaveErr.Load(),
+		SaveWanted:    s.wantSync.Load(),
+		WriteOK:       !s.failing(),
+		Retries:       s.fs.retries.Load(),
+		Batches:       s.batches.Load(),
+		Syncs:         s.syncs.Load(),
+		KeysWritten:   s.puts.Load(),
+		KeysDeleted:   s.deletes.Load(),
+		Rewrites:      s.rewrites.Load(),
+		DiskBytes:     s.diskBytes.Load(),
+	}
+	if !in.WriteOK {
+		in.WriteError = s.lastError()
+		in.FailingSince = time.Unix(0, s.failingSince.Load())
+	}
+	return in
+}
+
+func (s *Store) lastError() string {
+	if p := s.lastErr.Load(); p != nil {
+		return *p
+	}
+	return ""
+}

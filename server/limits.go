@@ -1,0 +1,407 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+
+	"throttled/algorithms"
+	"throttled/gcra"
+	"throttled/keyspace"
+)
+
+func limitCommands() []*command {
+	verb := func(name, syntax, summary string) *command {
+		return &command{name: name, arity: -(1 + len(splitGroups(syntax)) - countOptional(syntax)), flags: "write denyoom fast ratelimit",
+			firstKey: 1, lastKey: 1, group: "ratelimit", since: "0.1.0", summary: summary, syntax: syntax, handler: cmdLimit}
+	}
+	return []*command{
+		verb("throttle", "key max_burst count period [COST n] [PEEK]",
+			"GCRA: count per period sustained, max_burst more at once. Replies a decision in milliseconds."),
+		verb("tokenbucket", "key capacity refill period [COST n] [PEEK]",
+			"Token bucket: starts full with capacity, refills refill tokens per period, continuously."),
+		verb("leakybucket", "key capacity leak period [COST n] [PEEK]",
+			"Leaky bucket as a queue: admits while at most capacity units wait, drains leak per period; replies delay_ms too."),
+		verb("slide", "key limit window [APPROX] [COST n] [PEEK]",
+			"Sliding window: an exact log of admissions, or with APPROX the weighted two-window counter."),
+		verb("window", "key limit window [COST n] [PEEK]",
+			"Fixed window aligned to multiples of window since the Unix epoch."),
+		verb("concurrency.acquire", "key limit lease id [COST n] [PEEK]",
+			"At most limit holders at once; id holds a slot for at most lease, and renews it by acquiring again."),
+		{name: "concurrency.release", arity: 3, flags: "write fast", firstKey: 1, lastKey: 1, group: "ratelimit", since: "0.1.0",
+			summary: "Frees the slot of id: 1, or 0 when id held none.", syntax: "key id", handler: cmdRelease},
+		{name: "allof", arity: -6, flags: "write denyoom ratelimit", group: "ratelimit", since: "0.1.0",
+			summary: "All or nothing across limits: the cost is taken from every limit only if all allow.",
+			syntax:  "verb key args [verb key args ...]", handler: cmdAllOf},
+	}
+}
+
+// countOptional counts the [optional] groups of a syntax line.
+func countOptional(syntax string) int {
+	n := 0
+	for _, g := range splitGroups(syntax) {
+		if g[0] == '[' {
+			n++
+		}
+	}
+	return n
+}
+
+// limit is one parsed call of a native verb: its key, the kind of state it
+// drives and its parameters. The parameters sit in concrete fields, not an
+// interface, so that a call allocates nothing.
+type limit struct {
+	key   []byte
+	kind  keyspace.Kind
+	opts  nativeOptions
+	quota gcra.Quota
+	tb    algorithms.TokenBucket
+	lb    algorithms.LeakyBucket
+	sl    algorithms.SlidingLog
+	sc    algorithms.SlidingCounter
+	fw    algorithms.FixedWindow
+	cc    algorithms.Concurrency
+}
+
+// decision is a native verb's reply: times in milliseconds, rounded up.
+type decision struct {
+	limited                         bool
+	limit, remaining, retry, resetM int64
+	delay                           int64 // LEAKYBUCKET's delay_ms
+	hasDelay                        bool
+}
+
+// nativeVerbs are the verbs a limit may be, with their fixed parameter counts after the key.
+var nativeVerbs = [...]struct {
+	name    string
+	nparams int
+}{{"throttle", 3}, {"tokenbucket", 3}, {"leakybucket", 3}, {"slide", 2}, {"window", 2}, {"concurrency.acquire", 3}}
+
+// nativeVerb returns the lower-case name and parameter count of a native verb, without allocating.
+func nativeVerb(name []byte) (string, int, bool) {
+	for _, v := range nativeVerbs {
+		if equalFold(name, v.name) {
+			return v.name, v.nparams, true
+		}
+	}
+	return "", 0, false
+}
+
+// parseLimit parses "key params... options..." for verb. With inAllOf the
+// options end at the next native verb's name, and the count of arguments
+// used is returned; otherwise every argument must be read.
+func parseLimit(verb string, nparams int, args [][]byte, inAllOf bool) (limit, int, error) {
+	var l limit
+	if len(args) < 1+nparams {
+		return l, 0, fmt.Errorf("wrong number of arguments for '%s'", verb)
+	}
+	l.key = args[0]
+	p := args[1 : 1+nparams]
+	rest := args[1+nparams:]
+	end := len(rest)
+	if inAllOf {
+		for i := 0; i < len(rest); i++ {
+			if equalFold(rest[i], "cost") {
+				i++ // its value may be anything, even a verb's name
+				continue
+			}
+			if _, _, ok := nativeVerb(rest[i]); ok {
+				end = i
+				break
+			}
+		}
+	}
+	var err error
+	if l.opts, err = parseNativeOptions(rest[:end], verb == "slide"); err != nil {
+		return l, 0, err
+	}
+	if err := l.parseParams(verb, p, l.opts.approx); err != nil {
+		return l, 0, err
+	}
+	return l, 1 + nparams + end, nil
+}
+
+// parseParams reads a verb's parameters into l.
+func (l *limit) parseParams(verb string, p [][]byte, approx bool) error {
+	var a, b, d int64
+	var err error
+	count := func(name string, arg []byte, min int64, dst *int64) {
+		if err == nil {
+			*dst, err = parseCount(name, arg, min)
+		}
+	}
+	duration := func(name string, arg []byte, dst *int64) {
+		if err == nil {
+			*dst, err = parseDuration(name, arg)
+		}
+	}
+	switch verb {
+	case "throttle":
+		count("max_burst", p[0], 0, &a)
+		count("count", p[1], 1, &b)
+		duration("period", p[2], &d)
+		l.kind, l.quota = keyspace.GCRA, gcra.Quota{MaxBurst: a, Count: b, Period: d}
+	case "tokenbucket":
+		count("capacity", p[0], 1, &a)
+		count("refill", p[1], 1, &b)
+		duration("period", p[2], &d)
+		l.kind, l.tb = keyspace.TokenBucket, algorithms.TokenBucket{Capacity: a, Refill: b, Period: d}
+		if err == nil {
+			err = l.tb.Validate()
+		}
+	case "leakybucket":
+		count("capacity", p[0], 1, &a)
+		count("leak", p[1], 1, &b)
+		duration("period", p[2], &d)
+		l.kind, l.lb = keyspace.LeakyBucket, algorithms.LeakyBucket{Capacity: a, Leak: b, Period: d}
+		if err == nil {
+			err = l.lb.Validate()
+		}
+	case "slide", "window":
+		count("limit", p[0], 1, &a)
+		duration("window", p[1], &d)
+		switch {
+		case verb == "window":
+			l.kind, l.fw = keyspace.FixedWindow, algorithms.FixedWindow{Limit: a, Window: d}
+			if err == nil {
+				err = l.fw.Validate()
+			}
+		case approx:
+			l.kind, l.sc = keyspace.SlidingCounter, algorithms.SlidingCounter{Limit: a, Window: d}
+			if err == nil {
+				err = l.sc.Validate()
+			}
+		default:
+			l.kind, l.sl = keyspace.SlidingLog, algorithms.SlidingLog{Limit: a, Window: d}
+			if err == nil {
+				err = l.sl.Validate()
+			}
+		}
+	case "concurrency.acquire":
+		count("limit", p[0], 1, &a)
+		duration("lease", p[1], &d)
+		l.kind, l.cc = keyspace.Concurrency, algorithms.Concurrency{Limit: a, Lease: d, ID: p[2]}
+		if err == nil {
+			err = l.cc.Validate()
+		}
+	}
+	return err
+}
+
+// take evaluates l against the key's value v at now. When store is true
+// next is the value to keep (Kind None: delete the key). Bytes of next are
+// built in scratch.
+func (l *limit) take(now int64, v keyspace.Value, exists bool, scratch []byte) (d decision, next keyspace.Value, store bool, err error) {
+	if l.kind == keyspace.GCRA {
+		tat, exists, err := tatOf(v, exists)
+		if err != nil {
+			return d, next, false, err
+		}
+		r, err := gcra.Throttle(now, tat, exists, l.quota, l.opts.cost)
+		if err != nil {
+			return d, next, false, err
+		}
+		d = decision{limited: r.Limited, limit: r.Limit, remaining: r.Remaining, retry: r.RetryAfter, resetM: r.ResetAfter}
+		next = keyspace.Value{Kind: keyspace.GCRA, Num: r.TAT, Expire: now + r.TTL}
+		return d, next, r.Store, nil
+	}
+	if exists && v.Kind != l.kind {
+		return d, next, false, keyspace.ErrWrongType
+	}
+	st := algorithms.State{Num: v.Num, Num2: v.Num2, Bytes: v.Bytes}
+	var ad algorithms.Decision
+	var ns algorithms.State
+	switch l.kind {
+	case keyspace.TokenBucket:
+		ad, ns, store, err = l.tb.Take(now, st, exists, l.opts.cost, scratch)
+	case keyspace.LeakyBucket:
+		ad, ns, store, err = l.lb.Take(now, st, exists, l.opts.cost, scratch)
+		d.hasDelay = true
+	case keyspace.SlidingLog:
+		ad, ns, store, err = l.sl.Take(now, st, exists, l.opts.cost, scratch)
+	case keyspace.SlidingCounter:
+		ad, ns, store, err = l.sc.Take(now, st, exists, l.opts.cost, scratch)
+	case keyspace.FixedWindow:
+		ad, ns, store, err = l.fw.Take(now, st, exists, l.opts.cost, scratch)
+	case keyspace.Concurrency:
+		ad, ns, store, err = l.cc.Take(now, st, exists, l.opts.cost, scratch)
+	}
+	if err != nil {
+		return d, next, false, err
+	}
+	d.limited, d.limit, d.remaining = ad.Limited, ad.Limit, ad.Remaining
+	d.retry, d.resetM, d.delay = msCeil(ad.RetryAfter), msCeil(ad.ResetAfter), msCeil(ad.Delay)
+	if ns.Expire > 0 {
+		next = keyspace.Value{Kind: l.kind, Num: ns.Num, Num2: ns.Num2, Bytes: ns.Bytes, Expire: ns.Expire}
+	}
+	return d, next, store, nil
+}
+
+// msCeil turns ns into ms rounded up; -1 stays -1.
+func msCeil(ns int64) int64 {
+	if ns < 0 {
+		return -1
+	}
+	return ns/1e6 + min(ns%1e6, 1)
+}
+
+// keep writes a limit's new value: a value of kind None deletes the key.
+func keep(sh *keyspace.Shard, key []byte, next keyspace.Value) {
+	if next.Kind == keyspace.None {
+		sh.DeleteLocked(key)
+		return
+	}
+	sh.SetLocked(key, next)
+}
+
+// THROTTLE, TOKENBUCKET, LEAKYBUCKET, SLIDE, WINDOW, CONCURRENCY.ACQUIRE: key params... [COST n] [PEEK]
+func cmdLimit(c *client, args [][]byte) error {
+	verb, n, _ := nativeVerb(args[0])
+	l, _, err := parseLimit(verb, n, args[1:], false)
+	if err != nil {
+		return err
+	}
+	now := c.s.nowNano()
+	sh := c.s.ks.Shard(l.key)
+	sh.Lock()
+	defer sh.Unlock()
+	v, ok := sh.GetLocked(l.key, now)
+	d, next, store, err := l.take(now, v, ok, c.scratch[:0])
+	if err != nil {
+		return err
+	}
+	if store {
+		c.scratch = next.Bytes[:0] // built in scratch: reuse what it grew to
+		if !l.opts.peek {
+			keep(sh, l.key, next)
+		}
+	}
+	c.s.decided(c, d.limited)
+	c.writeDecision(d)
+	return nil
+}
+
+// CONCURRENCY.RELEASE key id
+func cmdRelease(c *client, args [][]byte) error {
+	now := c.s.nowNano()
+	sh := c.s.ks.Shard(args[1])
+	sh.Lock()
+	defer sh.Unlock()
+	v, ok := sh.GetLocked(args[1], now)
+	if ok && v.Kind != keyspace.Concurrency {
+		return keyspace.ErrWrongType
+	}
+	held, next, err := algorithms.Release(now, algorithms.State{Num: v.Num, Num2: v.Num2, Bytes: v.Bytes}, ok, args[2], c.scratch[:0])
+	if err != nil {
+		return err
+	}
+	if held {
+		if next.Expire > 0 {
+			sh.SetLocked(args[1], keyspace.Value{Kind: keyspace.Concurrency, Num: next.Num, Num2: next.Num2, Bytes: next.Bytes, Expire: next.Expire})
+		} else {
+			sh.DeleteLocked(args[1])
+		}
+		c.w.int(1)
+		return nil
+	}
+	c.w.int(0)
+	return nil
+}
+
+// pending is one ALLOF limit's outcome, kept until all are known.
+type pending struct {
+	d     decision
+	next  keyspace.Value
+	store bool
+}
+
+// errAllOfSyntax says what ALLOF takes.
+var errAllOfSyntax = errors.New("ALLOF takes one or more limits: verb key params... [options], with verb one of THROTTLE, TOKENBUCKET, LEAKYBUCKET, SLIDE, WINDOW, CONCURRENCY.ACQUIRE")
+
+// ALLOF verb key args [verb key args ...]: every limit is checked under the
+// locks of all their shards (taken in shard order); the costs are taken from
+// all only if all allow. Replies the combined decision, then each limit's.
+func cmdAllOf(c *client, args [][]byte) error {
+	limits := c.limits[:0]
+	for rest := args[1:]; len(rest) > 0; {
+		verb, n, ok := nativeVerb(rest[0])
+		if !ok {
+			return fmt.Errorf("%w; got '%s'", errAllOfSyntax, truncate(rest[0], 64))
+		}
+		l, used, err := parseLimit(verb, n, rest[1:], true)
+		if err != nil {
+			return err
+		}
+		limits = append(limits, l)
+		rest = rest[1+used:]
+	}
+	c.limits = limits
+	keys := c.keys[:0]
+	for i := range limits {
+		keys = append(keys, limits[i].key)
+	}
+	c.keys = keys
+	now := c.s.nowNano()
+	c.shards = c.s.ks.LockKeys(keys, c.shards[:0])
+	defer keyspace.UnlockShards(c.shards)
+
+	results := c.pending[:0]
+	for len(c.scratches) < len(limits) {
+		c.scratches = append(c.scratches, nil)
+	}
+	allowed := true
+	for i := range limits {
+		l := &limits[i]
+		sh := c.s.ks.Shard(l.key)
+		v, ok := sh.GetLocked(l.key, now)
+		// A key named twice sees what the earlier limit would leave.
+		for j := i - 1; j >= 0; j-- {
+			if string(limits[j].key) == string(l.key) && results[j].store && !limits[j].opts.peek {
+				v, ok = results[j].next, results[j].next.Kind != keyspace.None
+				break
+			}
+		}
+		d, next, store, err := l.take(now, v, ok, c.scratches[i][:0])
+		if err != nil {
+			return fmt.Errorf("ALLOF limit %d (%s): %w", i+1, truncate(l.key, 64), err)
+		}
+		if store {
+			c.scratches[i] = next.Bytes[:0]
+		}
+		results = append(results, pending{d, next, store})
+		allowed = allowed && !d.limited
+	}
+	if allowed {
+		for i := range limits {
+			if results[i].store && !limits[i].opts.peek {
+				keep(c.s.ks.Shard(limits[i].key), limits[i].key, results[i].next)
+			}
+		}
+	}
+	all := decision{limited: !allowed, limit: -1, remaining: -1, retry: -1}
+	for i, r := range results {
+		d := r.d
+		if i == 0 || d.limit < all.limit {
+			all.limit = d.limit
+		}
+		if i == 0 || d.remaining < all.remaining {
+			all.remaining = d.remaining
+		}
+		all.resetM = max(all.resetM, d.resetM)
+		if d.limited && d.retry > all.retry {
+			all.retry = d.retry
+		}
+	}
+	for _, r := range results {
+		if r.d.limited && r.d.retry < 0 {
+			all.retry = -1 // one limit can never pass: neither can all
+		}
+	}
+	c.pending = results
+	c.s.decided(c, all.limited)
+	c.w.array(1 + len(results))
+	c.writeDecision(all)
+	for _, r := range results {
+		c.writeDecision(r.d)
+	}
+	return nil
+}
