@@ -9,7 +9,7 @@ make -s build deps
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 tp=$(port); rp=$(port)
 tmp=$(mktemp -d)
-./bin/throttled --port "$tp" --dir "$tmp/t" --loglevel warning & tpid=$!
+./bin/throttled --port "$tp" --dir "$tmp/t" --appendonly "${APPENDONLY:-yes}" --loglevel warning & tpid=$!
 redis-server --port "$rp" --bind 127.0.0.1 --save '' --appendonly no --dir "$tmp" --daemonize no --loglevel warning & rpid=$!
 trap 'kill $tpid $rpid 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 for p in "$tp" "$rp"; do
