@@ -23,9 +23,18 @@ func benchVerb(b *testing.B, args ...string) {
 		for i := range keys {
 			keys[i] = []byte("bench:key:" + strconv.Itoa(i))
 		}
+		at := 1 // the argument "k" is the one that varies
+		for i, a := range args {
+			if a == "k" {
+				at = i
+			}
+		}
 		for i := 0; pb.Next(); i++ {
-			req[1] = keys[i%len(keys)]
+			req[at] = keys[i%len(keys)]
 			s.run(c, req)
+			if c.w.b[0] == '-' {
+				b.Fatalf("%q: %s", req, c.w.b)
+			}
 			c.w.b = c.w.b[:0]
 		}
 	})
@@ -49,4 +58,15 @@ func BenchmarkReader(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+func BenchmarkTokenBucket(b *testing.B) { benchVerb(b, "TOKENBUCKET", "k", "100", "10", "1s") }
+func BenchmarkLeakyBucket(b *testing.B) { benchVerb(b, "LEAKYBUCKET", "k", "100", "10", "1s") }
+func BenchmarkSlide(b *testing.B)       { benchVerb(b, "SLIDE", "k", "100", "1m") }
+func BenchmarkSlideApprox(b *testing.B) { benchVerb(b, "SLIDE", "k", "100", "1m", "APPROX") }
+func BenchmarkWindow(b *testing.B)      { benchVerb(b, "WINDOW", "k", "100", "1m") }
+func BenchmarkConcurrency(b *testing.B) {
+	benchVerb(b, "CONCURRENCY.ACQUIRE", "k", "10", "1m", "worker-1")
+}
+func BenchmarkAllOf(b *testing.B) {
+	benchVerb(b, "ALLOF", "THROTTLE", "k", "100", "10", "1m", "WINDOW", "k2", "100", "1m")
 }
