@@ -29,6 +29,12 @@ test: deps vet
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
+# bench-compare measures throttled against redis-server (Lua scripts and INCR) and writes
+# benchmarks/RESULTS.md.
+.PHONY: bench-compare
+bench-compare: build deps
+	$(GO) run ./benchmarks/cmd/loadgen
+
 # fuzz runs every fuzz target for FUZZTIME each.
 fuzz:
 	@for pkg in $$($(GO) list ./...); do \

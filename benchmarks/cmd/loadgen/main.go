@@ -1,0 +1,141 @@
+// Command loadgen measures throttled against redis-server in one run: it starts ./bin/throttled
+// twice (--appendonly no, and appendfsync everysec) and redis-server on free loopback ports,
+// checks the Lua scripts that stand for each algorithm on Redis, then measures requests per second
+// and latency percentiles for each workload at 50 connections, pipeline 1 and 16, over random
+// keys and over one hot key, and the resident memory per key of each algorithm. It prints a
+// markdown report and writes it to benchmarks/RESULTS.md. Run it from the repository root:
+//
+//	make bench-compare
+//	go run ./benchmarks/cmd/loadgen [-duration 2s] [-out benchmarks/RESULTS.md]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// config is what the flags set.
+type config struct {
+	bin      string
+	out      string
+	conns    int
+	keys     int
+	memKeys  int
+	warmup   time.Duration
+	duration time.Duration
+}
+
+func main() {
+	var cfg config
+	flag.StringVar(&cfg.bin, "bin", "./bin/throttled", "throttled binary (make build)")
+	flag.StringVar(&cfg.out, "out", "benchmarks/RESULTS.md", "where to write the report; empty for stdout only")
+	flag.IntVar(&cfg.conns, "conns", 50, "connections per measurement")
+	flag.IntVar(&cfg.keys, "keys", 100000, "random keys per workload")
+	flag.IntVar(&cfg.memKeys, "memkeys", 300000, "keys per algorithm for the memory measurement")
+	flag.DurationVar(&cfg.warmup, "warmup", 500*time.Millisecond, "uncounted time before each measurement")
+	flag.DurationVar(&cfg.duration, "duration", 2*time.Second, "time of each measurement")
+	flag.Parse()
+	log.SetFlags(0)
+	log.SetPrefix("loadgen: ")
+
+	r := &runner{cfg: cfg}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		r.stopAll()
+		os.Exit(1)
+	}()
+	report, err := r.run()
+	r.stopAll()
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Print(report)
+	if cfg.out != "" {
+		if err := os.WriteFile(cfg.out, []byte(report), 0o644); err != nil {
+			log.Fatal(err)
+		}
+		log.Printf("wrote %s", cfg.out)
+	}
+}
+
+// runner owns the servers of one run.
+type runner struct {
+	cfg     config
+	mu      sync.Mutex // guards servers
+	servers []*server
+	tmp     string
+}
+
+// track remembers s so that stopAll ends it.
+func (r *runner) track(s *server, err error) (*server, error) {
+	if err == nil {
+		r.mu.Lock()
+		r.servers = append(r.servers, s)
+		r.mu.Unlock()
+	}
+	return s, err
+}
+
+// stopAll ends every server started and removes their data.
+func (r *runner) stopAll() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.servers {
+		s.stop()
+	}
+	r.servers = nil
+	if r.tmp != "" {
+		os.RemoveAll(r.tmp)
+	}
+}
+
+// run does the whole measurement and returns the report.
+func (r *runner) run() (string, error) {
+	if _, err := os.Stat(r.cfg.bin); err != nil {
+		return "", fmt.Errorf("%s: %w (run make build, from the repository root)", r.cfg.bin, err)
+	}
+	tmp, err := os.MkdirTemp("", "loadgen-")
+	if err != nil {
+		return "", err
+	}
+	r.tmp = tmp
+	tNo, err := r.track(startThrottled("throttled (appendonly no)", r.cfg.bin, tmp+"/no", "--appendonly", "no"))
+	if err != nil {
+		return "", err
+	}
+	tSec, err := r.track(startThrottled("throttled (everysec)", r.cfg.bin, tmp+"/everysec",
+		"--appendonly", "yes", "--appendfsync", "everysec"))
+	if err != nil {
+		return "", err
+	}
+	redis, err := r.track(startRedis(tmp))
+	if err != nil {
+		return "", err
+	}
+	sc, err := loadScripts(redis)
+	if err != nil {
+		return "", err
+	}
+	checks, err := verify(redis, tNo, sc)
+	if err != nil {
+		return "", err
+	}
+	log.Print("scripts agree with throttled; measuring")
+	rows, err := r.throughput(workloads(tNo, tSec, redis, sc))
+	if err != nil {
+		return "", err
+	}
+	mem, err := r.memory(sc)
+	if err != nil {
+		return "", err
+	}
+	return render(r.cfg, machine(tNo, redis), checks, rows, mem), nil
+}
