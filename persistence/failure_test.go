@@ -3,6 +3,7 @@ package persistence
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -135,7 +136,8 @@ func TestCloseGivesUpOnDeadDisk(t *testing.T) {
 		t.Skip("waits for closeTimeout")
 	}
 	disk := newBrokenDisk()
-	s, ks := open(t, "/data", t0, Options{FS: disk})
+	// The closing goroutine Close gives up on outlives the test: it must not log to t.
+	s, ks := open(t, "/data", t0, Options{FS: disk, Logger: slog.New(slog.DiscardHandler)})
 	disk.set(syscall.EROFS)
 	set(ks, "x", keyspace.Value{Kind: keyspace.GCRA, Num: 1})
 	s.BGSave()

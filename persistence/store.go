@@ -122,6 +122,7 @@ type Store struct {
 	rec       recorder // the batch being drained
 	closeOnce sync.Once
 	closeErr  error
+	abandoned atomic.Bool // Close gave up on a failing disk: the closing goroutine must not touch Pebble again
 
 	stats
 }
@@ -379,7 +380,7 @@ func (s *Store) pebbleOptions(fs vfs.FS, readOnly, mustExist bool) *pebble.Optio
 		ReadOnly:         readOnly,
 		ErrorIfNotExists: mustExist,
 		MemTableSize:     memTableSize,
-		Logger:           pebbleLogger{s.log},
+		Logger:           pebbleLogger{s.log, &s.abandoned},
 		EventListener: &pebble.EventListener{
 			BackgroundError: func(err error) {
 				s.log.Error("persistence: background error", "dir", s.dir, "err", err)
@@ -401,7 +402,10 @@ func (s *Store) pebbleOptions(fs vfs.FS, readOnly, mustExist bool) *pebble.Optio
 
 // pebbleLogger sends Pebble's logs to slog: its chatter at debug level. Pebble calls Fatalf
 // only for broken invariants (write failures never reach it, see retryFS): it panics.
-type pebbleLogger struct{ log *slog.Logger }
+type pebbleLogger struct {
+	log       *slog.Logger
+	abandoned *atomic.Bool // Close gave up on the disk
+}
 
 func (l pebbleLogger) Infof(format string, args ...any) {
 	if l.log.Enabled(context.Background(), slog.LevelDebug) {
@@ -415,6 +419,11 @@ func (l pebbleLogger) Errorf(format string, args ...any) {
 
 func (l pebbleLogger) Fatalf(format string, args ...any) {
 	msg := "pebble: " + fmt.Sprintf(format, args...)
+	if l.abandoned.Load() {
+		// Close gave up on a failing disk and the process is on its way out
+		// with what the last sync kept: park this goroutine rather than crash.
+		select {}
+	}
 	l.log.Error(msg)
 	panic(msg)
 }

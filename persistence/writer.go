@@ -309,6 +309,7 @@ func (s *Store) Close() error {
 				if !s.failing() {
 					deadline = now.Add(closeTimeout)
 				} else if now.After(deadline) {
+					s.abandoned.Store(true)
 					s.closeErr = fmt.Errorf("persistence: the disk is failing (%s): changes since the last sync are lost", s.lastError())
 					s.epoch.Swap(closedEpoch).release(ErrClosed)
 					return
@@ -331,6 +332,12 @@ func (s *Store) close() error {
 	s.closed = true
 	s.epoch.Swap(closedEpoch).release(ErrClosed)
 	s.ks.Track(false)
+	if s.abandoned.Load() {
+		// Close has returned: flushing or closing on a disk that still fails
+		// would make Pebble panic (it cannot create a new log), so leave the
+		// store as the last sync left it.
+		return err
+	}
 	if err == nil {
 		// Flushing the memtable spares the next start a replay of the log.
 		err = s.db.Flush()
