@@ -67,6 +67,7 @@ func (s *Server) newClient(nc net.Conn) *client {
 // written together once no further request is waiting in the buffer.
 func (c *client) serve() {
 	defer c.close()
+	newBatch := true // the next request starts a pipeline: note the time once for all of it
 	for {
 		args, err := c.rd.next()
 		if err != nil {
@@ -77,7 +78,10 @@ func (c *client) serve() {
 			}
 			return
 		}
-		c.lastActive.Store(time.Now().UnixNano())
+		if newBatch {
+			c.lastActive.Store(time.Now().UnixNano())
+			newBatch = false
+		}
 		c.s.run(c, args)
 		if c.closing {
 			c.flush()
@@ -87,6 +91,7 @@ func (c *client) serve() {
 			if !c.flush() {
 				return
 			}
+			newBatch = true
 		}
 	}
 }
