@@ -124,15 +124,6 @@ const (
 // ceilUs is t ns rounded up to whole µs, for 0 <= t < MaxTime.
 func ceilUs(t int64) int64 { return (t + usNs - 1) / usNs }
 
-// ceilDiv is x/d rounded up, for x >= 0 and d > 0.
-func ceilDiv(x, d int64) int64 {
-	q := x / d
-	if x%d != 0 {
-		q++
-	}
-	return q
-}
-
 // addSat is a+b for a, b >= 0, saturated at math.MaxInt64.
 func addSat(a, b int64) int64 {
 	if a > math.MaxInt64-b {

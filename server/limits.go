@@ -201,8 +201,7 @@ func (l *limit) take(now int64, v keyspace.Value, exists bool, scratch []byte) (
 			return d, next, false, err
 		}
 		d = decision{limited: r.Limited, limit: r.Limit, remaining: r.Remaining, retry: r.RetryAfter, resetM: r.ResetAfter}
-		next = keyspace.Value{Kind: keyspace.GCRA, Num: r.TAT, Expire: now + r.TTL}
-		return d, next, r.Store, nil
+		return d, gcraValue(now, r), r.Store, nil
 	}
 	if exists && v.Kind != l.kind {
 		return d, next, false, keyspace.ErrWrongType

@@ -40,11 +40,9 @@ func tatOf(v keyspace.Value, exists bool) (int64, bool, error) {
 	return 0, false, keyspace.ErrWrongType
 }
 
-// storeTAT keeps the new TAT when a GCRA evaluation asks for it.
-func storeTAT(sh *keyspace.Shard, key []byte, now int64, r gcra.Result) {
-	if r.Store {
-		sh.SetLocked(key, keyspace.Value{Kind: keyspace.GCRA, Num: r.TAT, Expire: now + r.TTL})
-	}
+// gcraValue is what a GCRA key holds after an evaluation r that stores.
+func gcraValue(now int64, r gcra.Result) keyspace.Value {
+	return keyspace.Value{Kind: keyspace.GCRA, Num: r.TAT, Expire: now + r.TTL}
 }
 
 // CL.THROTTLE key max_burst count_per_period period [quantity]
@@ -85,7 +83,9 @@ func (c *client) gcraVerb(key []byte, eval func(now, tat int64, ok bool) (gcra.R
 	if err != nil {
 		return err
 	}
-	storeTAT(sh, key, now, r)
+	if r.Store {
+		sh.SetLocked(key, gcraValue(now, r))
+	}
 	c.s.decided(c, r.Limited)
 	limited := int64(0)
 	if r.Limited {

@@ -146,33 +146,39 @@ func TestThrottleNoOverAdmission(t *testing.T) {
 			if verb == "THROTTLE" {
 				args[4] = "1s"
 			}
-			var allowed atomic.Int64
-			start := time.Now()
-			var wg sync.WaitGroup
-			for i := 0; i < conns; i++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for time.Since(start) < run {
-						v, err := rdb.Do(context.Background(), args...).Slice()
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						if v[0].(int64) == 0 {
-							allowed.Add(1)
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			elapsed := time.Since(start)
+			allowed, elapsed := hammer(t, rdb, conns, run, args)
 			bound := float64(burst+1) + rate*elapsed.Seconds()/period.Seconds()
-			got := float64(allowed.Load())
+			got := float64(allowed)
 			require.LessOrEqual(t, got, bound+1, "allowed %v in %v", got, elapsed)
 			require.Greater(t, got, 0.9*(float64(burst+1)+rate*run.Seconds()), "allowed %v in %v", got, elapsed)
 		})
 	}
+}
+
+// hammer sends args from conns connections for run and returns how many
+// were allowed (a first reply element of 0) and how long it took.
+func hammer(t *testing.T, rdb *redis.Client, conns int, run time.Duration, args []any) (int64, time.Duration) {
+	var allowed atomic.Int64
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := 0; i < conns; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Since(start) < run {
+				v, err := rdb.Do(context.Background(), args...).Slice()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if v[0].(int64) == 0 {
+					allowed.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return allowed.Load(), time.Since(start)
 }
 
 // TestShardsIndependent checks that a hot key does not affect keys on other shards.
