@@ -26,14 +26,15 @@ vet:
 test: deps vet
 	$(GO) test -race -count=1 -timeout 20m ./...
 
-bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
-
-# bench-compare measures throttled against redis-server (Lua scripts and INCR) and writes
-# benchmarks/RESULTS.md.
-.PHONY: bench-compare
-bench-compare: build deps
+# bench measures throttled beside redis-server (Lua scripts and INCR) in one run, with the Go
+# benchmarks of each verb, and writes benchmarks/RESULTS.md (about 3 minutes).
+bench: build deps
 	$(GO) run ./benchmarks/cmd/loadgen
+
+# bench-go runs every Go benchmark of every package.
+.PHONY: bench-go
+bench-go:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 # fuzz runs every fuzz target for FUZZTIME each.
 fuzz:

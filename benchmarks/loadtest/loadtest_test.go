@@ -78,3 +78,31 @@ func TestRun(t *testing.T) {
 	require.Equal(t, res.Requests, res.Denied)
 	require.Equal(t, res.Requests, 8*res.Latency.Count())
 }
+
+func TestScan(t *testing.T) {
+	in := ":42\r\n+OK\r\n$3\r\nabc\r\n$-1\r\n*5\r\n:1\r\n:2\r\n:0\r\n:-1\r\n:7\r\n*2\r\n$1\r\nx\r\n:3\r\n"
+	b := []byte(in)
+	var firsts []int64
+	for len(b) > 0 {
+		for cut := 0; cut <= len(b); cut++ { // a reply is found only once all of it is there
+			n, _, err := Scan(b[:cut])
+			require.NoError(t, err)
+			if n != 0 {
+				require.Equal(t, cut, n)
+				break
+			}
+		}
+		n, first, err := Scan(b)
+		require.NoError(t, err)
+		require.Positive(t, n)
+		firsts = append(firsts, first)
+		b = b[n:]
+	}
+	require.Equal(t, []int64{42, -1, -1, -1, 1, -1}, firsts)
+
+	n, _, err := Scan([]byte("*2\r\n-ERR bad\r\n:1\r\n:9\r\n"))
+	require.EqualError(t, err, "ERR bad")
+	require.Equal(t, len("*2\r\n-ERR bad\r\n:1\r\n"), n)
+	_, _, err = Scan([]byte("?x\r\n"))
+	require.ErrorIs(t, err, ErrProtocol)
+}

@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -155,3 +156,63 @@ func (r *Reader) Value() (any, error) {
 	}
 	return nil, fmt.Errorf("%w: type byte %q", ErrProtocol, l[0])
 }
+
+// Scan reads one reply from the start of b without copying: the bytes it takes, and its
+// leading integer as Next returns it; n is 0 while b holds only part of the reply. An error
+// reply comes back as a *ServerError with its length.
+func Scan(b []byte) (n int, first int64, err error) {
+	end := bytes.Index(b, crlf)
+	if end < 0 {
+		return 0, 0, nil
+	}
+	if end == 0 {
+		return 0, 0, ErrProtocol
+	}
+	l, n := b[1:end], end+2
+	switch b[0] {
+	case '+':
+		return n, -1, nil
+	case '-':
+		return n, 0, &ServerError{Msg: string(l)}
+	case ':':
+		v, err := parseInt(l)
+		return n, v, err
+	case '$':
+		size, err := parseInt(l)
+		if err != nil || size < 0 {
+			return n, -1, err
+		}
+		if len(b) < n+int(size)+2 {
+			return 0, 0, nil
+		}
+		return n + int(size) + 2, -1, nil
+	case '*':
+		count, err := parseInt(l)
+		if err != nil {
+			return 0, 0, err
+		}
+		first = -1
+		var replyErr error
+		for i := int64(0); i < count; i++ {
+			m, v, err := Scan(b[n:])
+			var se *ServerError
+			switch {
+			case errors.As(err, &se):
+				replyErr = err
+			case err != nil:
+				return 0, 0, err
+			}
+			if m == 0 {
+				return 0, 0, nil
+			}
+			if i == 0 {
+				first = v
+			}
+			n += m
+		}
+		return n, first, replyErr
+	}
+	return 0, 0, fmt.Errorf("%w: type byte %q", ErrProtocol, b[0])
+}
+
+var crlf = []byte("\r\n")

@@ -5,7 +5,7 @@
 // keys and over one hot key, and the resident memory per key of each algorithm. It prints a
 // markdown report and writes it to benchmarks/RESULTS.md. Run it from the repository root:
 //
-//	make bench-compare
+//	make bench
 //	go run ./benchmarks/cmd/loadgen [-duration 2s] [-out benchmarks/RESULTS.md]
 package main
 
@@ -137,5 +137,10 @@ func (r *runner) run() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return render(r.cfg, machine(tNo, redis), checks, rows, mem), nil
+	log.Print("Go benchmarks of the server's verbs")
+	micro, err := micro()
+	if err != nil {
+		return "", err
+	}
+	return render(r.cfg, machine(tNo, redis), checks, rows, mem, micro), nil
 }
