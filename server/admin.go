@@ -219,6 +219,7 @@ func (s *Server) configParams() map[string]func() string {
 		"maxmemory":          constant("0"),
 		"maxmemory-policy":   constant("noeviction"),
 		"hz":                 constant("10"),
+		"io-threads":         constant(strconv.Itoa(s.cfg.IOThreads)),
 	}
 }
 
@@ -383,7 +384,7 @@ func cmdShutdown(c *client, args [][]byte) error {
 			return errSyntax
 		}
 	}
-	c.s.log.Info("SHUTDOWN requested", "client", c.nc.RemoteAddr().String())
+	c.s.log.Info("SHUTDOWN requested", "client", c.raddr)
 	c.closing = true
 	go c.s.Close()
 	return nil

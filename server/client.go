@@ -14,12 +14,17 @@ import (
 type client struct {
 	s       *Server
 	id      int64
-	nc      net.Conn
+	nc      net.Conn // nil when an event loop serves the socket
+	raddr   string
+	laddr   string
 	rd      *reader
 	w       writer
 	authed  bool
 	created time.Time
 	cmdName []byte // lower-cased command name, reused
+
+	lastName   []byte   // the command name last looked up, as sent
+	lastLookup *command // what it named
 
 	// Reused by the rate-limit verbs so that a call allocates nothing.
 	scratch   []byte            // a variable-size state being built
@@ -33,6 +38,7 @@ type client struct {
 	lastActive atomic.Int64 // Unix ns
 	closing    bool         // close after the pending replies are written
 	mustSync   bool         // a write command ran: the replies wait until it is synced
+	loopConn
 
 	mu      sync.Mutex // guards name, libName, libVer, resp
 	resp    int        // the protocol version, for other clients' CLIENT LIST
@@ -41,7 +47,17 @@ type client struct {
 	libVer  string
 }
 
+// newClient makes a client of nc and counts it in; nil once the server is closed.
 func (s *Server) newClient(nc net.Conn) *client {
+	c := s.makeClient(nc)
+	if !s.register(c) {
+		return nil
+	}
+	return c
+}
+
+// makeClient makes a client of nc, served by a goroutine until attach says otherwise.
+func (s *Server) makeClient(nc net.Conn) *client {
 	c := &client{
 		s:       s,
 		id:      s.nextID.Add(1),
@@ -50,23 +66,35 @@ func (s *Server) newClient(nc net.Conn) *client {
 		w:       writer{proto: 2},
 		resp:    2,
 		created: time.Now(),
+		raddr:   nc.RemoteAddr().String(),
+		laddr:   nc.LocalAddr().String(),
 	}
 	c.authed = !s.passwordSet()
 	c.lastActive.Store(c.created.UnixNano())
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil
-	}
-	s.clients[c.id] = c
-	s.connected.Add(1)
 	return c
 }
 
-// serve reads requests and answers them in order; replies to a pipeline are
-// written together once no further request is waiting in the buffer.
+// register makes c one of the server's clients (CLIENT LIST, KILL, Close); false once the
+// server is closed.
+func (s *Server) register(c *client) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.clients[c.id] = c
+	s.connected.Add(1)
+	return true
+}
+
+// serve is the goroutine of a client that no event loop serves: it reads requests and
+// answers them in order; replies to a pipeline are written together once no further
+// request is waiting in the buffer.
 func (c *client) serve() {
-	defer c.close()
+	defer func() {
+		c.nc.Close()
+		c.close()
+	}()
 	newBatch := true // the next request starts a pipeline: note the time once for all of it
 	for {
 		args, err := c.rd.next()
@@ -116,8 +144,8 @@ func (c *client) flush() bool {
 	return err == nil
 }
 
+// close forgets c once its connection is closed.
 func (c *client) close() {
-	c.nc.Close()
 	c.s.mu.Lock()
 	delete(c.s.clients, c.id)
 	c.s.mu.Unlock()
@@ -136,8 +164,8 @@ func (c *client) info(now time.Time) string {
 	var b strings.Builder
 	b.WriteString("id=")
 	b.WriteString(itoa(c.id))
-	b.WriteString(" addr=" + c.nc.RemoteAddr().String())
-	b.WriteString(" laddr=" + c.nc.LocalAddr().String())
+	b.WriteString(" addr=" + c.raddr)
+	b.WriteString(" laddr=" + c.laddr)
 	b.WriteString(" fd=0 name=" + name)
 	b.WriteString(" age=" + itoa(int64(now.Sub(c.created)/time.Second)))
 	b.WriteString(" idle=" + itoa((now.UnixNano()-c.lastActive.Load())/int64(time.Second)))

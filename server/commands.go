@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"fmt"
 	"sort"
 	"strings"
@@ -59,9 +60,18 @@ func (cmd *command) subcommand(arg []byte) *command {
 	return cmd.subcommands[strings.ToLower(string(arg))]
 }
 
-// lookup finds the command named by name in any case, or nil.
+// lookup finds the command named by name in any case, or nil. A client's last name is
+// remembered as it was sent: a pipeline of one command is looked up once.
 func (s *Server) lookup(c *client, name []byte) *command {
-	return s.commands[string(c.lowerName(name))]
+	if c.lastLookup != nil && bytes.Equal(name, c.lastName) {
+		return c.lastLookup
+	}
+	cmd := s.commands[string(c.lowerName(name))]
+	if cmd != nil {
+		c.lastName = append(c.lastName[:0], name...)
+	}
+	c.lastLookup = cmd
+	return cmd
 }
 
 // register adds cmds to table; a name registered twice is a programmer error.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime"
 	"strings"
 	"time"
 
@@ -34,6 +35,11 @@ type Config struct {
 	MaxClients int
 	// ProtoMaxBulkLen is the largest argument a request may carry ("proto-max-bulk-len").
 	ProtoMaxBulkLen int
+	// IOThreads is how many event loops serve the connections, each on a thread of its
+	// own ("io-threads"); default half the CPUs, at least one: the other half is left to the
+	// kernel's network stack, the disk writer and, often, the clients. 0 serves each
+	// connection from a goroutine of its own instead.
+	IOThreads int
 	// Shards is how many lock-striped shards hold the keys; a power of two.
 	Shards int
 	// Logger receives the server's structured logs; nil builds one on stderr at LogLevel.
@@ -55,6 +61,7 @@ func DefaultConfig() Config {
 		MaxClients:      10000,
 		ProtoMaxBulkLen: defaultMaxArg,
 		Shards:          256,
+		IOThreads:       max(1, runtime.GOMAXPROCS(0)/2),
 	}
 }
 
@@ -80,6 +87,9 @@ func (c Config) Validate() error {
 	}
 	if c.AppendOnly && c.Dir == "" {
 		return fmt.Errorf("dir: must name a directory when appendonly is yes")
+	}
+	if c.IOThreads < 0 || c.IOThreads > 128 {
+		return fmt.Errorf("io-threads: %d is not between 0 and 128", c.IOThreads)
 	}
 	if c.Shards < 1 || c.Shards > 1<<16 || c.Shards&(c.Shards-1) != 0 {
 		return fmt.Errorf("shards: %d is not a power of two between 1 and 65536", c.Shards)

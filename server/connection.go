@@ -304,7 +304,7 @@ func cmdClientKill(c *client, args [][]byte) error {
 	if len(args) == 3 {
 		addr := string(args[2])
 		for _, cl := range c.s.clientsByID() {
-			if cl.nc.RemoteAddr().String() == addr {
+			if cl.raddr == addr {
 				cl.kill(c)
 				c.w.ok()
 				return nil
@@ -350,8 +350,8 @@ func cmdClientKill(c *client, args [][]byte) error {
 	for _, cl := range c.s.clientsByID() {
 		switch {
 		case id != 0 && cl.id != id,
-			addr != "" && cl.nc.RemoteAddr().String() != addr,
-			laddr != "" && cl.nc.LocalAddr().String() != laddr,
+			addr != "" && cl.raddr != addr,
+			laddr != "" && cl.laddr != laddr,
 			user != "" && user != "default",
 			skipMe && cl == c:
 			continue
@@ -363,14 +363,14 @@ func cmdClientKill(c *client, args [][]byte) error {
 	return nil
 }
 
-// kill closes cl's connection: its own goroutine sees the closed socket and ends.
+// kill closes cl's connection: whatever serves it sees the closed socket and lets it go.
 // A client killing itself gets its reply first.
 func (cl *client) kill(by *client) {
 	if cl == by {
 		cl.closing = true
 		return
 	}
-	cl.nc.Close()
+	cl.hangup()
 }
 
 // CLIENT HELP

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"strconv"
 
@@ -17,6 +18,9 @@ const (
 	keepWriteBuf  = 64 * 1024         // likewise for replies
 	defaultMaxArg = 512 * 1024 * 1024 // proto-max-bulk-len
 )
+
+// errWouldBlock is a non-blocking read finding nothing more: the request waits for more bytes.
+var errWouldBlock = errors.New("would block")
 
 // errProtocol is a malformed request: the client gets the error, then the connection closes.
 type errProtocol string

@@ -40,6 +40,9 @@ type Server struct {
 	levelName  atomic.Pointer[string] // loglevel as configured
 	maxClients atomic.Int64
 
+	loops    []*loop // event loops serving the clients, round robin; none on other systems
+	nextLoop atomic.Uint64
+
 	nextID    atomic.Int64
 	connected atomic.Int64 // clients connected now
 	stats     stats
@@ -124,7 +127,12 @@ func (s *Server) Serve(ln net.Listener) error {
 		return nil
 	}
 	s.ln = ln
+	err := s.startLoops(s.cfg.IOThreads)
 	s.mu.Unlock()
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("server: event loops: %w", err)
+	}
 	s.log.Info("ready to accept connections", "addr", ln.Addr().String())
 	for {
 		nc, err := ln.Accept()
@@ -146,6 +154,9 @@ func (s *Server) Serve(ln net.Listener) error {
 			s.stats.rejected.Add(1)
 			nc.Write([]byte("-ERR max number of clients reached\r\n"))
 			nc.Close()
+			continue
+		}
+		if s.attach(nc) {
 			continue
 		}
 		c := s.newClient(nc)
@@ -185,9 +196,10 @@ func (s *Server) Close() error {
 		s.ln.Close()
 	}
 	for _, c := range s.clients {
-		c.nc.Close()
+		c.hangup()
 	}
 	s.mu.Unlock()
+	s.stopLoops()
 	<-s.sweepDone
 	s.closeErr = s.closeStore()
 	close(s.stopped)

@@ -44,6 +44,12 @@ type testServer struct {
 
 func startServer(t testing.TB, configure ...func(*Config)) *testServer {
 	t.Helper()
+	return startServerWith(t, nil, configure...)
+}
+
+// startServerWith is startServer with prepare run on the server before it serves anyone.
+func startServerWith(t testing.TB, prepare func(*Server), configure ...func(*Config)) *testServer {
+	t.Helper()
 	clk := newClock()
 	cfg := DefaultConfig()
 	cfg.Port = 0
@@ -56,6 +62,9 @@ func startServer(t testing.TB, configure ...func(*Config)) *testServer {
 	}
 	s, err := New(cfg)
 	require.NoError(t, err)
+	if prepare != nil {
+		prepare(s)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	go s.Serve(ln)
@@ -213,14 +222,15 @@ func TestMaxClients(t *testing.T) {
 }
 
 func TestHandlerPanicBecomesError(t *testing.T) {
-	ts := startServer(t)
-	ts.commands["boom"] = &command{name: "boom", arity: 1, handler: func(c *client, args [][]byte) error {
-		sh := c.s.ks.Shard([]byte("k"))
-		sh.Lock()
-		defer sh.Unlock()
-		c.w.array(3) // half a reply, then a bug
-		panic("bug")
-	}}
+	ts := startServerWith(t, func(s *Server) {
+		s.commands["boom"] = &command{name: "boom", arity: 1, handler: func(c *client, args [][]byte) error {
+			sh := c.s.ks.Shard([]byte("k"))
+			sh.Lock()
+			defer sh.Unlock()
+			c.w.array(3) // half a reply, then a bug
+			panic("bug")
+		}}
+	})
 	rdb := ts.client(t, 2)
 	require.Equal(t, "ERR internal error in 'boom': bug", doErr(t, rdb, "boom"))
 	// The connection, the lock and the server carry on.

@@ -147,6 +147,8 @@ func setOption(cfg *server.Config, name string, values []string) error {
 		return number(&cfg.ProtoMaxBulkLen)
 	case "shards":
 		return number(&cfg.Shards)
+	case "io-threads":
+		return number(&cfg.IOThreads)
 	}
 	return fmt.Errorf("%s: unknown option", name)
 }

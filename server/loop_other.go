@@ -1,0 +1,18 @@
+//go:build !linux
+
+package server
+
+import "net"
+
+// Event loops are built on epoll; elsewhere every client has a goroutine of its own.
+type (
+	loop     struct{}
+	loopConn struct{}
+)
+
+func (s *Server) startLoops(n int) error  { return nil }
+func (s *Server) stopLoops()              {}
+func (s *Server) attach(nc net.Conn) bool { return false }
+
+// hangup ends c's connection from any goroutine; the goroutine serving c sees it closed.
+func (c *client) hangup() { c.nc.Close() }
