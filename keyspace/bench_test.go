@@ -156,3 +156,59 @@ func BenchmarkScan(b *testing.B) {
 		cursor = ks.Scan(cursor, 1, 0, func([]byte, Value) { n++ })
 	}
 }
+
+// logFilled returns a keyspace of n keys, each holding a sliding log of logValue bytes.
+func logFilled(n int) *Keyspace {
+	ks := New(256)
+	val := make([]byte, logValue)
+	for i, k := range gcraKeys(n) {
+		s := ks.Shard(k)
+		s.Lock()
+		s.SetLocked(k, Value{Kind: SlidingLog, Expire: 2e18, Num: int64(i), Bytes: val})
+		s.Unlock()
+	}
+	return ks
+}
+
+// slide is the server's path for an existing sliding-log key: the new log is built in a
+// scratch buffer, 3 bytes longer than the old one (an admission), dropping its oldest 3
+// bytes once it has 48 (admissions that left the window), and written back.
+func slide(ks *Keyspace, k []byte, now int64, scratch []byte) []byte {
+	s := ks.Shard(k)
+	s.Lock()
+	v, _ := s.GetLocked(k, now)
+	old := v.Bytes
+	if len(old) >= 48 {
+		old = old[3:]
+	}
+	v.Bytes = append(append(scratch[:0], old...), 1, 2, 3)
+	v.Expire = now + 1e9
+	s.SetLocked(k, v)
+	s.Unlock()
+	return v.Bytes
+}
+
+// BenchmarkGetSetLogExisting is GetLocked + SetLocked of random existing sliding-log keys
+// among 1M, their value changing size at most writes.
+func BenchmarkGetSetLogExisting(b *testing.B) {
+	ks, flat := logFilled(benchKeys), shuffled(benchKeys)
+	var scratch []byte
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		j := i % benchKeys * 14
+		scratch = slide(ks, flat[j:j+14], 1e18, scratch)
+	}
+}
+
+// BenchmarkGetSetLogHot is the same on 1,000 keys, which stay in the CPU caches.
+func BenchmarkGetSetLogHot(b *testing.B) {
+	ks, flat := logFilled(1000), shuffled(1000)
+	var scratch []byte
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		j := i % 1000 * 14
+		scratch = slide(ks, flat[j:j+14], 1e18, scratch)
+	}
+}

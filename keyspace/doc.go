@@ -17,19 +17,25 @@
 //     resizing reads no key.
 //   - arena: 8 KiB blocks of entries, one per key: a header (the Kind and two flags), the
 //     record id, Expire, Num, Num2 only when it is not zero (a GCRA key needs none), the
-//     key's length and the key. Reads and in-place updates need no decoding. An entry that
-//     dies or grows leaves dead bytes behind; a block more than half dead has its live
-//     entries moved to the tail block and is freed, so compaction is incremental. Keys
-//     longer than 1 KiB live in a side map.
+//     key's length and the key, then the byte value's length and the bytes when there are
+//     any. Reads and in-place updates of the fields need no decoding. An entry that dies
+//     or changes size (a sliding log that gains or drops an admission) is written anew at
+//     the tail and leaves dead bytes behind; a block more than half dead has its live
+//     entries moved to the tail block and is freed, so compaction is incremental. A block
+//     freed after GetLocked returned a byte value is not reused before Unlock, so that the
+//     bytes stay valid while other keys are written. Keys longer than 1 KiB live in a side
+//     map.
 //   - ids: record ids, stable while a key lives whatever is written to it and wherever its
 //     entry moves; ids[id] is the entry's offset. Free ids are reused lowest first, so the
 //     ids stay dense. Scan and ExpireCycle walk ids, which gives Redis's guarantee that a key
 //     present for a whole SCAN is returned at least once.
-//   - vals: the byte values (strings, later logs), in a map from record id.
+//   - vals: byte values longer than 512 bytes (strings, long logs), in a map from record id.
 //
 // A 14-byte GCRA key with an expiry thus costs a 36-byte entry, 4 bytes of ids and about
 // 12 bytes of index: about 55 bytes on the heap, against about 140 for a map[string]*entry
-// (see BenchmarkMemoryPerGCRAKey). Growing the index is one pass over it under the shard
+// (see BenchmarkMemoryPerGCRAKey). A sliding log with one admission (a 12-byte value)
+// makes the entry 49 bytes: about 72 bytes a key, against about 140 with the value in a
+// map (BenchmarkMemoryPerLogKey). Growing the index is one pass over it under the shard
 // lock, so shards should stay small: at 256 shards a million keys make about 4,000 each.
 // A shard's arena holds at most 4 GiB of entries (about 100 million small keys); past that
 // SetLocked panics.

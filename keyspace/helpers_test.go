@@ -59,9 +59,11 @@ func checkInvariants(t testing.TB, ks *Keyspace) {
 	t.Helper()
 	for _, s := range ks.shards {
 		s.Lock()
+		loan := s.loan
 		err := s.check()
 		s.Unlock()
 		require.NoError(t, err, "shard %d", s.ord)
+		require.Zero(t, loan, "shard %d: Unlock forgot the bytes lent under the last lock", s.ord)
 	}
 }
 
@@ -92,9 +94,15 @@ func (s *Shard) check() error {
 			withExp++
 		}
 		if e[0]&hdrBytes != 0 {
-			flagged++
-			if len(s.vals[uint32(id)]) == 0 {
-				return fmt.Errorf("id %d: hdrBytes without a value", id)
+			at := keyEnd(e)
+			switch vlen, _ := uvarint(e[at:]); {
+			case vlen == 0:
+				flagged++
+				if n := len(s.vals[uint32(id)]); n <= maxInlineValue {
+					return fmt.Errorf("id %d: a value of %d bytes in vals", id, n)
+				}
+			case vlen > maxInlineValue:
+				return fmt.Errorf("id %d: an inline value of %d bytes", id, vlen)
 			}
 		}
 		if klen, _ := uvarint(e[fixedLen(e[0]):]); klen > maxInlineKey {
@@ -125,7 +133,7 @@ func (s *Shard) check() error {
 		}
 	}
 	if len(s.vals) != flagged {
-		return fmt.Errorf("%d values, %d flagged", len(s.vals), flagged)
+		return fmt.Errorf("%d values in vals, %d entries say so", len(s.vals), flagged)
 	}
 	if len(s.big) != big {
 		return fmt.Errorf("%d big keys, %d entries say big", len(s.big), big)

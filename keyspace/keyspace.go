@@ -60,9 +60,10 @@ type Value struct {
 	Expire int64 // Unix ns at which the key expires; 0 means never
 	Num    int64 // GCRA: the TAT in Unix ns; fixed-size states use Num and Num2
 	Num2   int64
-	// Bytes is the value of a String, or the encoding of a variable-size state. From Get it
-	// aliases the keyspace's memory and is valid only while the shard lock is held; an empty
-	// value comes back nil. Set copies it.
+	// Bytes is the value of a String, or the encoding of a variable-size state. From
+	// GetLocked it aliases the keyspace's memory and is valid only until the shard's lock is
+	// released or the key is written (writes to other keys leave it alone); an empty value
+	// comes back nil. SetLocked copies it.
 	Bytes []byte
 }
 
@@ -124,7 +125,7 @@ func (ks *Keyspace) LockKeys(keys [][]byte, buf []*Shard) []*Shard {
 // UnlockShards unlocks shards locked by LockKeys.
 func UnlockShards(shards []*Shard) {
 	for i := len(shards) - 1; i >= 0; i-- {
-		shards[i].mu.Unlock()
+		shards[i].Unlock()
 	}
 }
 
@@ -162,7 +163,7 @@ func (ks *Keyspace) Flush() {
 	for _, s := range ks.shards {
 		s.mu.Lock()
 		s.resetLocked()
-		s.mu.Unlock()
+		s.Unlock()
 	}
 }
 
@@ -174,7 +175,7 @@ func (ks *Keyspace) MemoryUsage() int64 {
 	for _, s := range ks.shards {
 		s.mu.Lock()
 		n += s.memoryLocked()
-		s.mu.Unlock()
+		s.Unlock()
 	}
 	return n
 }
@@ -200,7 +201,7 @@ func (ks *Keyspace) Scan(cursor uint64, count int, now int64, fn func(key []byte
 		s := ks.shards[si]
 		s.mu.Lock()
 		next, e, v := s.scanLocked(id, now, count-emitted, budget-visited, fn)
-		s.mu.Unlock()
+		s.Unlock()
 		id, emitted, visited = next, emitted+e, visited+v
 		if next == scanDone {
 			si, id = si+1, 0
@@ -232,7 +233,7 @@ func (ks *Keyspace) ExpireCycle(now int64, maxWork int) int {
 		}
 		s.mu.Lock()
 		r, w := s.expireLocked(now, maxWork-work)
-		s.mu.Unlock()
+		s.Unlock()
 		removed += r
 		work += w
 	}

@@ -103,6 +103,18 @@ func TestReplace(t *testing.T) {
 		{"num2 goes", Value{Kind: String, Bytes: []byte("xyz")}},
 		{"empty string", Value{Kind: String}},
 		{"back to gcra", Value{Kind: GCRA, Expire: 400, Num: 7}},
+		{"log", Value{Kind: SlidingLog, Expire: 500, Num: 1, Bytes: []byte("\x00\x02\x04")}},
+		{"log rewritten", Value{Kind: SlidingLog, Expire: 500, Num: 2, Bytes: []byte("\x00\x06\x08")}},
+		{"log at the limit", Value{Kind: SlidingLog, Expire: 600, Num: 3, Bytes: bytes.Repeat([]byte("a"), maxInlineValue)}},
+		{"log over the limit", Value{Kind: SlidingLog, Expire: 600, Num: 4, Bytes: bytes.Repeat([]byte("b"), maxInlineValue+1)}},
+		{"log over the limit rewritten", Value{Kind: SlidingLog, Expire: 600, Num: 5, Bytes: bytes.Repeat([]byte("c"), maxInlineValue+1)}},
+		{"log over the limit grows", Value{Kind: SlidingLog, Expire: 600, Num: 5, Bytes: bytes.Repeat([]byte("d"), 3*maxInlineValue)}},
+		{"log back under the limit", Value{Kind: SlidingLog, Expire: 600, Num: 6, Bytes: bytes.Repeat([]byte("e"), maxInlineValue-1)}},
+		// Num2 takes 8 bytes and the value gives them back: the entry keeps its size, not its layout.
+		{"num2 for 8 bytes of value", Value{Kind: SlidingLog, Num: 7, Num2: 1, Bytes: bytes.Repeat([]byte("f"), maxInlineValue-9)}},
+		{"8 bytes of value for num2", Value{Kind: SlidingLog, Num: 8, Bytes: bytes.Repeat([]byte("g"), maxInlineValue-1)}},
+		{"num2 and a value over the limit", Value{Kind: SlidingLog, Num: 9, Num2: 2, Bytes: bytes.Repeat([]byte("h"), 2*maxInlineValue)}},
+		{"gcra at last", Value{Kind: GCRA, Expire: 700, Num: 10}},
 	}
 	for _, key := range testKeys {
 		t.Run(fmt.Sprintf("key of %d bytes", len(key)), func(t *testing.T) {
@@ -123,6 +135,9 @@ func TestReplace(t *testing.T) {
 			}
 			require.Equal(t, 51, ks.Len())
 			require.Equal(t, 1, ks.Expires())
+			for _, s := range ks.shards {
+				require.Empty(t, s.vals, "no value over maxInlineValue is left")
+			}
 			for i := range 50 {
 				got, ok := get(ks, fmt.Sprint("n", i), 0)
 				require.True(t, ok)
@@ -149,6 +164,74 @@ func TestSetAliasingBytes(t *testing.T) {
 	s.SetLocked(key, v)
 	v, _ = s.GetLocked(key, 0)
 	require.Equal(t, "World", string(v.Bytes))
+	// Across maxInlineValue, both ways, from a slice of the stored value.
+	long := bytes.Repeat([]byte("0123456789"), maxInlineValue/10+2)
+	s.SetLocked(key, Value{Kind: String, Bytes: long})
+	for _, n := range []int{maxInlineValue + 1, maxInlineValue, maxInlineValue - 1} {
+		v, _ = s.GetLocked(key, 0)
+		v.Bytes = v.Bytes[len(v.Bytes)-n:]
+		s.SetLocked(key, v)
+		v, _ = s.GetLocked(key, 0)
+		require.Equal(t, long[len(long)-n:], v.Bytes)
+	}
+	require.NoError(t, s.check())
+}
+
+func TestSmallValuesInline(t *testing.T) {
+	ks := New(1)
+	s := ks.shards[0]
+	for i, n := range []int{1, 12, 127, 128, maxInlineValue} {
+		set(ks, fmt.Sprint(i), Value{Kind: SlidingLog, Bytes: bytes.Repeat([]byte{byte(i)}, n)})
+	}
+	require.Empty(t, s.vals, "values up to maxInlineValue are in their entries")
+	set(ks, "big", Value{Kind: SlidingLog, Bytes: bytes.Repeat([]byte{'b'}, maxInlineValue+1)})
+	require.Len(t, s.vals, 1)
+	checkInvariants(t, ks)
+}
+
+// TestBytesOutliveOtherWrites holds the contract of GetLocked: the bytes it returns stay
+// valid until the key is written or the lock released, however much is written to the
+// other keys of the shard meanwhile, their entries and ours moving and blocks being freed.
+func TestBytesOutliveOtherWrites(t *testing.T) {
+	ks := New(1)
+	s := ks.shards[0]
+	key := func(i int) []byte { return fmt.Appendf(nil, "key:%06d", i) }
+	val := func(i, n int) []byte { return bytes.Repeat([]byte{byte(i)}, n) }
+	const n = 2000
+	s.Lock()
+	defer s.Unlock()
+	for i := range n {
+		s.SetLocked(key(i), Value{Kind: SlidingLog, Bytes: val(i, 100)})
+	}
+	held := make([][]byte, n/100)
+	offs := make([]uint32, len(held))
+	for j := range held {
+		v, ok := s.GetLocked(key(j*100), 0)
+		require.True(t, ok)
+		held[j] = v.Bytes
+		_, offs[j], _ = s.find(key(j*100), s.hash(key(j*100)))
+	}
+	// The other keys grow, shrink and go, which kills most of every block.
+	for round := range 3 {
+		for i := range n {
+			switch {
+			case i%100 == 0:
+			case i%3 == 0:
+				s.DeleteLocked(key(i))
+			default:
+				s.SetLocked(key(i), Value{Kind: SlidingLog, Bytes: val(i, 90+round*20)})
+			}
+		}
+	}
+	moved := 0
+	for j, b := range held {
+		require.Equal(t, val(j*100, 100), b, "the bytes of key %d", j*100)
+		if _, off, _ := s.find(key(j*100), s.hash(key(j*100))); off != offs[j] {
+			moved++
+		}
+	}
+	require.Positive(t, moved, "compaction moved some of the entries whose bytes are held")
+	require.NoError(t, s.check())
 }
 
 func TestLazyExpiry(t *testing.T) {
@@ -337,6 +420,27 @@ func TestGetSetDoNotAllocate(t *testing.T) {
 		v, _ = s.GetLocked(wkey, 1)
 		v.Num2++
 		s.SetLocked(wkey, v)
+		s.Unlock()
+	})
+	require.Zero(t, allocs)
+	// Sliding logs, their entries moving at every write as their values change size.
+	for i := range keys {
+		set(ks, "l"+string(keys[i]), Value{Kind: SlidingLog, Expire: 100, Bytes: []byte("log")})
+	}
+	lkey, scratch := make([]byte, 15), make([]byte, 0, maxInlineValue)
+	lkey[0] = 'l'
+	allocs = testing.AllocsPerRun(10000, func() {
+		copy(lkey[1:], keys[i%len(keys)])
+		i++
+		s := ks.Shard(lkey)
+		s.Lock()
+		v, _ := s.GetLocked(lkey, 1)
+		old := v.Bytes
+		if len(old) > 200 {
+			old = old[150:]
+		}
+		v.Bytes = append(append(scratch[:0], old...), "ab"...)
+		s.SetLocked(lkey, v)
 		s.Unlock()
 	})
 	require.Zero(t, allocs)

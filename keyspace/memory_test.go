@@ -1,6 +1,8 @@
 package keyspace
 
 import (
+	"bytes"
+	"encoding/binary"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -11,8 +13,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// memoryKeys is the number of keys the memory measurement inserts.
-const memoryKeys = 1_000_000
+// memoryKeys is the number of keys the GCRA memory measurement inserts, logKeys the
+// number the byte-value one does.
+const (
+	memoryKeys = 1_000_000
+	logKeys    = 300_000
+)
+
+// logValue is the size of the byte value of buildLogKeyspace's keys: a sliding log with one
+// admission takes about 10 bytes.
+const logValue = 12
 
 // memSample is the process's memory at one moment, after a full GC.
 type memSample struct {
@@ -44,19 +54,19 @@ func residentBytes() uint64 {
 // perKey is the growth from before to after, in bytes per key.
 type perKey struct{ heapInuse, sys, rss float64 }
 
-// measure builds a store with build, keeping it alive until it has been measured.
-func measure(build func(keys [][]byte) any) perKey {
-	keys := gcraKeys(memoryKeys) // outside the measurement: the caller's request buffers
+// measure builds a store of n keys with build, keeping it alive until it has been measured.
+func measure(n int, build func(keys [][]byte) any) perKey {
+	keys := gcraKeys(n) // outside the measurement: the caller's request buffers
 	before := sampleMemory()
 	store := build(keys)
 	after := sampleMemory()
 	runtime.KeepAlive(store)
 	runtime.KeepAlive(keys)
-	delta := func(a, b uint64) float64 { return (float64(a) - float64(b)) / memoryKeys }
+	delta := func(a, b uint64) float64 { return (float64(a) - float64(b)) / float64(n) }
 	return perKey{delta(after.heapInuse, before.heapInuse), delta(after.sys, before.sys), delta(after.rss, before.rss)}
 }
 
-// buildKeyspace inserts 1,000,000 GCRA keys with 14-byte names and an expiry.
+// buildKeyspace inserts GCRA keys with 14-byte names and an expiry.
 func buildKeyspace(keys [][]byte) any {
 	ks := New(256)
 	for i, k := range keys {
@@ -83,6 +93,38 @@ func buildMap(keys [][]byte) any {
 	return m
 }
 
+// buildLogKeyspace inserts sliding-log keys with an expiry and a byte value of logValue
+// bytes, as SLIDE leaves after one admission.
+func buildLogKeyspace(keys [][]byte) any {
+	ks := New(256)
+	var val [logValue]byte // the server's scratch buffer
+	for i, k := range keys {
+		binary.LittleEndian.PutUint64(val[:], uint64(i))
+		s := ks.Shard(k)
+		s.Lock()
+		s.SetLocked(k, Value{Kind: SlidingLog, Expire: 2e18 + int64(i), Num: 1e12 + int64(i), Bytes: val[:]})
+		s.Unlock()
+	}
+	return ks
+}
+
+// buildLogMap is buildLogKeyspace in the naive design.
+func buildLogMap(keys [][]byte) any {
+	type entry struct {
+		kind        Kind
+		expire, num int64
+		num2        int64
+		bytes       []byte
+	}
+	m := make(map[string]*entry)
+	var val [logValue]byte
+	for i, k := range keys {
+		binary.LittleEndian.PutUint64(val[:], uint64(i))
+		m[string(k)] = &entry{kind: SlidingLog, expire: 2e18 + int64(i), num: 1e12 + int64(i), bytes: bytes.Clone(val[:])}
+	}
+	return m
+}
+
 // BenchmarkMemoryPerGCRAKey reports the memory 1,000,000 GCRA keys (14-byte names, an
 // expiry) take, per key. Run it alone and once:
 //
@@ -95,7 +137,29 @@ func BenchmarkMemoryPerGCRAKey(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			var m perKey
 			for range b.N {
-				m = measure(tc.build)
+				m = measure(memoryKeys, tc.build)
+			}
+			b.ReportMetric(m.heapInuse, "heap-B/key")
+			b.ReportMetric(m.rss, "rss-B/key")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// BenchmarkMemoryPerLogKey reports the memory 300,000 keys with a small byte value take
+// (14-byte names, an expiry, a 12-byte value: a sliding log after one admission), per key.
+// Run it alone and once:
+//
+//	go test -run '^$' -bench MemoryPerLogKey -benchtime 1x ./keyspace
+func BenchmarkMemoryPerLogKey(b *testing.B) {
+	for _, tc := range []struct {
+		name  string
+		build func([][]byte) any
+	}{{"keyspace", buildLogKeyspace}, {"map", buildLogMap}} {
+		b.Run(tc.name, func(b *testing.B) {
+			var m perKey
+			for range b.N {
+				m = measure(logKeys, tc.build)
 			}
 			b.ReportMetric(m.heapInuse, "heap-B/key")
 			b.ReportMetric(m.rss, "rss-B/key")
@@ -112,10 +176,20 @@ func TestMemoryPerKey(t *testing.T) {
 	if os.Getenv("THROTTLED_MEMORY_TEST") == "" {
 		t.Skip("set THROTTLED_MEMORY_TEST=1 to measure memory per key")
 	}
-	m := measure(buildKeyspace)
-	t.Logf("per GCRA key: heap in use %.1f B, resident %.1f B (runtime Sys %.1f B)", m.heapInuse, m.rss, m.sys)
-	require.Less(t, m.heapInuse, 60.0, "heap bytes per key")
-	if m.rss != 0 {
-		require.Less(t, m.rss, 64.0, "resident bytes per key")
+	for _, tc := range []struct {
+		name      string
+		n         int
+		build     func([][]byte) any
+		heap, rss float64
+	}{
+		{"GCRA key", memoryKeys, buildKeyspace, 60, 64},
+		{"sliding-log key", logKeys, buildLogKeyspace, 80, 84},
+	} {
+		m := measure(tc.n, tc.build)
+		t.Logf("per %s: heap in use %.1f B, resident %.1f B (runtime Sys %.1f B)", tc.name, m.heapInuse, m.rss, m.sys)
+		require.Less(t, m.heapInuse, tc.heap, "heap bytes per %s", tc.name)
+		if m.rss != 0 {
+			require.Less(t, m.rss, tc.rss, "resident bytes per %s", tc.name)
+		}
 	}
 }

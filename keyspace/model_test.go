@@ -15,10 +15,11 @@ import (
 // change tracking on, mirror is a copy kept up to date by draining the changes, as
 // persistence does.
 type model struct {
-	t      testing.TB
-	ks     *Keyspace
-	m      map[string]Value
-	mirror map[string]Value
+	t       testing.TB
+	ks      *Keyspace
+	m       map[string]Value
+	mirror  map[string]Value
+	scratch []byte // edit's buffer for new byte values, as the server's
 }
 
 func newModel(t testing.TB, shards int) *model {
@@ -40,6 +41,65 @@ func (m *model) set(key string, v Value) {
 		v.Bytes = nil
 	}
 	m.m[key] = v
+}
+
+// edit rewrites the value of key as the server's limits do: under the shard's lock it reads
+// the value and writes back one with the bytes shortened by aliasing the stored ones (the
+// oldest admissions of a log leave the window), rebuilt longer in a scratch buffer (an
+// admission), changed in place, or with Num2 turning zero or not; the bytes of a missing
+// key start near maxInlineValue, so that edits take them in and out of the entry.
+func (m *model) edit(r *rand.Rand, key string, now int64) {
+	want, wok := m.m[key]
+	if wok && expired(want, now) {
+		delete(m.m, key)
+		wok = false
+	}
+	s := m.ks.Shard([]byte(key))
+	s.Lock()
+	defer s.Unlock()
+	v, ok := s.GetLocked([]byte(key), now)
+	require.Equal(m.t, wok, ok, "edit %q", key)
+	if !ok {
+		v = Value{Kind: SlidingLog, Num: now, Bytes: bytes.Repeat([]byte{byte(r.Int())}, maxInlineValue-10+r.IntN(20))}
+		if r.IntN(2) == 0 {
+			v.Expire = now + 1 + r.Int64N(200)
+		}
+	}
+	grow := func(n int) {
+		v.Bytes = append(m.scratch[:0], v.Bytes...)
+		for range n {
+			v.Bytes = append(v.Bytes, byte(r.Int()))
+		}
+		m.scratch = v.Bytes
+	}
+	switch r.IntN(5) {
+	case 0:
+		v.Bytes = v.Bytes[min(len(v.Bytes), r.IntN(9)):]
+	case 1, 2:
+		grow(r.IntN(9))
+	case 3:
+		if len(v.Bytes) > 0 {
+			v.Bytes[r.IntN(len(v.Bytes))]++ // the stored bytes themselves
+		}
+	case 4:
+		// The fixed part grows or shrinks by 8 bytes and the value the other way, so that
+		// the entry keeps its size but not its layout.
+		if v.Num2 == 0 {
+			v.Num2 = 1 + r.Int64N(5)
+			v.Bytes = v.Bytes[min(len(v.Bytes), 8):]
+		} else {
+			v.Num2 = 0
+			grow(8)
+		}
+	}
+	v.Num++
+	want = v
+	want.Bytes = bytes.Clone(v.Bytes) // before SetLocked, which may write over what v.Bytes aliases
+	if len(want.Bytes) == 0 {
+		want.Bytes = nil
+	}
+	s.SetLocked([]byte(key), v)
+	m.m[key] = want
 }
 
 func (m *model) get(key string, now int64) {
@@ -131,11 +191,13 @@ func randomValue(r *rand.Rand, now int64) Value {
 	if r.IntN(2) == 0 {
 		v.Num2 = r.Int64N(3)
 	}
-	switch r.IntN(4) {
+	switch r.IntN(5) {
 	case 0:
 		v.Bytes = bytes.Repeat([]byte{byte(r.Int())}, r.IntN(40))
 	case 1:
 		v.Bytes = make([]byte, r.IntN(2000))
+	case 2:
+		v.Bytes = bytes.Repeat([]byte{byte(r.Int())}, maxInlineValue-3+r.IntN(7)) // at the limit
 	}
 	return v
 }
@@ -161,8 +223,10 @@ func TestModelRandom(t *testing.T) {
 				insert := (op/(tc.ops/6))%2 == 0
 				key := keys[r.IntN(len(keys))]
 				switch n := r.IntN(100); {
-				case n < 40 && insert, n < 15:
+				case n < 40 && insert, n < 10:
 					m.set(key, randomValue(r, now))
+				case n < 50 && insert, n < 15:
+					m.edit(r, key, now)
 				case n < 60:
 					m.get(key, now)
 				case n < 90:
@@ -212,7 +276,11 @@ func FuzzKeyspace(f *testing.F) {
 					v.Expire = now + int64(b%16) + 1
 				}
 				if a&0x40 != 0 {
-					v.Bytes = bytes.Repeat([]byte{b}, int(b%50))
+					n := int(b % 50)
+					if a&0x80 != 0 {
+						n += maxInlineValue - 25 // in and out of the entry
+					}
+					v.Bytes = bytes.Repeat([]byte{b}, n)
 				}
 				m.set(key, v)
 			case 2:

@@ -20,9 +20,13 @@ import (
 //	      21   Num2, int64 little-endian, only when hdrWide
 //	    then   the key's length, uvarint
 //	    then   the key, unless longer than maxInlineKey (then it is in Shard.big)
+//	    then   only when hdrBytes, the byte value: its length, uvarint, and the bytes; a
+//	           value longer than maxInlineValue is in Shard.vals, and its length is written 0
 //
 // The fields come first so that reading and updating them needs no decoding; a lookup
-// touches the index slot and this entry and nothing else.
+// touches the index slot and this entry and nothing else. A write that changes the size
+// of an entry (Num2 turning zero or not, a byte value changing length or going in or out
+// of Shard.vals) moves it to the tail; any other write is made in place.
 const (
 	eID      = 1
 	eExpire  = 5
@@ -32,11 +36,23 @@ const (
 	eWide    = 29 // and with
 	hdrKind  = 0x3f
 	hdrWide  = 0x40 // Num2 != 0: the entry has its 8 bytes
-	hdrBytes = 0x80 // the key has a byte value in Shard.vals
+	hdrBytes = 0x80 // the key has a byte value (Value.Bytes is not empty)
 
 	// maxInlineKey is the longest key kept in an entry; longer keys live in Shard.big, so
 	// that an entry always fits a block.
 	maxInlineKey = 1024
+	// The bits of Shard.loan. A byte value GetLocked returns stays valid until the lock is
+	// released or its key is written, but writes to other keys may move its entry to the
+	// tail (compaction) and free its block. So once GetLocked has lent bytes (loanBytes),
+	// a block freed is kept from reuse until Unlock (loanSpare): it may hold them.
+	loanBytes = 1
+	loanSpare = 2
+
+	// maxInlineValue is the longest byte value kept in an entry; longer values live in
+	// Shard.vals. A sliding log of 100 admissions takes about 300 bytes over a minute's
+	// window and 400 over an hour's (algorithms.SlidingLog), and stays inline. A value kept
+	// in Shard.vals costs a map slot, a slice header and its own heap object besides.
+	maxInlineValue = 512
 
 	blockShift = 13
 	blockSize  = 1 << blockShift // a block is one 8 KiB object of the runtime
@@ -74,7 +90,8 @@ type blockMeta struct {
 // Shard is one lock stripe of the keyspace. Callers lock it, call its *Locked methods and
 // unlock it.
 type Shard struct {
-	mu sync.Mutex // guards the fields below; the counters are written under it and read without
+	mu   sync.Mutex // guards the fields below; the counters are written under it and read without
+	loan uint8      // loanBytes, loanSpare: what the byte values lent under the lock held now pin
 
 	seed maphash.Seed
 	ord  int // position in Keyspace.shards: the order LockKeys locks in
@@ -102,7 +119,7 @@ type Shard struct {
 	queue      []int32
 	compacting bool // a compaction is running: further ones queue up
 
-	vals map[uint32][]byte // byte values by record id (entries with hdrBytes)
+	vals map[uint32][]byte // byte values longer than maxInlineValue, by record id
 	big  map[uint32][]byte // keys longer than maxInlineKey, by record id
 
 	sweep uint32 // the record id ExpireCycle examines next
@@ -125,12 +142,16 @@ func newShard(seed maphash.Seed, ord int) *Shard {
 func (s *Shard) Lock() { s.mu.Lock() }
 
 // Unlock unlocks the shard.
-func (s *Shard) Unlock() { s.mu.Unlock() }
+func (s *Shard) Unlock() {
+	s.loan = 0
+	s.mu.Unlock()
+}
 
 // GetLocked returns the value at key and true, or false when there is none. A key that has
 // expired at now (now >= Expire) is deleted then and reported missing. Bytes of the value
 // alias the shard's memory: they are valid only until the lock is released or the key is
-// written. GetLocked does not allocate.
+// written (set or deleted); writes to other keys leave them alone. GetLocked does not
+// allocate.
 func (s *Shard) GetLocked(key []byte, now int64) (Value, bool) {
 	pos, off, ok := s.find(key, s.hash(key))
 	if !ok {
@@ -151,15 +172,19 @@ func (s *Shard) GetLocked(key []byte, now int64) (Value, bool) {
 	}
 	var b []byte
 	if hdr&hdrBytes != 0 {
-		b = s.vals[getID(e)]
+		b = s.bytesOf(e)
+		s.loan |= loanBytes
 	}
 	return Value{Kind: Kind(hdr & hdrKind), Expire: exp, Num: getInt(e, eNum), Num2: num2, Bytes: b}, true
 }
 
 // SetLocked stores v at key, replacing what was there (an expired key is replaced too).
-// It copies key and v.Bytes. A Value of Kind None deletes the key. Replacing the value of
-// an existing key keeps its record id (see Scan), and does not allocate when Num2 stays
-// zero or non-zero and the bytes fit the old ones' capacity.
+// It copies key and v.Bytes, which may alias bytes GetLocked returned. A Value of Kind None
+// deletes the key. Replacing the value of an existing key keeps its record id (see Scan).
+// It is done in place, without allocating, when the entry keeps its size: Num2 stays zero
+// or non-zero and the bytes keep their length, or stay longer than maxInlineValue and fit
+// the old ones' capacity. Otherwise the entry moves to the tail of the arena, which
+// allocates only when a block fills and no freed one is at hand.
 func (s *Shard) SetLocked(key []byte, v Value) {
 	if v.Kind == None {
 		s.DeleteLocked(key)
@@ -178,8 +203,7 @@ func (s *Shard) SetLocked(key []byte, v Value) {
 		s.resize(targetIndex(s.count + 1))
 		pos, _, _ = s.find(key, h)
 	}
-	wide := v.Num2 != 0
-	off, e := s.appendEntry(entrySize(len(key), wide)) // may compact: only then take the id
+	off, e := s.appendEntry(entrySize(len(key), len(v.Bytes), v.Num2 != 0)) // may compact: only then take the id
 	id := s.allocID()
 	writeEntry(e, id, key, v)
 	s.ids[id] = off
@@ -189,7 +213,9 @@ func (s *Shard) SetLocked(key []byte, v Value) {
 		}
 		s.big[id] = bytes.Clone(key)
 	}
-	s.setBytes(e, id, v.Bytes)
+	if len(v.Bytes) > maxInlineValue {
+		s.setBig(id, v.Bytes)
+	}
 	s.index[pos] = uint64(h)<<32 | uint64(off+1)
 	if s.track {
 		s.noteWrite(id)
@@ -255,8 +281,8 @@ func fixedLen(hdr byte) int {
 	return eNarrow
 }
 
-// entrySize is the size of the entry of a key of klen bytes.
-func entrySize(klen int, wide bool) int {
+// entrySize is the size of the entry of a key of klen bytes with a byte value of vlen.
+func entrySize(klen, vlen int, wide bool) int {
 	n := eNarrow + uvarintLen(klen)
 	if wide {
 		n = eWide + uvarintLen(klen)
@@ -264,16 +290,43 @@ func entrySize(klen int, wide bool) int {
 	if klen <= maxInlineKey {
 		n += klen
 	}
+	switch {
+	case vlen > maxInlineValue:
+		n++ // the length 0
+	case vlen > 0:
+		n += uvarintLen(vlen) + vlen
+	}
 	return n
+}
+
+// keyEnd returns where the key of entry e ends: where its byte value starts, if it has one.
+func keyEnd(e []byte) int {
+	at := fixedLen(e[0])
+	klen, n := uvarint(e[at:])
+	at += n
+	if klen <= maxInlineKey {
+		at += klen
+	}
+	return at
 }
 
 // sizeOf returns the size of the entry e starts with.
 func sizeOf(e []byte) int {
-	klen, _ := uvarint(e[fixedLen(e[0]):])
-	return entrySize(klen, e[0]&hdrWide != 0)
+	at := keyEnd(e)
+	if e[0]&hdrBytes != 0 {
+		vlen, n := uvarint(e[at:]) // 0 for a value in Shard.vals
+		at += n + vlen
+	}
+	return at
 }
 
-// writeEntry writes an entry for key and v into e, which is entrySize long.
+// inVals reports whether entry e has a byte value and keeps it in Shard.vals.
+func inVals(e []byte) bool {
+	return e[0]&hdrBytes != 0 && e[keyEnd(e)] == 0 // the first byte of a uvarint is 0 only for 0
+}
+
+// writeEntry writes an entry for key and v into e, which is entrySize long. A byte value
+// longer than maxInlineValue is left for the caller to put in Shard.vals.
 func writeEntry(e []byte, id uint32, key []byte, v Value) {
 	e[0] = byte(v.Kind)
 	binary.LittleEndian.PutUint32(e[eID:], id)
@@ -287,7 +340,16 @@ func writeEntry(e []byte, id uint32, key []byte, v Value) {
 	}
 	at += binary.PutUvarint(e[at:], uint64(len(key)))
 	if len(key) <= maxInlineKey {
-		copy(e[at:], key)
+		at += copy(e[at:], key)
+	}
+	switch b := v.Bytes; {
+	case len(b) > maxInlineValue:
+		e[0] |= hdrBytes
+		e[at] = 0
+	case len(b) > 0:
+		e[0] |= hdrBytes
+		at += binary.PutUvarint(e[at:], uint64(len(b)))
+		copy(e[at:], b) // b may alias the entry this one replaces, never e
 	}
 }
 
@@ -302,6 +364,19 @@ func (s *Shard) keyIn(e []byte) []byte {
 	return e[at : at+klen : at+klen]
 }
 
+// bytesOf returns the byte value of entry e, which has hdrBytes, aliasing the shard's
+// memory. The slice's capacity ends with the value, so that appending to it never writes
+// over the next entry.
+func (s *Shard) bytesOf(e []byte) []byte {
+	at := keyEnd(e)
+	vlen, n := uvarint(e[at:])
+	if vlen == 0 {
+		return s.vals[getID(e)]
+	}
+	at += n
+	return e[at : at+vlen : at+vlen]
+}
+
 // value assembles the Value of entry e.
 func (s *Shard) value(e []byte) Value {
 	hdr := e[0]
@@ -311,7 +386,7 @@ func (s *Shard) value(e []byte) Value {
 	}
 	var b []byte
 	if hdr&hdrBytes != 0 {
-		b = s.vals[getID(e)]
+		b = s.bytesOf(e)
 	}
 	return Value{Kind: Kind(hdr & hdrKind), Expire: getInt(e, eExpire), Num: getInt(e, eNum), Num2: num2, Bytes: b}
 }
@@ -406,7 +481,7 @@ func (s *Shard) remove(pos int, off uint32) {
 	if s.track {
 		s.noteDelete(s.keyIn(e))
 	}
-	if e[0]&hdrBytes != 0 {
+	if inVals(e) {
 		delete(s.vals, id)
 	}
 	if klen, _ := uvarint(e[fixedLen(e[0]):]); klen > maxInlineKey {
@@ -438,52 +513,71 @@ func (s *Shard) replace(pos int, off uint32, key []byte, v Value) {
 		}
 	}
 	id := getID(e)
-	if wide := v.Num2 != 0; (e[0]&hdrWide != 0) == wide {
-		e[0] = e[0]&(hdrBytes|hdrWide) | byte(v.Kind)
+	wide := v.Num2 != 0
+	if e[0]&hdrBytes == 0 && len(v.Bytes) == 0 && (e[0]&hdrWide != 0) == wide {
+		// The fixed-size kinds' path: no sizes to work out.
+		e[0] = e[0]&hdrWide | byte(v.Kind)
 		putInt(e, eExpire, v.Expire)
 		putInt(e, eNum, v.Num)
 		if wide {
 			putInt(e, eNum2, v.Num2)
 		}
 	} else {
-		// The entry changes size: write it anew at the tail.
-		hasBytes := e[0] & hdrBytes
-		size := sizeOf(e)
-		newOff, ne := s.appendEntry(entrySize(len(key), wide)) // may compact, moving our entry
-		off = s.ids[id]
-		writeEntry(ne, id, key, v)
-		ne[0] |= hasBytes
-		s.ids[id] = newOff
-		s.index[pos] = s.index[pos]&^math.MaxUint32 | uint64(newOff+1)
-		s.kill(off, size)
-		e = ne
+		s.replaceSized(pos, off, key, v)
 	}
-	s.setBytes(e, id, v.Bytes)
 	if s.track {
 		s.noteWrite(id)
 	}
 }
 
-// setBytes stores b as the byte value of record id, whose entry is e, reusing the old
-// value's memory when it fits, and sets the entry's hdrBytes flag to match.
-func (s *Shard) setBytes(e []byte, id uint32, b []byte) {
-	had := e[0]&hdrBytes != 0
-	if len(b) == 0 {
-		if had {
-			delete(s.vals, id)
-			e[0] &^= hdrBytes
+// replaceSized is replace for an entry that has or gets a byte value: in place when the
+// entry keeps its layout, else written anew at the tail.
+func (s *Shard) replaceSized(pos int, off uint32, key []byte, v Value) {
+	e := s.entry(off)
+	id := getID(e)
+	wasBig, big := inVals(e), len(v.Bytes) > maxInlineValue
+	size, newSize := sizeOf(e), entrySize(len(key), len(v.Bytes), v.Num2 != 0)
+	if newSize == size && (e[0]&hdrWide != 0) == (v.Num2 != 0) {
+		// Then the value field is as long as before: both values are in vals, or both
+		// inline and of the same length, and only the fields and the bytes change.
+		e[0] = e[0]&(hdrWide|hdrBytes) | byte(v.Kind)
+		putInt(e, eExpire, v.Expire)
+		putInt(e, eNum, v.Num)
+		if v.Num2 != 0 {
+			putInt(e, eNum2, v.Num2)
+		}
+		if big {
+			s.setBig(id, v.Bytes)
+		} else if len(v.Bytes) > 0 {
+			copy(e[size-len(v.Bytes):size], v.Bytes) // v.Bytes may be these very bytes: a memmove
 		}
 		return
 	}
-	var old []byte
-	if had {
-		old = s.vals[id]
+	// v.Bytes may alias the old entry, which appendEntry may move: its bytes stay intact
+	// all the same, since GetLocked lent them (see loanSpare).
+	newOff, ne := s.appendEntry(newSize)
+	off = s.ids[id]
+	writeEntry(ne, id, key, v)
+	s.ids[id] = newOff
+	s.index[pos] = s.index[pos]&^math.MaxUint32 | uint64(newOff+1)
+	s.kill(off, size)
+	switch {
+	case big:
+		s.setBig(id, v.Bytes)
+	case wasBig:
+		delete(s.vals, id)
 	}
+}
+
+// setBig stores b, longer than maxInlineValue, as the byte value of record id in vals,
+// reusing the memory of the value there when it fits.
+func (s *Shard) setBig(id uint32, b []byte) {
+	old := s.vals[id]
 	var nb []byte
 	switch {
 	case cap(old) >= len(b) && cap(old)/4 <= len(b):
 		nb = old[:len(b)]
-	case had:
+	case old != nil:
 		nb = make([]byte, len(b), len(b)+len(b)/4) // a value that grows may grow again
 	default:
 		nb = make([]byte, len(b))
@@ -493,7 +587,6 @@ func (s *Shard) setBytes(e []byte, id uint32, b []byte) {
 		s.vals = make(map[uint32][]byte)
 	}
 	s.vals[id] = nb
-	e[0] |= hdrBytes
 }
 
 // allocID takes the lowest free record id, or a new one. Its ids slot holds freeID.
@@ -576,7 +669,7 @@ func (s *Shard) newTail() {
 		s.blocks = append(s.blocks, nil)
 		s.meta = append(s.meta, blockMeta{})
 	}
-	if s.spare != nil {
+	if s.spare != nil && s.loan&loanSpare == 0 {
 		s.blocks[b], s.spare = s.spare, nil
 	} else {
 		s.blocks[b] = new(block)
@@ -646,6 +739,9 @@ func (s *Shard) compactBlock(b int) {
 	s.meta[b] = blockMeta{}
 	if s.spare == nil {
 		s.spare = blk
+		if s.loan&loanBytes != 0 {
+			s.loan |= loanSpare
+		}
 	}
 	s.freeBlocks = append(s.freeBlocks, int32(b))
 	// Free blocks at the end are dropped altogether.

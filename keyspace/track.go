@@ -80,7 +80,7 @@ func (ks *Keyspace) Track(on bool) {
 		if !on {
 			s.forget()
 		}
-		s.mu.Unlock()
+		s.Unlock()
 	}
 }
 
@@ -93,7 +93,7 @@ func (ks *Keyspace) Track(on bool) {
 func (ks *Keyspace) Drain(i int, r Recorder) bool {
 	s := ks.shards[i]
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.Unlock()
 	if s.lost {
 		return false
 	}
@@ -118,7 +118,7 @@ func (ks *Keyspace) Drain(i int, r Recorder) bool {
 func (ks *Keyspace) DrainAll(i int, r Recorder) {
 	s := ks.shards[i]
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.Unlock()
 	for _, off := range s.ids {
 		if off != freeID {
 			e := s.entry(off)

@@ -100,9 +100,10 @@ func (s *Store) FlushAll() error {
 }
 
 // run is the writer: it writes a batch when asked (a waiting client, SAVE) or when the
-// interval has passed. The interval grows with the time the last batch took, to nine
-// times it, so that writing takes at most about a tenth of the time and a busier
-// server coalesces more changes per key into a batch; it never exceeds a second.
+// interval has passed. The interval grows with the time the last batch took, to 19
+// times it, so that writing (with the flushes and compactions it causes, about as much
+// again) takes at most about a twentieth of the time and a busier server coalesces more
+// changes per key into a batch; it never exceeds a second, which bounds what a crash loses.
 func (s *Store) run() {
 	defer close(s.done)
 	timer := time.NewTimer(s.interval)
@@ -125,7 +126,7 @@ func (s *Store) run() {
 		if sync {
 			lastSync = start
 		}
-		timer.Reset(min(max(s.interval, 9*time.Since(start)), time.Second))
+		timer.Reset(min(max(s.interval, 19*time.Since(start)), time.Second))
 	}
 }
 
