@@ -368,9 +368,12 @@ func openError(dir string, err error) error {
 	return fmt.Errorf("%w: %s: %v; %s", ErrDamaged, dir, err, untouched)
 }
 
-// memTableSize is Pebble's write buffer: larger ones flush less often and so write a hot
-// key's versions to disk fewer times.
-const memTableSize = 8 << 20
+// memTableSize is Pebble's write buffer: larger ones flush less often, and a flush writes
+// only the newest version of each key. 32 MiB holds about four versions of each of 100,000
+// keys changing at random, which took Pebble's flushes and compactions from about 4% of the
+// server's CPU to under 2% (CL.THROTTLE at 125k req/s, everysec, pprof); 64 MiB saved
+// little more for twice the memory.
+const memTableSize = 32 << 20
 
 // pebbleOptions are the options for the store in dir: read-only for the first look,
 // never creating a store where one is expected.
