@@ -2,10 +2,8 @@ package persistence
 
 import (
 	"bytes"
-	"cmp"
 	"errors"
 	"fmt"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -228,6 +226,7 @@ func (s *Store) refreshSize(now bool) {
 type recorder struct {
 	buf        []byte   // the records' keys and values, back to back
 	recs       []record // in drain order until sorted
+	tmp        []record // sort's scratch
 	puts, dels int
 }
 
@@ -255,15 +254,86 @@ func (r *recorder) Put(key []byte, v keyspace.Value) {
 
 func (r *recorder) key(rec record) []byte { return r.buf[rec.off : rec.off+rec.klen] }
 
-// writeTo adds the changes to b sorted by key; the changes of one key keep their order,
-// which is the order of the offsets.
-func (r *recorder) writeTo(b *pebble.Batch) {
-	slices.SortFunc(r.recs, func(x, y record) int {
-		if c := bytes.Compare(r.key(x), r.key(y)); c != 0 {
-			return c
+// sort orders the records by key, stably: the records of one key keep the order they were
+// drained in (offsets alone cannot tell it: deleting and then setting the empty key with
+// an empty value makes two records of no bytes). It is a radix sort on the key bytes,
+// faster than comparisons on a batch of 95,000 keys sharing a prefix
+// (BenchmarkSortRecords), the writer's largest cost besides Pebble.
+func (r *recorder) sort() {
+	if cap(r.tmp) < len(r.recs) {
+		r.tmp = make([]record, len(r.recs))
+	}
+	r.radix(r.recs, r.tmp[:len(r.recs)], 0)
+}
+
+// radixSmall is the size under which a bucket is insertion-sorted.
+const radixSmall = 24
+
+// radix sorts recs, whose keys agree on their first depth bytes, by the bytes from depth
+// on; tmp is as long as recs. A byte all the keys share costs a count and no move. Every
+// bucket but the largest is sorted by a call, the largest by the loop, so that the calls
+// nest at most log2(len(recs)) deep whatever the keys.
+func (r *recorder) radix(recs, tmp []record, depth int) {
+	for len(recs) > radixSmall {
+		var count [257]int // [0]: keys that end before depth; [1+c]: keys with byte c at depth
+		for _, rec := range recs {
+			count[r.digit(rec, depth)]++
 		}
-		return cmp.Compare(x.off, y.off)
-	})
+		if d := r.digit(recs[0], depth); count[d] == len(recs) {
+			if d == 0 {
+				return // the same key throughout, in drain order
+			}
+			depth++
+			continue
+		}
+		var next [257]int
+		for d, sum := 0, 0; d < len(count); d++ {
+			next[d], sum = sum, sum+count[d]
+		}
+		for _, rec := range recs {
+			d := r.digit(rec, depth)
+			tmp[next[d]] = rec
+			next[d]++
+		}
+		copy(recs, tmp)
+		big := 1
+		for d := 2; d < len(count); d++ {
+			if count[d] > count[big] {
+				big = d
+			}
+		}
+		for d := 1; d < len(count); d++ { // bucket 0 is one key: done
+			if end := next[d]; d != big && count[d] > 1 {
+				r.radix(recs[end-count[d]:end], tmp[end-count[d]:end], depth+1)
+			}
+		}
+		end := next[big]
+		recs, tmp, depth = recs[end-count[big]:end], tmp[end-count[big]:end], depth+1
+	}
+	for i := 1; i < len(recs); i++ {
+		for j := i; j > 0 && r.less(recs[j], recs[j-1], depth); j-- {
+			recs[j], recs[j-1] = recs[j-1], recs[j]
+		}
+	}
+}
+
+// digit is the radix sort's digit of rec at depth: 0 when its key is shorter, else 1 + the
+// byte.
+func (r *recorder) digit(rec record, depth int) int {
+	if depth >= int(rec.klen) {
+		return 0
+	}
+	return 1 + int(r.buf[int(rec.off)+depth])
+}
+
+// less reports whether x's key sorts before y's; they agree on the first depth bytes.
+func (r *recorder) less(x, y record, depth int) bool {
+	return bytes.Compare(r.key(x)[depth:], r.key(y)[depth:]) < 0
+}
+
+// writeTo adds the changes to b sorted by key; the changes of one key keep their order.
+func (r *recorder) writeTo(b *pebble.Batch) {
+	r.sort()
 	for _, rec := range r.recs {
 		key := r.key(rec)
 		if rec.vlen < 0 {
