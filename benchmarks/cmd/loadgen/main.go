@@ -133,6 +133,10 @@ func (r *runner) run() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	ps := pairs(tNo, tSec, redis)
+	if err := r.measurePairs(ps); err != nil {
+		return "", err
+	}
 	mem, err := r.memory(sc)
 	if err != nil {
 		return "", err
@@ -142,5 +146,5 @@ func (r *runner) run() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return render(r.cfg, machine(tNo, redis), checks, rows, mem, micro), nil
+	return render(r.cfg, machine(tNo, redis), checks, rows, ps, mem, micro), nil
 }

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"log"
+	"slices"
+
+	"throttled/benchmarks/loadtest"
+)
+
+// pairRounds is how many times paired measures each side. One pair of 2s measurements on a
+// shared 2-core machine differs by up to a tenth between identical runs, as much as some of
+// the differences the targets ask about; the median of interleaved rounds does not.
+const pairRounds = 5
+
+// side is one server and command of a paired comparison.
+type side struct {
+	label string
+	srv   *server
+	args  func(key string) []string
+}
+
+// pair is two sides measured alternately at one pipeline depth over random keys: req/s of
+// each round, and the median over the rounds of a's req/s over b's.
+type pair struct {
+	name     string
+	pipeline int
+	a, b     side
+	ra, rb   []float64
+	median   float64
+}
+
+// pairs returns the comparisons the targets rest on: CL.THROTTLE against Redis INCR at P=1,
+// and CL.THROTTLE with appendfsync everysec against it without persistence at P=1 and 16.
+func pairs(tNo, tSec, redis *server) []pair {
+	cl := func(k string) []string { return []string{"CL.THROTTLE", k, "100", "10", "60", "1"} }
+	no := side{"throttled CL.THROTTLE (appendonly no)", tNo, cl}
+	sec := side{"throttled CL.THROTTLE (everysec)", tSec, cl}
+	incr := side{"redis INCR", redis, func(k string) []string { return []string{"INCR", k} }}
+	return []pair{
+		{name: "CL.THROTTLE / INCR", pipeline: 1, a: no, b: incr},
+		{name: "everysec / appendonly no", pipeline: 1, a: sec, b: no},
+		{name: "everysec / appendonly no", pipeline: 16, a: sec, b: no},
+	}
+}
+
+// measurePairs measures each pair in pairRounds rounds, the side measured first swapping
+// each round so that neither always follows the other's background work.
+func (r *runner) measurePairs(ps []pair) error {
+	for i := range ps {
+		p := &ps[i]
+		reqs := func(s side) [][]byte {
+			reqs := make([][]byte, r.cfg.keys)
+			for k := range reqs {
+				reqs[k] = loadtest.Encode(s.args(fmt.Sprintf("pair%d:%09d", i, k))...)
+			}
+			return reqs
+		}
+		reqsA, reqsB := reqs(p.a), reqs(p.b)
+		measure := func(s side, reqs [][]byte) (float64, error) {
+			res, err := loadtest.Run(loadtest.Load{Addr: s.srv.addr, Conns: r.cfg.conns, Pipeline: p.pipeline,
+				Requests: reqs, Warmup: r.cfg.warmup, Duration: r.cfg.duration})
+			if err != nil {
+				return 0, fmt.Errorf("%s, %s P=%d: %w", p.name, s.label, p.pipeline, err)
+			}
+			return res.PerSecond(), nil
+		}
+		ratios := make([]float64, pairRounds)
+		for round := range pairRounds {
+			var a, b float64
+			var err error
+			if round%2 == 0 {
+				if a, err = measure(p.a, reqsA); err == nil {
+					b, err = measure(p.b, reqsB)
+				}
+			} else {
+				if b, err = measure(p.b, reqsB); err == nil {
+					a, err = measure(p.a, reqsA)
+				}
+			}
+			if err != nil {
+				return err
+			}
+			p.ra, p.rb = append(p.ra, a), append(p.rb, b)
+			ratios[round] = a / b
+			log.Printf("%s P=%-2d round %d: %10.0f / %10.0f req/s = %.3f", p.name, p.pipeline, round+1, a, b, ratios[round])
+		}
+		slices.Sort(ratios)
+		p.median = ratios[len(ratios)/2]
+	}
+	return nil
+}
