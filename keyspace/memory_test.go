@@ -20,7 +20,7 @@ const (
 	logKeys    = 300_000
 )
 
-// logValue is the size of the byte value of buildLogKeyspace's keys: a sliding log with one
+// logValue is the size of the byte value of logValueOf's keys: a sliding log with one
 // admission takes about 10 bytes.
 const logValue = 12
 
@@ -66,63 +66,51 @@ func measure(n int, build func(keys [][]byte) any) perKey {
 	return perKey{delta(after.heapInuse, before.heapInuse), delta(after.sys, before.sys), delta(after.rss, before.rss)}
 }
 
-// buildKeyspace inserts GCRA keys with 14-byte names and an expiry.
-func buildKeyspace(keys [][]byte) any {
-	ks := New(256)
-	for i, k := range keys {
-		s := ks.Shard(k)
-		s.Lock()
-		s.SetLocked(k, Value{Kind: GCRA, Expire: 2e18 + int64(i), Num: 1e18 + int64(i)})
-		s.Unlock()
-	}
-	return ks
+// gcraValue is the value of the i-th key of the GCRA measurement: a TAT and an expiry.
+func gcraValue(i int, _ []byte) Value {
+	return Value{Kind: GCRA, Expire: 2e18 + int64(i), Num: 1e18 + int64(i)}
 }
 
-// buildMap is the naive design, for comparison: a Go map of string to *entry.
-func buildMap(keys [][]byte) any {
+// logValueOf is the value of the i-th key of the sliding-log measurement: a log of logValue
+// bytes, as SLIDE leaves after one admission, built in scratch (the server's buffer).
+func logValueOf(i int, scratch []byte) Value {
+	binary.LittleEndian.PutUint64(scratch, uint64(i))
+	return Value{Kind: SlidingLog, Expire: 2e18 + int64(i), Num: 1e12 + int64(i), Bytes: scratch[:logValue]}
+}
+
+// inKeyspace returns a builder that inserts the keys, with 14-byte names, into a keyspace.
+func inKeyspace(value func(int, []byte) Value) func([][]byte) any {
+	return func(keys [][]byte) any {
+		ks := New(256)
+		scratch := make([]byte, logValue)
+		for i, k := range keys {
+			s := ks.Shard(k)
+			s.Lock()
+			s.SetLocked(k, value(i, scratch))
+			s.Unlock()
+		}
+		return ks
+	}
+}
+
+// inMap returns the same builder in the naive design, for comparison: a Go map of string
+// to *entry.
+func inMap(value func(int, []byte) Value) func([][]byte) any {
 	type entry struct {
 		kind        Kind
 		expire, num int64
 		num2        int64
 		bytes       []byte
 	}
-	m := make(map[string]*entry)
-	for i, k := range keys {
-		m[string(k)] = &entry{kind: GCRA, expire: 2e18 + int64(i), num: 1e18 + int64(i)}
+	return func(keys [][]byte) any {
+		m := make(map[string]*entry)
+		scratch := make([]byte, logValue)
+		for i, k := range keys {
+			v := value(i, scratch)
+			m[string(k)] = &entry{kind: v.Kind, expire: v.Expire, num: v.Num, num2: v.Num2, bytes: bytes.Clone(v.Bytes)}
+		}
+		return m
 	}
-	return m
-}
-
-// buildLogKeyspace inserts sliding-log keys with an expiry and a byte value of logValue
-// bytes, as SLIDE leaves after one admission.
-func buildLogKeyspace(keys [][]byte) any {
-	ks := New(256)
-	var val [logValue]byte // the server's scratch buffer
-	for i, k := range keys {
-		binary.LittleEndian.PutUint64(val[:], uint64(i))
-		s := ks.Shard(k)
-		s.Lock()
-		s.SetLocked(k, Value{Kind: SlidingLog, Expire: 2e18 + int64(i), Num: 1e12 + int64(i), Bytes: val[:]})
-		s.Unlock()
-	}
-	return ks
-}
-
-// buildLogMap is buildLogKeyspace in the naive design.
-func buildLogMap(keys [][]byte) any {
-	type entry struct {
-		kind        Kind
-		expire, num int64
-		num2        int64
-		bytes       []byte
-	}
-	m := make(map[string]*entry)
-	var val [logValue]byte
-	for i, k := range keys {
-		binary.LittleEndian.PutUint64(val[:], uint64(i))
-		m[string(k)] = &entry{kind: SlidingLog, expire: 2e18 + int64(i), num: 1e12 + int64(i), bytes: bytes.Clone(val[:])}
-	}
-	return m
 }
 
 // BenchmarkMemoryPerGCRAKey reports the memory 1,000,000 GCRA keys (14-byte names, an
@@ -133,7 +121,7 @@ func BenchmarkMemoryPerGCRAKey(b *testing.B) {
 	for _, tc := range []struct {
 		name  string
 		build func([][]byte) any
-	}{{"keyspace", buildKeyspace}, {"map", buildMap}} {
+	}{{"keyspace", inKeyspace(gcraValue)}, {"map", inMap(gcraValue)}} {
 		b.Run(tc.name, func(b *testing.B) {
 			var m perKey
 			for range b.N {
@@ -155,7 +143,7 @@ func BenchmarkMemoryPerLogKey(b *testing.B) {
 	for _, tc := range []struct {
 		name  string
 		build func([][]byte) any
-	}{{"keyspace", buildLogKeyspace}, {"map", buildLogMap}} {
+	}{{"keyspace", inKeyspace(logValueOf)}, {"map", inMap(logValueOf)}} {
 		b.Run(tc.name, func(b *testing.B) {
 			var m perKey
 			for range b.N {
@@ -182,8 +170,8 @@ func TestMemoryPerKey(t *testing.T) {
 		build     func([][]byte) any
 		heap, rss float64
 	}{
-		{"GCRA key", memoryKeys, buildKeyspace, 60, 64},
-		{"sliding-log key", logKeys, buildLogKeyspace, 80, 84},
+		{"GCRA key", memoryKeys, inKeyspace(gcraValue), 60, 64},
+		{"sliding-log key", logKeys, inKeyspace(logValueOf), 80, 84},
 	} {
 		m := measure(tc.n, tc.build)
 		t.Logf("per %s: heap in use %.1f B, resident %.1f B (runtime Sys %.1f B)", tc.name, m.heapInuse, m.rss, m.sys)

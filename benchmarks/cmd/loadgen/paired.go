@@ -49,14 +49,14 @@ func pairs(tNo, tSec, redis *server) []pair {
 func (r *runner) measurePairs(ps []pair) error {
 	for i := range ps {
 		p := &ps[i]
-		reqs := func(s side) [][]byte {
-			reqs := make([][]byte, r.cfg.keys)
-			for k := range reqs {
-				reqs[k] = loadtest.Encode(s.args(fmt.Sprintf("pair%d:%09d", i, k))...)
+		requests := func(s side) [][]byte {
+			out := make([][]byte, r.cfg.keys)
+			for k := range out {
+				out[k] = loadtest.Encode(s.args(fmt.Sprintf("pair%d:%09d", i, k))...)
 			}
-			return reqs
+			return out
 		}
-		reqsA, reqsB := reqs(p.a), reqs(p.b)
+		reqsA, reqsB := requests(p.a), requests(p.b)
 		measure := func(s side, reqs [][]byte) (float64, error) {
 			res, err := loadtest.Run(loadtest.Load{Addr: s.srv.addr, Conns: r.cfg.conns, Pipeline: p.pipeline,
 				Requests: reqs, Warmup: r.cfg.warmup, Duration: r.cfg.duration})
