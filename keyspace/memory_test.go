@@ -113,19 +113,17 @@ func inMap(value func(int, []byte) Value) func([][]byte) any {
 	}
 }
 
-// BenchmarkMemoryPerGCRAKey reports the memory 1,000,000 GCRA keys (14-byte names, an
-// expiry) take, per key. Run it alone and once:
-//
-//	go test -run '^$' -bench MemoryPerGCRAKey -benchtime 1x ./keyspace
-func BenchmarkMemoryPerGCRAKey(b *testing.B) {
+// benchmarkMemory reports the memory n keys with value take per key, in the keyspace and
+// in a map.
+func benchmarkMemory(b *testing.B, n int, value func(int, []byte) Value) {
 	for _, tc := range []struct {
 		name  string
 		build func([][]byte) any
-	}{{"keyspace", inKeyspace(gcraValue)}, {"map", inMap(gcraValue)}} {
+	}{{"keyspace", inKeyspace(value)}, {"map", inMap(value)}} {
 		b.Run(tc.name, func(b *testing.B) {
 			var m perKey
 			for range b.N {
-				m = measure(memoryKeys, tc.build)
+				m = measure(n, tc.build)
 			}
 			b.ReportMetric(m.heapInuse, "heap-B/key")
 			b.ReportMetric(m.rss, "rss-B/key")
@@ -134,27 +132,18 @@ func BenchmarkMemoryPerGCRAKey(b *testing.B) {
 	}
 }
 
+// BenchmarkMemoryPerGCRAKey reports the memory 1,000,000 GCRA keys (14-byte names, an
+// expiry) take, per key. Run it alone and once:
+//
+//	go test -run '^$' -bench MemoryPerGCRAKey -benchtime 1x ./keyspace
+func BenchmarkMemoryPerGCRAKey(b *testing.B) { benchmarkMemory(b, memoryKeys, gcraValue) }
+
 // BenchmarkMemoryPerLogKey reports the memory 300,000 keys with a small byte value take
 // (14-byte names, an expiry, a 12-byte value: a sliding log after one admission), per key.
 // Run it alone and once:
 //
 //	go test -run '^$' -bench MemoryPerLogKey -benchtime 1x ./keyspace
-func BenchmarkMemoryPerLogKey(b *testing.B) {
-	for _, tc := range []struct {
-		name  string
-		build func([][]byte) any
-	}{{"keyspace", inKeyspace(logValueOf)}, {"map", inMap(logValueOf)}} {
-		b.Run(tc.name, func(b *testing.B) {
-			var m perKey
-			for range b.N {
-				m = measure(logKeys, tc.build)
-			}
-			b.ReportMetric(m.heapInuse, "heap-B/key")
-			b.ReportMetric(m.rss, "rss-B/key")
-			b.ReportMetric(0, "ns/op")
-		})
-	}
-}
+func BenchmarkMemoryPerLogKey(b *testing.B) { benchmarkMemory(b, logKeys, logValueOf) }
 
 // TestMemoryPerKey holds the keyspace to its memory budget. It takes a few seconds and a few
 // hundred MB, so it runs only with THROTTLED_MEMORY_TEST=1:
