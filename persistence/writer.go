@@ -355,7 +355,7 @@ func (r *recorder) writeTo(b *pebble.Batch) {
 func (r *recorder) reset() {
 	r.buf, r.recs, r.puts, r.dels = r.buf[:0], r.recs[:0], 0, 0
 	if cap(r.buf) > 16<<20 {
-		r.buf, r.recs = nil, nil
+		r.buf, r.recs, r.tmp = nil, nil, nil
 	}
 }
 

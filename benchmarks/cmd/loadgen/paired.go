@@ -8,7 +8,7 @@ import (
 	"throttled/benchmarks/loadtest"
 )
 
-// pairRounds is how many times paired measures each side. One pair of 2s measurements on a
+// pairRounds is how many times measurePairs measures each side. One pair of 2s measurements on a
 // shared 2-core machine differs by up to a tenth between identical runs, as much as some of
 // the differences the targets ask about; the median of interleaved rounds does not.
 const pairRounds = 5
@@ -23,7 +23,6 @@ type side struct {
 // pair is two sides measured alternately at one pipeline depth over random keys: req/s of
 // each round, and the median over the rounds of a's req/s over b's.
 type pair struct {
-	name     string
 	pipeline int
 	a, b     side
 	ra, rb   []float64
@@ -38,9 +37,9 @@ func pairs(tNo, tSec, redis *server) []pair {
 	sec := side{"throttled CL.THROTTLE (everysec)", tSec, cl}
 	incr := side{"redis INCR", redis, func(k string) []string { return []string{"INCR", k} }}
 	return []pair{
-		{name: "CL.THROTTLE / INCR", pipeline: 1, a: no, b: incr},
-		{name: "everysec / appendonly no", pipeline: 1, a: sec, b: no},
-		{name: "everysec / appendonly no", pipeline: 16, a: sec, b: no},
+		{pipeline: 1, a: no, b: incr},
+		{pipeline: 1, a: sec, b: no},
+		{pipeline: 16, a: sec, b: no},
 	}
 }
 
@@ -61,7 +60,7 @@ func (r *runner) measurePairs(ps []pair) error {
 			res, err := loadtest.Run(loadtest.Load{Addr: s.srv.addr, Conns: r.cfg.conns, Pipeline: p.pipeline,
 				Requests: reqs, Warmup: r.cfg.warmup, Duration: r.cfg.duration})
 			if err != nil {
-				return 0, fmt.Errorf("%s, %s P=%d: %w", p.name, s.label, p.pipeline, err)
+				return 0, fmt.Errorf("%s P=%d: %w", s.label, p.pipeline, err)
 			}
 			return res.PerSecond(), nil
 		}
@@ -83,7 +82,7 @@ func (r *runner) measurePairs(ps []pair) error {
 			}
 			p.ra, p.rb = append(p.ra, a), append(p.rb, b)
 			ratios[round] = a / b
-			log.Printf("%s P=%-2d round %d: %10.0f / %10.0f req/s = %.3f", p.name, p.pipeline, round+1, a, b, ratios[round])
+			log.Printf("%s / %s P=%-2d round %d: %10.0f / %10.0f req/s = %.3f", p.a.label, p.b.label, p.pipeline, round+1, a, b, ratios[round])
 		}
 		slices.Sort(ratios)
 		p.median = ratios[len(ratios)/2]

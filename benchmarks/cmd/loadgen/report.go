@@ -130,7 +130,7 @@ func render(cfg config, m machineInfo, checks []check, rows []row, ps []pair, me
 			ra, rb = append(ra, thousands(c.ra[i])), append(rb, thousands(c.rb[i]))
 			ratios = append(ratios, fmt.Sprintf("%.3f", c.ra[i]/c.rb[i]))
 		}
-		p("| %s: %s / %s | %d | %s | %s | %s | %.3f |\n", c.name, c.a.label, c.b.label, c.pipeline,
+		p("| %s / %s | %d | %s | %s | %s | %.3f |\n", c.a.label, c.b.label, c.pipeline,
 			strings.Join(ra, ", "), strings.Join(rb, ", "), strings.Join(ratios, ", "), c.median)
 	}
 
