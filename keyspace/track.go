@@ -15,6 +15,9 @@ type Recorder interface {
 	Delete(key []byte)
 	// Put is called with the current state of a key that changed.
 	Put(key []byte, v Value)
+	// Full reports whether the recorder holds as much as it wants at once: Drain then
+	// stops and leaves the rest of the shard's changes queued for its next call.
+	Full() bool
 }
 
 // defaultMaxLog is the most bytes of deleted keys a shard keeps between two drains: a
@@ -29,6 +32,7 @@ type tracker struct {
 	maxLog    int      // the limit of delLog, in bytes
 	dirtyBits []uint64 // bit set by record id: the record is in dirtyIDs
 	dirtyIDs  []uint32 // the records written since the last drain, each once
+	head      int      // dirtyIDs[:head] were drained already (a Drain that stopped early)
 	delLog    []byte   // the keys deleted since the last drain: uvarint length, key
 	lost      bool     // delLog overflowed: the changes are known only by a full rewrite
 }
@@ -66,7 +70,7 @@ func (s *Shard) noteDelete(key []byte) {
 
 // forget drops the recorded changes and the memory they hold.
 func (s *Shard) forget() {
-	s.dirtyBits, s.dirtyIDs, s.delLog, s.lost = nil, nil, nil, false
+	s.dirtyBits, s.dirtyIDs, s.head, s.delLog, s.lost = nil, nil, 0, nil, false
 	s.pending.Store(0)
 }
 
@@ -87,30 +91,46 @@ func (ks *Keyspace) Track(on bool) {
 // Drain hands the changes of shard i since its previous Drain to r and forgets them: first
 // every key deleted or expired, in order, then the current state of every key written and
 // still stored (expired or not). Applied in that order to a copy of the state as of the
-// previous Drain, they make it equal to the shard now. Drain returns false, calling
-// nothing and keeping the changes, when the shard could not keep track of its deletions:
-// then only a full rewrite (DrainAll of every shard, after clearing the copy) is right.
-func (ks *Keyspace) Drain(i int, r Recorder) bool {
+// previous Drain, they make it equal to the shard now.
+//
+// Drain stops early when r says it is Full after a Put, so that a burst of changes reaches
+// the copy in pieces of the size r chooses: it then returns more = true, keeping the keys
+// not handed over yet queued for the next call, which hands over the deletions made
+// meanwhile first and then goes on with them. The copy is then as of a moment when those
+// keys had not changed yet, so the order stays right.
+//
+// Drain returns ok = false, calling nothing and keeping the changes, when the shard could
+// not keep track of its deletions: then only a full rewrite (DrainAll of every shard, after
+// clearing the copy) is right.
+func (ks *Keyspace) Drain(i int, r Recorder) (more, ok bool) {
 	s := ks.shards[i]
 	s.mu.Lock()
 	defer s.Unlock()
 	if s.lost {
-		return false
+		return false, false
 	}
 	for b := s.delLog; len(b) > 0; {
 		n, w := binary.Uvarint(b)
 		r.Delete(b[w : w+int(n)])
 		b = b[w+int(n):]
 	}
-	for _, id := range s.dirtyIDs {
+	s.delLog = s.delLog[:0]
+	for s.head < len(s.dirtyIDs) {
+		id := s.dirtyIDs[s.head]
+		s.head++
 		s.dirtyBits[id/64] &^= 1 << (id % 64)
-		if int(id) < len(s.ids) && s.ids[id] != freeID {
-			e := s.entry(s.ids[id])
-			r.Put(s.keyIn(e), s.value(e))
+		if int(id) >= len(s.ids) || s.ids[id] == freeID {
+			continue
+		}
+		e := s.entry(s.ids[id])
+		r.Put(s.keyIn(e), s.value(e))
+		if r.Full() && s.head < len(s.dirtyIDs) {
+			s.pending.Store(int64(len(s.dirtyIDs) - s.head))
+			return true, true
 		}
 	}
 	s.trimTracker()
-	return true
+	return false, true
 }
 
 // DrainAll hands the current state of every key of shard i to r, expired or not, and
@@ -125,7 +145,7 @@ func (ks *Keyspace) DrainAll(i int, r Recorder) {
 			r.Put(s.keyIn(e), s.value(e))
 		}
 	}
-	for _, id := range s.dirtyIDs {
+	for _, id := range s.dirtyIDs[s.head:] {
 		s.dirtyBits[id/64] &^= 1 << (id % 64)
 	}
 	s.lost = false
@@ -135,7 +155,7 @@ func (ks *Keyspace) DrainAll(i int, r Recorder) {
 // trimTracker empties the drained tracker, keeping its memory unless a burst grew it
 // well past what the shard needs.
 func (s *Shard) trimTracker() {
-	s.dirtyIDs, s.delLog = s.dirtyIDs[:0], s.delLog[:0]
+	s.dirtyIDs, s.head, s.delLog = s.dirtyIDs[:0], 0, s.delLog[:0]
 	if cap(s.dirtyIDs) > 1024 && cap(s.dirtyIDs) > 2*len(s.ids) {
 		s.dirtyIDs = nil
 	}

@@ -10,10 +10,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// mirrorRecorder applies drained changes to a map.
+// mirrorRecorder applies drained changes to a map. With piece > 0 it is Full after that
+// many puts, until emptied.
 type mirrorRecorder struct {
 	m          map[string]Value
 	puts, dels int
+	piece, n   int
 }
 
 func (r *mirrorRecorder) Delete(key []byte) { delete(r.m, string(key)); r.dels++ }
@@ -22,23 +24,30 @@ func (r *mirrorRecorder) Put(key []byte, v Value) {
 	v.Bytes = bytes.Clone(v.Bytes)
 	r.m[string(key)] = v
 	r.puts++
+	r.n++
 }
 
-// drainInto drains every shard of ks into r, with a full rewrite when a shard lost track.
+func (r *mirrorRecorder) Full() bool { return r.piece > 0 && r.n >= r.piece }
+
+// drainInto drains every shard of ks into r, piece by piece, with a full rewrite when a
+// shard lost track.
 func drainInto(ks *Keyspace, r *mirrorRecorder) {
 	for i := range ks.Shards() {
-		if !ks.Drain(i, r) {
-			clear(r.m)
-			for j := range ks.Shards() {
-				ks.DrainAll(j, r)
+		for more := true; more; r.n = 0 {
+			var ok bool
+			if more, ok = ks.Drain(i, r); !ok {
+				clear(r.m)
+				for j := range ks.Shards() {
+					ks.DrainAll(j, r)
+				}
+				return
 			}
-			return
 		}
 	}
 }
 
-// drain brings the model's mirror up to date.
-func (m *model) drain() { drainInto(m.ks, &mirrorRecorder{m: m.mirror}) }
+// drain brings the model's mirror up to date, a few keys at a time.
+func (m *model) drain() { drainInto(m.ks, &mirrorRecorder{m: m.mirror, piece: 3}) }
 
 func TestTrackCoalescesAndOrders(t *testing.T) {
 	ks := New(1)
@@ -84,6 +93,43 @@ func TestTrackCoalescesAndOrders(t *testing.T) {
 	require.Zero(t, r.puts+r.dels)
 }
 
+// TestTrackDrainInPieces drains a burst a few keys at a time while keys are written,
+// deleted and written again between the pieces: the copy ends equal to the keyspace.
+func TestTrackDrainInPieces(t *testing.T) {
+	ks := New(1)
+	ks.Track(true)
+	for i := range 100 {
+		set(ks, "k"+strconv.Itoa(i), Value{Kind: GCRA, Num: int64(i)})
+	}
+	r := &mirrorRecorder{m: map[string]Value{}, piece: 10}
+	more, ok := ks.Drain(0, r)
+	require.True(t, ok)
+	require.True(t, more)
+	require.Equal(t, 10, r.puts, "the first piece")
+	require.Equal(t, 90, ks.Pending())
+
+	del(ks, "k3")                                   // drained already
+	del(ks, "k50")                                  // not yet
+	set(ks, "k50", Value{Kind: GCRA, Num: 500})     // back, under a new record id
+	set(ks, "k99", Value{Kind: GCRA, Num: 990})     // queued already: still once
+	set(ks, "k5", Value{Kind: TokenBucket, Num: 5}) // drained, changed again
+	set(ks, "new", Value{Kind: String, Bytes: []byte("v")})
+	pieces := 1
+	for more {
+		r.n = 0
+		more, ok = ks.Drain(0, r)
+		require.True(t, ok)
+		pieces++
+	}
+	require.Equal(t, 11, pieces)
+	require.Zero(t, ks.Pending())
+	require.Equal(t, 2, r.dels)
+	want := map[string]Value{}
+	ks.Scan(0, 1000, 0, func(key []byte, v Value) { want[string(key)] = v })
+	require.Len(t, want, 100)
+	require.Equal(t, want, r.m)
+}
+
 func TestTrackOffRecordsNothing(t *testing.T) {
 	ks := New(2)
 	set(ks, "a", Value{Kind: GCRA})
@@ -112,11 +158,13 @@ func TestTrackLostDeletionsAskForRewrite(t *testing.T) {
 	for i := range 50 {
 		del(ks, "k"+strconv.Itoa(i))
 	}
-	require.False(t, ks.Drain(0, r), "64 bytes hold a few deletions, not 50")
+	_, ok := ks.Drain(0, r)
+	require.False(t, ok, "64 bytes hold a few deletions, not 50")
 	require.Len(t, r.m, 100, "a shard that lost track reports nothing")
 	drainInto(ks, r)
 	require.Len(t, r.m, 50)
-	require.True(t, ks.Drain(0, r))
+	_, ok = ks.Drain(0, r)
+	require.True(t, ok)
 }
 
 // TestTrackConcurrent drains while writers write (run it with -race): after the writers
@@ -200,3 +248,4 @@ type countRecorder struct{ puts, dels int }
 
 func (r *countRecorder) Delete(key []byte)       { r.dels++ }
 func (r *countRecorder) Put(key []byte, v Value) { r.puts++ }
+func (r *countRecorder) Full() bool              { return false }

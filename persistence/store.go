@@ -142,6 +142,8 @@ type stats struct {
 	lastSave     atomic.Int64 // Unix s of the last sync of everything drained before it
 	lastSaveErr  atomic.Bool  // the last SAVE or BGSAVE failed
 	diskBytes    atomic.Int64 // the store's size on disk, as of the last synced batch
+	memTables    atomic.Int64 // bytes of Pebble's memtables, as of the last batch
+	blockCache   atomic.Int64 // bytes in Pebble's block cache, as of the last batch
 	failingSince atomic.Int64 // Unix ns when the disk started failing; 0 when it works
 	lastErr      atomic.Pointer[string]
 	lastFailLog  atomic.Int64 // Unix ns of the last failure logged, to log one every few seconds
@@ -373,7 +375,17 @@ func openError(dir string, err error) error {
 // keys changing at random, which took Pebble's flushes and compactions from about 4% of the
 // server's CPU to under 2% (CL.THROTTLE at 125k req/s, everysec, pprof); 64 MiB saved
 // little more for twice the memory.
+//
+// It is most of what persistence costs in memory, and a fixed amount: under a burst the
+// memtable being filled and the one being flushed are both resident, and after the flush
+// Pebble keeps one arena for the next memtable, so the store holds up to 2 x 32 MiB off the
+// Go heap, plus its block cache (cacheSize), whatever the number of keys. The writer's own
+// buffers are bounded by pieceBytes.
 const memTableSize = 32 << 20
+
+// cacheSize is Pebble's block cache. The store is read only at startup, by one pass over
+// it, so the cache helps little: Pebble's default, 8 MiB, is kept as a bound.
+const cacheSize = 8 << 20
 
 // pebbleOptions are the options for the store in dir: read-only for the first look,
 // never creating a store where one is expected.
@@ -383,6 +395,7 @@ func (s *Store) pebbleOptions(fs vfs.FS, readOnly, mustExist bool) *pebble.Optio
 		ReadOnly:         readOnly,
 		ErrorIfNotExists: mustExist,
 		MemTableSize:     memTableSize,
+		CacheSize:        cacheSize,
 		Logger:           pebbleLogger{s.log, &s.abandoned},
 		EventListener: &pebble.EventListener{
 			BackgroundError: func(err error) {

@@ -105,6 +105,48 @@ func TestRestartKeepsState(t *testing.T) {
 	require.Equal(t, len(want), s.Info().LoadedKeys)
 }
 
+// TestBurstInPieces writes a burst of new keys, with a FLUSHALL before it, in pieces of
+// about pieceBytes, never as one batch the size of the burst, and keeps every key.
+func TestBurstInPieces(t *testing.T) {
+	dir := t.TempDir()
+	s, ks := open(t, dir, t0, Options{})
+	set(ks, "before flushall", keyspace.Value{Kind: keyspace.GCRA, Num: 1})
+	require.NoError(t, s.Save())
+	require.NoError(t, s.FlushAll())
+	batches := s.Info().Batches
+
+	const n = 100_000 // about 40 bytes a key: about four pieces
+	want := map[string]keyspace.Value{}
+	s.drainMu.Lock() // hold the writer off until the whole burst is in
+	for i := range n {
+		k := fmt.Sprintf("burst:%08d", i)
+		v := keyspace.Value{Kind: keyspace.GCRA, Num: t0 + int64(i), Expire: t0 + 1e12}
+		set(ks, k, v)
+		want[k] = v
+	}
+	s.drainMu.Unlock()
+	require.NoError(t, s.Save())
+	in := s.Info()
+	require.GreaterOrEqual(t, in.Batches-batches, int64(3), "a burst of %d keys goes in pieces", n)
+	require.Equal(t, int64(n), in.KeysWritten-1)
+	require.NoError(t, s.Close())
+
+	s, ks = open(t, dir, t0, Options{})
+	defer s.Close()
+	require.Equal(t, want, contents(ks, t0))
+}
+
+func TestRecorderPieceSize(t *testing.T) {
+	var r recorder
+	v := keyspace.Value{Kind: keyspace.String, Bytes: make([]byte, 100)}
+	for i := 0; !r.Full(); i++ {
+		r.Put([]byte(strconv.Itoa(i)), v)
+	}
+	b := new(pebble.Batch)
+	r.writeTo(b)
+	require.InDelta(t, pieceBytes, len(b.Repr()), pieceBytes/10, "a full recorder makes a batch of about pieceBytes")
+}
+
 func TestExpiredDroppedAtLoad(t *testing.T) {
 	dir := t.TempDir()
 	s, ks := open(t, dir, t0, Options{})

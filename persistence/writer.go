@@ -128,8 +128,12 @@ func (s *Store) run() {
 	}
 }
 
-// write drains the keyspace's changes into one Pebble batch and commits it, synced or
-// not. A disk that fails holds it up inside Pebble (see retryFS) until it works again.
+// write drains the keyspace's changes into Pebble and commits them, synced or not. A
+// burst of changes goes in pieces of about pieceBytes, each its own batch, so that what
+// the writer and Pebble hold on the heap stays bounded whatever the burst (see
+// pieceBytes); the last piece carries the sync. A crash between two pieces keeps some
+// keys' latest states and others' older ones, as a crash before the batch would. A disk
+// that fails holds a commit up inside Pebble (see retryFS) until it works again.
 func (s *Store) write(sync bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -142,33 +146,15 @@ func (s *Store) write(sync bool) error {
 		s.inflight.Store(e)
 		defer s.inflight.Store(nil)
 	}
-	b := s.db.NewBatch()
-	defer b.Close()
 	r := &s.rec
 	defer r.reset()
-	s.drainMu.Lock()
-	if s.flushPending {
-		b.DeleteRange(dataStart, dataEnd, nil)
-		s.flushPending = false
-	}
-	for i := range s.ks.Shards() {
-		if !s.ks.Drain(i, r) {
-			// A shard lost track of its deletions (the disk was failing for long): rewrite
-			// everything, in this one batch so that a crash sees the old or the new.
-			s.log.Warn("persistence: rewriting every key", "dir", s.dir, "keys", s.ks.Len())
-			s.rewrites.Add(1)
-			r.reset()
-			b.DeleteRange(dataStart, dataEnd, nil) // covers what the batch holds already
-			for j := range s.ks.Shards() {
-				s.ks.DrainAll(j, r)
-			}
-			break
+	if err := s.drain(r); err != nil {
+		if e != nil {
+			e.release(err)
 		}
+		return err
 	}
-	s.drainMu.Unlock()
-	r.writeTo(b)
-
-	if b.Empty() {
+	if r.empty() {
 		if !sync {
 			return nil
 		}
@@ -176,6 +162,65 @@ func (s *Store) write(sync bool) error {
 			s.saved(e)
 			return nil
 		}
+	}
+	if err := s.commit(r, sync); err != nil {
+		if e != nil {
+			e.release(err)
+		}
+		return err
+	}
+	if sync {
+		s.saved(e)
+	}
+	return nil
+}
+
+// drain takes the keyspace's changes into r, committing every piece that fills r without
+// a sync, and leaves the last piece in r.
+func (s *Store) drain(r *recorder) error {
+	s.drainMu.Lock()
+	defer s.drainMu.Unlock()
+	if s.flushPending {
+		r.clear = true
+		s.flushPending = false
+	}
+	for i := range s.ks.Shards() {
+		for more := true; more; {
+			var ok bool
+			if more, ok = s.ks.Drain(i, r); !ok {
+				s.rewriteAll(r)
+				return nil
+			}
+			if r.Full() {
+				if err := s.commit(r, false); err != nil {
+					return err
+				}
+				r.reset()
+			}
+		}
+	}
+	return nil
+}
+
+// rewriteAll puts every key in r, after a range deletion of the store: a shard lost track
+// of its deletions (the disk was failing for long). This one is a single batch the size of
+// the keyspace, so that a crash sees the old store or the new one; it is rare.
+func (s *Store) rewriteAll(r *recorder) {
+	s.log.Warn("persistence: rewriting every key", "dir", s.dir, "keys", s.ks.Len())
+	s.rewrites.Add(1)
+	r.reset()
+	r.clear = true // covers what earlier pieces wrote
+	for j := range s.ks.Shards() {
+		s.ks.DrainAll(j, r)
+	}
+}
+
+// commit writes what r holds as one batch, synced or not.
+func (s *Store) commit(r *recorder, sync bool) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	r.writeTo(b)
+	if b.Empty() {
 		b.LogData(nil, nil) // an empty batch is not written: this one syncs the log
 	}
 	opts := pebble.NoSync
@@ -183,9 +228,6 @@ func (s *Store) write(sync bool) error {
 		opts = pebble.Sync
 	}
 	if err := b.Commit(opts); err != nil {
-		if e != nil {
-			e.release(err)
-		}
 		return err
 	}
 	s.batches.Add(1)
@@ -194,9 +236,8 @@ func (s *Store) write(sync bool) error {
 	if !sync {
 		s.unsynced = true
 		s.unsaved.Add(int64(r.puts + r.dels))
-		return nil
 	}
-	s.saved(e)
+	s.refreshSize(false)
 	return nil
 }
 
@@ -207,18 +248,28 @@ func (s *Store) saved(e *epoch) {
 	s.syncs.Add(1)
 	s.lastSave.Store(time.Now().Unix())
 	e.release(nil)
-	s.refreshSize(false)
 }
 
-// refreshSize updates the size on disk Info reports, at most once a second: INFO must not
-// call into Pebble, which a failing disk can hold up.
+// refreshSize updates the size on disk and the memory that Info reports, at most once a
+// second: INFO must not call into Pebble, which a failing disk can hold up.
 func (s *Store) refreshSize(now bool) {
 	if !now && time.Since(s.sizeChecked) < time.Second {
 		return
 	}
 	s.sizeChecked = time.Now()
-	s.diskBytes.Store(int64(s.db.Metrics().DiskSpaceUsage()))
+	m := s.db.Metrics()
+	s.diskBytes.Store(int64(m.DiskSpaceUsage()))
+	s.memTables.Store(int64(m.MemTable.Size))
+	s.blockCache.Store(m.BlockCache.Size)
 }
+
+// pieceBytes is about the most a recorder holds before it is Full and its piece is
+// committed. Pebble copies a batch into its memtable (off the Go heap), except a batch over
+// half the memtable, which it keeps whole on the heap as a memtable of its own until the
+// next flush: one batch for a burst of a million new keys held about 90 MB there. A piece
+// of 1 MiB is far below that, is reused by Pebble's batch pool, and still amortizes a
+// commit over about 20,000 small keys.
+const pieceBytes = 1 << 20
 
 // recorder collects drained changes and writes them into a Pebble batch sorted by key:
 // Pebble's memtable inserts a sorted batch several times faster than a random one (each
@@ -228,6 +279,7 @@ type recorder struct {
 	recs       []record // in drain order until sorted
 	tmp        []record // sort's scratch
 	puts, dels int
+	clear      bool // the batch empties the store first (FLUSHALL, a full rewrite)
 }
 
 // record is one change in recorder.buf: the key at off, then vlen bytes of value.
@@ -251,6 +303,12 @@ func (r *recorder) Put(key []byte, v keyspace.Value) {
 	encodeValue(r.buf[len(r.buf)-n:], v)
 	r.puts++
 }
+
+// Full reports whether r holds a piece: keyspace.Drain then stops.
+func (r *recorder) Full() bool { return len(r.buf)+16*len(r.recs) >= pieceBytes }
+
+// empty reports whether r holds no change.
+func (r *recorder) empty() bool { return len(r.recs) == 0 && !r.clear }
 
 func (r *recorder) key(rec record) []byte { return r.buf[rec.off : rec.off+rec.klen] }
 
@@ -333,6 +391,9 @@ func (r *recorder) less(x, y record, depth int) bool {
 
 // writeTo adds the changes to b sorted by key; the changes of one key keep their order.
 func (r *recorder) writeTo(b *pebble.Batch) {
+	if r.clear {
+		b.DeleteRange(dataStart, dataEnd, nil)
+	}
 	r.sort()
 	for _, rec := range r.recs {
 		key := r.key(rec)
@@ -353,8 +414,8 @@ func (r *recorder) writeTo(b *pebble.Batch) {
 
 // reset empties r for the next batch, keeping its memory unless a burst made it large.
 func (r *recorder) reset() {
-	r.buf, r.recs, r.puts, r.dels = r.buf[:0], r.recs[:0], 0, 0
-	if cap(r.buf) > 16<<20 {
+	r.buf, r.recs, r.puts, r.dels, r.clear = r.buf[:0], r.recs[:0], 0, 0, false
+	if cap(r.buf) > 2*pieceBytes {
 		r.buf, r.recs, r.tmp = nil, nil, nil
 	}
 }
@@ -437,6 +498,12 @@ type Info struct {
 	KeysDeleted   int64         // key deletions written
 	Rewrites      int64         // full rewrites
 	DiskBytes     int64         // the store's size on disk
+	// MemTableBytes and BlockCacheBytes are what Pebble's memtables and block cache hold.
+	// OffHeap says they are allocated outside the Go heap (with cgo, as Pebble does), so
+	// that the runtime's figures do not count them.
+	MemTableBytes   int64
+	BlockCacheBytes int64
+	OffHeap         bool
 }
 
 // Info reports the store's state. It never waits for the disk.
@@ -459,6 +526,10 @@ func (s *Store) Info() Info {
 		KeysDeleted:   s.deletes.Load(),
 		Rewrites:      s.rewrites.Load(),
 		DiskBytes:     s.diskBytes.Load(),
+
+		MemTableBytes:   s.memTables.Load(),
+		BlockCacheBytes: s.blockCache.Load(),
+		OffHeap:         offHeap,
 	}
 	if !in.WriteOK {
 		in.WriteError = s.lastError()

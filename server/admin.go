@@ -114,20 +114,59 @@ func (s *Server) infoClients() [][2]string {
 	}
 }
 
+// infoMemory is INFO's memory section. used_memory counts the Go heap in use and, with
+// persistence on, what Pebble holds outside it (memtables and block cache), so that it is
+// what the server really holds; used_memory_rss is the resident set the kernel reports.
 func (s *Server) infoMemory() [][2]string {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
+	var memTables, blockCache, offHeap uint64
+	if s.store != nil {
+		in := s.store.Info()
+		memTables, blockCache = uint64(in.MemTableBytes), uint64(in.BlockCacheBytes)
+		if in.OffHeap {
+			offHeap = memTables + blockCache
+		}
+	}
+	used := m.HeapInuse + offHeap
+	rss, ok := residentBytes()
+	if !ok {
+		rss = m.Sys - m.HeapReleased + offHeap
+	}
 	return [][2]string{
-		{"used_memory", strconv.FormatUint(m.HeapInuse, 10)},
-		{"used_memory_human", humanBytes(m.HeapInuse)},
-		{"used_memory_rss", strconv.FormatUint(m.Sys-m.HeapReleased, 10)},
-		{"used_memory_peak", strconv.FormatUint(m.HeapSys, 10)},
+		{"used_memory", strconv.FormatUint(used, 10)},
+		{"used_memory_human", humanBytes(used)},
+		{"used_memory_rss", strconv.FormatUint(rss, 10)},
+		{"used_memory_rss_human", humanBytes(rss)},
+		{"used_memory_peak", strconv.FormatUint(m.HeapSys+offHeap, 10)},
+		{"used_memory_heap", strconv.FormatUint(m.HeapInuse, 10)},
+		{"used_memory_persistence", strconv.FormatUint(memTables+blockCache, 10)},
+		{"persistence_memtables", strconv.FormatUint(memTables, 10)},
+		{"persistence_block_cache", strconv.FormatUint(blockCache, 10)},
 		{"total_system_memory", "0"},
 		{"maxmemory", "0"},
 		{"maxmemory_policy", "noeviction"},
 		{"gc_cycles", strconv.FormatUint(uint64(m.NumGC), 10)},
 		{"heap_objects", strconv.FormatUint(m.HeapObjects, 10)},
 	}
+}
+
+// residentBytes returns the process's resident set from /proc/self/statm, as Redis's
+// used_memory_rss; false where there is none.
+func residentBytes() (uint64, bool) {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0, false
+	}
+	pages, err := strconv.ParseUint(f[1], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return pages * uint64(os.Getpagesize()), true
 }
 
 func humanBytes(n uint64) string {

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -169,4 +170,29 @@ func TestForeignDirRefused(t *testing.T) {
 	b, err := os.ReadFile(dir + "/mine.txt")
 	require.NoError(t, err)
 	require.Equal(t, "not yours", string(b))
+}
+
+// TestInfoMemoryCountsPersistence checks that INFO memory's used_memory counts what Pebble
+// holds outside the Go heap (its memtables and block cache) besides the heap.
+func TestInfoMemoryCountsPersistence(t *testing.T) {
+	r := newRestartable(t)
+	ts, rdb := r.start(t)
+	for i := range 2000 {
+		do(t, rdb, "SET", "key:"+strconv.Itoa(i), strings.Repeat("v", 100))
+	}
+	do(t, rdb, "SAVE")
+	m := infoFields(t, rdb, "memory")
+	num := func(name string) int64 {
+		n, err := strconv.ParseInt(m[name], 10, 64)
+		require.NoError(t, err, name)
+		return n
+	}
+	require.Positive(t, num("persistence_memtables"))
+	require.Equal(t, num("persistence_memtables")+num("persistence_block_cache"), num("used_memory_persistence"))
+	want := num("used_memory_heap")
+	if ts.store.Info().OffHeap {
+		want += num("used_memory_persistence")
+	}
+	require.Equal(t, want, num("used_memory"))
+	require.Positive(t, num("used_memory_rss"))
 }
