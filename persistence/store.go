@@ -116,10 +116,11 @@ type Store struct {
 	drainMu      sync.Mutex // guards flushPending and orders FLUSHALL against a batch's drain
 	flushPending bool       // FLUSHALL emptied the keyspace: the next batch empties the store
 
-	mu        sync.Mutex // guards writes to db, closed, unsynced, rec
+	mu        sync.Mutex // guards writes to db, closed, unsynced, rec, batch
 	closed    bool
-	unsynced  bool     // a batch was written without a sync since the last one
-	rec       recorder // the batch being drained
+	unsynced  bool          // a batch was written without a sync since the last one
+	rec       recorder      // the piece being drained
+	batch     *pebble.Batch // the batch a piece is committed in, reused; nil until the first
 	closeOnce sync.Once
 	closeErr  error
 	abandoned atomic.Bool // Close gave up on a failing disk: the closing goroutine must not touch Pebble again
@@ -404,10 +405,13 @@ func (s *Store) pebbleOptions(fs vfs.FS, readOnly, mustExist bool) *pebble.Optio
 			DataCorruption: func(info pebble.DataCorruptionInfo) {
 				s.log.Error("persistence: data corruption", "dir", s.dir, "path", info.Path, "err", info.Details)
 			},
+			// A burst of changes fills memtables faster than Pebble flushes them: the
+			// writer then waits, and the changes wait in the keyspace, coalescing. That is
+			// back-pressure on the writer alone, never on clients: worth a debug line.
 			WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
-				s.log.Warn("persistence: writes stalled", "dir", s.dir, "reason", info.Reason)
+				s.log.Debug("persistence: writes stalled", "dir", s.dir, "reason", info.Reason)
 			},
-			WriteStallEnd: func() { s.log.Warn("persistence: writes resumed", "dir", s.dir) },
+			WriteStallEnd: func() { s.log.Debug("persistence: writes resumed", "dir", s.dir) },
 		},
 	}
 	if !readOnly {

@@ -115,7 +115,7 @@ func TestBurstInPieces(t *testing.T) {
 	require.NoError(t, s.FlushAll())
 	batches := s.Info().Batches
 
-	const n = 100_000 // about 40 bytes a key: about four pieces
+	const n = 200_000 // about 45 bytes a key in a piece: three pieces
 	want := map[string]keyspace.Value{}
 	s.drainMu.Lock() // hold the writer off until the whole burst is in
 	for i := range n {

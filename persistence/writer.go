@@ -217,8 +217,11 @@ func (s *Store) rewriteAll(r *recorder) {
 
 // commit writes what r holds as one batch, synced or not.
 func (s *Store) commit(r *recorder, sync bool) error {
-	b := s.db.NewBatch()
-	defer b.Close()
+	if s.batch == nil {
+		s.batch = s.db.NewBatch(pebble.WithMaxRetainedSizeBytes(2 * pieceBytes))
+	}
+	b := s.batch
+	defer b.Reset()
 	r.writeTo(b)
 	if b.Empty() {
 		b.LogData(nil, nil) // an empty batch is not written: this one syncs the log
@@ -266,10 +269,13 @@ func (s *Store) refreshSize(now bool) {
 // pieceBytes is about the most a recorder holds before it is Full and its piece is
 // committed. Pebble copies a batch into its memtable (off the Go heap), except a batch over
 // half the memtable, which it keeps whole on the heap as a memtable of its own until the
-// next flush: one batch for a burst of a million new keys held about 90 MB there. A piece
-// of 1 MiB is far below that, is reused by Pebble's batch pool, and still amortizes a
-// commit over about 20,000 small keys.
-const pieceBytes = 1 << 20
+// next flush: one batch for a burst of a million new keys held about 90 MB there. Pieces
+// must not be small either: the memtable inserts a sorted batch fast only when its keys
+// lie close together in the memtable's skiplist, so a piece of 1 MiB (20,000 of 100,000
+// keys changing each second) cost 670 ns a key to insert against 270 for 4 MiB or more
+// (BenchmarkWriteEverySecond). The recorder and the batch it fills are kept for the next
+// piece: the writer holds at most about 4 x pieceBytes, 16 MiB, whatever the burst.
+const pieceBytes = 4 << 20
 
 // recorder collects drained changes and writes them into a Pebble batch sorted by key:
 // Pebble's memtable inserts a sorted batch several times faster than a random one (each
@@ -462,6 +468,10 @@ func (s *Store) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
+	if s.batch != nil {
+		s.batch.Close()
+		s.batch = nil
+	}
 	s.epoch.Swap(closedEpoch).release(ErrClosed)
 	s.ks.Track(false)
 	if s.abandoned.Load() {
