@@ -6,7 +6,8 @@
 // with SetLocked and unlocks. A command over several keys locks all their shards at once with
 // LockKeys, which takes them in ascending order so that two such commands never deadlock.
 // Nothing here reads the clock or starts a goroutine: every call that cares about time takes
-// now (Unix ns), and the server drives active expiry by calling ExpireCycle from its ticker.
+// now (Unix ns), and the server drives active expiry by calling ExpireStep from its ticker,
+// step after step while its time budget lasts.
 //
 // Memory per key is a headline figure, so a shard is not a Go map. Its big structures hold no
 // pointers, so that the garbage collector never scans them:
@@ -27,8 +28,8 @@
 //     map.
 //   - ids: record ids, stable while a key lives whatever is written to it and wherever its
 //     entry moves; ids[id] is the entry's offset. Free ids are reused lowest first, so the
-//     ids stay dense. Scan and ExpireCycle walk ids, which gives Redis's guarantee that a key
-//     present for a whole SCAN is returned at least once.
+//     ids stay dense. Scan walks ids, which gives Redis's guarantee that a key present for a
+//     whole SCAN is returned at least once.
 //   - vals: byte values longer than 512 bytes (strings, long logs), in a map from record id.
 //
 // A 14-byte GCRA key with an expiry thus costs a 36-byte entry, 4 bytes of ids and about
@@ -39,6 +40,17 @@
 // lock, so shards should stay small: at 256 shards a million keys make about 4,000 each.
 // A shard's arena holds at most 4 GiB of entries (about 100 million small keys); past that
 // SetLocked panics.
+//
+// Active expiry (ExpireStep) works as Redis's does: it goes from shard to shard in rounds, and
+// in each walks the index from where it left off, in samples of 20 keys with an expiry,
+// removing the expired ones, for as long as more than a tenth of a sample had expired. The
+// walk follows the index rather than the ids because the index is in hash order, so that a
+// sample is a fair one, while ids are in the order keys came (free ids are reused lowest
+// first): a walk over them found the expired keys bunched up where it had not been for a
+// while, stopped at the fresh ones just written behind it, and under a churn of short-lived
+// keys fell behind for good. So a shard with few expired keys costs a sample a round, one
+// mostly expired is cleaned in the round, and how long that takes is the caller's to bound:
+// a call does at most the work it is given, and holds a shard's lock for a bounded part of it.
 //
 // Change tracking (Track, Drain) serves persistence: with it on, a shard queues the record
 // id of every key written since its last Drain once (a bit per id says it is queued) and

@@ -7,7 +7,7 @@ import (
 	"math/bits"
 	"slices"
 	"strconv"
-	"sync/atomic"
+	"sync"
 )
 
 // Kind says which kind of state a key holds.
@@ -81,7 +81,15 @@ type Keyspace struct {
 	mask   uint64       // len(shards) - 1
 	shards []*Shard
 
-	expireNext atomic.Uint32 // the shard the next ExpireCycle starts at
+	expiry expiry
+}
+
+// expiry is where active expiry stands between calls of ExpireStep.
+type expiry struct {
+	mu    sync.Mutex  // guards the fields below: one ExpireStep at a time
+	next  int         // the shard the round goes on with
+	left  int         // the shards the round has still to visit, next included; 0 once complete
+	shard expireRound // next's part in the round
 }
 
 // New returns an empty keyspace with shards shards, rounded up to a power of two
@@ -214,29 +222,54 @@ func (ks *Keyspace) Scan(cursor uint64, count int, now int64, fn func(key []byte
 	return si<<32 | uint64(id)
 }
 
-// ExpireCycle is one step of active expiry, in the style of Redis. Shard by shard, starting
-// where the previous call stopped, it takes a sample of 20 keys with an expiry, going on
-// from where the shard's sweep over its record ids left off, removes those that have expired,
-// and takes another sample of the shard while more than a quarter of the last one had
-// expired, but sweeps a shard at most once per call. Shards without keys that expire cost
-// nothing. Work is counted in record ids examined, free or not, expiring or not;
-// ExpireCycle does at most maxWork of it in all and returns the number of keys removed. The server calls it about
-// 10 times a second.
-func (ks *Keyspace) ExpireCycle(now int64, maxWork int) int {
-	n := len(ks.shards)
-	start := int(ks.expireNext.Load()) & int(ks.mask)
-	removed, work, i := 0, 0, 0
-	for ; i < n && work < maxWork; i++ {
-		s := ks.shards[(start+i)&int(ks.mask)]
-		if s.expires.Load() == 0 {
-			continue
-		}
-		s.mu.Lock()
-		r, w := s.expireLocked(now, maxWork-work)
-		s.Unlock()
-		removed += r
-		work += w
+// ExpireStep is a step of active expiry, in the style of Redis's: the caller, who has the
+// clock, calls it in steps of maxWork while its time budget lasts, or until it reports the
+// round complete. A round visits every shard once, in order, and each call goes on where the
+// previous one stopped, even in the middle of a shard. In a shard, active expiry walks the
+// index from where it left off, in samples of 20 keys with an expiry, removes those that have
+// expired, and takes another sample while more than a tenth of the last one had expired. The
+// index is in hash order, so that a sample is a fair one of the shard, as Redis's of its hash
+// table: a shard mostly expired is cleaned in the round, whatever its size, while a shard with
+// few expired keys costs one sample. A round walks a shard's index once at most: it then
+// removes every key that had expired when the shard's turn came, unless the shard was written
+// meanwhile. Shards without keys that expire cost nothing.
+//
+// Work is counted in keys examined, expiring or not; a sample ends after 400 keys all the
+// same, so that keys without an expiry cost little. A call does at most maxWork of it and
+// holds a shard's lock for at most 1000 keys at a time, so that clients wait little for a
+// shard being cleaned. ExpireStep returns the number of keys removed and whether the round is
+// complete: then the next call starts a new one.
+func (ks *Keyspace) ExpireStep(now int64, maxWork int) (removed int, done bool) {
+	e := &ks.expiry
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.left == 0 {
+		e.left, e.shard = len(ks.shards), expireRound{}
 	}
-	ks.expireNext.Store(uint32((start + i) & int(ks.mask)))
+	work := 0
+	for e.left > 0 {
+		s := ks.shards[e.next]
+		if s.expires.Load() != 0 {
+			if work >= maxWork {
+				return removed, false
+			}
+			s.mu.Lock()
+			r, w, finished := s.expireLocked(now, min(maxWork-work, lockWork), &e.shard)
+			s.Unlock()
+			removed, work = removed+r, work+w
+			if !finished {
+				continue
+			}
+		}
+		e.next = (e.next + 1) & int(ks.mask)
+		e.left--
+		e.shard = expireRound{}
+	}
+	return removed, true
+}
+
+// ExpireCycle is ExpireStep for callers that need not know whether the round is complete.
+func (ks *Keyspace) ExpireCycle(now int64, maxWork int) int {
+	removed, _ := ks.ExpireStep(now, maxWork)
 	return removed
 }

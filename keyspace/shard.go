@@ -72,8 +72,17 @@ const (
 	minLoadNum = 1
 	minLoadDen = 5
 
-	// sampleSize is the number of keys with an expiry in one of ExpireCycle's samples.
-	sampleSize = 20
+	// Active expiry (Keyspace.ExpireStep) takes samples of sampleSize keys with an expiry,
+	// as Redis does. A sample ends after sampleWork keys all the same, so that a shard whose
+	// keys mostly have no expiry costs little. A shard is done for the round once at most
+	// acceptableStale percent of a sample had expired: Redis's
+	// ACTIVE_EXPIRE_CYCLE_ACCEPTABLE_STALE.
+	sampleSize      = 20
+	sampleWork      = 20 * sampleSize
+	acceptableStale = 10
+	// lockWork bounds the keys active expiry examines under one hold of a shard's lock:
+	// about 100 microseconds at most, however much the shard has to remove.
+	lockWork = 1000
 	// scanDone is what scanLocked returns when it reached the end of the shard.
 	scanDone = math.MaxUint32
 )
@@ -122,7 +131,9 @@ type Shard struct {
 	vals map[uint32][]byte // byte values longer than maxInlineValue, by record id
 	big  map[uint32][]byte // keys longer than maxInlineKey, by record id
 
-	sweep uint32 // the record id ExpireCycle examines next
+	// sweep is where active expiry goes on in the index, as a position in hash order:
+	// the slot home(sweep, len(index)), whatever size the index has grown or shrunk to.
+	sweep uint32
 
 	tracker // the changes since the last Drain, when Keyspace.Track is on
 
@@ -476,6 +487,13 @@ func (s *Shard) unlink(i int) {
 
 // remove deletes the key at index slot pos, whose entry is at off.
 func (s *Shard) remove(pos int, off uint32) {
+	s.removeKeepingIndex(pos, off)
+	s.fitIndex()
+}
+
+// removeKeepingIndex is remove leaving the index its size, however few keys it holds: active
+// expiry walks it, and a key it has not examined yet must not move behind it.
+func (s *Shard) removeKeepingIndex(pos int, off uint32) {
 	e := s.entry(off)
 	id := getID(e)
 	if s.track {
@@ -494,12 +512,16 @@ func (s *Shard) remove(pos int, off uint32) {
 	s.releaseID(id)
 	s.count--
 	s.keys.Add(-1)
+	s.kill(off, sizeOf(e))
+}
+
+// fitIndex shrinks an index that holds few keys for its size, and drops an empty one.
+func (s *Shard) fitIndex() {
 	if s.count == 0 {
 		s.index = nil
 	} else if len(s.index) > minIndex && s.count*minLoadDen < len(s.index)*minLoadNum {
 		s.resize(targetIndex(s.count))
 	}
-	s.kill(off, sizeOf(e))
 }
 
 // replace writes v over the key whose entry is at off and index slot pos.
@@ -791,45 +813,86 @@ func (s *Shard) scanLocked(id uint32, now int64, want, budget int, fn func([]byt
 	return scanDone, emitted, visited
 }
 
-// expireLocked runs ExpireCycle's samples on the shard, examining at most budget record
-// ids, and returns the keys removed and the ids examined.
-func (s *Shard) expireLocked(now int64, budget int) (removed, work int) {
-	pass := len(s.ids) // never sweep the shard more than once per call
-	for work < budget && pass > 0 {
-		sampled, expired := 0, 0
-		for sampled < sampleSize && work < budget && pass > 0 {
-			if int(s.sweep) >= len(s.ids) {
-				s.sweep = 0
-				if len(s.ids) == 0 {
-					pass = 0
-					break
+// expireRound is a shard's part in a round of active expiry, carried from one call of
+// Keyspace.ExpireStep to the next while the shard is not done.
+type expireRound struct {
+	begun   bool
+	fresh   bool  // a sample was mostly fresh: the shard is done for the round
+	left    int64 // the hash order the shard's one pass of the round has still to walk, of 1<<32
+	keys    int   // keys examined in the sample in progress
+	sampled int   // keys with an expiry among them
+	expired int   // and of those, the ones removed
+}
+
+// expireLocked goes on with the shard's part in round r: it walks the index from the sweep
+// on, in samples (see sampleSize), removes the keys that have expired at now, and takes
+// another sample while more than acceptableStale percent of the last one had expired. It
+// examines at most budget keys, and walks the index once a round at most. It returns the
+// keys removed, the keys examined and whether the shard is done for the round.
+//
+// The walk follows the index, not the record ids, because the index is in hash order:
+// a sample is a fair one of the shard's keys, as Redis's of its hash table. Record ids are
+// in no such order: free ids are reused lowest first, so that the keys written since the
+// sweep passed gather behind it. A sweep over ids that stops at a fresh sample leaves the
+// keys behind it for a whole lap, and under a churn of short-lived keys that lap never
+// ends: the ids grow at the end as fast as the sweep walks them.
+//
+// Removals leave the index its size until the shard is done for the round: a key moves
+// only back to the slot the walk is at, never behind it, so that the pass examines every
+// key the shard held when its turn came, unless writes between two calls resize the index.
+func (s *Shard) expireLocked(now int64, budget int, r *expireRound) (removed, work int, done bool) {
+	if !r.begun {
+		*r = expireRound{begun: true, left: 1 << 32}
+	}
+	at := uint64(s.sweep)
+	for done = s.expireDone(r); !done && work < budget; done = s.expireDone(r) {
+		n := len(s.index)
+		i := home(uint32(at), n)
+		gone := false
+		if e := s.index[i]; e != 0 {
+			r.keys++
+			work++
+			off := uint32(e) - 1
+			if exp := getInt(s.entry(off), eExpire); exp != 0 {
+				r.sampled++
+				if gone = now >= exp; gone {
+					// The slot then holds the next key of its run, if any: the walk stays.
+					s.removeKeepingIndex(i, off)
+					r.expired++
+					removed++
 				}
 			}
-			off := s.ids[s.sweep]
-			s.sweep++
-			work++
-			pass--
-			if off == freeID {
-				continue
-			}
-			exp := getInt(s.entry(off), eExpire)
-			if exp == 0 {
-				continue
-			}
-			sampled++
-			if now >= exp {
-				s.remove(s.slotOf(off), off)
-				expired++
-			}
 		}
-		removed += expired
-		s.expired.Add(int64(expired))
-		if expired*4 <= sampled {
-			break
+		if !gone {
+			next := slotStart(i+1, n)
+			r.left -= int64(next - at)
+			at = next & (1<<32 - 1)
+		}
+		if r.sampled == sampleSize || r.keys == sampleWork {
+			// A sample mostly fresh, or without keys that expire: the rest waits for later rounds.
+			r.fresh = r.expired*100 <= r.sampled*acceptableStale
+			r.keys, r.sampled, r.expired = 0, 0, 0
 		}
 	}
-	return removed, work
+	s.sweep = uint32(at)
+	if done {
+		s.fitIndex()
+	}
+	if removed > 0 {
+		s.expired.Add(int64(removed))
+	}
+	return removed, work, done
 }
+
+// expireDone reports whether the shard is done for round r: it has no key left, or a sample
+// was mostly fresh, or the pass is over.
+func (s *Shard) expireDone(r *expireRound) bool {
+	return s.count == 0 || r.fresh || r.left <= 0
+}
+
+// slotStart returns the first position in hash order of slot i of an index of n slots: the
+// least p with home(p, n) == i, and 1<<32 for i == n.
+func slotStart(i, n int) uint64 { return (uint64(i)<<32 + uint64(n) - 1) / uint64(n) }
 
 // resetLocked drops every key and the memory they held.
 func (s *Shard) resetLocked() {
