@@ -2,11 +2,13 @@
 // twice (--appendonly no, and appendfsync everysec) and redis-server on free loopback ports,
 // checks the Lua scripts that stand for each algorithm on Redis, then measures requests per second
 // and latency percentiles for each workload at 50 connections, pipeline 1 and 16, over random
-// keys and over one hot key, and the resident memory per key of each algorithm. It prints a
-// markdown report and writes it to benchmarks/RESULTS.md. Run it from the repository root:
+// keys and over one hot key, the resident memory per key of each algorithm, and the keys and
+// memory held under a churn of short-lived keys (churn.go). It prints a markdown report and
+// writes it to benchmarks/RESULTS.md. Run it from the repository root:
 //
 //	make bench
 //	go run ./benchmarks/cmd/loadgen [-duration 2s] [-out benchmarks/RESULTS.md]
+//	go run ./benchmarks/cmd/loadgen -only churn [-churn 16s]
 package main
 
 import (
@@ -29,6 +31,10 @@ type config struct {
 	memKeys  int
 	warmup   time.Duration
 	duration time.Duration
+	churn    time.Duration
+	only     string
+
+	durableKeys int
 }
 
 func main() {
@@ -40,7 +46,15 @@ func main() {
 	flag.IntVar(&cfg.memKeys, "memkeys", 300000, "keys per algorithm for the memory measurement")
 	flag.DurationVar(&cfg.warmup, "warmup", 500*time.Millisecond, "uncounted time before each measurement")
 	flag.DurationVar(&cfg.duration, "duration", 2*time.Second, "time of each measurement")
+	flag.IntVar(&cfg.durableKeys, "durablekeys", 1000000, "new keys for the memory measurement with and without persistence")
+	flag.DurationVar(&cfg.churn, "churn", 16*time.Second, "time of each churn measurement")
+	flag.StringVar(&cfg.only, "only", "", "run only this part: churn or durable (the report goes to -out only if that is given)")
 	flag.Parse()
+	outSet := false
+	flag.Visit(func(f *flag.Flag) { outSet = outSet || f.Name == "out" })
+	if cfg.only != "" && !outSet {
+		cfg.out = "" // a part alone never replaces the whole report
+	}
 	log.SetFlags(0)
 	log.SetPrefix("loadgen: ")
 
@@ -107,6 +121,17 @@ func (r *runner) run() (string, error) {
 		return "", err
 	}
 	r.tmp = tmp
+	switch r.cfg.only {
+	case "":
+	case "churn":
+		runs, err := r.churn()
+		return churnSection(r.cfg, runs), err
+	case "durable":
+		rows, err := r.durableMemory()
+		return durableSection(r.cfg, rows), err
+	default:
+		return "", fmt.Errorf("-only %q: the parts that run alone are churn and durable", r.cfg.only)
+	}
 	tNo, err := r.track(startThrottled("throttled (appendonly no)", r.cfg.bin, tmp+"/no", "--appendonly", "no"))
 	if err != nil {
 		return "", err
@@ -141,10 +166,22 @@ func (r *runner) run() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	alwaysRows, err := r.always()
+	if err != nil {
+		return "", err
+	}
+	durable, err := r.durableMemory()
+	if err != nil {
+		return "", err
+	}
+	churn, err := r.churn()
+	if err != nil {
+		return "", err
+	}
 	log.Print("Go benchmarks of the server's verbs")
 	micro, err := micro()
 	if err != nil {
 		return "", err
 	}
-	return render(r.cfg, machine(tNo, redis), checks, rows, ps, mem, micro), nil
+	return render(r.cfg, machine(tNo, redis), checks, rows, alwaysRows, ps, mem, durable, churn, micro), nil
 }

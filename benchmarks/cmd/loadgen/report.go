@@ -59,7 +59,7 @@ func thousands(n float64) string {
 }
 
 // render writes the report in markdown.
-func render(cfg config, m machineInfo, checks []check, rows []row, ps []pair, mem []memRow, micro []microRow) string {
+func render(cfg config, m machineInfo, checks []check, rows, alwaysRows []row, ps []pair, mem []memRow, durable []durableRow, churn []churnRun, micro []microRow) string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	p("# throttled against Redis\n\n")
@@ -82,7 +82,7 @@ func render(cfg config, m machineInfo, checks []check, rows []row, ps []pair, me
 	p("## Targets\n\n")
 	p("CL.THROTTLE over 100000 random keys unless said; a ratio is of req/s in this run.\n\n")
 	p("| target | measured | met |\n|---|---|---|\n")
-	for _, t := range targets(rows, ps, mem, micro) {
+	for _, t := range append(targets(rows, ps, mem, micro), durableTargets(durable, cfg.durableKeys)...) {
 		p("| %s | %s | %s |\n", t.name, t.measured, yesNo(t.met))
 	}
 	p("\n")
@@ -134,6 +134,8 @@ func render(cfg config, m machineInfo, checks []check, rows []row, ps []pair, me
 			strings.Join(ra, ", "), strings.Join(rb, ", "), strings.Join(ratios, ", "), c.median)
 	}
 
+	b.WriteString(alwaysSection(alwaysRows, rows))
+
 	p("\n## Memory per key\n\n")
 	p("Resident growth (VmRSS from /proc/PID/status) of a fresh process of each server over %d keys of\n", cfg.memKeys)
 	p("each algorithm, one admission each, 14-byte key names, divided by the keys.\n\n")
@@ -142,6 +144,8 @@ func render(cfg config, m machineInfo, checks []check, rows []row, ps []pair, me
 	for _, m := range mem {
 		p("| %s | `%s` | %.1f | %s | %.1f | %.2f |\n", m.name, m.verb, m.throttled, m.lua, m.redis, m.redis/m.throttled)
 	}
+	b.WriteString(durableSection(cfg, durable))
+	b.WriteString(churnSection(cfg, churn))
 
 	p("\n## Go benchmarks of each verb's path\n\n")
 	p("`go test -run '^$' -bench . -benchmem ./server`: one request through parsing, dispatch, the\n")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -56,10 +55,11 @@ func startThrottled(label, bin, dir string, persistence ...string) (*server, err
 	return start(label, bin, append([]string{"--bind", "127.0.0.1", "--dir", dir, "--loglevel", "warning"}, persistence...)...)
 }
 
-// startRedis starts redis-server without persistence, as a cache in front of an app would run.
-func startRedis(dir string) (*server, error) {
-	return start("redis", "redis-server", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--daemonize", "no", "--loglevel", "warning")
+// startRedis starts redis-server without persistence, as a cache in front of an app would run,
+// or with what extra says instead (later options override earlier ones).
+func startRedis(dir string, extra ...string) (*server, error) {
+	return start("redis", "redis-server", append([]string{"--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--daemonize", "no", "--loglevel", "warning"}, extra...)...)
 }
 
 // stop kills the process and waits for it.
@@ -111,19 +111,7 @@ func (s *server) pipe(reqs func(i int) []byte, n int) error {
 }
 
 // rss returns the resident bytes of the process, from /proc/PID/status VmRSS.
-func (s *server) rss() (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, err := strconv.ParseInt(f[1], 10, 64)
-			return kb * 1024, err
-		}
-	}
-	return 0, errors.New("no VmRSS")
-}
+func (s *server) rss() (int64, error) { return s.status("VmRSS") }
 
 // info returns one field of INFO server.
 func (s *server) info(field string) string {
