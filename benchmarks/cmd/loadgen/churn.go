@@ -235,3 +235,15 @@ func count(n int64) string {
 
 // mib formats bytes in MiB.
 func mib(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
+
+// churnTargets says, for each throttled run, whether its keys and memory stayed flat.
+func churnTargets(runs []churnRun) []target {
+	var out []target
+	for _, r := range runs {
+		if strings.HasPrefix(r.server, "throttled") {
+			f := flat(r.samples)
+			out = append(out, target{fmt.Sprintf("churn `%s`, %s: keys and RSS stay flat", r.cmd, r.server), f, f == "yes"})
+		}
+	}
+	return out
+}
