@@ -58,6 +58,27 @@ func BenchmarkSlidingLog(b *testing.B) {
 	bench(b, func(int) Algorithm { return p }, 100, func(i int) (int64, int64) { return base + int64(i)*600*ms, 1 })
 }
 
+func BenchmarkSlidingLogGrowing(b *testing.B) {
+	// SLIDE's load test: each key gets a handful of admissions, none of which
+	// leaves the one-minute window, so every call appends to the log. Here a
+	// key gets 20, 200ms apart (3-byte entries), and is then dropped for a new
+	// one: logs of 10 entries on average.
+	var p Algorithm = SlidingLog{Limit: 100, Window: 60 * sec}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		var st State
+		var bufs [2][]byte
+		for i := 0; pb.Next(); i++ {
+			n := i % 20
+			_, next, store, err := p.Take(base+int64(n)*200*ms, st, n > 0, 1, bufs[i&1][:0])
+			if err != nil || !store {
+				b.Fatal(err, store)
+			}
+			st, bufs[i&1] = next, next.Bytes
+		}
+	})
+}
+
 func BenchmarkSlidingCounter(b *testing.B) {
 	var p Algorithm = SlidingCounter{Limit: 1_000_000, Window: sec}
 	bench(b, func(int) Algorithm { return p }, 0, func(i int) (int64, int64) { return base + int64(i)*1000, 1 })

@@ -405,6 +405,24 @@ func (m *logModel) take(p SlidingLog, now, cost int64) (Decision, func()) {
 	}
 }
 
+// canonicalLog says how a stored sliding log differs from the one logWriter
+// writes for its entries, or "": the base is the first entry's time, and
+// whichever way take built it, the log has one encoding.
+func canonicalLog(st State, maxEntries int) string {
+	r := logReader{b: st.Bytes, t: st.Num, max: maxEntries}
+	w := logWriter{}
+	for e, c, ok := r.next(); ok; e, c, ok = r.next() {
+		w.add(e, c)
+	}
+	switch {
+	case r.bad:
+		return "the stored log does not decode"
+	case w.base != st.Num || !bytes.Equal(w.buf, st.Bytes):
+		return fmt.Sprintf("log %x at base %d, written anew %x at base %d", st.Bytes, st.Num, w.buf, w.base)
+	}
+	return ""
+}
+
 func FuzzSlidingLog(f *testing.F) {
 	f.Add(int64(10), int64(1e9), uint8(0), []byte{0, 0, 3, 0, 0, 200, 3, 0, 0, 200, 4, 0, 0, 100, 5, 0, 1, 0, 1, 0})
 	f.Add(int64(3), int64(1e6), uint8(2), []byte{0, 0, 3, 0, 255, 0, 1, 0, 0, 1, 1, 0, 0, 0, 0, 0})
@@ -437,6 +455,9 @@ func FuzzSlidingLog(f *testing.F) {
 				t.Fatalf("at %d cost %d %+v: %s", now, cost, d, v)
 			}
 			if store {
+				if v := canonicalLog(next, maxEntries); v != "" {
+					t.Fatalf("at %d cost %d: %s", now, cost, v)
+				}
 				k.st, k.exists = State{Num: next.Num, Bytes: bytes.Clone(next.Bytes), Expire: next.Expire}, true
 				eff = max(eff, now)
 				adm = append(adm, admission{eff, cost})

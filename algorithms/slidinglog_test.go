@@ -1,6 +1,8 @@
 package algorithms
 
 import (
+	"encoding/binary"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -213,4 +215,160 @@ func TestSlidingLogCorrupt(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, int64(9), d.Remaining)
 	})
+}
+
+// refScan is window.scan done the plain way, entry by entry with binary.Uvarint as
+// the format reads: scan, which decodes the usual entry inline, is held to it.
+func refScan(log []byte, base, horizon int64, maxEntries int) (window, bool) {
+	type entry struct {
+		t, count int64
+		at       int
+	}
+	var in []entry // the entries in the window
+	t := base
+	for off, n := 0, 0; off < len(log); n++ {
+		head, k := binary.Uvarint(log[off:])
+		if k <= 0 {
+			return window{}, false
+		}
+		at := off
+		off += k
+		count := int64(1)
+		if head&1 != 0 {
+			c, k := binary.Uvarint(log[off:])
+			if k <= 0 || c < 2 || c > math.MaxInt64 {
+				return window{}, false
+			}
+			off += k
+			count = int64(c)
+		}
+		delta := head >> 1
+		if n > 0 && delta == 0 || delta > uint64(maxTimeUs-t) || n >= maxEntries {
+			return window{}, false
+		}
+		t += int64(delta)
+		if t*usNs > horizon {
+			in = append(in, entry{t, count, at})
+		}
+	}
+	w := window{second: len(log)}
+	for i, e := range in {
+		if w.used > math.MaxInt64-e.count {
+			return window{}, false
+		}
+		w.used += e.count
+		if i == 1 {
+			w.second = e.at
+		}
+	}
+	if len(in) > 0 {
+		first, last := in[0], in[len(in)-1]
+		w.kept, w.oldest, w.first, w.start = int64(len(in)), first.t, first.count, first.at
+		w.newest, w.last, w.lastAt = last.t, last.count, last.at
+		if len(in) > 1 {
+			w.prev = in[len(in)-2].t
+		}
+	}
+	return w, true
+}
+
+func TestSlidingLogScan(t *testing.T) {
+	at := func(b ...byte) []byte { return b }
+	cases := []struct {
+		name string
+		base int64
+		log  []byte
+	}{
+		{"3-byte heads", base / 1000, at(0, 0x80, 0x80, 0x01, 0xfe, 0xff, 0x7f)},
+		{"a 3-byte head of 0 after the first", base / 1000, at(0, 0x80, 0x80, 0x00)},
+		{"a 3-byte head of 0 first", base / 1000, at(0x80, 0x80, 0x00, 0x80, 0x80, 0x01)},
+		{"a 3-byte head written long", base / 1000, at(0, 0x82, 0x80, 0x00, 0xfe, 0xff, 0x00)},
+		{"2-byte heads", base / 1000, at(0, 0x82, 0x01, 0xfe, 0x7f, 0x80, 0x01)},
+		{"a 2-byte head of 0", base / 1000, at(0, 0x80, 0x00, 0x82, 0x01)},
+		{"a 2-byte head with a count", base / 1000, at(0, 0x81, 0x01, 2, 0x82, 0x01)},
+		{"a 2-byte head last", base / 1000, at(0, 0x82, 0x01)},
+		{"a 4-byte head", base / 1000, at(0, 0x80, 0x80, 0x80, 0x01, 0x82, 0x01)},
+		{"a 2-byte head before a 4-byte one", base / 1000, at(0, 0x82, 0x01, 0x80, 0x80, 0x80, 0x01)},
+		{"a 3-byte head with a count", base / 1000, at(0, 0x81, 0x80, 0x01, 2)},
+		{"a 3-byte head with a count missing", base / 1000, at(0, 0x81, 0x80, 0x01)},
+		{"a 3-byte head not ended", base / 1000, at(0, 0x80, 0x80, 0x81)},
+		{"a 3-byte head cut short", base / 1000, at(0, 0x80, 0x80)},
+		{"a 3-byte delta past 2116", maxTimeUs - 1<<13 + 1, at(0, 0x80, 0x80, 0x01)},
+		{"a 3-byte delta up to 2116", maxTimeUs - 1<<13, at(0, 0x80, 0x80, 0x01)},
+		{"counts", base / 1000, at(1, 5, 0x80, 0x80, 0x01, 0x83, 0x80, 0x01, 9)},
+	}
+	for _, c := range cases {
+		for _, max := range []int{1, 2, 3, maxLogEntries} {
+			for _, horizon := range []int64{0, c.base*usNs + 1, c.base*usNs + 1<<13*usNs, maxTimeUs * usNs} {
+				want, wantOK := refScan(c.log, c.base, horizon, max)
+				var got window
+				ok := got.scan(c.log, c.base, horizon, max)
+				require.Equal(t, wantOK, ok, "%s, max %d, horizon %d", c.name, max, horizon)
+				if ok {
+					require.Equal(t, want, got, "%s, max %d, horizon %d", c.name, max, horizon)
+				}
+			}
+		}
+	}
+}
+
+// FuzzSlidingLogScan holds window.scan to refScan on any log, window and bound.
+func FuzzSlidingLogScan(f *testing.F) {
+	var w logWriter
+	for i, d := range []int64{0, 200_000, 150_000, 1, 64, 8192, 900_000, 3_000_000} {
+		w.add(base/1000+int64(i)*1_000_000+d, 1+int64(i%3))
+	}
+	f.Add(w.base, w.buf, int64(0), uint16(0))
+	f.Add(w.base, w.buf, (w.base+3_000_000)*usNs, uint16(3))
+	f.Add(base/1000, []byte{0, 0x80, 0x80, 0x01, 0x80, 0x80, 0x00}, int64(0), uint16(5))
+	f.Fuzz(func(t *testing.T, b int64, log []byte, horizon int64, max uint16) {
+		b = abs64(b) % (maxTimeUs + 1)
+		bound := maxLogEntries
+		if max != 0 {
+			bound = int(max)
+		}
+		want, wantOK := refScan(log, b, horizon, bound)
+		var got window
+		ok := got.scan(log, b, horizon, bound)
+		if ok != wantOK || ok && got != want {
+			t.Fatalf("scan %v %v, want %v %v", got, ok, want, wantOK)
+		}
+	})
+}
+
+func TestSlidingLogEntries(t *testing.T) {
+	// The log holds every admission in the window at its µs, whichever way
+	// take writes it: appended to the log as it is, rewritten from a later
+	// base, or joined to the newest entry.
+	p := SlidingLog{Limit: 100, Window: sec}
+	var k key
+	entries := func() [][2]int64 {
+		var out [][2]int64
+		r := logReader{b: k.st.Bytes, t: k.st.Num, max: maxLogEntries}
+		for e, c, ok := r.next(); ok; e, c, ok = r.next() {
+			out = append(out, [2]int64{e - base/1000, c})
+		}
+		require.False(t, r.bad)
+		return out
+	}
+	steps := []struct {
+		name string
+		at   int64 // µs after base
+		cost int64
+		want [][2]int64
+	}{
+		{"the first", 0, 1, [][2]int64{{0, 1}}},
+		{"appended, 3 bytes", 200_000, 1, [][2]int64{{0, 1}, {200_000, 1}}},
+		{"appended, a count", 400_001, 3, [][2]int64{{0, 1}, {200_000, 1}, {400_001, 3}}},
+		{"joins the newest", 400_001, 2, [][2]int64{{0, 1}, {200_000, 1}, {400_001, 5}}},
+		{"appended, 1 byte", 400_010, 1, [][2]int64{{0, 1}, {200_000, 1}, {400_001, 5}, {400_010, 1}}},
+		{"the first has left: a new base", 1_000_000, 1, [][2]int64{{200_000, 1}, {400_001, 5}, {400_010, 1}, {1_000_000, 1}}},
+		{"two have left", 1_400_005, 2, [][2]int64{{400_010, 1}, {1_000_000, 1}, {1_400_005, 2}}},
+		{"all have left", 3_000_000, 1, [][2]int64{{3_000_000, 1}}},
+	}
+	for _, st := range steps {
+		require.False(t, k.take(t, p, base+st.at*1000, st.cost).Limited, st.name)
+		require.Equal(t, st.want, entries(), st.name)
+		require.Equal(t, base/1000+st.want[0][0], k.st.Num, "%s: the base is the oldest entry", st.name)
+	}
 }

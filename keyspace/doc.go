@@ -20,9 +20,13 @@
 //     record id, Expire, Num, Num2 only when it is not zero (a GCRA key needs none), the
 //     key's length and the key, then the byte value's length and the bytes when there are
 //     any. Reads and in-place updates of the fields need no decoding. An entry that dies
-//     or changes size (a sliding log that gains or drops an admission) is written anew at
-//     the tail and leaves dead bytes behind; a block more than half dead has its live
-//     entries moved to the tail block and is freed, so compaction is incremental. A block
+//     or changes size is written anew at the tail and leaves dead bytes behind; a block
+//     more than half dead has its live entries moved to the tail block and is freed, so
+//     compaction is incremental. A byte value that outgrows its entry moves with 32 bytes
+//     of room after it (growRoom), so that a sliding log, 3 bytes longer at each
+//     admission, moves at one admission in eleven rather than at each (a move and the
+//     compaction it brings cost more than the rest of the write); it stays in place while
+//     it grows into its room or shrinks leaving at most 64 bytes (maxRoom). A block
 //     freed after GetLocked returned a byte value is not reused before Unlock, so that the
 //     bytes stay valid while other keys are written. Keys longer than 1 KiB live in a side
 //     map.
@@ -36,8 +40,13 @@
 // 12 bytes of index: about 55 bytes on the heap, against about 140 for a map[string]*entry
 // (see BenchmarkMemoryPerGCRAKey). A sliding log with one admission (a 12-byte value)
 // makes the entry 49 bytes: about 72 bytes a key, against about 140 with the value in a
-// map (BenchmarkMemoryPerLogKey). Growing the index is one pass over it under the shard
-// lock, so shards should stay small: at 256 shards a million keys make about 4,000 each.
+// map (BenchmarkMemoryPerLogKey). A new value has no room, so that figure stands; a log
+// that has grown keeps at most 33 bytes of room (with its length byte), 17 on average from
+// 2 to 100 admissions (TestValueRoomMemory). 300,000 logs grown one admission at a time to
+// 20 take about 180 bytes a key with the dead bytes their moves leave in the arena, where
+// moving at every admission took about 205 (BenchmarkMemoryPerGrownLogKey). Growing the
+// index is one pass over it under the shard lock, so shards should stay small: at 256
+// shards a million keys make about 4,000 each.
 // A shard's arena holds at most 4 GiB of entries (about 100 million small keys); past that
 // SetLocked panics.
 //

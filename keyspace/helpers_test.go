@@ -95,15 +95,22 @@ func (s *Shard) check() error {
 		}
 		if e[0]&hdrBytes != 0 {
 			at := keyEnd(e)
-			switch vlen, _ := uvarint(e[at:]); {
+			switch vlen, n := uvarint(e[at:]); {
 			case vlen == 0:
 				flagged++
 				if n := len(s.vals[uint32(id)]); n <= maxInlineValue {
 					return fmt.Errorf("id %d: a value of %d bytes in vals", id, n)
 				}
+				if hasRoom(e) {
+					return fmt.Errorf("id %d: room after a value in vals", id)
+				}
 			case vlen > maxInlineValue:
 				return fmt.Errorf("id %d: an inline value of %d bytes", id, vlen)
+			case hasRoom(e) && int(e[at+n]) > maxRoom:
+				return fmt.Errorf("id %d: %d bytes of room", id, e[at+n])
 			}
+		} else if hasRoom(e) {
+			return fmt.Errorf("id %d: room without a value", id)
 		}
 		if klen, _ := uvarint(e[fixedLen(e[0]):]); klen > maxInlineKey {
 			big++

@@ -14,19 +14,24 @@ import (
 // An entry holds one key and its state in a block of the shard's arena:
 //
 //	offset 0   header: the Kind (6 bits), hdrWide, hdrBytes
-//	       1   record id, uint32 little-endian
+//	       1   record id, uint32 little-endian, with idRoom in its top bit
 //	       5   Expire, int64 little-endian
 //	      13   Num, int64 little-endian
 //	      21   Num2, int64 little-endian, only when hdrWide
 //	    then   the key's length, uvarint
 //	    then   the key, unless longer than maxInlineKey (then it is in Shard.big)
-//	    then   only when hdrBytes, the byte value: its length, uvarint, and the bytes; a
-//	           value longer than maxInlineValue is in Shard.vals, and its length is written 0
+//	    then   only when hdrBytes, the byte value: its length, uvarint; only when idRoom,
+//	           the length of its room, one byte; the bytes; the room, unused. A value
+//	           longer than maxInlineValue is in Shard.vals, and its length is written 0
 //
 // The fields come first so that reading and updating them needs no decoding; a lookup
 // touches the index slot and this entry and nothing else. A write that changes the size
-// of an entry (Num2 turning zero or not, a byte value changing length or going in or out
-// of Shard.vals) moves it to the tail; any other write is made in place.
+// of an entry (Num2 turning zero or not, a byte value outgrowing its room, shrinking so
+// much that more than maxRoom bytes would be left over, or going in or out of Shard.vals)
+// moves it to the tail; any other write is made in place. A byte value that grows moves
+// with room after it (growRoom), so that a value growing a few bytes at every write (a
+// sliding log, an admission at a time) moves once every few writes, not at every one:
+// each move leaves dead bytes behind, and compacting them moves other entries too.
 const (
 	eID      = 1
 	eExpire  = 5
@@ -37,6 +42,15 @@ const (
 	hdrKind  = 0x3f
 	hdrWide  = 0x40 // Num2 != 0: the entry has its 8 bytes
 	hdrBytes = 0x80 // the key has a byte value (Value.Bytes is not empty)
+	// idRoom, the top bit of the record id word, says the inline byte value has room after
+	// it, and the byte before the value says how much. Record ids stay below it.
+	idRoom = 1 << 31
+	// growRoom is the room a byte value that grew past its room gets when it moves: a
+	// sliding log's next ten admissions over a one-minute window (3 bytes each), so that
+	// it moves at one admission in eleven. maxRoom is the most room a value keeps in
+	// place: it may grow into its room, and shrink leaving at most maxRoom.
+	growRoom = 32
+	maxRoom  = 2 * growRoom
 
 	// maxInlineKey is the longest key kept in an entry; longer keys live in Shard.big, so
 	// that an entry always fits a block.
@@ -61,8 +75,8 @@ const (
 	maxBlocks = 1<<(32-blockShift) - 1
 	// freeID marks a free record id in Shard.ids. No entry starts there.
 	freeID = math.MaxUint32
-	// maxIDs keeps record ids below freeID.
-	maxIDs = math.MaxUint32 - 1
+	// maxIDs keeps record ids below idRoom (and freeID).
+	maxIDs = idRoom - 1
 
 	// minIndex is the smallest index. Indexes grow past load maxLoadNum/maxLoadDen and
 	// shrink below minLoadNum/minLoadDen, to about 4/7 (targetIndex).
@@ -193,9 +207,10 @@ func (s *Shard) GetLocked(key []byte, now int64) (Value, bool) {
 // It copies key and v.Bytes, which may alias bytes GetLocked returned. A Value of Kind None
 // deletes the key. Replacing the value of an existing key keeps its record id (see Scan).
 // It is done in place, without allocating, when the entry keeps its size: Num2 stays zero
-// or non-zero and the bytes keep their length, or stay longer than maxInlineValue and fit
-// the old ones' capacity. Otherwise the entry moves to the tail of the arena, which
-// allocates only when a block fills and no freed one is at hand.
+// or non-zero and the bytes fit where the old ones and their room were, leaving at most
+// maxRoom, or stay longer than maxInlineValue and fit the old ones' capacity. Otherwise the
+// entry moves to the tail of the arena, which allocates only when a block fills and no
+// freed one is at hand.
 func (s *Shard) SetLocked(key []byte, v Value) {
 	if v.Kind == None {
 		s.DeleteLocked(key)
@@ -214,9 +229,9 @@ func (s *Shard) SetLocked(key []byte, v Value) {
 		s.resize(targetIndex(s.count + 1))
 		pos, _, _ = s.find(key, h)
 	}
-	off, e := s.appendEntry(entrySize(len(key), len(v.Bytes), v.Num2 != 0)) // may compact: only then take the id
+	off, e := s.appendEntry(entrySize(len(key), len(v.Bytes), 0, v.Num2 != 0)) // may compact: only then take the id
 	id := s.allocID()
-	writeEntry(e, id, key, v)
+	writeEntry(e, id, key, v, 0)
 	s.ids[id] = off
 	if len(key) > maxInlineKey {
 		if s.big == nil {
@@ -282,7 +297,11 @@ func (s *Shard) entry(off uint32) []byte {
 
 func getInt(e []byte, at int) int64    { return int64(binary.LittleEndian.Uint64(e[at:])) }
 func putInt(e []byte, at int, v int64) { binary.LittleEndian.PutUint64(e[at:], uint64(v)) }
-func getID(e []byte) uint32            { return binary.LittleEndian.Uint32(e[eID:]) }
+func getID(e []byte) uint32            { return binary.LittleEndian.Uint32(e[eID:]) &^ idRoom }
+
+// hasRoom reports whether entry e has idRoom: the byte before its inline value's bytes
+// gives the length of the room after them.
+func hasRoom(e []byte) bool { return e[eID+3]&(idRoom>>24) != 0 }
 
 // fixedLen is the length of an entry's fixed part.
 func fixedLen(hdr byte) int {
@@ -292,8 +311,9 @@ func fixedLen(hdr byte) int {
 	return eNarrow
 }
 
-// entrySize is the size of the entry of a key of klen bytes with a byte value of vlen.
-func entrySize(klen, vlen int, wide bool) int {
+// entrySize is the size of the entry of a key of klen bytes with a byte value of vlen and,
+// when it is inline, room bytes of room.
+func entrySize(klen, vlen, room int, wide bool) int {
 	n := eNarrow + uvarintLen(klen)
 	if wide {
 		n = eWide + uvarintLen(klen)
@@ -306,6 +326,9 @@ func entrySize(klen, vlen int, wide bool) int {
 		n++ // the length 0
 	case vlen > 0:
 		n += uvarintLen(vlen) + vlen
+		if room > 0 {
+			n += 1 + room
+		}
 	}
 	return n
 }
@@ -325,10 +348,22 @@ func keyEnd(e []byte) int {
 func sizeOf(e []byte) int {
 	at := keyEnd(e)
 	if e[0]&hdrBytes != 0 {
-		vlen, n := uvarint(e[at:]) // 0 for a value in Shard.vals
-		at += n + vlen
+		_, field := valueField(e, at)
+		at += field
 	}
 	return at
+}
+
+// valueField returns the length of the byte value of entry e, which has hdrBytes, and the
+// size of its field (its length, room length, bytes and room), which starts at at. The
+// length is 0 for a value in Shard.vals.
+func valueField(e []byte, at int) (vlen, field int) {
+	vlen, n := uvarint(e[at:])
+	field = n + vlen
+	if hasRoom(e) {
+		field += 1 + int(e[at+n])
+	}
+	return vlen, field
 }
 
 // inVals reports whether entry e has a byte value and keeps it in Shard.vals.
@@ -336,9 +371,10 @@ func inVals(e []byte) bool {
 	return e[0]&hdrBytes != 0 && e[keyEnd(e)] == 0 // the first byte of a uvarint is 0 only for 0
 }
 
-// writeEntry writes an entry for key and v into e, which is entrySize long. A byte value
-// longer than maxInlineValue is left for the caller to put in Shard.vals.
-func writeEntry(e []byte, id uint32, key []byte, v Value) {
+// writeEntry writes an entry for key and v into e, which is entrySize long, an inline byte
+// value with room bytes of room. A byte value longer than maxInlineValue is left for the
+// caller to put in Shard.vals.
+func writeEntry(e []byte, id uint32, key []byte, v Value, room int) {
 	e[0] = byte(v.Kind)
 	binary.LittleEndian.PutUint32(e[eID:], id)
 	putInt(e, eExpire, v.Expire)
@@ -360,6 +396,11 @@ func writeEntry(e []byte, id uint32, key []byte, v Value) {
 	case len(b) > 0:
 		e[0] |= hdrBytes
 		at += binary.PutUvarint(e[at:], uint64(len(b)))
+		if room > 0 {
+			e[eID+3] |= idRoom >> 24
+			e[at] = byte(room)
+			at++
+		}
 		copy(e[at:], b) // b may alias the entry this one replaces, never e
 	}
 }
@@ -385,6 +426,9 @@ func (s *Shard) bytesOf(e []byte) []byte {
 		return s.vals[getID(e)]
 	}
 	at += n
+	if hasRoom(e) {
+		at++
+	}
 	return e[at : at+vlen : at+vlen]
 }
 
@@ -553,33 +597,40 @@ func (s *Shard) replace(pos int, off uint32, key []byte, v Value) {
 }
 
 // replaceSized is replace for an entry that has or gets a byte value: in place when the
-// entry keeps its layout, else written anew at the tail.
+// entry keeps its layout (an inline value within its room), else written anew at the tail.
 func (s *Shard) replaceSized(pos int, off uint32, key []byte, v Value) {
 	e := s.entry(off)
 	id := getID(e)
-	wasBig, big := inVals(e), len(v.Bytes) > maxInlineValue
-	size, newSize := sizeOf(e), entrySize(len(key), len(v.Bytes), v.Num2 != 0)
-	if newSize == size && (e[0]&hdrWide != 0) == (v.Num2 != 0) {
-		// Then the value field is as long as before: both values are in vals, or both
-		// inline and of the same length, and only the fields and the bytes change.
-		e[0] = e[0]&(hdrWide|hdrBytes) | byte(v.Kind)
-		putInt(e, eExpire, v.Expire)
-		putInt(e, eNum, v.Num)
-		if v.Num2 != 0 {
-			putInt(e, eNum2, v.Num2)
-		}
-		if big {
+	at, vlen, field := keyEnd(e), 0, 0 // where the value field starts, the value's length, the field's
+	if e[0]&hdrBytes != 0 {
+		vlen, field = valueField(e, at)
+	}
+	wasBig, big := e[0]&hdrBytes != 0 && vlen == 0, len(v.Bytes) > maxInlineValue
+	size, room := at+field, 0
+	if (e[0]&hdrWide != 0) == (v.Num2 != 0) {
+		switch {
+		case wasBig && big:
+			s.putFields(e, v)
 			s.setBig(id, v.Bytes)
-		} else if len(v.Bytes) > 0 {
-			copy(e[size-len(v.Bytes):size], v.Bytes) // v.Bytes may be these very bytes: a memmove
+			return
+		case vlen > 0 && len(v.Bytes) > 0 && !big: // inline before and after
+			if putInline(e, at, field, vlen, v.Bytes) {
+				s.putFields(e, v)
+				return
+			}
+			if len(v.Bytes) > vlen {
+				room = growRoom
+			}
 		}
-		return
 	}
 	// v.Bytes may alias the old entry, which appendEntry may move: its bytes stay intact
 	// all the same, since GetLocked lent them (see loanSpare).
-	newOff, ne := s.appendEntry(newSize)
-	off = s.ids[id]
-	writeEntry(ne, id, key, v)
+	tail := s.tail
+	newOff, ne := s.appendEntry(entrySize(len(key), len(v.Bytes), room, v.Num2 != 0))
+	if s.tail != tail {
+		off = s.ids[id] // compacting the old tail block may have moved the entry
+	}
+	writeEntry(ne, id, key, v, room)
 	s.ids[id] = newOff
 	s.index[pos] = s.index[pos]&^math.MaxUint32 | uint64(newOff+1)
 	s.kill(off, size)
@@ -589,6 +640,47 @@ func (s *Shard) replaceSized(pos int, off uint32, key []byte, v Value) {
 	case wasBig:
 		delete(s.vals, id)
 	}
+}
+
+// putFields writes the Kind and the fields of v over entry e, whose layout stays: hdrWide
+// as it is.
+func (s *Shard) putFields(e []byte, v Value) {
+	e[0] = e[0]&(hdrWide|hdrBytes) | byte(v.Kind)
+	putInt(e, eExpire, v.Expire)
+	putInt(e, eNum, v.Num)
+	if v.Num2 != 0 {
+		putInt(e, eNum2, v.Num2)
+	}
+}
+
+// putInline writes b, 1 to maxInlineValue bytes, as the inline byte value of entry e whose
+// value field (length, room length, bytes, room) starts at at, is field bytes long and holds
+// vlen bytes now, and reports whether it fitted: as the field's bytes exactly, or leaving
+// room of at most maxRoom.
+func putInline(e []byte, at, field, vlen int, b []byte) bool {
+	n := uvarintLen(len(b))
+	left := field - n - len(b) // the room, and its length byte when there is any
+	if left < 0 || left > 1+maxRoom {
+		return false
+	}
+	start := at + n
+	if left > 0 {
+		start++
+	}
+	// b may be the value's own bytes, from GetLocked, which the new length and room
+	// length may overwrite: move them first (copy is a memmove).
+	copy(e[start:start+len(b)], b)
+	if len(b) == vlen {
+		return true // the length and the room are as they were
+	}
+	binary.PutUvarint(e[at:], uint64(len(b)))
+	if left > 0 {
+		e[eID+3] |= idRoom >> 24
+		e[at+n] = byte(left - 1)
+	} else {
+		e[eID+3] &^= idRoom >> 24
+	}
+	return true
 }
 
 // setBig stores b, longer than maxInlineValue, as the byte value of record id in vals,
