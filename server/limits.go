@@ -86,13 +86,13 @@ func nativeVerb(name []byte) (string, int, bool) {
 	return "", 0, false
 }
 
-// parseLimit parses "key params... options..." for verb. With inAllOf the
-// options end at the next native verb's name, and the count of arguments
-// used is returned; otherwise every argument must be read.
-func parseLimit(verb string, nparams int, args [][]byte, inAllOf bool) (limit, int, error) {
-	var l limit
+// parse parses "key params... options..." for verb into l, which is zero. With
+// inAllOf the options end at the next native verb's name, and the count of
+// arguments used is returned; otherwise every argument must be read. (l is
+// filled in place: a limit is large, and returning one copies it.)
+func (l *limit) parse(verb string, nparams int, args [][]byte, inAllOf bool) (int, error) {
 	if len(args) < 1+nparams {
-		return l, 0, fmt.Errorf("wrong number of arguments for '%s'", verb)
+		return 0, fmt.Errorf("wrong number of arguments for '%s'", verb)
 	}
 	l.key = args[0]
 	p := args[1 : 1+nparams]
@@ -112,12 +112,12 @@ func parseLimit(verb string, nparams int, args [][]byte, inAllOf bool) (limit, i
 	}
 	var err error
 	if l.opts, err = parseNativeOptions(rest[:end], verb == "slide"); err != nil {
-		return l, 0, err
+		return 0, err
 	}
 	if err := l.parseParams(verb, p, l.opts.approx); err != nil {
-		return l, 0, err
+		return 0, err
 	}
-	return l, 1 + nparams + end, nil
+	return 1 + nparams + end, nil
 }
 
 // parseParams reads a verb's parameters into l.
@@ -187,24 +187,27 @@ func (l *limit) parseParams(verb string, p [][]byte, approx bool) error {
 	return err
 }
 
-// take evaluates l against the key's value v at now. When store is true
-// next is the value to keep (Kind None: delete the key). Bytes of next are
-// built in scratch.
-func (l *limit) take(now int64, v keyspace.Value, exists bool, scratch []byte) (d decision, next keyspace.Value, store bool, err error) {
+// take evaluates l against the key's value v at now into d. When it returns
+// store true, next is the value to keep (Kind None: delete the key); d and next
+// are zero to begin with. Bytes of next are built in scratch. (The value and
+// the results go by pointer: large structs passed and returned by value are
+// copied through memory at every call.)
+func (l *limit) take(now int64, v *keyspace.Value, exists bool, scratch []byte, d *decision, next *keyspace.Value) (store bool, err error) {
 	if l.kind == keyspace.GCRA {
-		tat, exists, err := tatOf(v, exists)
+		tat, exists, err := tatOf(*v, exists)
 		if err != nil {
-			return d, next, false, err
+			return false, err
 		}
 		r, err := gcra.Throttle(now, tat, exists, l.quota, l.opts.cost)
 		if err != nil {
-			return d, next, false, err
+			return false, err
 		}
-		d = decision{limited: r.Limited, limit: r.Limit, remaining: r.Remaining, retry: r.RetryAfter, resetM: r.ResetAfter}
-		return d, gcraValue(now, r), r.Store, nil
+		*d = decision{limited: r.Limited, limit: r.Limit, remaining: r.Remaining, retry: r.RetryAfter, resetM: r.ResetAfter}
+		*next = gcraValue(now, r)
+		return r.Store, nil
 	}
 	if exists && v.Kind != l.kind {
-		return d, next, false, keyspace.ErrWrongType
+		return false, keyspace.ErrWrongType
 	}
 	st := algorithms.State{Num: v.Num, Num2: v.Num2, Bytes: v.Bytes}
 	var ad algorithms.Decision
@@ -225,14 +228,14 @@ func (l *limit) take(now int64, v keyspace.Value, exists bool, scratch []byte) (
 		ad, ns, store, err = l.cc.Take(now, st, exists, l.opts.cost, scratch)
 	}
 	if err != nil {
-		return d, next, false, err
+		return false, err
 	}
 	d.limited, d.limit, d.remaining = ad.Limited, ad.Limit, ad.Remaining
 	d.retry, d.resetM, d.delay = msCeil(ad.RetryAfter), msCeil(ad.ResetAfter), msCeil(ad.Delay)
 	if ns.Expire > 0 {
-		next = keyspace.Value{Kind: l.kind, Num: ns.Num, Num2: ns.Num2, Bytes: ns.Bytes, Expire: ns.Expire}
+		*next = keyspace.Value{Kind: l.kind, Num: ns.Num, Num2: ns.Num2, Bytes: ns.Bytes, Expire: ns.Expire}
 	}
-	return d, next, store, nil
+	return store, nil
 }
 
 // msCeil turns ns into ms rounded up; -1 stays -1.
@@ -255,8 +258,8 @@ func keep(sh *keyspace.Shard, key []byte, next keyspace.Value) {
 // THROTTLE, TOKENBUCKET, LEAKYBUCKET, SLIDE, WINDOW, CONCURRENCY.ACQUIRE: key params... [COST n] [PEEK]
 func cmdLimit(c *client, args [][]byte) error {
 	verb, n, _ := nativeVerb(args[0])
-	l, _, err := parseLimit(verb, n, args[1:], false)
-	if err != nil {
+	var l limit
+	if _, err := l.parse(verb, n, args[1:], false); err != nil {
 		return err
 	}
 	now := c.s.nowNano()
@@ -264,7 +267,9 @@ func cmdLimit(c *client, args [][]byte) error {
 	sh.Lock()
 	defer sh.Unlock()
 	v, ok := sh.GetLocked(l.key, now)
-	d, next, store, err := l.take(now, v, ok, c.scratch[:0])
+	var d decision
+	var next keyspace.Value
+	store, err := l.take(now, &v, ok, c.scratch[:0], &d, &next)
 	if err != nil {
 		return err
 	}
@@ -326,11 +331,11 @@ func cmdAllOf(c *client, args [][]byte) error {
 		if !ok {
 			return fmt.Errorf("%w; got '%s'", errAllOfSyntax, truncate(rest[0], 64))
 		}
-		l, used, err := parseLimit(verb, n, rest[1:], true)
+		limits = append(limits, limit{})
+		used, err := limits[len(limits)-1].parse(verb, n, rest[1:], true)
 		if err != nil {
 			return err
 		}
-		limits = append(limits, l)
 		rest = rest[1+used:]
 	}
 	c.limits = limits
@@ -359,15 +364,17 @@ func cmdAllOf(c *client, args [][]byte) error {
 				break
 			}
 		}
-		d, next, store, err := l.take(now, v, ok, c.scratches[i][:0])
+		results = append(results, pending{})
+		r := &results[i]
+		store, err := l.take(now, &v, ok, c.scratches[i][:0], &r.d, &r.next)
 		if err != nil {
 			return fmt.Errorf("ALLOF limit %d (%s): %w", i+1, truncate(l.key, 64), err)
 		}
 		if store {
-			c.scratches[i] = next.Bytes[:0]
+			c.scratches[i] = r.next.Bytes[:0]
 		}
-		results = append(results, pending{d, next, store})
-		allowed = allowed && !d.limited
+		r.store = store
+		allowed = allowed && !r.d.limited
 	}
 	if allowed {
 		for i := range limits {
