@@ -70,14 +70,7 @@ func dirSize(t testing.TB, dir string) int64 {
 //
 //	go test -run '^$' -bench Write -benchtime 1000000x ./persistence
 func BenchmarkWrite(b *testing.B) {
-	ks := keyspace.New(256)
-	s, err := Open(b.TempDir(), ks, Options{Now: func() int64 { return t0 }, Interval: time.Hour})
-	require.NoError(b, err)
-	defer s.Close()
-	keys := make([][]byte, 100000)
-	for i := range keys {
-		keys[i] = []byte(fmt.Sprintf("k:%012d", i))
-	}
+	s, ks, keys := openWithKeys(b)
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu := cpuTime()
@@ -104,14 +97,7 @@ func BenchmarkWrite(b *testing.B) {
 //
 //	go test -run '^$' -bench WriteEverySecond -benchtime 30x ./persistence
 func BenchmarkWriteEverySecond(b *testing.B) {
-	ks := keyspace.New(256)
-	s, err := Open(b.TempDir(), ks, Options{Now: func() int64 { return t0 }, Interval: time.Hour})
-	require.NoError(b, err)
-	defer s.Close()
-	keys := make([][]byte, 100000)
-	for i := range keys {
-		keys[i] = []byte(fmt.Sprintf("k:%012d", i))
-	}
+	s, ks, keys := openWithKeys(b)
 	runtime.LockOSThread() // threadCPU measures this goroutine
 	defer runtime.UnlockOSThread()
 	b.ResetTimer()
@@ -135,6 +121,20 @@ func threadCPU() int64 {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_THREAD, &ru)
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// openWithKeys opens a store whose writer runs only when the benchmark calls write, and
+// names 100,000 keys as redis-benchmark does.
+func openWithKeys(b *testing.B) (*Store, *keyspace.Keyspace, [][]byte) {
+	ks := keyspace.New(256)
+	s, err := Open(b.TempDir(), ks, Options{Now: func() int64 { return t0 }, Interval: time.Hour})
+	require.NoError(b, err)
+	b.Cleanup(func() { s.Close() })
+	keys := make([][]byte, 100000)
+	for i := range keys {
+		keys[i] = []byte(fmt.Sprintf("k:%012d", i))
+	}
+	return s, ks, keys
 }
 
 // cpuTime is the CPU time the process used, user and system, in ns.

@@ -95,18 +95,11 @@ func luaGCRA(sc scripts, k string) []string {
 
 // usedMemory returns INFO memory's used_memory, or -1.
 func (s *server) usedMemory() int64 {
-	v, err := s.do("INFO", "memory")
+	n, err := strconv.ParseInt(s.infoField("memory", "used_memory"), 10, 64)
 	if err != nil {
 		return -1
 	}
-	text, _ := v.(string)
-	for _, l := range strings.Split(text, "\r\n") {
-		if val, ok := strings.CutPrefix(l, "used_memory:"); ok {
-			n, _ := strconv.ParseInt(val, 10, 64)
-			return n
-		}
-	}
-	return -1
+	return n
 }
 
 // status returns a field of /proc/PID/status in bytes (VmRSS, VmHWM).

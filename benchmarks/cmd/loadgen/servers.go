@@ -114,8 +114,11 @@ func (s *server) pipe(reqs func(i int) []byte, n int) error {
 func (s *server) rss() (int64, error) { return s.status("VmRSS") }
 
 // info returns one field of INFO server.
-func (s *server) info(field string) string {
-	v, err := s.do("INFO", "server")
+func (s *server) info(field string) string { return s.infoField("server", field) }
+
+// infoField returns one field of an INFO section, or "?".
+func (s *server) infoField(section, field string) string {
+	v, err := s.do("INFO", section)
 	if err != nil {
 		return "?"
 	}
