@@ -478,5 +478,6 @@ func (s *Store) diskRecovered() {
 		"failed_for", time.Duration(time.Now().UnixNano()-since).Round(time.Millisecond))
 }
 
-// failing reports whether the disk is failing now.
-func (s *Store) failing() bool { return s.fs.failing.Load() > 0 }
+// failing reports whether the disk is failing now. It stays true until diskRecovered has
+// renewed the released epoch, so that a SAVE that sees the disk working waits for a sync.
+func (s *Store) failing() bool { return s.fs.failing.Load() > 0 || s.failingSince.Load() != 0 }
