@@ -34,6 +34,7 @@ type client struct {
 	scratches [][]byte          // ALLOF: a scratch per limit
 	pending   []pending         // ALLOF: each limit's outcome
 
+	kind       atomic.Int32 // a clientKind: what CLIENT LIST and CLIENT KILL TYPE know it as
 	lastCmd    atomic.Pointer[command]
 	lastActive atomic.Int64 // Unix ns
 	closing    bool         // close after the pending replies are written
@@ -46,6 +47,15 @@ type client struct {
 	libName string
 	libVer  string
 }
+
+// clientKind is what a client is to CLIENT LIST's flags and CLIENT KILL TYPE.
+type clientKind int32
+
+const (
+	kindNormal  clientKind = iota
+	kindPubSub             // subscribed to a channel or pattern
+	kindReplica            // a replica streaming from this primary (after SYNC or PSYNC)
+)
 
 // newClient makes a client of nc and counts it in; nil once the server is closed.
 func (s *Server) newClient(nc net.Conn) *client {

@@ -42,6 +42,31 @@ type Config struct {
 	IOThreads int
 	// Shards is how many lock-striped shards hold the keys; a power of two.
 	Shards int
+	// ConfigFile is the file the options were read from, "" when none: CONFIG REWRITE
+	// writes the running options back into it.
+	ConfigFile string
+
+	// Replication, with Redis's names and defaults.
+	// ReplicaOf is "host port" of the primary to replicate ("replicaof"); "" for a primary.
+	ReplicaOf string
+	// MasterAuth and MasterUser authenticate to a primary with requirepass ("masterauth",
+	// "masteruser").
+	MasterAuth, MasterUser string
+	// ReplBacklogSize is the bytes of the change stream a primary keeps for replicas that
+	// reconnect ("repl-backlog-size"); default 1 MiB.
+	ReplBacklogSize int
+	// ReplicaPriority ranks replicas for Sentinel's promotion, lower first, 0 never
+	// ("replica-priority"); default 100.
+	ReplicaPriority int
+	// ReplicaAnnounceIP and ReplicaAnnouncePort are what a replica tells its primary to show
+	// in INFO replication, instead of its address ("replica-announce-ip", "-port").
+	ReplicaAnnounceIP   string
+	ReplicaAnnouncePort int
+	// MinReplicasToWrite refuses writes while fewer replicas than this have acknowledged
+	// within MinReplicasMaxLag seconds ("min-replicas-to-write", "min-replicas-max-lag").
+	MinReplicasToWrite int
+	MinReplicasMaxLag  int
+
 	// Logger receives the server's structured logs; nil builds one on stderr at LogLevel.
 	Logger *slog.Logger
 	// Now is the clock; nil uses the wall clock at start plus monotonic time since,
@@ -62,6 +87,10 @@ func DefaultConfig() Config {
 		ProtoMaxBulkLen: defaultMaxArg,
 		Shards:          256,
 		IOThreads:       max(1, runtime.GOMAXPROCS(0)/2),
+
+		ReplBacklogSize:   1 << 20,
+		ReplicaPriority:   100,
+		MinReplicasMaxLag: 10,
 	}
 }
 
