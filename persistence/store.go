@@ -300,9 +300,9 @@ func (s *Store) load(fs vfs.FS, now int64) ([][]byte, error) {
 		if err != nil {
 			break // it.Error reports it
 		}
-		v, err := decodeValue(raw)
+		v, err := keyspace.DecodeValue(raw)
 		if err == nil && v.Kind > keyspace.MaxKind {
-			err = fmt.Errorf("%w: kind %d", errBadValue, v.Kind)
+			err = fmt.Errorf("%w: kind %d", keyspace.ErrBadValue, v.Kind)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: key %q: %v; %s", ErrDamaged, s.dir, it.Key()[1:], err, untouched)

@@ -302,11 +302,11 @@ func (r *recorder) Delete(key []byte) {
 }
 
 func (r *recorder) Put(key []byte, v keyspace.Value) {
-	n := valueLen(v)
+	n := keyspace.EncodedLen(v)
 	r.recs = append(r.recs, record{off: uint32(len(r.buf)), klen: uint32(len(key)), vlen: int32(n)})
 	r.buf = append(r.buf, key...)
 	r.buf = append(r.buf, make([]byte, n)...)
-	encodeValue(r.buf[len(r.buf)-n:], v)
+	keyspace.Encode(r.buf[len(r.buf)-n:], v)
 	r.puts++
 }
 

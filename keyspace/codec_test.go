@@ -1,30 +1,28 @@
-package persistence
+package keyspace
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"throttled/keyspace"
 )
 
 func TestValueRoundTrip(t *testing.T) {
-	for name, v := range map[string]keyspace.Value{
-		"gcra":       {Kind: keyspace.GCRA, Num: t0, Expire: t0 + 1},
-		"string":     {Kind: keyspace.String, Bytes: []byte("v")},
-		"wide":       {Kind: keyspace.TokenBucket, Num: -5, Num2: 1 << 62, Expire: 1},
+	for name, v := range map[string]Value{
+		"gcra":       {Kind: GCRA, Num: 1_700_000_000_000_000_000, Expire: 1_700_000_000_000_000_000 + 1},
+		"string":     {Kind: String, Bytes: []byte("v")},
+		"wide":       {Kind: TokenBucket, Num: -5, Num2: 1 << 62, Expire: 1},
 		"later kind": {Kind: 42, Bytes: []byte{0}},
-		"empty":      {Kind: keyspace.String},
+		"empty":      {Kind: String},
 	} {
 		t.Run(name, func(t *testing.T) {
-			b := make([]byte, valueLen(v))
-			encodeValue(b, v)
-			got, err := decodeValue(b)
+			b := make([]byte, EncodedLen(v))
+			Encode(b, v)
+			got, err := DecodeValue(b)
 			require.NoError(t, err)
 			require.Equal(t, v, got)
 		})
 	}
-	require.Len(t, make([]byte, valueLen(keyspace.Value{Kind: keyspace.GCRA, Num: 1, Expire: 1})), 19)
+	require.Len(t, make([]byte, EncodedLen(Value{Kind: GCRA, Num: 1, Expire: 1})), 19)
 }
 
 // FuzzDecodeValue: no stored value makes decoding panic, and what decodes re-encodes the same.
@@ -33,13 +31,13 @@ func FuzzDecodeValue(f *testing.F) {
 	f.Add([]byte{1, 1, 0, 'x'})
 	f.Add([]byte{2, 1, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		v, err := decodeValue(b)
+		v, err := DecodeValue(b)
 		if err != nil {
 			return
 		}
-		out := make([]byte, valueLen(v))
-		encodeValue(out, v)
-		back, err := decodeValue(out)
+		out := make([]byte, EncodedLen(v))
+		Encode(out, v)
+		back, err := DecodeValue(out)
 		require.NoError(t, err)
 		require.Equal(t, v, back)
 	})

@@ -1,0 +1,84 @@
+package keyspace
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// EncodedLen, Encode and DecodeValue give a value the form it has outside the process: in
+// the persistence store and in the replication stream. A value is one version byte, then:
+//
+//	Kind     1 byte; stored as is, so kinds a later server adds keep working after a downgrade
+//	flags    1 byte: valExpire, valNum, valNum2 say which of the next fields are present
+//	Expire   int64 little-endian, Unix ns, when valExpire
+//	Num      int64 little-endian, when valNum
+//	Num2     int64 little-endian, when valNum2
+//	Bytes    the rest
+//
+// A GCRA key with an expiry takes 19 bytes.
+const (
+	valueVersion = 1
+	valExpire    = 1 << 0
+	valNum       = 1 << 1
+	valNum2      = 1 << 2
+	valueHeader  = 3
+)
+
+// ErrBadValue wraps what decodeValue finds wrong with a stored value.
+var ErrBadValue = errors.New("bad value")
+
+// valueLen returns the encoded size of v.
+func EncodedLen(v Value) int {
+	n := valueHeader + len(v.Bytes)
+	for _, x := range [...]int64{v.Expire, v.Num, v.Num2} {
+		if x != 0 {
+			n += 8
+		}
+	}
+	return n
+}
+
+// encodeValue writes v into dst, which is EncodedLen(v) long.
+func Encode(dst []byte, v Value) {
+	dst[0], dst[1], dst[2] = valueVersion, byte(v.Kind), 0
+	at := valueHeader
+	for i, x := range [...]int64{v.Expire, v.Num, v.Num2} {
+		if x != 0 {
+			dst[2] |= 1 << i
+			binary.LittleEndian.PutUint64(dst[at:], uint64(x))
+			at += 8
+		}
+	}
+	copy(dst[at:], v.Bytes)
+}
+
+// decodeValue reads a value written by encodeValue. Bytes alias b.
+func DecodeValue(b []byte) (Value, error) {
+	if len(b) < valueHeader {
+		return Value{}, fmt.Errorf("%w: %d bytes", ErrBadValue, len(b))
+	}
+	if b[0] != valueVersion {
+		return Value{}, fmt.Errorf("%w: version %d, this server reads %d", ErrBadValue, b[0], valueVersion)
+	}
+	flags := b[2]
+	if flags&^(valExpire|valNum|valNum2) != 0 || Kind(b[1]) == None {
+		return Value{}, fmt.Errorf("%w: kind %d, flags %#x", ErrBadValue, b[1], flags)
+	}
+	v := Value{Kind: Kind(b[1])}
+	at := valueHeader
+	for i, dst := range [...]*int64{&v.Expire, &v.Num, &v.Num2} {
+		if flags&(1<<i) == 0 {
+			continue
+		}
+		if len(b) < at+8 {
+			return Value{}, fmt.Errorf("%w: truncated", ErrBadValue)
+		}
+		*dst = int64(binary.LittleEndian.Uint64(b[at:]))
+		at += 8
+	}
+	if at < len(b) {
+		v.Bytes = b[at:]
+	}
+	return v, nil
+}
