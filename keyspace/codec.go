@@ -25,7 +25,7 @@ const (
 	valueHeader  = 3
 )
 
-// ErrBadValue wraps what decodeValue finds wrong with a stored value.
+// ErrBadValue wraps what DecodeValue finds wrong with an encoded value.
 var ErrBadValue = errors.New("bad value")
 
 // valueLen returns the encoded size of v.

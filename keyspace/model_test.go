@@ -24,7 +24,7 @@ type model struct {
 
 func newModel(t testing.TB, shards int) *model {
 	ks := New(shards)
-	ks.Track(true)
+	ks.Track(DiskFeed, true)
 	return &model{t: t, ks: ks, m: map[string]Value{}, mirror: map[string]Value{}}
 }
 
@@ -179,7 +179,7 @@ func (m *model) verify(now int64) {
 	checkInvariants(m.t, m.ks)
 	m.drain()
 	require.Equal(m.t, m.m, m.mirror, "the mirror after draining every change")
-	require.Zero(m.t, m.ks.Pending())
+	require.Zero(m.t, m.ks.Pending(DiskFeed))
 }
 
 func randomValue(r *rand.Rand, now int64) Value {

@@ -149,12 +149,12 @@ type Shard struct {
 	// the slot home(sweep, len(index)), whatever size the index has grown or shrunk to.
 	sweep uint32
 
-	tracker // the changes since the last Drain, when Keyspace.Track is on
+	trk      [feeds]tracker // each feed's changes since its last Drain, when Keyspace.Track is on for it
+	tracking bool           // some feed tracks
 
 	keys    atomic.Int64 // Keyspace.Len
 	expires atomic.Int64 // Keyspace.Expires
 	expired atomic.Int64 // Keyspace.ExpiredTotal
-	pending atomic.Int64 // Keyspace.Pending
 
 	_ [64]byte // keeps the counters off the next shard's mutex cache line
 }
@@ -243,7 +243,7 @@ func (s *Shard) SetLocked(key []byte, v Value) {
 		s.setBig(id, v.Bytes)
 	}
 	s.index[pos] = uint64(h)<<32 | uint64(off+1)
-	if s.track {
+	if s.tracking {
 		s.noteWrite(id)
 	}
 	s.count++
@@ -540,7 +540,7 @@ func (s *Shard) remove(pos int, off uint32) {
 func (s *Shard) removeKeepingIndex(pos int, off uint32) {
 	e := s.entry(off)
 	id := getID(e)
-	if s.track {
+	if s.tracking {
 		s.noteDelete(s.keyIn(e))
 	}
 	if inVals(e) {
@@ -591,7 +591,7 @@ func (s *Shard) replace(pos int, off uint32, key []byte, v Value) {
 	} else {
 		s.replaceSized(pos, off, key, v)
 	}
-	if s.track {
+	if s.tracking {
 		s.noteWrite(id)
 	}
 }
@@ -993,7 +993,9 @@ func (s *Shard) resetLocked() {
 	s.blocks, s.meta, s.freeBlocks, s.tail, s.spare, s.queue = nil, nil, nil, -1, nil, nil
 	s.vals, s.big = nil, nil
 	s.sweep = 0
-	s.forget()
+	for f := range s.trk {
+		s.trk[f].forget()
+	}
 	s.keys.Store(0)
 	s.expires.Store(0)
 }

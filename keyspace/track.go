@@ -1,11 +1,25 @@
 package keyspace
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"sync/atomic"
+)
 
-// Change tracking, for persistence and later replication: with Track on, every shard
-// remembers which keys changed since its last Drain, so that a writer of the state
+// Change tracking, for persistence and replication: with Track on for a feed, every shard
+// remembers which keys changed since the feed's last Drain, so that a writer of the state
 // elsewhere sends the latest state of each changed key once per batch, however often the
-// key changed in between.
+// key changed in between. Each feed has a tracker of its own in every shard and drains it
+// at its own pace: the disk writer every few milliseconds to a second, the replication
+// stream every millisecond.
+
+// A Feed is one consumer of the changes.
+type Feed int
+
+const (
+	DiskFeed    Feed = iota // the persistence writer
+	ReplicaFeed             // the replication stream
+	feeds
+)
 
 // A Recorder receives a shard's changes from Drain or DrainAll. Its methods run under the
 // shard's lock: key and v.Bytes are valid only during the call, and they must not call
@@ -28,17 +42,35 @@ const defaultMaxLog = 256 << 10
 // tracker is a shard's record of its changes since its last Drain. Recording a change
 // allocates nothing but the amortized growth of these slices.
 type tracker struct {
-	track     bool     // Keyspace.Track is on
+	track     bool     // Keyspace.Track is on for the feed
 	maxLog    int      // the limit of delLog, in bytes
 	dirtyBits []uint64 // bit set by record id: the record is in dirtyIDs
 	dirtyIDs  []uint32 // the records written since the last drain, each once
 	head      int      // dirtyIDs[:head] were drained already (a Drain that stopped early)
 	delLog    []byte   // the keys deleted since the last drain: uvarint length, key
 	lost      bool     // delLog overflowed: the changes are known only by a full rewrite
+	pending   atomic.Int64
 }
 
-// noteWrite notes that record id was written.
+// noteWrite notes that record id was written, for each feed tracking.
 func (s *Shard) noteWrite(id uint32) {
+	for f := range s.trk {
+		if s.trk[f].track {
+			s.trk[f].noteWrite(id)
+		}
+	}
+}
+
+// noteDelete notes that key was deleted, for each feed tracking.
+func (s *Shard) noteDelete(key []byte) {
+	for f := range s.trk {
+		if s.trk[f].track {
+			s.trk[f].noteDelete(key)
+		}
+	}
+}
+
+func (s *tracker) noteWrite(id uint32) {
 	w := int(id / 64)
 	if w >= len(s.dirtyBits) {
 		s.dirtyBits = append(s.dirtyBits, make([]uint64, w+1-len(s.dirtyBits))...)
@@ -54,7 +86,7 @@ func (s *Shard) noteWrite(id uint32) {
 
 // noteDelete notes that key was deleted. Its record id may stay queued in dirtyIDs: Drain skips
 // it when it is free, and reports the key that took it over otherwise.
-func (s *Shard) noteDelete(key []byte) {
+func (s *tracker) noteDelete(key []byte) {
 	if s.lost {
 		return
 	}
@@ -69,26 +101,31 @@ func (s *Shard) noteDelete(key []byte) {
 }
 
 // forget drops the recorded changes and the memory they hold.
-func (s *Shard) forget() {
+func (s *tracker) forget() {
 	s.dirtyBits, s.dirtyIDs, s.head, s.delLog, s.lost = nil, nil, 0, nil, false
 	s.pending.Store(0)
 }
 
-// Track turns change tracking on or off for every shard. Off, it costs nothing; on, a
-// write costs a bit test, and the first write to a key since the last drain a few bytes.
-// Turning it off drops the changes recorded.
-func (ks *Keyspace) Track(on bool) {
+// Track turns change tracking on or off for feed f in every shard. Off, it costs nothing;
+// on, a write costs a bit test, and the first write to a key since the last drain a few
+// bytes. Turning it off drops the changes recorded.
+func (ks *Keyspace) Track(f Feed, on bool) {
 	for _, s := range ks.shards {
 		s.mu.Lock()
-		s.track, s.maxLog = on, defaultMaxLog
+		t := &s.trk[f]
+		t.track, t.maxLog = on, defaultMaxLog
 		if !on {
-			s.forget()
+			t.forget()
+		}
+		s.tracking = false
+		for i := range s.trk {
+			s.tracking = s.tracking || s.trk[i].track
 		}
 		s.Unlock()
 	}
 }
 
-// Drain hands the changes of shard i since its previous Drain to r and forgets them: first
+// Drain hands feed f's changes of shard i since its previous Drain to r and forgets them: first
 // every key deleted or expired, in order, then the current state of every key written and
 // still stored (expired or not). Applied in that order to a copy of the state as of the
 // previous Drain, they make it equal to the shard now.
@@ -102,10 +139,11 @@ func (ks *Keyspace) Track(on bool) {
 // Drain returns ok = false, calling nothing and keeping the changes, when the shard could
 // not keep track of its deletions: then only a full rewrite (DrainAll of every shard, after
 // clearing the copy) is right.
-func (ks *Keyspace) Drain(i int, r Recorder) (more, ok bool) {
-	s := ks.shards[i]
-	s.mu.Lock()
-	defer s.Unlock()
+func (ks *Keyspace) Drain(f Feed, i int, r Recorder) (more, ok bool) {
+	sh := ks.shards[i]
+	sh.mu.Lock()
+	defer sh.Unlock()
+	s := &sh.trk[f]
 	if s.lost {
 		return false, false
 	}
@@ -119,68 +157,74 @@ func (ks *Keyspace) Drain(i int, r Recorder) (more, ok bool) {
 		id := s.dirtyIDs[s.head]
 		s.head++
 		s.dirtyBits[id/64] &^= 1 << (id % 64)
-		if int(id) >= len(s.ids) || s.ids[id] == freeID {
+		if int(id) >= len(sh.ids) || sh.ids[id] == freeID {
 			continue
 		}
-		e := s.entry(s.ids[id])
-		r.Put(s.keyIn(e), s.value(e))
+		e := sh.entry(sh.ids[id])
+		r.Put(sh.keyIn(e), sh.value(e))
 		if r.Full() && s.head < len(s.dirtyIDs) {
 			s.pending.Store(int64(len(s.dirtyIDs) - s.head))
 			return true, true
 		}
 	}
-	s.trimTracker()
+	s.trim(len(sh.ids))
 	return false, true
 }
 
 // DrainAll hands the current state of every key of shard i to r, expired or not, and
-// forgets the shard's changes: the full rewrite Drain may ask for.
-func (ks *Keyspace) DrainAll(i int, r Recorder) {
-	s := ks.shards[i]
-	s.mu.Lock()
-	defer s.Unlock()
-	for _, off := range s.ids {
+// forgets feed f's changes of the shard: the full rewrite Drain may ask for.
+func (ks *Keyspace) DrainAll(f Feed, i int, r Recorder) {
+	sh := ks.shards[i]
+	sh.mu.Lock()
+	defer sh.Unlock()
+	for _, off := range sh.ids {
 		if off != freeID {
-			e := s.entry(off)
-			r.Put(s.keyIn(e), s.value(e))
+			e := sh.entry(off)
+			r.Put(sh.keyIn(e), sh.value(e))
 		}
 	}
+	s := &sh.trk[f]
 	for _, id := range s.dirtyIDs[s.head:] {
 		s.dirtyBits[id/64] &^= 1 << (id % 64)
 	}
 	s.lost = false
-	s.trimTracker()
+	s.trim(len(sh.ids))
 }
 
-// trimTracker empties the drained tracker, keeping its memory unless a burst grew it
-// well past what the shard needs.
-func (s *Shard) trimTracker() {
+// trim empties the drained tracker, keeping its memory unless a burst grew it well past
+// what the shard's ids records need.
+func (s *tracker) trim(ids int) {
 	s.dirtyIDs, s.head, s.delLog = s.dirtyIDs[:0], 0, s.delLog[:0]
-	if cap(s.dirtyIDs) > 1024 && cap(s.dirtyIDs) > 2*len(s.ids) {
+	if cap(s.dirtyIDs) > 1024 && cap(s.dirtyIDs) > 2*ids {
 		s.dirtyIDs = nil
 	}
 	if cap(s.delLog) > 64<<10 {
 		s.delLog = nil
 	}
-	if words := (len(s.ids) + 63) / 64; len(s.dirtyBits) > 2*words+16 {
+	if words := (ids + 63) / 64; len(s.dirtyBits) > 2*words+16 {
 		s.dirtyBits = nil // every bit is clear: it regrows on demand
 	}
 	s.pending.Store(0)
 }
 
-// Pending returns about how many changes were recorded and not drained yet: keys written
-// (each counted once) and keys deleted.
-func (ks *Keyspace) Pending() int {
+// Pending returns about how many changes feed f recorded and did not drain yet: keys
+// written (each counted once) and keys deleted.
+func (ks *Keyspace) Pending(f Feed) int {
 	n := int64(0)
 	for _, s := range ks.shards {
-		n += s.pending.Load()
+		n += s.trk[f].pending.Load()
 	}
 	return int(n)
 }
 
-// trackerMemory returns the bytes the tracker holds.
+// trackerMemory returns the bytes the trackers hold.
 func (s *Shard) trackerMemory() int {
-	return 8*cap(s.dirtyBits) + 4*cap(s.dirtyIDs) + cap(s.delLog)
+	n := 0
+	for i := range s.trk {
+		t := &s.trk[i]
+		n += 8*cap(t.dirtyBits) + 4*cap(t.dirtyIDs) + cap(t.delLog)
+	}
+	return n
 }
 
 // MaxKind is the largest Kind a key can hold: a reader of stored state rejects larger ones

@@ -31,14 +31,16 @@ func (r *mirrorRecorder) Full() bool { return r.piece > 0 && r.n >= r.piece }
 
 // drainInto drains every shard of ks into r, piece by piece, with a full rewrite when a
 // shard lost track.
-func drainInto(ks *Keyspace, r *mirrorRecorder) {
+func drainInto(ks *Keyspace, r *mirrorRecorder) { drainFeed(ks, DiskFeed, r) }
+
+func drainFeed(ks *Keyspace, f Feed, r *mirrorRecorder) {
 	for i := range ks.Shards() {
 		for more := true; more; r.n = 0 {
 			var ok bool
-			if more, ok = ks.Drain(i, r); !ok {
+			if more, ok = ks.Drain(f, i, r); !ok {
 				clear(r.m)
 				for j := range ks.Shards() {
-					ks.DrainAll(j, r)
+					ks.DrainAll(f, j, r)
 				}
 				return
 			}
@@ -51,7 +53,7 @@ func (m *model) drain() { drainInto(m.ks, &mirrorRecorder{m: m.mirror, piece: 3}
 
 func TestTrackCoalescesAndOrders(t *testing.T) {
 	ks := New(1)
-	ks.Track(true)
+	ks.Track(DiskFeed, true)
 	r := &mirrorRecorder{m: map[string]Value{}}
 	for i := range 10000 {
 		set(ks, "hot", Value{Kind: GCRA, Num: int64(i)})
@@ -61,12 +63,12 @@ func TestTrackCoalescesAndOrders(t *testing.T) {
 	set(ks, "back", Value{Kind: GCRA, Num: 1})
 	del(ks, "back")
 	set(ks, "back", Value{Kind: GCRA, Num: 2})
-	require.Equal(t, 4, ks.Pending(), "hot, gone and two deletions: back took gone's queued record id")
+	require.Equal(t, 4, ks.Pending(DiskFeed), "hot, gone and two deletions: back took gone's queued record id")
 	drainInto(ks, r)
 	require.Equal(t, map[string]Value{"hot": {Kind: GCRA, Num: 9999}, "back": {Kind: GCRA, Num: 2}}, r.m)
 	require.Equal(t, 2, r.puts, "a hot key is one write per drain; a deleted key none")
 	require.Equal(t, 2, r.dels)
-	require.Zero(t, ks.Pending())
+	require.Zero(t, ks.Pending(DiskFeed))
 
 	// Nothing changed: nothing to drain.
 	r.puts, r.dels = 0, 0
@@ -87,26 +89,61 @@ func TestTrackCoalescesAndOrders(t *testing.T) {
 	// Flush forgets what was recorded: the caller clears its copy.
 	set(ks, "x", Value{Kind: GCRA})
 	ks.Flush()
-	require.Zero(t, ks.Pending())
+	require.Zero(t, ks.Pending(DiskFeed))
 	r.puts, r.dels = 0, 0
 	drainInto(ks, r)
 	require.Zero(t, r.puts+r.dels)
+}
+
+// TestTrackFeedsApart: each feed sees every change, drained at its own pace; turning one
+// off leaves the other's record alone.
+func TestTrackFeedsApart(t *testing.T) {
+	ks := New(4)
+	ks.Track(DiskFeed, true)
+	ks.Track(ReplicaFeed, true)
+	disk := &mirrorRecorder{m: map[string]Value{}}
+	repl := &mirrorRecorder{m: map[string]Value{}}
+	for i := range 100 {
+		set(ks, strconv.Itoa(i), Value{Kind: GCRA, Num: int64(i)})
+		if i%10 == 0 {
+			drainFeed(ks, ReplicaFeed, repl)
+		}
+		if i%3 == 0 {
+			del(ks, strconv.Itoa(i/2))
+		}
+	}
+	require.NotZero(t, ks.Pending(DiskFeed))
+	drainFeed(ks, DiskFeed, disk)
+	require.Zero(t, ks.Pending(DiskFeed))
+	require.NotZero(t, ks.Pending(ReplicaFeed), "the disk's drain leaves the replicas' changes queued")
+	drainFeed(ks, ReplicaFeed, repl)
+	require.Equal(t, disk.m, repl.m)
+	require.Len(t, disk.m, ks.Len())
+
+	set(ks, "late", Value{Kind: GCRA})
+	ks.Track(DiskFeed, false)
+	require.Zero(t, ks.Pending(DiskFeed))
+	require.Equal(t, 1, ks.Pending(ReplicaFeed))
+	set(ks, "later", Value{Kind: GCRA})
+	drainFeed(ks, ReplicaFeed, repl)
+	require.Contains(t, repl.m, "later")
+	require.Contains(t, repl.m, "late")
 }
 
 // TestTrackDrainInPieces drains a burst a few keys at a time while keys are written,
 // deleted and written again between the pieces: the copy ends equal to the keyspace.
 func TestTrackDrainInPieces(t *testing.T) {
 	ks := New(1)
-	ks.Track(true)
+	ks.Track(DiskFeed, true)
 	for i := range 100 {
 		set(ks, "k"+strconv.Itoa(i), Value{Kind: GCRA, Num: int64(i)})
 	}
 	r := &mirrorRecorder{m: map[string]Value{}, piece: 10}
-	more, ok := ks.Drain(0, r)
+	more, ok := ks.Drain(DiskFeed, 0, r)
 	require.True(t, ok)
 	require.True(t, more)
 	require.Equal(t, 10, r.puts, "the first piece")
-	require.Equal(t, 90, ks.Pending())
+	require.Equal(t, 90, ks.Pending(DiskFeed))
 
 	del(ks, "k3")                                   // drained already
 	del(ks, "k50")                                  // not yet
@@ -117,12 +154,12 @@ func TestTrackDrainInPieces(t *testing.T) {
 	pieces := 1
 	for more {
 		r.n = 0
-		more, ok = ks.Drain(0, r)
+		more, ok = ks.Drain(DiskFeed, 0, r)
 		require.True(t, ok)
 		pieces++
 	}
 	require.Equal(t, 11, pieces)
-	require.Zero(t, ks.Pending())
+	require.Zero(t, ks.Pending(DiskFeed))
 	require.Equal(t, 2, r.dels)
 	want := map[string]Value{}
 	ks.Scan(0, 1000, 0, func(key []byte, v Value) { want[string(key)] = v })
@@ -134,21 +171,21 @@ func TestTrackOffRecordsNothing(t *testing.T) {
 	ks := New(2)
 	set(ks, "a", Value{Kind: GCRA})
 	del(ks, "a")
-	require.Zero(t, ks.Pending())
+	require.Zero(t, ks.Pending(DiskFeed))
 	r := &mirrorRecorder{m: map[string]Value{}}
 	drainInto(ks, r)
 	require.Zero(t, r.puts+r.dels)
 
-	ks.Track(true)
+	ks.Track(DiskFeed, true)
 	set(ks, "b", Value{Kind: GCRA})
-	ks.Track(false)
-	require.Zero(t, ks.Pending(), "turning tracking off drops what it recorded")
+	ks.Track(DiskFeed, false)
+	require.Zero(t, ks.Pending(DiskFeed), "turning tracking off drops what it recorded")
 }
 
 func TestTrackLostDeletionsAskForRewrite(t *testing.T) {
 	ks := New(1)
-	ks.Track(true)
-	ks.shards[0].maxLog = 64
+	ks.Track(DiskFeed, true)
+	ks.shards[0].trk[DiskFeed].maxLog = 64
 	r := &mirrorRecorder{m: map[string]Value{}}
 	for i := range 100 {
 		set(ks, "k"+strconv.Itoa(i), Value{Kind: GCRA, Num: int64(i)})
@@ -158,12 +195,12 @@ func TestTrackLostDeletionsAskForRewrite(t *testing.T) {
 	for i := range 50 {
 		del(ks, "k"+strconv.Itoa(i))
 	}
-	_, ok := ks.Drain(0, r)
+	_, ok := ks.Drain(DiskFeed, 0, r)
 	require.False(t, ok, "64 bytes hold a few deletions, not 50")
 	require.Len(t, r.m, 100, "a shard that lost track reports nothing")
 	drainInto(ks, r)
 	require.Len(t, r.m, 50)
-	_, ok = ks.Drain(0, r)
+	_, ok = ks.Drain(DiskFeed, 0, r)
 	require.True(t, ok)
 }
 
@@ -171,7 +208,7 @@ func TestTrackLostDeletionsAskForRewrite(t *testing.T) {
 // stop, one more drain makes the copy equal to the keyspace.
 func TestTrackConcurrent(t *testing.T) {
 	ks := New(8)
-	ks.Track(true)
+	ks.Track(DiskFeed, true)
 	r := &mirrorRecorder{m: map[string]Value{}}
 	var wg sync.WaitGroup
 	for w := range 4 {
@@ -217,7 +254,7 @@ func BenchmarkSetTracked(b *testing.B) {
 	for _, track := range []bool{false, true} {
 		b.Run(fmt.Sprintf("track=%v", track), func(b *testing.B) {
 			ks := New(256)
-			ks.Track(track)
+			ks.Track(DiskFeed, track)
 			keys := make([][]byte, 100000)
 			for i := range keys {
 				keys[i] = []byte("bench:" + strconv.Itoa(i))
@@ -234,7 +271,7 @@ func BenchmarkSetTracked(b *testing.B) {
 				if i%100000 == 99999 {
 					b.StopTimer()
 					for j := range ks.Shards() {
-						ks.Drain(j, &r)
+						ks.Drain(DiskFeed, j, &r)
 					}
 					b.StartTimer()
 				}

@@ -217,7 +217,7 @@ func Open(dir string, ks *keyspace.Keyspace, o Options) (*Store, error) {
 	b.Close()
 	s.lastSave.Store(time.Now().Unix())
 	s.refreshSize(true)
-	ks.Track(true)
+	ks.Track(keyspace.DiskFeed, true)
 	go s.run()
 	return s, nil
 }

@@ -187,7 +187,7 @@ func (s *Store) drain(r *recorder) error {
 	for i := range s.ks.Shards() {
 		for more := true; more; {
 			var ok bool
-			if more, ok = s.ks.Drain(i, r); !ok {
+			if more, ok = s.ks.Drain(keyspace.DiskFeed, i, r); !ok {
 				s.rewriteAll(r)
 				return nil
 			}
@@ -211,7 +211,7 @@ func (s *Store) rewriteAll(r *recorder) {
 	r.reset()
 	r.clear = true // covers what earlier pieces wrote
 	for j := range s.ks.Shards() {
-		s.ks.DrainAll(j, r)
+		s.ks.DrainAll(keyspace.DiskFeed, j, r)
 	}
 }
 
@@ -473,7 +473,7 @@ func (s *Store) close() error {
 		s.batch = nil
 	}
 	s.epoch.Swap(closedEpoch).release(ErrClosed)
-	s.ks.Track(false)
+	s.ks.Track(keyspace.DiskFeed, false)
 	if s.abandoned.Load() {
 		// Close has returned: flushing or closing on a disk that still fails
 		// would make Pebble panic (it cannot create a new log), so leave the
@@ -524,7 +524,7 @@ func (s *Store) Info() Info {
 		LoadedKeys:    s.loadedKeys,
 		ExpiredAtLoad: s.expiredAtLoad,
 		LoadTime:      s.loadTime,
-		Changes:       int64(s.ks.Pending()) + s.unsaved.Load(),
+		Changes:       int64(s.ks.Pending(keyspace.DiskFeed)) + s.unsaved.Load(),
 		LastSave:      time.Unix(s.lastSave.Load(), 0),
 		LastSaveOK:    !s.lastSaveErr.Load(),
 		SaveWanted:    s.wantSync.Load(),
