@@ -27,7 +27,6 @@ func serverCommands() []*command {
 		{name: "save", arity: 1, flags: "admin", group: "server", since: "1.0.0", summary: "Synchronously saves the state to disk.", handler: cmdSave},
 		{name: "bgsave", arity: -1, flags: "admin", group: "server", since: "1.0.0", summary: "Asynchronously saves the state to disk.", syntax: "[SCHEDULE]", handler: cmdBGSave},
 		{name: "lastsave", arity: 1, flags: "loading stale fast", group: "server", since: "1.0.0", summary: "Returns the Unix timestamp of the last successful save to disk.", handler: cmdLastSave},
-		{name: "role", arity: 1, flags: "loading stale fast", group: "server", since: "2.8.12", summary: "Returns the replication role.", handler: cmdRole},
 		{name: "shutdown", arity: -1, flags: "admin loading stale", group: "server", since: "1.0.0", summary: "Stops the server.", syntax: "[NOSAVE|SAVE] [NOW] [FORCE] [ABORT]", handler: cmdShutdown},
 	}
 }
@@ -77,6 +76,7 @@ func (s *Server) infoSections() []infoSection {
 		{"clients", s.infoClients},
 		{"memory", s.infoMemory},
 		{"persistence", s.infoPersistence},
+		{"replication", s.infoReplication},
 		{"stats", s.infoStats},
 		{"throttle", s.infoThrottle},
 		{"keyspace", s.infoKeyspace},
@@ -97,6 +97,7 @@ func (s *Server) infoServer() [][2]string {
 		{"arch_bits", strconv.Itoa(strconv.IntSize)},
 		{"go_version", runtime.Version()},
 		{"process_id", strconv.Itoa(os.Getpid())},
+		{"run_id", s.runID},
 		{"tcp_port", strconv.Itoa(port)},
 		{"server_time_usec", itoa(s.now().UnixMicro())},
 		{"uptime_in_seconds", itoa(int64(up / time.Second))},
@@ -182,6 +183,7 @@ func humanBytes(n uint64) string {
 }
 
 func (s *Server) infoStats() [][2]string {
+	in := s.repl.Info()
 	return [][2]string{
 		{"total_connections_received", itoa(s.stats.connections.Load())},
 		{"total_commands_processed", itoa(s.stats.commands.Load())},
@@ -189,6 +191,9 @@ func (s *Server) infoStats() [][2]string {
 		{"expired_keys", itoa(s.ks.ExpiredTotal())},
 		{"evicted_keys", "0"},
 		{"total_error_replies", itoa(s.stats.errors.Load())},
+		{"sync_full", itoa(in.SyncFull)},
+		{"sync_partial_ok", itoa(in.PartialOK)},
+		{"sync_partial_err", itoa(in.PartialErr)},
 	}
 }
 
@@ -400,15 +405,6 @@ func cmdBGSave(c *client, args [][]byte) error {
 // LASTSAVE
 func cmdLastSave(c *client, args [][]byte) error {
 	c.w.int(c.s.lastSaveTime())
-	return nil
-}
-
-// ROLE
-func cmdRole(c *client, args [][]byte) error {
-	c.w.array(3)
-	c.w.bulkString("master")
-	c.w.int(0)
-	c.w.array(0)
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"throttled/keyspace"
+	"throttled/replication"
 	"time"
 )
 
@@ -34,7 +35,14 @@ type client struct {
 	scratches [][]byte          // ALLOF: a scratch per limit
 	pending   []pending         // ALLOF: each limit's outcome
 
-	kind       atomic.Int32 // a clientKind: what CLIENT LIST and CLIENT KILL TYPE know it as
+	kind     atomic.Int32 // a clientKind: what CLIENT LIST and CLIENT KILL TYPE know it as
+	readOnly bool         // a replica runs a rate-limit verb: only PEEK and COST 0 may run
+
+	// A replica's link, on its primary.
+	follower *replication.Follower // after PSYNC
+	replIP   string                // REPLCONF ip-address
+	replPort int                   // REPLCONF listening-port
+
 	lastCmd    atomic.Pointer[command]
 	lastActive atomic.Int64 // Unix ns
 	closing    bool         // close after the pending replies are written
@@ -156,6 +164,9 @@ func (c *client) flush() bool {
 
 // close forgets c once its connection is closed.
 func (c *client) close() {
+	if c.follower != nil {
+		c.follower.Close()
+	}
 	c.s.mu.Lock()
 	delete(c.s.clients, c.id)
 	c.s.mu.Unlock()

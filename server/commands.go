@@ -24,6 +24,7 @@ type command struct {
 	summary  string
 	syntax   string // the arguments after the name, as in the docs: "key [COST n]"
 	handler  handler
+	detach   bool // the client leaves its event loop for a goroutine of its own first: the command blocks
 
 	parent      *command
 	subcommands map[string]*command
@@ -108,6 +109,7 @@ func (s *Server) commandTable() map[string]*command {
 	register(table, nil, stringCommands())
 	register(table, nil, throttleCommands())
 	register(table, nil, limitCommands())
+	register(table, nil, replicationCommands())
 	for _, parent := range []struct {
 		name string
 		subs []*command

@@ -114,7 +114,11 @@ func cmdHello(c *client, args [][]byte) error {
 	c.w.bulkString("mode")
 	c.w.bulkString("standalone")
 	c.w.bulkString("role")
-	c.w.bulkString("master")
+	if c.s.isReplica.Load() {
+		c.w.bulkString("replica")
+	} else {
+		c.w.bulkString("master")
+	}
 	c.w.bulkString("modules")
 	c.w.array(0)
 	return nil

@@ -246,6 +246,10 @@ func msCeil(ns int64) int64 {
 	return ns/1e6 + min(ns%1e6, 1)
 }
 
+// writes reports whether the call may change the limit's state: not with PEEK nor COST 0,
+// which a replica answers.
+func (l *limit) writes() bool { return !l.opts.peek && l.opts.cost != 0 }
+
 // keep writes a limit's new value: a value of kind None deletes the key.
 func keep(sh *keyspace.Shard, key []byte, next keyspace.Value) {
 	if next.Kind == keyspace.None {
@@ -262,6 +266,9 @@ func cmdLimit(c *client, args [][]byte) error {
 	if _, err := l.parse(verb, n, args[1:], false); err != nil {
 		return err
 	}
+	if c.readOnly && l.writes() {
+		return errReadOnly
+	}
 	now := c.s.nowNano()
 	sh := c.s.ks.Shard(l.key)
 	sh.Lock()
@@ -275,7 +282,7 @@ func cmdLimit(c *client, args [][]byte) error {
 	}
 	if store {
 		c.scratch = next.Bytes[:0] // built in scratch: reuse what it grew to
-		if !l.opts.peek {
+		if !l.opts.peek && !c.readOnly {
 			keep(sh, l.key, next)
 		}
 	}
@@ -339,6 +346,11 @@ func cmdAllOf(c *client, args [][]byte) error {
 		rest = rest[1+used:]
 	}
 	c.limits = limits
+	for i := range limits {
+		if c.readOnly && limits[i].writes() {
+			return errReadOnly
+		}
+	}
 	keys := c.keys[:0]
 	for i := range limits {
 		keys = append(keys, limits[i].key)
@@ -376,7 +388,7 @@ func cmdAllOf(c *client, args [][]byte) error {
 		r.store = store
 		allowed = allowed && !r.d.limited
 	}
-	if allowed {
+	if allowed && !c.readOnly {
 		for i := range limits {
 			if results[i].store && !limits[i].opts.peek {
 				keep(c.s.ks.Shard(limits[i].key), limits[i].key, results[i].next)

@@ -49,8 +49,11 @@ func (s *Server) syncWrites() bool {
 	return s.store != nil && s.store.Fsync() == persistence.Always
 }
 
-// flushAll empties the keyspace, and the store with it (FLUSHALL).
-func (s *Server) flushAll() error {
+// flushAll empties the keyspace, and the store with it, and tells the replicas (FLUSHALL).
+func (s *Server) flushAll() error { return s.repl.Flush(s.flushLocal) }
+
+// flushLocal empties the keyspace and the store.
+func (s *Server) flushLocal() error {
 	if s.store == nil {
 		s.ks.Flush()
 		return nil

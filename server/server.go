@@ -14,6 +14,7 @@ import (
 
 	"throttled/keyspace"
 	"throttled/persistence"
+	"throttled/replication"
 )
 
 // Server answers Redis-protocol clients from a sharded keyspace.
@@ -22,6 +23,8 @@ type Server struct {
 	log      *slog.Logger
 	ks       *keyspace.Keyspace
 	store    *persistence.Store // nil with appendonly no
+	repl     *replication.Node
+	runID    string // INFO's run_id: new at each start
 	now      func() time.Time
 	commands map[string]*command // by lower-case name
 	started  time.Time
@@ -47,6 +50,10 @@ type Server struct {
 	connected atomic.Int64 // clients connected now
 	stats     stats
 	lastSave  atomic.Int64 // Unix seconds: the start, LASTSAVE with appendonly no
+
+	replMu        sync.Mutex  // orders REPLICAOF calls; guards replicaOfAddr
+	replicaOfAddr string      // "host port" while a replica
+	isReplica     atomic.Bool // refuse writes: READONLY
 }
 
 // stats are INFO's counters.
@@ -92,6 +99,11 @@ func New(cfg Config) (*Server, error) {
 	s.lastSave.Store(s.started.Unix())
 	s.commands = s.commandTable()
 	if err := s.openStore(); err != nil {
+		return nil, err
+	}
+	s.runID = newRunID()
+	if err := s.openReplication(); err != nil {
+		s.closeStore()
 		return nil, err
 	}
 	go s.expireLoop()
@@ -199,6 +211,7 @@ func (s *Server) Close() error {
 		c.hangup()
 	}
 	s.mu.Unlock()
+	s.repl.Close()
 	s.stopLoops()
 	<-s.sweepDone
 	s.closeErr = s.closeStore()
@@ -289,8 +302,14 @@ func (s *Server) run(c *client, args [][]byte) {
 		return
 	}
 	c.lastCmd.Store(cmd)
-	if cmd.bits&flagWrite != 0 && s.syncWrites() {
-		c.mustSync = true // its replies wait for the sync (appendfsync always)
+	if cmd.bits&flagWrite != 0 {
+		if err := s.checkWrite(c, cmd); err != nil {
+			s.replyError(c, err)
+			return
+		}
+		if s.syncWrites() {
+			c.mustSync = true // its replies wait for the sync (appendfsync always)
+		}
 	}
 	s.stats.commands.Add(1)
 	cmd.calls.Add(1)

@@ -51,6 +51,9 @@ func cmdCellThrottle(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
+	if c.readOnly && p.Quantity != 0 {
+		return errReadOnly
+	}
 	return c.gcraVerb(args[1], func(now, tat int64, ok bool) (gcra.Result, error) {
 		return gcra.Cell(now, tat, ok, p)
 	})
@@ -61,6 +64,9 @@ func cmdGCRA(c *client, args [][]byte) error {
 	p, err := gcra.ParseGCRA(args[2:])
 	if err != nil {
 		return err
+	}
+	if c.readOnly {
+		return errReadOnly // GCRA has no probe: TOKENS is at least 1
 	}
 	return c.gcraVerb(args[1], func(now, tat int64, ok bool) (gcra.Result, error) {
 		return gcra.Redis(now, tat, ok, p)
@@ -83,7 +89,7 @@ func (c *client) gcraVerb(key []byte, eval func(now, tat int64, ok bool) (gcra.R
 	if err != nil {
 		return err
 	}
-	if r.Store {
+	if r.Store && !c.readOnly {
 		sh.SetLocked(key, gcraValue(now, r))
 	}
 	c.s.decided(c, r.Limited)

@@ -1,0 +1,210 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"throttled/keyspace"
+)
+
+// contents is every key the keyspace holds at now, with its state.
+func contents(ks *keyspace.Keyspace, now int64) map[string]keyspace.Value {
+	m := make(map[string]keyspace.Value)
+	var cursor uint64
+	for {
+		cursor = ks.Scan(cursor, 1000, now, func(key []byte, v keyspace.Value) {
+			v.Bytes = bytes.Clone(v.Bytes)
+			m[string(key)] = v
+		})
+		if cursor == 0 {
+			return m
+		}
+	}
+}
+
+// startReplica starts a server replicating primary, on primary's clock.
+func startReplica(t *testing.T, primary *testServer, configure ...func(*Config)) *testServer {
+	t.Helper()
+	host, port, _ := strings.Cut(primary.addr, ":")
+	return startServer(t, append([]func(*Config){func(c *Config) {
+		c.ReplicaOf = host + " " + port
+		c.Now = primary.clock.Now
+	}}, configure...)...)
+}
+
+// sameState waits until the replica holds what the primary holds.
+func sameState(t *testing.T, primary, replica *testServer) {
+	t.Helper()
+	var want, got map[string]keyspace.Value
+	ok := assertEventually(func() bool {
+		now := primary.nowNano()
+		want, got = contents(primary.ks, now), contents(replica.ks, now)
+		return len(want) == len(got) && equalContents(want, got)
+	}, 10*time.Second)
+	require.True(t, ok, "the replica holds what the primary holds:\nprimary %d keys, replica %d keys", len(want), len(got))
+	require.Equal(t, want, got)
+}
+
+func equalContents(a, b map[string]keyspace.Value) bool {
+	for k, v := range a {
+		w, ok := b[k]
+		if !ok || w.Kind != v.Kind || w.Expire != v.Expire || w.Num != v.Num || w.Num2 != v.Num2 || !bytes.Equal(w.Bytes, v.Bytes) {
+			return false
+		}
+	}
+	return true
+}
+
+func assertEventually(cond func() bool, within time.Duration) bool {
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
+
+// everyKind writes a key of every kind of state, some with an expiry.
+func everyKind(t *testing.T, rdb *redis.Client, suffix string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, cmd := range [][]any{
+		{"SET", "str" + suffix, "v"},
+		{"SET", "ttl" + suffix, "v", "PX", "60000"},
+		{"INCR", "counter" + suffix},
+		{"CL.THROTTLE", "cell" + suffix, 5, 10, 60},
+		{"GCRA", "gcra" + suffix, 5, 10, 60},
+		{"THROTTLE", "throttle" + suffix, 5, 10, "1m"},
+		{"TOKENBUCKET", "tb" + suffix, 10, 1, "1s"},
+		{"LEAKYBUCKET", "lb" + suffix, 10, 1, "1s"},
+		{"SLIDE", "slide" + suffix, 10, "1m"},
+		{"SLIDE", "approx" + suffix, 10, "1m", "APPROX"},
+		{"WINDOW", "window" + suffix, 10, "1m"},
+		{"CONCURRENCY.ACQUIRE", "conc" + suffix, 3, "30s", "lease"},
+	} {
+		require.NoError(t, rdb.Do(ctx, cmd...).Err(), "%v", cmd)
+	}
+}
+
+func TestReplicationCopiesAndStreams(t *testing.T) {
+	ctx := context.Background()
+	primary := startServer(t, func(c *Config) { c.IOThreads = 0 })
+	p := primary.client(t, 2)
+	everyKind(t, p, "-before")
+
+	replica := startReplica(t, primary, func(c *Config) { c.IOThreads = 0 })
+	r := replica.client(t, 2)
+	sameState(t, primary, replica)
+
+	everyKind(t, p, "-after")
+	everyKind(t, p, "-before") // changes to keys the full copy brought
+	require.NoError(t, p.Del(ctx, "str-before").Err())
+	sameState(t, primary, replica)
+
+	// The replica answers reads and peeks from its copy, as the primary would.
+	require.Equal(t, "v", r.Get(ctx, "str-after").Val())
+	for _, cmd := range [][]any{
+		{"THROTTLE", "throttle-after", 5, 10, "1m", "PEEK"},
+		{"SLIDE", "slide-after", 10, "1m", "COST", 0},
+		{"CL.THROTTLE", "cell-after", 5, 10, 60, 0},
+		{"ALLOF", "THROTTLE", "throttle-after", 5, 10, "1m", "PEEK", "WINDOW", "window-after", 10, "1m", "COST", 0},
+	} {
+		want, err := p.Do(ctx, cmd...).Result()
+		require.NoError(t, err, "%v", cmd)
+		got, err := r.Do(ctx, cmd...).Result()
+		require.NoError(t, err, "%v", cmd)
+		require.Equal(t, want, got, "%v", cmd)
+	}
+	// ... and refuses what would change state.
+	for _, cmd := range [][]any{
+		{"SET", "x", "1"},
+		{"DEL", "str-after"},
+		{"FLUSHALL"},
+		{"THROTTLE", "throttle-after", 5, 10, "1m"},
+		{"CL.THROTTLE", "cell-after", 5, 10, 60},
+		{"GCRA", "gcra-after", 5, 10, 60},
+		{"ALLOF", "THROTTLE", "throttle-after", 5, 10, "1m", "PEEK", "WINDOW", "window-after", 10, "1m"},
+		{"CONCURRENCY.RELEASE", "conc-after", "lease"},
+	} {
+		require.EqualError(t, r.Do(ctx, cmd...).Err(), "READONLY You can't write against a read only replica.", "%v", cmd)
+	}
+	sameState(t, primary, replica)
+
+	// FLUSHALL and expiry reach the replica too.
+	primary.clock.Advance(61 * time.Second)
+	require.NoError(t, p.Do(ctx, "SET", "late", "1").Err())
+	sameState(t, primary, replica)
+	require.Zero(t, r.Exists(ctx, "ttl-after").Val())
+	require.NoError(t, p.FlushAll(ctx).Err())
+	require.NoError(t, p.Do(ctx, "SET", "after-flush", "1").Err())
+	sameState(t, primary, replica)
+	require.Equal(t, int64(1), r.DBSize(ctx).Val())
+
+	// What Redis tools read.
+	pi, ri := p.Info(ctx, "replication").Val(), r.Info(ctx, "replication").Val()
+	require.Contains(t, pi, "role:master\r\n")
+	require.Contains(t, pi, "connected_slaves:1\r\n")
+	require.Contains(t, pi, ",state=online,")
+	require.Contains(t, ri, "role:slave\r\n")
+	require.Contains(t, ri, "master_link_status:up\r\n")
+	require.Equal(t, infoField(pi, "master_replid"), infoField(ri, "master_replid"))
+	role := r.Do(ctx, "ROLE").Val().([]any)
+	require.Equal(t, "slave", role[0])
+	require.Equal(t, "connected", role[3])
+	n, err := p.Do(ctx, "WAIT", 1, 5000).Int()
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, infoField(p.Info(ctx, "replication").Val(), "master_repl_offset"), infoField(r.Info(ctx, "replication").Val(), "master_repl_offset"))
+}
+
+func infoField(info, name string) string {
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, name+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// TestReplicationPartialResync: a replica whose link drops continues from the backlog, and
+// a promoted replica is continued from by the other one.
+func TestReplicationPartialResync(t *testing.T) {
+	ctx := context.Background()
+	primary := startServer(t, func(c *Config) { c.IOThreads = 0 })
+	p := primary.client(t, 2)
+	one := startReplica(t, primary, func(c *Config) { c.IOThreads = 0 })
+	two := startReplica(t, primary, func(c *Config) { c.IOThreads = 0 })
+	everyKind(t, p, "")
+	sameState(t, primary, one)
+	sameState(t, primary, two)
+
+	require.True(t, one.repl.DropLink())
+	for i := range 100 {
+		require.NoError(t, p.Do(ctx, "THROTTLE", "during", 1000, 10, "1m").Err(), i)
+	}
+	sameState(t, primary, one)
+	stats := p.Info(ctx, "stats").Val()
+	require.Equal(t, "2", infoField(stats, "sync_full"))
+	require.Equal(t, "1", infoField(stats, "sync_partial_ok"))
+
+	// Failover: one becomes the primary, two follows it and continues.
+	o, w := one.client(t, 2), two.client(t, 2)
+	sameState(t, primary, two)
+	require.NoError(t, o.Do(ctx, "REPLICAOF", "NO", "ONE").Err())
+	host, port, _ := strings.Cut(one.addr, ":")
+	require.NoError(t, w.Do(ctx, "REPLICAOF", host, port).Err())
+	require.NoError(t, o.Do(ctx, "THROTTLE", "after", 10, 10, "1m").Err())
+	sameState(t, one, two)
+	oi := o.Info(ctx, "replication").Val()
+	require.Contains(t, oi, "role:master\r\n")
+	require.Equal(t, infoField(p.Info(ctx, "replication").Val(), "master_replid"), infoField(oi, "master_replid2"))
+	stats = o.Info(ctx, "stats").Val()
+	require.Equal(t, "0", infoField(stats, "sync_full"), "two continued from one's backlog")
+	require.Equal(t, "1", infoField(stats, "sync_partial_ok"))
+}
