@@ -4,8 +4,9 @@ package persistence
 // live key of the keyspace, its user key after dataPrefix.
 var (
 	metaKey   = []byte("\x00throttled.format")
-	dataStart = []byte{'k'} // dataPrefix: the first data key
-	dataEnd   = []byte{'l'} // past the last data key
+	markKey   = []byte("\x00throttled.checkpoint") // Options.Checkpoint's value
+	dataStart = []byte{'k'}                        // dataPrefix: the first data key
+	dataEnd   = []byte{'l'}                        // past the last data key
 )
 
 // formatVersion is what metaKey holds: the layout of keys and values. A later layout that

@@ -69,6 +69,12 @@ type Options struct {
 	Now func() int64
 	// Interval is the shortest time between two batches; 0 is DefaultInterval.
 	Interval time.Duration
+	// Checkpoint, when set, is called before each drain of the keyspace; what it returns
+	// is stored with the changes drained then, in the same batch, so that the stored
+	// keyspace is at least as new as the checkpoint says (the replication offset it
+	// applied). nil leaves the stored checkpoint as it is, an empty slice deletes it.
+	// Store.Checkpoint returns what Open loaded.
+	Checkpoint func() []byte
 }
 
 // DefaultInterval is the shortest time between two batches: with everysec or no, a kill -9
@@ -125,6 +131,9 @@ type Store struct {
 	closeErr  error
 	abandoned atomic.Bool // Close gave up on a failing disk: the closing goroutine must not touch Pebble again
 
+	mark       func() []byte // Options.Checkpoint
+	checkpoint []byte        // the checkpoint Open loaded
+
 	stats
 }
 
@@ -172,6 +181,7 @@ func Open(dir string, ks *keyspace.Keyspace, o Options) (*Store, error) {
 	s := &Store{
 		dir:      dir,
 		ks:       ks,
+		mark:     o.Checkpoint,
 		log:      o.Logger,
 		interval: o.Interval,
 		kick:     make(chan struct{}, 1),
@@ -286,6 +296,10 @@ func (s *Store) load(fs vfs.FS, now int64) ([][]byte, error) {
 	defer db.Close()
 	if err := checkMarker(db, s.dir); err != nil {
 		return nil, err
+	}
+	if v, closer, err := db.Get(markKey); err == nil {
+		s.checkpoint = bytes.Clone(v)
+		closer.Close()
 	}
 	it, err := db.NewIter(&pebble.IterOptions{LowerBound: dataStart, UpperBound: dataEnd})
 	if err != nil {
@@ -481,3 +495,7 @@ func (s *Store) diskRecovered() {
 // failing reports whether the disk is failing now. It stays true until diskRecovered has
 // renewed the released epoch, so that a SAVE that sees the disk working waits for a sync.
 func (s *Store) failing() bool { return s.fs.failing.Load() > 0 || s.failingSince.Load() != 0 }
+
+// Checkpoint returns the checkpoint stored with the keyspace Open loaded (see
+// Options.Checkpoint), nil when none.
+func (s *Store) Checkpoint() []byte { return s.checkpoint }

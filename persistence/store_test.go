@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -297,3 +298,30 @@ func snapshot(t testing.TB, dir string) map[string]string {
 }
 
 var _ = vfs.NewMem
+
+// TestCheckpointGoesWithItsChanges: the checkpoint is stored with the changes drained after
+// it was taken, survives a restart, and an empty one deletes it, with FLUSHALL's batch.
+func TestCheckpointGoesWithItsChanges(t *testing.T) {
+	dir := t.TempDir()
+	var mark atomic.Pointer[[]byte]
+	setMark := func(s string) { b := []byte(s); mark.Store(&b) }
+	opts := Options{Checkpoint: func() []byte { return *mark.Load() }}
+	setMark("one")
+	s, ks := open(t, dir, t0, opts)
+	require.Nil(t, s.Checkpoint())
+	set(ks, "k", keyspace.Value{Kind: keyspace.GCRA, Num: 1})
+	require.NoError(t, s.Save())
+	setMark("two") // no change drained with it: not stored
+	require.NoError(t, s.Close())
+
+	s, ks = open(t, dir, t0, opts)
+	require.Equal(t, []byte("one"), s.Checkpoint())
+	setMark("")
+	require.NoError(t, s.FlushAll())
+	require.NoError(t, s.Close())
+
+	s, _ = open(t, dir, t0, Options{})
+	defer s.Close()
+	require.Nil(t, s.Checkpoint(), "deleted with the FLUSHALL")
+	require.Empty(t, contents(ks, t0))
+}

@@ -184,6 +184,9 @@ func (s *Store) drain(r *recorder) error {
 		r.clear = true
 		s.flushPending = false
 	}
+	if s.mark != nil {
+		r.mark = s.mark()
+	}
 	for i := range s.ks.Shards() {
 		for more := true; more; {
 			var ok bool
@@ -192,10 +195,13 @@ func (s *Store) drain(r *recorder) error {
 				return nil
 			}
 			if r.Full() {
+				mark := r.mark
+				r.mark = nil // it goes with the last piece: after every change drained with it
 				if err := s.commit(r, false); err != nil {
 					return err
 				}
 				r.reset()
+				r.mark = mark
 			}
 		}
 	}
@@ -285,7 +291,8 @@ type recorder struct {
 	recs       []record // in drain order until sorted
 	tmp        []record // sort's scratch
 	puts, dels int
-	clear      bool // the batch empties the store first (FLUSHALL, a full rewrite)
+	clear      bool   // the batch empties the store first (FLUSHALL, a full rewrite)
+	mark       []byte // Options.Checkpoint's value to store with the batch; nil for none
 }
 
 // record is one change in recorder.buf: the key at off, then vlen bytes of value.
@@ -400,6 +407,13 @@ func (r *recorder) writeTo(b *pebble.Batch) {
 	if r.clear {
 		b.DeleteRange(dataStart, dataEnd, nil)
 	}
+	switch {
+	case r.mark == nil:
+	case len(r.mark) == 0:
+		b.Delete(markKey, nil)
+	default:
+		b.Set(markKey, r.mark, nil)
+	}
 	r.sort()
 	for _, rec := range r.recs {
 		key := r.key(rec)
@@ -420,7 +434,7 @@ func (r *recorder) writeTo(b *pebble.Batch) {
 
 // reset empties r for the next batch, keeping its memory unless a burst made it large.
 func (r *recorder) reset() {
-	r.buf, r.recs, r.puts, r.dels, r.clear = r.buf[:0], r.recs[:0], 0, 0, false
+	r.buf, r.recs, r.puts, r.dels, r.clear, r.mark = r.buf[:0], r.recs[:0], 0, 0, false, nil
 	if cap(r.buf) > 2*pieceBytes {
 		r.buf, r.recs, r.tmp = nil, nil, nil
 	}

@@ -19,6 +19,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -499,3 +500,38 @@ func (f *Follower) stream() {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// Checkpoint is the node's place in its history for the persistence store to keep with
+// the keyspace (persistence.Options.Checkpoint): "replid offset", where everything up to
+// offset is in the keyspace when it is taken. During a full copy it is empty: a copy cut
+// short by a crash must not be continued.
+func (n *Node) Checkpoint() []byte {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if l := n.link; l != nil && l.syncing.Load() {
+		return []byte{}
+	}
+	return []byte(n.id + " " + itoa(n.bl.end()))
+}
+
+// Restore takes up the history a checkpoint names, after a restart with the keyspace stored
+// with it, before the node serves anyone or follows a primary. A replica continues it as it was: its primary resends what came after, which
+// the stored keyspace may already hold (each record is a key's whole state, so applying
+// it again is harmless). A primary starts a new history that continues that one up to the
+// offset, as after a promotion: its replicas that are no further continue from it, and
+// those that got more than it stored before it stopped take a full copy.
+func (n *Node) Restore(checkpoint []byte, replica bool) {
+	id, offText, ok := strings.Cut(string(checkpoint), " ")
+	off, err := strconv.ParseInt(offText, 10, 64)
+	if !ok || err != nil || len(id) != 40 || off < 0 {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.bl.reset(off)
+	if replica {
+		n.id = id
+		return
+	}
+	n.id2, n.off2 = id, off+1
+}

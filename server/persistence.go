@@ -22,7 +22,7 @@ func (s *Server) openStore() error {
 	if err != nil {
 		return fmt.Errorf("appendfsync: %w", err)
 	}
-	st, err := persistence.Open(s.cfg.Dir, s.ks, persistence.Options{Fsync: fsync, Logger: s.log, Now: s.nowNano})
+	st, err := persistence.Open(s.cfg.Dir, s.ks, persistence.Options{Fsync: fsync, Logger: s.log, Now: s.nowNano, Checkpoint: s.repl.Checkpoint})
 	if err != nil {
 		return err
 	}

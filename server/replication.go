@@ -32,9 +32,9 @@ func replicationCommands() []*command {
 	}
 }
 
-// openReplication makes the server's replication node; with replicaof set, the server
-// starts as a replica.
-func (s *Server) openReplication() error {
+// newReplication makes the server's replication node, before the store opens: the store
+// keeps the node's checkpoint with the keyspace.
+func (s *Server) newReplication() {
 	s.repl = replication.New(s.ks, replication.Options{
 		Logger:      s.log,
 		BacklogSize: func() int64 { return int64(s.cfg.ReplBacklogSize) },
@@ -42,14 +42,24 @@ func (s *Server) openReplication() error {
 		Now:         s.nowNano,
 		Hello:       s.replicaHello,
 	})
-	if s.cfg.ReplicaOf == "" {
-		return nil
+}
+
+// startReplication takes up the history the store kept, and with replicaof set starts
+// following the primary.
+func (s *Server) startReplication() error {
+	host, port := "", 0
+	if s.cfg.ReplicaOf != "" {
+		var err error
+		if host, port, err = parseHostPort(strings.Fields(s.cfg.ReplicaOf)); err != nil {
+			return errors.New("replicaof: " + err.Error())
+		}
 	}
-	host, port, err := parseHostPort(strings.Fields(s.cfg.ReplicaOf))
-	if err != nil {
-		return errors.New("replicaof: " + err.Error())
+	if s.store != nil {
+		s.repl.Restore(s.store.Checkpoint(), host != "")
 	}
-	s.setReplicaOf(host, port)
+	if host != "" {
+		s.setReplicaOf(host, port)
+	}
 	return nil
 }
 

@@ -208,3 +208,28 @@ func TestReplicationPartialResync(t *testing.T) {
 	require.Equal(t, "0", infoField(stats, "sync_full"), "two continued from one's backlog")
 	require.Equal(t, "1", infoField(stats, "sync_partial_ok"))
 }
+
+// TestReplicaRestartContinues: a replica with appendonly yes restarted with its directory
+// continues from the primary's backlog, without a full copy.
+func TestReplicaRestartContinues(t *testing.T) {
+	ctx := context.Background()
+	primary := startServer(t, func(c *Config) { c.IOThreads = 0 })
+	p := primary.client(t, 2)
+	everyKind(t, p, "")
+	dir := t.TempDir()
+	inDir := func(c *Config) { c.IOThreads, c.Dir = 0, dir }
+	replica := startReplica(t, primary, inDir)
+	sameState(t, primary, replica)
+	require.NoError(t, p.Do(ctx, "THROTTLE", "hot", 100, 10, "1m").Err())
+	sameState(t, primary, replica)
+	require.NoError(t, replica.Close())
+
+	for i := range 50 {
+		require.NoError(t, p.Do(ctx, "THROTTLE", "while-down", 100, 10, "1m").Err(), i)
+	}
+	replica = startReplica(t, primary, inDir)
+	sameState(t, primary, replica)
+	stats := p.Info(ctx, "stats").Val()
+	require.Equal(t, "1", infoField(stats, "sync_full"))
+	require.Equal(t, "1", infoField(stats, "sync_partial_ok"))
+}

@@ -98,11 +98,12 @@ func New(cfg Config) (*Server, error) {
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.lastSave.Store(s.started.Unix())
 	s.commands = s.commandTable()
+	s.runID = newRunID()
+	s.newReplication()
 	if err := s.openStore(); err != nil {
 		return nil, err
 	}
-	s.runID = newRunID()
-	if err := s.openReplication(); err != nil {
+	if err := s.startReplication(); err != nil {
 		s.closeStore()
 		return nil, err
 	}
