@@ -48,7 +48,7 @@ func main() {
 	flag.DurationVar(&cfg.duration, "duration", 2*time.Second, "time of each measurement")
 	flag.IntVar(&cfg.durableKeys, "durablekeys", 1000000, "new keys for the memory measurement with and without persistence")
 	flag.DurationVar(&cfg.churn, "churn", 16*time.Second, "time of each churn measurement")
-	flag.StringVar(&cfg.only, "only", "", "run only this part: churn or durable (the report goes to -out only if that is given)")
+	flag.StringVar(&cfg.only, "only", "", "run only this part: churn, durable or replication (the report goes to -out only if that is given)")
 	flag.Parse()
 	outSet := false
 	flag.Visit(func(f *flag.Flag) { outSet = outSet || f.Name == "out" })
@@ -129,8 +129,11 @@ func (r *runner) run() (string, error) {
 	case "durable":
 		rows, err := r.durableMemory()
 		return durableSection(r.cfg, rows), err
+	case "replication":
+		run, err := r.replication()
+		return replicationSection(r.cfg, run), err
 	default:
-		return "", fmt.Errorf("-only %q: the parts that run alone are churn and durable", r.cfg.only)
+		return "", fmt.Errorf("-only %q: the parts that run alone are churn, durable and replication", r.cfg.only)
 	}
 	tNo, err := r.track(startThrottled("throttled (appendonly no)", r.cfg.bin, tmp+"/no", "--appendonly", "no"))
 	if err != nil {
@@ -178,10 +181,14 @@ func (r *runner) run() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	repl, err := r.replication()
+	if err != nil {
+		return "", err
+	}
 	log.Print("Go benchmarks of the server's verbs")
 	micro, err := micro()
 	if err != nil {
 		return "", err
 	}
-	return render(r.cfg, machine(tNo, redis), checks, rows, alwaysRows, ps, mem, durable, churn, micro), nil
+	return render(r.cfg, machine(tNo, redis), checks, rows, alwaysRows, ps, mem, durable, churn, repl, micro), nil
 }

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"fmt"
+	"log"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"throttled/benchmarks/loadtest"
+)
+
+// replRun is what the replication part measured: the cost of one replica at P=1 and 16, and
+// the lag of the replica under load.
+type replRun struct {
+	pairs []pair
+	lags  []time.Duration // sorted
+	load  float64         // req/s on the primary while the lag was probed
+}
+
+// replication measures CL.THROTTLE over random keys on a primary with one replica against
+// a like primary without, both with the default appendfsync everysec, in interleaved rounds;
+// then, under the same load at P=16, how long a change takes to reach the replica: a probe
+// key written on the primary every 10 ms, read on the replica until it is there.
+func (r *runner) replication() (replRun, error) {
+	var run replRun
+	with, err := r.track(startThrottled("throttled primary (one replica)", r.cfg.bin, r.tmp+"/primary"))
+	if err != nil {
+		return run, err
+	}
+	alone, err := r.track(startThrottled("throttled primary (no replica)", r.cfg.bin, r.tmp+"/alone"))
+	if err != nil {
+		return run, err
+	}
+	host, port, _ := strings.Cut(with.addr, ":")
+	replica, err := r.track(startThrottled("throttled replica", r.cfg.bin, r.tmp+"/replica", "--replicaof", host, port))
+	if err != nil {
+		return run, err
+	}
+	for deadline := time.Now().Add(10 * time.Second); replica.infoField("replication", "master_link_status") != "up"; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return run, fmt.Errorf("the replica did not connect to its primary")
+		}
+	}
+	cl := func(k string) []string { return []string{"CL.THROTTLE", k, "100", "10", "60", "1"} }
+	a := side{"CL.THROTTLE, primary with a replica", with, cl}
+	b := side{"CL.THROTTLE, primary alone", alone, cl}
+	run.pairs = []pair{{pipeline: 1, a: a, b: b}, {pipeline: 16, a: a, b: b}}
+	if err := r.measurePairs(run.pairs); err != nil {
+		return run, err
+	}
+	run.lags, run.load, err = r.lag(with, replica)
+	return run, err
+}
+
+// lag probes the replication lag while CL.THROTTLE runs on the primary at P=16.
+func (r *runner) lag(primary, replica *server) ([]time.Duration, float64, error) {
+	reqs := make([][]byte, r.cfg.keys)
+	for k := range reqs {
+		reqs[k] = loadtest.Encode("CL.THROTTLE", fmt.Sprintf("lag:%09d", k), "100", "10", "60", "1")
+	}
+	var wg sync.WaitGroup
+	var res *loadtest.Result
+	var loadErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		res, loadErr = loadtest.Run(loadtest.Load{Addr: primary.addr, Conns: r.cfg.conns, Pipeline: 16,
+			Requests: reqs, Warmup: r.cfg.warmup, Duration: r.cfg.duration})
+	}()
+	time.Sleep(r.cfg.warmup)
+	pc, err := net.Dial("tcp", primary.addr)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer pc.Close()
+	rc, err := net.Dial("tcp", replica.addr)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rc.Close()
+	pr, rr := loadtest.NewReader(pc), loadtest.NewReader(rc)
+	var lags []time.Duration
+	for end := time.Now().Add(r.cfg.duration - 100*time.Millisecond); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		val := fmt.Sprint(len(lags))
+		start := time.Now()
+		if _, err := pc.Write(loadtest.Encode("SET", "lag:probe", val)); err != nil {
+			return nil, 0, err
+		}
+		if _, err := pr.Next(); err != nil {
+			return nil, 0, err
+		}
+		for {
+			if _, err := rc.Write(loadtest.Encode("GET", "lag:probe")); err != nil {
+				return nil, 0, err
+			}
+			v, err := rr.Value()
+			if err != nil {
+				return nil, 0, err
+			}
+			if v == val {
+				break
+			}
+			if time.Since(start) > 5*time.Second {
+				return nil, 0, fmt.Errorf("the replica did not get a probe within 5s")
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+		lags = append(lags, time.Since(start))
+	}
+	wg.Wait()
+	if loadErr != nil {
+		return nil, 0, loadErr
+	}
+	slices.Sort(lags)
+	log.Printf("replication lag under %.0f req/s: %d probes, p50 %v, p99 %v", res.PerSecond(), len(lags), quantile(lags, 0.5), quantile(lags, 0.99))
+	return lags, res.PerSecond(), nil
+}
+
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
+}
+
+// replicationSection renders the replication part.
+func replicationSection(cfg config, run replRun) string {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	p("\n## Replication\n\n")
+	p("CL.THROTTLE over %d random keys, %d connections, on a primary with one replica attached against a like\n", cfg.keys, cfg.conns)
+	p("primary without one (both with appendfsync everysec), %d interleaved rounds of %v; the median ratio.\n\n", pairRounds, cfg.duration)
+	p("| P | with a replica req/s | alone req/s | ratio |\n|--:|--:|--:|--:|\n")
+	for _, pr := range run.pairs {
+		p("| %d | %s | %s | %.3f |\n", pr.pipeline, thousands(median(pr.ra)), thousands(median(pr.rb)), pr.median)
+	}
+	p("\nReplication lag while the primary serves %s req/s at P=16: a key written on the primary every 10 ms,\n", thousands(run.load))
+	p("read on the replica until it is there (the time includes the write's and the reads' round trips).\n\n")
+	p("| probes | p50 | p99 | max |\n|--:|--:|--:|--:|\n")
+	if len(run.lags) > 0 {
+		p("| %d | %s | %s | %s |\n", len(run.lags), latency(quantile(run.lags, 0.5)), latency(quantile(run.lags, 0.99)), latency(run.lags[len(run.lags)-1]))
+	}
+	return b.String()
+}
+
+// replicationTargets: a replica costs under 10%, and the lag's p99 is under 10 ms.
+func replicationTargets(run replRun) []target {
+	var out []target
+	for _, pr := range run.pairs {
+		out = append(out, target{fmt.Sprintf("one replica costs CL.THROTTLE under 10%% at P=%d", pr.pipeline),
+			fmt.Sprintf("%.3f", pr.median), pr.median >= 0.9})
+	}
+	if len(run.lags) > 0 {
+		p99 := quantile(run.lags, 0.99)
+		out = append(out, target{"replication lag p99 under 10 ms at P=16", latency(p99), p99 < 10*time.Millisecond})
+	}
+	return out
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
+}
