@@ -26,7 +26,13 @@ import (
 // process's end to the test: kill -9, SIGTERM, or a kill at cleanup.
 func launch(t *testing.T, dir string, args ...string) *process {
 	t.Helper()
-	p := &process{port: freePort(t), stderr: new(bytes.Buffer), exited: make(chan error, 1)}
+	return launchOn(t, freePort(t), dir, args...)
+}
+
+// launchOn is launch on a given port.
+func launchOn(t *testing.T, port int, dir string, args ...string) *process {
+	t.Helper()
+	p := &process{port: port, stderr: new(bytes.Buffer), exited: make(chan error, 1)}
 	p.cmd = exec.Command(binary, append(args, "--port", strconv.Itoa(p.port), "--dir", dir)...)
 	p.cmd.Stderr = &lockedWriter{w: p.stderr}
 	require.NoError(t, p.cmd.Start())
