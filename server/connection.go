@@ -21,8 +21,8 @@ func connectionCommands() []*command {
 		{name: "hello", arity: -1, flags: "no-auth fast stale", group: "connection", since: "6.0.0", summary: "Handshakes with the server.", syntax: "[protover [AUTH username password] [SETNAME clientname]]", handler: cmdHello},
 		{name: "auth", arity: -2, flags: "no-auth fast stale", group: "connection", since: "1.0.0", summary: "Authenticates the connection.", syntax: "[username] password", handler: cmdAuth},
 		{name: "select", arity: 2, flags: "fast stale", group: "connection", since: "1.0.0", summary: "Changes the selected database (only 0 exists).", syntax: "index", handler: cmdSelect},
-		{name: "quit", arity: -1, flags: "no-auth fast stale", group: "connection", since: "1.0.0", summary: "Closes the connection.", handler: cmdQuit},
-		{name: "reset", arity: 1, flags: "no-auth fast stale", group: "connection", since: "6.2.0", summary: "Resets the connection.", handler: cmdReset},
+		{name: "quit", arity: -1, flags: "no-auth fast stale", bits: flagNoQueue, group: "connection", since: "1.0.0", summary: "Closes the connection.", handler: cmdQuit},
+		{name: "reset", arity: 1, flags: "no-auth fast stale", bits: flagNoQueue, group: "connection", since: "6.2.0", summary: "Resets the connection.", handler: cmdReset},
 		{name: "client", arity: -2, flags: "stale", group: "connection", since: "2.4.0", summary: "A container for client connection commands."},
 	}
 }
@@ -177,6 +177,8 @@ func cmdQuit(c *client, args [][]byte) error {
 
 // RESET
 func cmdReset(c *client, args [][]byte) error {
+	c.endMulti()
+	c.unwatchAll()
 	c.w.proto = 2
 	c.mu.Lock()
 	c.name, c.resp = "", 2

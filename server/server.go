@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"net"
 	"runtime/debug"
@@ -39,6 +40,8 @@ type Server struct {
 	level      *slog.LevelVar         // the log level CONFIG SET changes
 	levelName  atomic.Pointer[string] // loglevel as configured
 	maxClients atomic.Int64
+
+	txLocks txLocks // EXEC's stripes by key
 
 	loops    []*loop // event loops serving the clients, round robin; none on other systems
 	nextLoop atomic.Uint64
@@ -86,6 +89,7 @@ func New(cfg Config) (*Server, error) {
 		sweepDone: make(chan struct{}),
 		stopped:   make(chan struct{}),
 	}
+	s.txLocks.seed = maphash.MakeSeed()
 	s.password.Store(&cfg.RequirePass)
 	s.levelName.Store(&cfg.LogLevel)
 	s.maxClients.Store(int64(cfg.MaxClients))
@@ -267,12 +271,12 @@ func (s *Server) expireFor(budget time.Duration) bool {
 	}
 }
 
-// run executes one request on c and writes its reply; a handler's panic
-// becomes an error reply and is logged, and the connection goes on.
+// run executes one request on c and writes its reply; inside MULTI it queues the request
+// instead.
 func (s *Server) run(c *client, args [][]byte) {
 	cmd := s.lookup(c, args[0])
 	if cmd == nil {
-		s.replyError(c, unknownCommand(args))
+		s.reject(c, unknownCommand(args))
 		return
 	}
 	if len(cmd.subcommands) > 0 && len(args) > 1 {
@@ -281,14 +285,33 @@ func (s *Server) run(c *client, args [][]byte) {
 		}
 	}
 	if !c.authed && s.passwordSet() && !cmd.has(flagNoAuth) {
-		s.replyError(c, errNoAuth)
+		s.reject(c, errNoAuth)
 		return
 	}
 	if !cmd.arityOK(len(args)) {
-		s.replyError(c, fmt.Errorf("wrong number of arguments for '%s' command", cmd.fullName()))
+		s.reject(c, fmt.Errorf("wrong number of arguments for '%s' command", cmd.fullName()))
 		return
 	}
 	c.lastCmd.Store(cmd)
+	if c.tx != nil && !cmd.has(flagNoQueue) {
+		s.queue(c, cmd, args)
+		return
+	}
+	s.call(c, cmd, args)
+}
+
+// reject refuses a request before it runs. Inside MULTI that dooms the transaction, as in
+// Redis: EXEC will reply EXECABORT.
+func (s *Server) reject(c *client, err error) {
+	if c.tx != nil {
+		c.tx.failed = true
+	}
+	s.replyError(c, err)
+}
+
+// call runs cmd on c and writes its reply; a handler's panic becomes an error reply and is
+// logged, and the connection goes on.
+func (s *Server) call(c *client, cmd *command, args [][]byte) {
 	if cmd.bits&flagWrite != 0 && s.syncWrites() {
 		c.mustSync = true // its replies wait for the sync (appendfsync always)
 	}
