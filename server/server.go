@@ -40,6 +40,12 @@ type Server struct {
 	level      *slog.LevelVar         // the log level CONFIG SET changes
 	levelName  atomic.Pointer[string] // loglevel as configured
 	maxClients atomic.Int64
+	replCfg    replConfig // the replication options CONFIG SET changes
+
+	params       []*param          // the configuration parameters, in CONFIG REWRITE's order
+	paramsByName map[string]*param // by every name, lower case
+	paramNames   []paramNamed      // every name, sorted, for CONFIG GET
+	rewriteMu    sync.Mutex        // one CONFIG REWRITE at a time
 
 	txLocks txLocks // EXEC's stripes by key
 
@@ -94,10 +100,13 @@ func New(cfg Config) (*Server, error) {
 	s.levelName.Store(&cfg.LogLevel)
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.lastSave.Store(s.started.Unix())
+	s.replCfg.init(cfg)
 	s.commands = s.commandTable()
 	if err := s.openStore(); err != nil {
 		return nil, err
 	}
+	s.params = s.paramTable() // after openStore: appendonly shows whether the store is open
+	s.paramsByName, s.paramNames = indexParams(s.params)
 	go s.expireLoop()
 	return s, nil
 }
