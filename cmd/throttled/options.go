@@ -135,6 +135,9 @@ func setOption(cfg *server.Config, name string, values []string) error {
 	case "io-threads":
 		return number(&cfg.IOThreads)
 
+	// Replication, with Redis's names and their older aliases. Redis's tuning options of its
+	// own replication (repl-diskless-sync, repl-timeout, ...) are refused as unknown: neither
+	// Sentinel nor throttled's replication needs them, and accepting them would pretend.
 	case "replicaof", "slaveof":
 		if len(values) == 1 { // --replicaof "host port"
 			values = strings.Fields(values[0])
