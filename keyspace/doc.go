@@ -67,4 +67,7 @@
 // current state of each queued key, so a hot key costs one write per batch however often
 // it changes. The deletion log is bounded: a shard whose log overflows (its changes were
 // not drained for too long) asks for a full rewrite instead.
+//
+// Watches (WatchLocked) serve Redis's WATCH: a write, deletion or expiry of a watched key
+// marks its watches changed. A shard nobody watches pays one nil test per write for them.
 package keyspace

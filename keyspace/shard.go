@@ -152,6 +152,8 @@ type Shard struct {
 	trk      [feeds]tracker // each feed's changes since its last Drain, when Keyspace.Track is on for it
 	tracking bool           // some feed tracks
 
+	watchers map[string][]*Watch // the keys WATCHed and their watches; nil when none
+
 	keys    atomic.Int64 // Keyspace.Len
 	expires atomic.Int64 // Keyspace.Expires
 	expired atomic.Int64 // Keyspace.ExpiredTotal
@@ -245,6 +247,9 @@ func (s *Shard) SetLocked(key []byte, v Value) {
 	s.index[pos] = uint64(h)<<32 | uint64(off+1)
 	if s.tracking {
 		s.noteWrite(id)
+	}
+	if s.watchers != nil {
+		s.touch(key)
 	}
 	s.count++
 	s.keys.Add(1)
@@ -543,6 +548,9 @@ func (s *Shard) removeKeepingIndex(pos int, off uint32) {
 	if s.tracking {
 		s.noteDelete(s.keyIn(e))
 	}
+	if s.watchers != nil {
+		s.touch(s.keyIn(e))
+	}
 	if inVals(e) {
 		delete(s.vals, id)
 	}
@@ -593,6 +601,9 @@ func (s *Shard) replace(pos int, off uint32, key []byte, v Value) {
 	}
 	if s.tracking {
 		s.noteWrite(id)
+	}
+	if s.watchers != nil {
+		s.touch(key)
 	}
 }
 
@@ -988,6 +999,9 @@ func slotStart(i, n int) uint64 { return (uint64(i)<<32 + uint64(n) - 1) / uint6
 
 // resetLocked drops every key and the memory they held.
 func (s *Shard) resetLocked() {
+	if s.watchers != nil {
+		s.touchAllLocked()
+	}
 	s.index, s.count = nil, 0
 	s.ids, s.freeIDs, s.freeSum = nil, nil, nil
 	s.blocks, s.meta, s.freeBlocks, s.tail, s.spare, s.queue = nil, nil, nil, -1, nil, nil

@@ -7,12 +7,9 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
-
-	"throttled/persistence"
 )
 
 func serverCommands() []*command {
@@ -35,6 +32,7 @@ func configSubcommands() []*command {
 	return []*command{
 		{name: "get", arity: -3, flags: "admin loading stale", group: "server", since: "2.0.0", summary: "Returns the effective values of configuration parameters.", syntax: "parameter [parameter ...]", handler: cmdConfigGet},
 		{name: "set", arity: -4, flags: "admin loading stale", group: "server", since: "2.0.0", summary: "Sets configuration parameters in-flight.", syntax: "parameter value [parameter value ...]", handler: cmdConfigSet},
+		{name: "rewrite", arity: 2, flags: "admin noscript loading stale", group: "server", since: "2.8.0", summary: "Persists the effective configuration to file.", handler: cmdConfigRewrite},
 		{name: "resetstat", arity: 2, flags: "admin loading stale", group: "server", since: "2.0.0", summary: "Resets the server's statistics.", handler: cmdConfigResetStat},
 		{name: "help", arity: 2, flags: "loading stale", group: "server", since: "5.0.0", summary: "Returns helpful text about the different subcommands.", handler: cmdConfigHelp},
 	}
@@ -220,102 +218,6 @@ func (s *Server) infoKeyspace() [][2]string {
 	return [][2]string{{"db0", fmt.Sprintf("keys=%d,expires=%d,avg_ttl=0", n, s.ks.Expires())}}
 }
 
-// CONFIG GET parameter [parameter ...]
-func cmdConfigGet(c *client, args [][]byte) error {
-	params := c.s.configParams()
-	names := make([]string, 0, len(params))
-	for name := range params {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	var out []string
-	seen := make(map[string]bool)
-	for _, pattern := range args[2:] {
-		for _, name := range names {
-			if !seen[name] && globMatch([]byte(strings.ToLower(string(pattern))), []byte(name)) {
-				seen[name] = true
-				out = append(out, name, params[name]())
-			}
-		}
-	}
-	c.w.mapHeader(len(out) / 2)
-	for _, v := range out {
-		c.w.bulkString(v)
-	}
-	return nil
-}
-
-// configParams maps each parameter CONFIG GET knows to its current value.
-func (s *Server) configParams() map[string]func() string {
-	constant := func(v string) func() string { return func() string { return v } }
-	return map[string]func() string{
-		"bind":               constant(s.cfg.Bind),
-		"port":               constant(strconv.Itoa(s.cfg.Port)),
-		"dir":                constant(s.cfg.Dir),
-		"requirepass":        func() string { return *s.password.Load() },
-		"loglevel":           func() string { return s.logLevelName() },
-		"maxclients":         func() string { return itoa(s.maxClients.Load()) },
-		"proto-max-bulk-len": constant(strconv.Itoa(s.cfg.ProtoMaxBulkLen)),
-		"databases":          constant("1"),
-		"save":               constant(""),
-		"appendonly":         constant(yesNo(s.store != nil)),
-		"appendfsync":        s.appendFsync,
-		"maxmemory":          constant("0"),
-		"maxmemory-policy":   constant("noeviction"),
-		"hz":                 constant("10"),
-		"io-threads":         constant(strconv.Itoa(s.cfg.IOThreads)),
-	}
-}
-
-// CONFIG SET parameter value [parameter value ...]
-func cmdConfigSet(c *client, args [][]byte) error {
-	if len(args)%2 != 0 {
-		return errors.New("wrong number of arguments for 'config|set' command")
-	}
-	// Check every pair before applying any, as Redis does.
-	var apply []func()
-	for i := 2; i < len(args); i += 2 {
-		name, value := strings.ToLower(string(args[i])), string(args[i+1])
-		var set func()
-		switch name {
-		case "requirepass":
-			set = func() { c.s.password.Store(&value) }
-		case "loglevel":
-			level, ok := logLevels[strings.ToLower(value)]
-			if !ok {
-				return fmt.Errorf("CONFIG SET failed (possibly related to argument '%s') - argument(s) must be one of the following: debug, verbose, notice, warning", name)
-			}
-			set = func() { c.s.level.Set(level); c.s.levelName.Store(&value) }
-		case "appendfsync":
-			f, err := persistence.ParseFsync(value)
-			if err != nil {
-				return fmt.Errorf("CONFIG SET failed (possibly related to argument '%s') - argument(s) must be one of the following: always, everysec, no", name)
-			}
-			if c.s.store == nil {
-				return fmt.Errorf("CONFIG SET failed (possibly related to argument '%s') - appendonly is no", name)
-			}
-			set = func() { c.s.store.SetFsync(f) }
-		case "maxclients":
-			n, err := strconv.ParseInt(value, 10, 64)
-			if err != nil || n < 1 {
-				return fmt.Errorf("CONFIG SET failed (possibly related to argument '%s') - argument must be a positive integer", name)
-			}
-			set = func() { c.s.maxClients.Store(n) }
-		default:
-			if _, ok := c.s.configParams()[name]; ok {
-				return fmt.Errorf("CONFIG SET failed (possibly related to argument '%s') - can't set immutable config", name)
-			}
-			return fmt.Errorf("Unknown option or number of arguments for CONFIG SET - '%s'", truncate(args[i], 128))
-		}
-		apply = append(apply, set)
-	}
-	for _, set := range apply {
-		set()
-	}
-	c.w.ok()
-	return nil
-}
-
 // CONFIG RESETSTAT
 func cmdConfigResetStat(c *client, args [][]byte) error {
 	s := c.s
@@ -340,6 +242,7 @@ func cmdConfigHelp(c *client, args [][]byte) error {
 		"GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
 		"SET <directive> <value>", "    Set the configuration <directive> to <value>.",
 		"RESETSTAT", "    Reset statistics reported by the INFO command.",
+		"REWRITE", "    Rewrite the configuration file.",
 	})
 	return nil
 }

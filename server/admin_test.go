@@ -76,7 +76,7 @@ func TestConfigGetSet(t *testing.T) {
 	require.Equal(t, []any{"maxclients", "50", "loglevel", "warning"}, do(t, rdb, "CONFIG", "GET", "maxclients", "loglevel"))
 	require.Equal(t, "ERR CONFIG SET failed (possibly related to argument 'port') - can't set immutable config", doErr(t, rdb, "CONFIG", "SET", "port", "1"))
 	require.Equal(t, "ERR Unknown option or number of arguments for CONFIG SET - 'nope'", doErr(t, rdb, "CONFIG", "SET", "nope", "1"))
-	require.Equal(t, "ERR CONFIG SET failed (possibly related to argument 'maxclients') - argument must be a positive integer", doErr(t, rdb, "CONFIG", "SET", "maxclients", "0", "loglevel", "debug"))
+	require.Equal(t, "ERR CONFIG SET failed (possibly related to argument 'maxclients') - argument must be between 1 and 4294967295 inclusive", doErr(t, rdb, "CONFIG", "SET", "maxclients", "0", "loglevel", "debug"))
 	require.Equal(t, []any{"loglevel", "warning"}, do(t, rdb, "CONFIG", "GET", "loglevel"), "a failed CONFIG SET changes nothing")
 	save := do(t, rdb, "CONFIG", "GET", "save").([]any)
 	require.Equal(t, "save", save[0])

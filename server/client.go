@@ -35,7 +35,12 @@ type client struct {
 	scratches [][]byte          // ALLOF: a scratch per limit
 	pending   []pending         // ALLOF: each limit's outcome
 
+	tx      *transaction        // between MULTI and EXEC or DISCARD; nil otherwise
+	watch   keyspace.Watch      // marked when a watched key changes
+	watched map[string]struct{} // the keys WATCHed
+
 	kind     atomic.Int32 // a clientKind: what CLIENT LIST and CLIENT KILL TYPE know it as
+	multi    atomic.Int32 // for CLIENT LIST: 1 + the requests queued in MULTI; 0 outside MULTI
 	readOnly bool         // a replica runs a rate-limit verb: only PEEK and COST 0 may run
 
 	// A replica's link, on its primary.
@@ -162,11 +167,13 @@ func (c *client) flush() bool {
 	return err == nil
 }
 
-// close forgets c once its connection is closed.
+// close forgets c once its connection is closed, with its transaction and watched keys.
 func (c *client) close() {
 	if c.follower != nil {
 		c.follower.Close()
 	}
+	c.endMulti()
+	c.unwatchAll()
 	c.s.mu.Lock()
 	delete(c.s.clients, c.id)
 	c.s.mu.Unlock()
@@ -190,11 +197,35 @@ func (c *client) info(now time.Time) string {
 	b.WriteString(" fd=0 name=" + name)
 	b.WriteString(" age=" + itoa(int64(now.Sub(c.created)/time.Second)))
 	b.WriteString(" idle=" + itoa((now.UnixNano()-c.lastActive.Load())/int64(time.Second)))
-	b.WriteString(" flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r")
+	b.WriteString(" flags=" + c.flags())
+	b.WriteString(" db=0 sub=0 psub=0 ssub=0 multi=" + itoa(int64(c.multi.Load()-1)))
+	b.WriteString(" qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r")
 	b.WriteString(" cmd=" + cmd)
 	b.WriteString(" user=default redir=-1 resp=" + itoa(int64(resp)))
 	b.WriteString(" lib-name=" + lib + " lib-ver=" + ver)
 	return b.String()
+}
+
+// flags is CLIENT LIST's flags field, as Redis's: S a replica, P subscribed, x in MULTI,
+// d a watched key changed, N none of these.
+func (c *client) flags() string {
+	var f []byte
+	switch clientKind(c.kind.Load()) {
+	case kindReplica:
+		f = append(f, 'S')
+	case kindPubSub:
+		f = append(f, 'P')
+	}
+	if c.multi.Load() != 0 {
+		f = append(f, 'x')
+	}
+	if c.watch.Changed() {
+		f = append(f, 'd')
+	}
+	if len(f) == 0 {
+		return "N"
+	}
+	return string(f)
 }
 
 // lowerName returns the command name in lower case without allocating.

@@ -40,9 +40,11 @@ const (
 	flagNoAuth uint32 = 1 << iota
 	flagWrite
 	flagRatelimit
+	flagNoMulti // refused inside MULTI: it cannot run within EXEC (SUBSCRIBE, WAIT, PSYNC)
+	flagNoQueue // runs at once inside MULTI instead of being queued (MULTI, EXEC, WATCH, QUIT, RESET); set in bits, not a Redis flag
 )
 
-var flagBits = map[string]uint32{"no-auth": flagNoAuth, "write": flagWrite, "ratelimit": flagRatelimit}
+var flagBits = map[string]uint32{"no-auth": flagNoAuth, "write": flagWrite, "ratelimit": flagRatelimit, "no-multi": flagNoMulti}
 
 func (cmd *command) has(bit uint32) bool { return cmd.bits&bit != 0 }
 
@@ -110,6 +112,7 @@ func (s *Server) commandTable() map[string]*command {
 	register(table, nil, throttleCommands())
 	register(table, nil, limitCommands())
 	register(table, nil, replicationCommands())
+	register(table, nil, multiCommands())
 	for _, parent := range []struct {
 		name string
 		subs []*command

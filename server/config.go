@@ -1,10 +1,13 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -123,7 +126,128 @@ func (c Config) Validate() error {
 	if c.Shards < 1 || c.Shards > 1<<16 || c.Shards&(c.Shards-1) != 0 {
 		return fmt.Errorf("shards: %d is not a power of two between 1 and 65536", c.Shards)
 	}
+	if err := validReplicaOf(c.ReplicaOf); err != nil {
+		return fmt.Errorf("replicaof: %w", err)
+	}
+	for _, o := range []struct {
+		name string
+		v    int
+	}{
+		{"repl-backlog-size", c.ReplBacklogSize},
+		{"replica-priority", c.ReplicaPriority},
+		{"replica-announce-port", c.ReplicaAnnouncePort},
+		{"min-replicas-to-write", c.MinReplicasToWrite},
+		{"min-replicas-max-lag", c.MinReplicasMaxLag},
+	} {
+		if lo, hi := intRange(o.name); int64(o.v) < lo || int64(o.v) > hi {
+			return fmt.Errorf("%s: %d is not between %d and %d", o.name, o.v, lo, hi)
+		}
+	}
 	return nil
+}
+
+// intRange is the range of an integer option CONFIG SET can change, as Redis's.
+func intRange(name string) (lo, hi int64) {
+	switch name {
+	case "maxclients":
+		return 1, math.MaxUint32
+	case "repl-backlog-size":
+		return 1, math.MaxInt64
+	case "replica-announce-port":
+		return 0, 65535
+	}
+	return 0, math.MaxInt32 // replica-priority, min-replicas-to-write, min-replicas-max-lag
+}
+
+// validReplicaOf checks a replicaof value: "host port", or "" for none.
+func validReplicaOf(v string) error {
+	if v == "" {
+		return nil
+	}
+	f := strings.Fields(v)
+	if len(f) != 2 {
+		return fmt.Errorf("%q is not host and port", v)
+	}
+	if port, err := strconv.Atoi(f[1]); err != nil || port < 1 || port > 65535 {
+		return fmt.Errorf("port %q is not between 1 and 65535", f[1])
+	}
+	return nil
+}
+
+// ParseSize reads a number with an optional Redis memory unit, as redis.conf's sizes: 1k is
+// 1000 and 1kb 1024; m, mb, g and gb likewise.
+func ParseSize(v string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1000}, {"m", 1000 * 1000}, {"g", 1000 * 1000 * 1000}}
+	lower := strings.ToLower(v)
+	for _, u := range units {
+		if n, ok := strings.CutSuffix(lower, u.suffix); ok {
+			x, err := strconv.ParseInt(n, 10, 64)
+			if err != nil {
+				return 0, err
+			}
+			if x > math.MaxInt64/u.mult || x < math.MinInt64/u.mult {
+				return 0, strconv.ErrRange
+			}
+			return x * u.mult, nil
+		}
+	}
+	return strconv.ParseInt(v, 10, 64)
+}
+
+// formatSize writes n as CONFIG REWRITE does: in the largest of gb, mb and kb that divides it.
+func formatSize(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		size   int64
+	}{{"gb", 1 << 30}, {"mb", 1 << 20}, {"kb", 1 << 10}} {
+		if n != 0 && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// SplitConfigLine splits a config file line into words as redis.conf's are read, with the
+// parser of inline requests: blanks separate words, "double quotes" take C escapes (\n,
+// \x41), 'single quotes' take \'.
+func SplitConfigLine(line string) ([]string, error) {
+	var r reader
+	args, err := r.splitInline([]byte(line))
+	if err != nil {
+		return nil, errors.New("unbalanced quotes")
+	}
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = string(a)
+	}
+	return out, nil
+}
+
+// quoteConfig writes s as a double-quoted config value that SplitConfigLine reads back.
+func quoteConfig(s string) string {
+	b := []byte{'"'}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '\\', '"':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			if c < ' ' || c > '~' {
+				b = append(b, fmt.Sprintf("\\x%02x", c)...)
+			} else {
+				b = append(b, c)
+			}
+		}
+	}
+	return string(append(b, '"'))
 }
 
 // logLevels maps Redis's log levels onto slog's.

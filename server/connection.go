@@ -21,8 +21,8 @@ func connectionCommands() []*command {
 		{name: "hello", arity: -1, flags: "no-auth fast stale", group: "connection", since: "6.0.0", summary: "Handshakes with the server.", syntax: "[protover [AUTH username password] [SETNAME clientname]]", handler: cmdHello},
 		{name: "auth", arity: -2, flags: "no-auth fast stale", group: "connection", since: "1.0.0", summary: "Authenticates the connection.", syntax: "[username] password", handler: cmdAuth},
 		{name: "select", arity: 2, flags: "fast stale", group: "connection", since: "1.0.0", summary: "Changes the selected database (only 0 exists).", syntax: "index", handler: cmdSelect},
-		{name: "quit", arity: -1, flags: "no-auth fast stale", group: "connection", since: "1.0.0", summary: "Closes the connection.", handler: cmdQuit},
-		{name: "reset", arity: 1, flags: "no-auth fast stale", group: "connection", since: "6.2.0", summary: "Resets the connection.", handler: cmdReset},
+		{name: "quit", arity: -1, flags: "no-auth fast stale", bits: flagNoQueue, group: "connection", since: "1.0.0", summary: "Closes the connection.", handler: cmdQuit},
+		{name: "reset", arity: 1, flags: "no-auth fast stale", bits: flagNoQueue, group: "connection", since: "6.2.0", summary: "Resets the connection.", handler: cmdReset},
 		{name: "client", arity: -2, flags: "stale", group: "connection", since: "2.4.0", summary: "A container for client connection commands."},
 	}
 }
@@ -34,8 +34,8 @@ func clientSubcommands() []*command {
 		{name: "getname", arity: 2, flags: "fast stale", group: "connection", since: "2.6.9", summary: "Returns the name of the connection.", handler: cmdClientGetName},
 		{name: "setinfo", arity: 4, flags: "fast stale", group: "connection", since: "7.2.0", summary: "Sets information specific to the client or connection.", syntax: "LIB-NAME|LIB-VER value", handler: cmdClientSetInfo},
 		{name: "info", arity: 2, flags: "stale", group: "connection", since: "6.2.0", summary: "Returns information about the connection.", handler: cmdClientInfo},
-		{name: "list", arity: -2, flags: "admin stale", group: "connection", since: "2.4.0", summary: "Lists open connections.", syntax: "[ID client-id ...]", handler: cmdClientList},
-		{name: "kill", arity: -3, flags: "admin stale", group: "connection", since: "2.4.0", summary: "Terminates open connections.", syntax: "[ID client-id] [ADDR ip:port] [LADDR ip:port] [USER username] [SKIPME yes|no]", handler: cmdClientKill},
+		{name: "list", arity: -2, flags: "admin stale", group: "connection", since: "2.4.0", summary: "Lists open connections.", syntax: "[TYPE client-type] [ID client-id ...]", handler: cmdClientList},
+		{name: "kill", arity: -3, flags: "admin stale", group: "connection", since: "2.4.0", summary: "Terminates open connections.", syntax: "[ID client-id] [TYPE client-type] [ADDR ip:port] [LADDR ip:port] [USER username] [SKIPME yes|no] [MAXAGE maxage]", handler: cmdClientKill},
 		{name: "help", arity: 2, flags: "fast stale", group: "connection", since: "5.0.0", summary: "Returns helpful text about the different subcommands.", handler: cmdClientHelp},
 	}
 }
@@ -181,6 +181,8 @@ func cmdQuit(c *client, args [][]byte) error {
 
 // RESET
 func cmdReset(c *client, args [][]byte) error {
+	c.endMulti()
+	c.unwatchAll()
 	c.w.proto = 2
 	c.mu.Lock()
 	c.name, c.resp = "", 2
@@ -255,13 +257,19 @@ func cmdClientInfo(c *client, args [][]byte) error {
 	return nil
 }
 
-// CLIENT LIST [ID client-id ...]
+// CLIENT LIST [TYPE normal|master|replica|pubsub] | CLIENT LIST [ID client-id ...]
 func cmdClientList(c *client, args [][]byte) error {
 	var ids map[int64]bool
-	if len(args) > 2 {
-		if !strings.EqualFold(string(args[2]), "id") || len(args) < 4 {
-			return errSyntax
+	kind := anyKind
+	switch {
+	case len(args) == 2:
+	case len(args) == 4 && strings.EqualFold(string(args[2]), "type"):
+		k, err := parseClientKind(args[3])
+		if err != nil {
+			return err
 		}
+		kind = k
+	case len(args) > 3 && strings.EqualFold(string(args[2]), "id"):
 		ids = make(map[int64]bool)
 		for _, a := range args[3:] {
 			id, err := strconv.ParseInt(string(a), 10, 64)
@@ -270,17 +278,42 @@ func cmdClientList(c *client, args [][]byte) error {
 			}
 			ids[id] = true
 		}
+	default:
+		return errSyntax
 	}
 	now := time.Now()
 	var b strings.Builder
 	for _, cl := range c.s.clientsByID() {
-		if ids == nil || ids[cl.id] {
+		if (ids == nil || ids[cl.id]) && (kind == anyKind || clientKind(cl.kind.Load()) == kind) {
 			b.WriteString(cl.info(now))
 			b.WriteByte('\n')
 		}
 	}
 	c.w.verbatim(b.String())
 	return nil
+}
+
+// CLIENT LIST TYPE and CLIENT KILL TYPE name kinds besides the clients': any, and the link
+// of a replica to its primary, which is not among the clients.
+const (
+	anyKind    clientKind = -1
+	masterKind clientKind = -2
+)
+
+// parseClientKind reads a client type as Redis names them: normal, master, replica (or
+// slave), pubsub.
+func parseClientKind(name []byte) (clientKind, error) {
+	switch strings.ToLower(string(name)) {
+	case "normal":
+		return kindNormal, nil
+	case "pubsub":
+		return kindPubSub, nil
+	case "replica", "slave":
+		return kindReplica, nil
+	case "master":
+		return masterKind, nil
+	}
+	return 0, errors.New("Unknown client type '" + truncate(name, 128) + "'")
 }
 
 // clientsByID returns the connected clients, oldest first.
@@ -303,7 +336,8 @@ func sortClients(cl []*client) {
 	}
 }
 
-// CLIENT KILL addr:port | CLIENT KILL [ID id] [ADDR addr] [LADDR addr] [USER name] [SKIPME yes|no] ...
+// CLIENT KILL addr:port | CLIENT KILL [ID id] [TYPE normal|master|replica|pubsub] [ADDR addr]
+// [LADDR addr] [USER name] [SKIPME yes|no] [MAXAGE seconds] ...
 func cmdClientKill(c *client, args [][]byte) error {
 	if len(args) == 3 {
 		addr := string(args[2])
@@ -319,8 +353,9 @@ func cmdClientKill(c *client, args [][]byte) error {
 	if len(args)%2 != 0 {
 		return errSyntax
 	}
-	var id int64
+	var id, maxAge int64
 	var addr, laddr, user string
+	kind := anyKind
 	skipMe := true
 	for i := 2; i < len(args); i += 2 {
 		v := string(args[i+1])
@@ -331,6 +366,12 @@ func cmdClientKill(c *client, args [][]byte) error {
 				return errors.New("client-id should be greater than 0")
 			}
 			id = n
+		case "type":
+			k, err := parseClientKind(args[i+1])
+			if err != nil {
+				return err
+			}
+			kind = k
 		case "addr":
 			addr = v
 		case "laddr":
@@ -346,17 +387,35 @@ func cmdClientKill(c *client, args [][]byte) error {
 			default:
 				return errSyntax
 			}
+		case "maxage":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return errNotInteger
+			}
+			maxAge = n
 		default:
 			return errSyntax
 		}
 	}
+	if kind == masterKind {
+		// The link to the primary is no client here: only TYPE and SKIPME can select it.
+		killed := 0
+		if id == 0 && addr == "" && laddr == "" && (user == "" || user == "default") && maxAge == 0 {
+			killed = c.s.dropMasterLink()
+		}
+		c.w.int(int64(killed))
+		return nil
+	}
+	now := time.Now()
 	killed := 0
 	for _, cl := range c.s.clientsByID() {
 		switch {
 		case id != 0 && cl.id != id,
+			kind != anyKind && clientKind(cl.kind.Load()) != kind,
 			addr != "" && cl.raddr != addr,
 			laddr != "" && cl.laddr != laddr,
 			user != "" && user != "default",
+			maxAge != 0 && int64(now.Sub(cl.created)/time.Second) < maxAge,
 			skipMe && cl == c:
 			continue
 		}
@@ -384,8 +443,8 @@ func cmdClientHelp(c *client, args [][]byte) error {
 		"ID", "    Return the ID of the current connection.",
 		"INFO", "    Return information about the current client connection.",
 		"KILL <ip:port>", "    Kill connection made from <ip:port>.",
-		"KILL <option> <value> [<option> <value> [...]]", "    Kill connections. Options are ID, ADDR, LADDR, USER, SKIPME.",
-		"LIST [ID <id> [<id> ...]]", "    Return information about client connections.",
+		"KILL <option> <value> [<option> <value> [...]]", "    Kill connections. Options are ID, TYPE (NORMAL|MASTER|REPLICA|PUBSUB), ADDR, LADDR, USER, SKIPME, MAXAGE.",
+		"LIST [TYPE <type>] [ID <id> [<id> ...]]", "    Return information about client connections.",
 		"SETINFO <LIB-NAME|LIB-VER> <value>", "    Set client library name or version.",
 		"SETNAME <name>", "    Assign the name <name> to the current connection.",
 	})

@@ -21,7 +21,7 @@ func replicationCommands() []*command {
 		replicaOf("replicaof", "5.0.0"),
 		replicaOf("slaveof", "1.0.0"),
 		{name: "role", arity: 1, flags: "noscript loading stale fast", group: "server", since: "2.8.12", summary: "Returns the replication role.", handler: cmdRole},
-		{name: "wait", arity: 3, flags: "blocking", group: "generic", since: "3.0.0", detach: true,
+		{name: "wait", arity: 3, flags: "blocking no-multi", group: "generic", since: "3.0.0", detach: true,
 			summary: "Blocks until the changes of the connection are acknowledged by a number of replicas, or the timeout passes.", syntax: "numreplicas timeout", handler: cmdWait},
 		{name: "psync", arity: -3, flags: "admin noscript no-async-loading no-multi", group: "server", since: "2.8.0", detach: true,
 			summary: "An internal command used in replication.", syntax: "replicationid offset", handler: cmdPSync},
@@ -37,7 +37,7 @@ func replicationCommands() []*command {
 func (s *Server) newReplication() {
 	s.repl = replication.New(s.ks, replication.Options{
 		Logger:      s.log,
-		BacklogSize: func() int64 { return int64(s.cfg.ReplBacklogSize) },
+		BacklogSize: func() int64 { return max(s.replCfg.backlogSize.Load(), 16<<10) },
 		Flush:       s.flushLocal,
 		Now:         s.nowNano,
 		Hello:       s.replicaHello,
@@ -65,14 +65,15 @@ func (s *Server) startReplication() error {
 
 // replicaHello is what this server tells a primary about itself.
 func (s *Server) replicaHello() replication.Hello {
-	port := s.cfg.ReplicaAnnouncePort
+	r := &s.replCfg
+	port := int(r.announcePort.Load())
 	if port == 0 {
 		port = s.cfg.Port
 		if a, ok := s.Addr().(*net.TCPAddr); ok {
 			port = a.Port
 		}
 	}
-	return replication.Hello{Port: port, AnnounceIP: s.cfg.ReplicaAnnounceIP, User: s.cfg.MasterUser, Pass: s.cfg.MasterAuth}
+	return replication.Hello{Port: port, AnnounceIP: *r.announceIP.Load(), User: *r.masterUser.Load(), Pass: *r.masterAuth.Load()}
 }
 
 func parseHostPort(f []string) (string, int, error) {
@@ -268,6 +269,11 @@ func cmdReplconf(c *client, args [][]byte) error {
 	return nil
 }
 
+// minReplicasMaxLag is min-replicas-max-lag as a duration.
+func (s *Server) minReplicasMaxLag() time.Duration {
+	return time.Duration(s.replCfg.minMaxLag.Load()) * time.Second
+}
+
 // errReadOnly is a replica's answer to a command that would change state.
 var errReadOnly = &codedError{"READONLY", "You can't write against a read only replica."}
 
@@ -286,7 +292,7 @@ func (s *Server) checkWrite(c *client, cmd *command) error {
 		}
 		return errReadOnly
 	}
-	if k := s.cfg.MinReplicasToWrite; k > 0 && s.repl.GoodReplicas(time.Duration(s.cfg.MinReplicasMaxLag)*time.Second) < k {
+	if k := int(s.replCfg.minToWrite.Load()); k > 0 && s.repl.GoodReplicas(s.minReplicasMaxLag()) < k {
 		return errNoReplicas
 	}
 	return nil
@@ -317,7 +323,7 @@ func (s *Server) infoReplication() [][2]string {
 			f = append(f, [2]string{"master_link_down_since_seconds", itoa(int64(in.LinkDownFor / time.Second))})
 		}
 		f = append(f,
-			[2]string{"slave_priority", strconv.Itoa(s.cfg.ReplicaPriority)},
+			[2]string{"slave_priority", itoa(s.replCfg.priority.Load())},
 			[2]string{"slave_read_only", "1"},
 			[2]string{"replica_announced", "1"},
 		)
@@ -327,8 +333,8 @@ func (s *Server) infoReplication() [][2]string {
 		f = append(f, [2]string{"slave" + strconv.Itoa(i), "ip=" + r.Addr + ",port=" + strconv.Itoa(r.Port) +
 			",state=" + r.State + ",offset=" + itoa(r.Offset) + ",lag=" + itoa(int64(r.Lag/time.Second))})
 	}
-	if k := s.cfg.MinReplicasToWrite; k > 0 {
-		f = append(f, [2]string{"min_slaves_good_slaves", strconv.Itoa(s.repl.GoodReplicas(time.Duration(s.cfg.MinReplicasMaxLag) * time.Second))})
+	if s.replCfg.minToWrite.Load() > 0 {
+		f = append(f, [2]string{"min_slaves_good_slaves", strconv.Itoa(s.repl.GoodReplicas(s.minReplicasMaxLag()))})
 	}
 	return append(f,
 		[2]string{"master_failover_state", "no-failover"},
@@ -337,7 +343,7 @@ func (s *Server) infoReplication() [][2]string {
 		[2]string{"master_repl_offset", itoa(in.Offset)},
 		[2]string{"second_repl_offset", itoa(in.Offset2)},
 		[2]string{"repl_backlog_active", boolInt(in.BacklogOn)},
-		[2]string{"repl_backlog_size", strconv.Itoa(s.cfg.ReplBacklogSize)},
+		[2]string{"repl_backlog_size", itoa(s.replCfg.backlogSize.Load())},
 		[2]string{"repl_backlog_first_byte_offset", itoa(in.BacklogOff)},
 		[2]string{"repl_backlog_histlen", itoa(in.BacklogLen)},
 	)

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"net"
 	"runtime/debug"
@@ -42,6 +43,14 @@ type Server struct {
 	level      *slog.LevelVar         // the log level CONFIG SET changes
 	levelName  atomic.Pointer[string] // loglevel as configured
 	maxClients atomic.Int64
+	replCfg    replConfig // the replication options CONFIG SET changes
+
+	params       []*param          // the configuration parameters, in CONFIG REWRITE's order
+	paramsByName map[string]*param // by every name, lower case
+	paramNames   []paramNamed      // every name, sorted, for CONFIG GET
+	rewriteMu    sync.Mutex        // one CONFIG REWRITE at a time
+
+	txLocks txLocks // EXEC's stripes by key
 
 	loops    []*loop // event loops serving the clients, round robin; none on other systems
 	nextLoop atomic.Uint64
@@ -93,16 +102,20 @@ func New(cfg Config) (*Server, error) {
 		sweepDone: make(chan struct{}),
 		stopped:   make(chan struct{}),
 	}
+	s.txLocks.seed = maphash.MakeSeed()
 	s.password.Store(&cfg.RequirePass)
 	s.levelName.Store(&cfg.LogLevel)
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.lastSave.Store(s.started.Unix())
+	s.replCfg.init(cfg)
 	s.commands = s.commandTable()
 	s.runID = newRunID()
 	s.newReplication()
 	if err := s.openStore(); err != nil {
 		return nil, err
 	}
+	s.params = s.paramTable() // after openStore: appendonly shows whether the store is open
+	s.paramsByName, s.paramNames = indexParams(s.params)
 	if err := s.startReplication(); err != nil {
 		s.closeStore()
 		return nil, err
@@ -281,12 +294,12 @@ func (s *Server) expireFor(budget time.Duration) bool {
 	}
 }
 
-// run executes one request on c and writes its reply; a handler's panic
-// becomes an error reply and is logged, and the connection goes on.
+// run executes one request on c and writes its reply; inside MULTI it queues the request
+// instead.
 func (s *Server) run(c *client, args [][]byte) {
 	cmd := s.lookup(c, args[0])
 	if cmd == nil {
-		s.replyError(c, unknownCommand(args))
+		s.reject(c, unknownCommand(args))
 		return
 	}
 	if len(cmd.subcommands) > 0 && len(args) > 1 {
@@ -295,14 +308,39 @@ func (s *Server) run(c *client, args [][]byte) {
 		}
 	}
 	if !c.authed && s.passwordSet() && !cmd.has(flagNoAuth) {
-		s.replyError(c, errNoAuth)
+		s.reject(c, errNoAuth)
 		return
 	}
 	if !cmd.arityOK(len(args)) {
-		s.replyError(c, fmt.Errorf("wrong number of arguments for '%s' command", cmd.fullName()))
+		s.reject(c, fmt.Errorf("wrong number of arguments for '%s' command", cmd.fullName()))
 		return
 	}
 	c.lastCmd.Store(cmd)
+	if c.tx != nil && !cmd.has(flagNoQueue) {
+		if cmd.bits&flagWrite != 0 {
+			if err := s.checkWrite(c, cmd); err != nil {
+				s.reject(c, err) // READONLY, NOREPLICAS: at queueing, as Redis
+				return
+			}
+		}
+		s.queue(c, cmd, args)
+		return
+	}
+	s.call(c, cmd, args)
+}
+
+// reject refuses a request before it runs. Inside MULTI that dooms the transaction, as in
+// Redis: EXEC will reply EXECABORT.
+func (s *Server) reject(c *client, err error) {
+	if c.tx != nil {
+		c.tx.failed = true
+	}
+	s.replyError(c, err)
+}
+
+// call runs cmd on c and writes its reply; a handler's panic becomes an error reply and is
+// logged, and the connection goes on.
+func (s *Server) call(c *client, cmd *command, args [][]byte) {
 	if cmd.bits&flagWrite != 0 {
 		if err := s.checkWrite(c, cmd); err != nil {
 			s.replyError(c, err)

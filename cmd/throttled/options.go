@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"strconv"
+	"path/filepath"
 	"strings"
 
 	"throttled/server"
@@ -16,9 +16,14 @@ import (
 func loadOptions(args []string) (server.Config, error) {
 	cfg := server.DefaultConfig()
 	if len(args) > 0 && !strings.HasPrefix(args[0], "--") {
-		if err := loadFile(&cfg, args[0]); err != nil {
+		path, err := filepath.Abs(args[0])
+		if err != nil {
+			return cfg, fmt.Errorf("config file: %w", err)
+		}
+		if err := loadFile(&cfg, path); err != nil {
 			return cfg, err
 		}
+		cfg.ConfigFile = path // CONFIG REWRITE writes here, whatever the directory later
 		args = args[1:]
 	}
 	for i := 0; i < len(args); i++ {
@@ -51,7 +56,7 @@ func loadFile(cfg *server.Config, path string) error {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		words, err := splitLine(line)
+		words, err := server.SplitConfigLine(line)
 		if err != nil {
 			return fmt.Errorf("%s:%d: %w", path, n, err)
 		}
@@ -60,29 +65,6 @@ func loadFile(cfg *server.Config, path string) error {
 		}
 	}
 	return sc.Err()
-}
-
-// splitLine splits a config line into words; "double" and 'single' quotes group words.
-func splitLine(line string) ([]string, error) {
-	var words []string
-	for line = strings.TrimSpace(line); line != ""; line = strings.TrimSpace(line) {
-		if q := line[0]; q == '"' || q == '\'' {
-			end := strings.IndexByte(line[1:], q)
-			if end < 0 {
-				return nil, fmt.Errorf("unbalanced quotes in %q", line)
-			}
-			words = append(words, line[1:1+end])
-			line = line[2+end:]
-			continue
-		}
-		end := strings.IndexAny(line, " \t")
-		if end < 0 {
-			end = len(line)
-		}
-		words = append(words, line[:end])
-		line = line[end:]
-	}
-	return words, nil
 }
 
 // setOption applies one option by its Redis name.
@@ -99,12 +81,25 @@ func setOption(cfg *server.Config, name string, values []string) error {
 		if err != nil {
 			return err
 		}
-		n, err := parseSize(v)
-		if err != nil {
+		n, err := server.ParseSize(v)
+		if err != nil || n != int64(int(n)) {
 			return fmt.Errorf("%s: %q is not a number", name, v)
 		}
-		*dst = n
+		*dst = int(n)
 		return nil
+	}
+	yes := func() (bool, error) {
+		v, err := one()
+		if err != nil {
+			return false, err
+		}
+		switch strings.ToLower(v) {
+		case "yes":
+			return true, nil
+		case "no":
+			return false, nil
+		}
+		return false, fmt.Errorf("%s: %q is not yes or no", name, v)
 	}
 	str := func(dst *string) error {
 		v, err := one()
@@ -122,19 +117,9 @@ func setOption(cfg *server.Config, name string, values []string) error {
 	case "dir":
 		return str(&cfg.Dir)
 	case "appendonly":
-		v, err := one()
-		if err != nil {
-			return err
-		}
-		switch strings.ToLower(v) {
-		case "yes":
-			cfg.AppendOnly = true
-		case "no":
-			cfg.AppendOnly = false
-		default:
-			return fmt.Errorf("appendonly: %q is not yes or no", v)
-		}
-		return nil
+		on, err := yes()
+		cfg.AppendOnly = on
+		return err
 	case "appendfsync":
 		return str(&cfg.AppendFsync)
 	case "requirepass":
@@ -149,22 +134,44 @@ func setOption(cfg *server.Config, name string, values []string) error {
 		return number(&cfg.Shards)
 	case "io-threads":
 		return number(&cfg.IOThreads)
+
+	// Replication, with Redis's names and their older aliases. Redis's tuning options of its
+	// own replication (repl-diskless-sync, repl-timeout, ...) are refused as unknown: neither
+	// Sentinel nor throttled's replication needs them, and accepting them would pretend.
+	case "replicaof", "slaveof":
+		if len(values) == 1 { // --replicaof "host port"
+			values = strings.Fields(values[0])
+		}
+		switch {
+		case len(values) != 2:
+			return fmt.Errorf("%s: takes a host and a port, got %d values", name, len(values))
+		case strings.EqualFold(values[0], "no") && strings.EqualFold(values[1], "one"):
+			cfg.ReplicaOf = ""
+		default:
+			cfg.ReplicaOf = values[0] + " " + values[1]
+		}
+		return nil
+	case "masterauth":
+		return str(&cfg.MasterAuth)
+	case "masteruser":
+		return str(&cfg.MasterUser)
+	case "repl-backlog-size":
+		return number(&cfg.ReplBacklogSize)
+	case "replica-priority", "slave-priority":
+		return number(&cfg.ReplicaPriority)
+	case "replica-announce-ip", "slave-announce-ip":
+		return str(&cfg.ReplicaAnnounceIP)
+	case "replica-announce-port", "slave-announce-port":
+		return number(&cfg.ReplicaAnnouncePort)
+	case "min-replicas-to-write", "min-slaves-to-write":
+		return number(&cfg.MinReplicasToWrite)
+	case "min-replicas-max-lag", "min-slaves-max-lag":
+		return number(&cfg.MinReplicasMaxLag)
+	case "replica-read-only", "slave-read-only":
+		if on, err := yes(); err != nil || !on {
+			return fmt.Errorf("%s: throttled replicas are always read-only: only yes is accepted", name)
+		}
+		return nil
 	}
 	return fmt.Errorf("%s: unknown option", name)
-}
-
-// parseSize reads a number with an optional Redis memory unit: 1k, 5mb, 2gb.
-func parseSize(v string) (int, error) {
-	units := []struct {
-		suffix string
-		mult   int
-	}{{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1000}, {"m", 1000 * 1000}, {"g", 1000 * 1000 * 1000}}
-	lower := strings.ToLower(v)
-	for _, u := range units {
-		if n, ok := strings.CutSuffix(lower, u.suffix); ok {
-			x, err := strconv.Atoi(n)
-			return x * u.mult, err
-		}
-	}
-	return strconv.Atoi(v)
 }

@@ -1,0 +1,224 @@
+package server
+
+import (
+	"errors"
+	"hash/maphash"
+	"math/bits"
+	"sync"
+)
+
+// Transactions, as Redis's: MULTI starts queueing a client's requests, EXEC runs them one
+// after the other and replies with an array of their replies, DISCARD drops them. A request
+// refused while queueing (unknown, wrong arity, not allowed in a transaction) dooms the
+// transaction: EXEC then replies EXECABORT and runs nothing. WATCH makes EXEC run nothing
+// and reply a null array when a watched key was written, deleted or expired since.
+//
+// Isolation is by key, not by a global lock: EXEC locks the transaction stripes of every key
+// its requests and WATCH name (a write command without keys, such as FLUSHALL or ALLOF,
+// takes them all), so that transactions over common keys run one after the other and the
+// others in parallel. Plain commands of other clients take no stripe: they may run between
+// two requests of a transaction, each as atomic as always. That costs the hot path nothing.
+
+// txStripes is the number of transaction stripes: a set of them fits a uint64.
+const txStripes = 64
+
+// txLocks are the server's transaction stripes.
+type txLocks struct {
+	seed    maphash.Seed
+	stripes [txStripes]sync.Mutex
+}
+
+// transaction is a client's requests queued between MULTI and EXEC.
+type transaction struct {
+	queued []queuedRequest
+	failed bool // a request was refused while queueing: EXEC replies EXECABORT
+}
+
+type queuedRequest struct {
+	cmd  *command
+	args [][]byte // copies: the request's own arguments alias the read buffer
+}
+
+// errExecAbort is EXEC's reply to a transaction whose queueing failed.
+var errExecAbort = &codedError{"EXECABORT", "Transaction discarded because of previous errors."}
+
+// errNotInMulti refuses a command flagged no-multi inside MULTI.
+var errNotInMulti = errors.New("Command not allowed inside a transaction")
+
+func multiCommands() []*command {
+	return []*command{
+		{name: "multi", arity: 1, flags: "noscript loading stale fast", bits: flagNoQueue, group: "transactions", since: "1.2.0", summary: "Starts a transaction.", handler: cmdMulti},
+		{name: "exec", arity: 1, flags: "noscript loading stale", bits: flagNoQueue, group: "transactions", since: "1.2.0", summary: "Executes all commands in a transaction.", handler: cmdExec},
+		{name: "discard", arity: 1, flags: "noscript loading stale fast", bits: flagNoQueue, group: "transactions", since: "2.0.0", summary: "Discards a transaction.", handler: cmdDiscard},
+		{name: "watch", arity: -2, flags: "noscript loading stale fast", bits: flagNoQueue, firstKey: 1, lastKey: -1, group: "transactions", since: "2.2.0", summary: "Monitors changes to keys to determine the execution of a transaction.", syntax: "key [key ...]", handler: cmdWatch},
+		{name: "unwatch", arity: 1, flags: "noscript loading stale fast", group: "transactions", since: "2.2.0", summary: "Forgets about watched keys of a transaction.", handler: cmdUnwatch},
+	}
+}
+
+// queue keeps a copy of a request for EXEC and replies QUEUED.
+func (s *Server) queue(c *client, cmd *command, args [][]byte) {
+	if cmd.has(flagNoMulti) {
+		s.reject(c, errNotInMulti)
+		return
+	}
+	size := 0
+	for _, a := range args {
+		size += len(a)
+	}
+	buf := make([]byte, 0, size)
+	copied := make([][]byte, len(args))
+	for i, a := range args {
+		buf = append(buf, a...)
+		copied[i] = buf[len(buf)-len(a) : len(buf) : len(buf)]
+	}
+	c.tx.queued = append(c.tx.queued, queuedRequest{cmd: cmd, args: copied})
+	c.multi.Store(int32(len(c.tx.queued)) + 1)
+	c.w.simple("QUEUED")
+}
+
+// MULTI
+func cmdMulti(c *client, args [][]byte) error {
+	if c.tx != nil {
+		return errors.New("MULTI calls can not be nested")
+	}
+	c.tx = &transaction{}
+	c.multi.Store(1)
+	c.w.ok()
+	return nil
+}
+
+// EXEC
+func cmdExec(c *client, args [][]byte) error {
+	tx := c.tx
+	if tx == nil {
+		return errors.New("EXEC without MULTI")
+	}
+	c.endMulti()
+	if tx.failed {
+		c.unwatchAll()
+		return errExecAbort
+	}
+	s := c.s
+	locked := s.lockTx(c, tx)
+	defer s.unlockTx(locked)
+	changed := c.watchChanged()
+	c.unwatchAll()
+	if changed {
+		c.w.nullArray()
+		return nil
+	}
+	c.w.array(len(tx.queued))
+	for _, q := range tx.queued {
+		s.call(c, q.cmd, q.args)
+	}
+	return nil
+}
+
+// DISCARD
+func cmdDiscard(c *client, args [][]byte) error {
+	if c.tx == nil {
+		return errors.New("DISCARD without MULTI")
+	}
+	c.endMulti()
+	c.unwatchAll()
+	c.w.ok()
+	return nil
+}
+
+// WATCH key [key ...]
+func cmdWatch(c *client, args [][]byte) error {
+	if c.tx != nil {
+		return errors.New("WATCH inside MULTI is not allowed")
+	}
+	now := c.s.nowNano()
+	if c.watched == nil {
+		c.watched = make(map[string]struct{})
+	}
+	for _, key := range args[1:] {
+		if _, ok := c.watched[string(key)]; ok {
+			continue
+		}
+		sh := c.s.ks.Shard(key)
+		sh.Lock()
+		sh.GetLocked(key, now) // a key already expired goes before the watch starts
+		sh.WatchLocked(key, &c.watch)
+		sh.Unlock()
+		c.watched[string(key)] = struct{}{}
+	}
+	c.w.ok()
+	return nil
+}
+
+// UNWATCH
+func cmdUnwatch(c *client, args [][]byte) error {
+	c.unwatchAll()
+	c.w.ok()
+	return nil
+}
+
+// endMulti leaves MULTI, dropping the queued requests.
+func (c *client) endMulti() {
+	c.tx = nil
+	c.multi.Store(0)
+}
+
+// watchChanged reports whether a watched key changed since WATCH. A key that expired since
+// counts as changed, as in Redis: reading it removes it, which marks the watch.
+func (c *client) watchChanged() bool {
+	now := c.s.nowNano()
+	for k := range c.watched {
+		key := []byte(k)
+		sh := c.s.ks.Shard(key)
+		sh.Lock()
+		sh.GetLocked(key, now)
+		sh.Unlock()
+	}
+	return c.watch.Changed()
+}
+
+// unwatchAll forgets every watched key (UNWATCH, EXEC, DISCARD, RESET, disconnection).
+func (c *client) unwatchAll() {
+	for k := range c.watched {
+		key := []byte(k)
+		sh := c.s.ks.Shard(key)
+		sh.Lock()
+		sh.UnwatchLocked(key, &c.watch)
+		sh.Unlock()
+		delete(c.watched, k)
+	}
+	c.watch.Reset()
+}
+
+// lockTx takes the transaction stripes tx and c's watched keys need, in ascending order, and
+// returns them for unlockTx.
+func (s *Server) lockTx(c *client, tx *transaction) uint64 {
+	var set uint64
+	for k := range c.watched {
+		set |= s.txStripe([]byte(k))
+	}
+	for _, q := range tx.queued {
+		keys := commandKeys(q.cmd, q.args)
+		if len(keys) == 0 && q.cmd.has(flagWrite) {
+			set = ^uint64(0) // its keys are not known from its arguments: lock them all
+			break
+		}
+		for _, k := range keys {
+			set |= s.txStripe(k)
+		}
+	}
+	for rest := set; rest != 0; rest &= rest - 1 {
+		s.txLocks.stripes[bits.TrailingZeros64(rest)].Lock()
+	}
+	return set
+}
+
+func (s *Server) unlockTx(set uint64) {
+	for ; set != 0; set &= set - 1 {
+		s.txLocks.stripes[bits.TrailingZeros64(set)].Unlock()
+	}
+}
+
+// txStripe is the stripe of key, as a one-bit set.
+func (s *Server) txStripe(key []byte) uint64 {
+	return 1 << (maphash.Bytes(s.txLocks.seed, key) % txStripes)
+}
