@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"throttled/glob"
 	"throttled/persistence"
 )
 
@@ -227,7 +228,7 @@ func cmdConfigGet(c *client, args [][]byte) error {
 	seen := make(map[string]bool)
 	for _, pattern := range args[2:] {
 		for _, name := range names {
-			if !seen[name] && globMatch([]byte(strings.ToLower(string(pattern))), []byte(name)) {
+			if !seen[name] && glob.Match([]byte(strings.ToLower(string(pattern))), []byte(name)) {
 				seen[name] = true
 				out = append(out, name, params[name]())
 			}

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
+
+	"throttled/glob"
 )
 
 // handler runs one command; an error it returns becomes the error reply.
@@ -479,7 +481,7 @@ func cmdCommandList(c *client, args [][]byte) error {
 	}
 	var names []string
 	for _, cmd := range c.s.sortedCommands() {
-		if pattern == nil || globMatch(pattern, []byte(cmd.name)) {
+		if pattern == nil || glob.Match(pattern, []byte(cmd.name)) {
 			names = append(names, cmd.name)
 		}
 	}
