@@ -26,6 +26,12 @@ type command struct {
 	summary  string
 	syntax   string // the arguments after the name, as in the docs: "key [COST n]"
 	handler  handler
+	// detach: the command needs the client on a goroutine of its own, with an output that
+	// other goroutines may queue on (SUBSCRIBE: messages arrive at any time; commands that
+	// block). An event loop hands such a client over before it runs the command.
+	detach bool
+	// whileSubscribed: the command may run on a RESP2 connection with subscriptions.
+	whileSubscribed bool
 
 	parent      *command
 	subcommands map[string]*command
@@ -110,6 +116,7 @@ func (s *Server) commandTable() map[string]*command {
 	register(table, nil, stringCommands())
 	register(table, nil, throttleCommands())
 	register(table, nil, limitCommands())
+	register(table, nil, pubsubCommands())
 	for _, parent := range []struct {
 		name string
 		subs []*command
@@ -117,6 +124,7 @@ func (s *Server) commandTable() map[string]*command {
 		{"client", clientSubcommands()},
 		{"config", configSubcommands()},
 		{"command", commandSubcommands()},
+		{"pubsub", pubsubSubcommands()},
 	} {
 		cmd := table[parent.name]
 		register(table, cmd, parent.subs)

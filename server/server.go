@@ -14,6 +14,7 @@ import (
 
 	"throttled/keyspace"
 	"throttled/persistence"
+	"throttled/pubsub"
 )
 
 // Server answers Redis-protocol clients from a sharded keyspace.
@@ -21,6 +22,7 @@ type Server struct {
 	cfg      Config
 	log      *slog.Logger
 	ks       *keyspace.Keyspace
+	pubsub   *pubsub.Hub
 	store    *persistence.Store // nil with appendonly no
 	now      func() time.Time
 	commands map[string]*command // by lower-case name
@@ -79,6 +81,7 @@ func New(cfg Config) (*Server, error) {
 		log:       log,
 		level:     level,
 		ks:        keyspace.New(cfg.Shards),
+		pubsub:    pubsub.New(),
 		now:       now,
 		started:   time.Now(),
 		clients:   make(map[int64]*client),
@@ -164,7 +167,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			nc.Close()
 			continue
 		}
-		go c.serve()
+		go c.serve(nil)
 	}
 }
 
@@ -287,6 +290,17 @@ func (s *Server) run(c *client, args [][]byte) {
 	if !cmd.arityOK(len(args)) {
 		s.replyError(c, fmt.Errorf("wrong number of arguments for '%s' command", cmd.fullName()))
 		return
+	}
+	if c.sub != nil && c.w.proto == 2 && !cmd.whileSubscribed && c.subscribed() {
+		s.replyError(c, fmt.Errorf("Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", cmd.fullName()))
+		return
+	}
+	if cmd.detach && c.out == nil {
+		if c.nc == nil {
+			c.handoff = true // an event loop serves c: it hands c over, and args run there
+			return
+		}
+		c.startOutput()
 	}
 	c.lastCmd.Store(cmd)
 	if cmd.bits&flagWrite != 0 && s.syncWrites() {
