@@ -45,8 +45,8 @@ type client struct {
 	out        *outbox      // a detached client's output, which others may queue on too; nil before
 	loopConn
 
-	mu      sync.Mutex // guards name, libName, libVer, resp, and sub for other goroutines
-	resp    int        // the protocol version, for other clients' CLIENT LIST
+	mu      sync.Mutex         // guards name, libName, libVer, resp, and sub for other goroutines
+	resp    int                // the protocol version, for other clients' CLIENT LIST
 	sub     *pubsub.Subscriber // nil until the first SUBSCRIBE or PSUBSCRIBE; set once
 	name    string
 	libName string
