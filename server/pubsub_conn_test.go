@@ -77,7 +77,8 @@ func TestSubscriberKilled(t *testing.T) {
 			require.Equal(t, int64(1), do(t, rdb, "PUBLISH", "news", "two"))
 			other.expect(t, "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$3\r\none\r\n")
 			other.expect(t, "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$3\r\ntwo\r\n")
-			require.Equal(t, "2", infoFields(t, rdb, "clients")["connected_clients"])
+			require.Eventually(t, func() bool { return infoFields(t, rdb, "clients")["connected_clients"] == "2" },
+				5*time.Second, 10*time.Millisecond)
 		})
 	}
 }
