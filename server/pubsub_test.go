@@ -210,3 +210,33 @@ func TestPipelineAroundSubscribe(t *testing.T) {
 		}
 	}
 }
+
+// TestPubSubCommandInfo: COMMAND and PUBSUB HELP describe the commands as Redis does.
+func TestPubSubCommandInfo(t *testing.T) {
+	ts := startServer(t)
+	rdb := ts.client(t, 2)
+	ctx := context.Background()
+	infos, err := rdb.Command(ctx).Result()
+	require.NoError(t, err)
+	sub := infos["subscribe"]
+	require.Equal(t, int8(-2), sub.Arity)
+	require.Equal(t, []string{"pubsub", "noscript", "loading", "stale"}, sub.Flags)
+	require.Equal(t, []string{"@pubsub"}, sub.ACLFlags)
+	require.Equal(t, []string{"pubsub", "loading", "stale", "fast"}, infos["publish"].Flags)
+	require.Equal(t, int8(3), infos["publish"].Arity)
+	pubsub := do(t, rdb, "COMMAND", "INFO", "pubsub").([]any)[0].([]any)
+	require.Len(t, pubsub[9], 4, "subcommands")
+
+	docs := do(t, rdb, "COMMAND", "DOCS", "subscribe").([]any)
+	args := docs[1].([]any)[7].([]any)
+	require.Equal(t, []any{"name", "channel", "type", "string", "flags", []any{"multiple"}}, args[0])
+
+	help, err := rdb.Do(ctx, "PUBSUB", "HELP").StringSlice()
+	require.NoError(t, err)
+	require.Equal(t, "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", help[0])
+	require.Len(t, help, 10)
+	require.Equal(t, "ERR unknown subcommand 'NOPE'. Try PUBSUB HELP.", doErr(t, rdb, "PUBSUB", "NOPE"))
+	require.Equal(t, "ERR wrong number of arguments for 'pubsub|numpat' command", doErr(t, rdb, "PUBSUB", "NUMPAT", "x"))
+	require.Equal(t, "ERR wrong number of arguments for 'publish' command", doErr(t, rdb, "PUBLISH", "a"))
+	require.Equal(t, "ERR wrong number of arguments for 'subscribe' command", doErr(t, rdb, "SUBSCRIBE"))
+}
