@@ -330,3 +330,25 @@ func requireGoroutinesBack(t testing.TB, before int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestSubscribersCountTowardMaxClients: a detached client is still one of maxclients.
+func TestSubscribersCountTowardMaxClients(t *testing.T) {
+	for _, mode := range ioModes {
+		t.Run(mode.name, func(t *testing.T) {
+			ts := startServer(t, withIOThreads(mode.threads), func(c *Config) { c.MaxClients = 2 })
+			sub, _ := subscribeRaw(t, ts, "a")
+			other := ts.raw(t)
+			other.send(t, "PING\r\n")
+			other.expect(t, "+PONG\r\n")
+			refused := ts.raw(t)
+			refused.expect(t, "-ERR max number of clients reached\r\n")
+			require.True(t, refused.closed())
+
+			sub.nc.Close()
+			require.Eventually(t, func() bool { return ts.connected.Load() == 1 }, 5*time.Second, 10*time.Millisecond)
+			again := ts.raw(t)
+			again.send(t, "PING\r\n")
+			again.expect(t, "+PONG\r\n")
+		})
+	}
+}
