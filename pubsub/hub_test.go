@@ -168,3 +168,18 @@ func TestConfirmationsOrderedWithMessages(t *testing.T) {
 	require.Equal(t, 0, h.NumChannels())
 	require.Equal(t, 0, h.NumPat())
 }
+
+// The empty channel and the empty pattern are names like any other, never "none".
+func TestEmptyNames(t *testing.T) {
+	h := New()
+	var r recorder
+	s := h.NewSubscriber(&r)
+	s.Subscribe([]byte{})
+	s.PSubscribe([]byte{})
+	require.Equal(t, []string{"subscribe  1", "psubscribe  2"}, r.take())
+	require.Equal(t, 2, h.Publish([]byte{}, []byte("m")))
+	require.Equal(t, []string{"message  m", "pmessage   m"}, r.take())
+	s.Unsubscribe()
+	s.PUnsubscribe()
+	require.Equal(t, []string{"unsubscribe  1", "punsubscribe  0"}, r.take())
+}

@@ -42,10 +42,10 @@ type loopConn struct {
 	loop     *loop
 	fd       int
 	fr       fdReader
-	wpos     int  // bytes of the replies already written
-	blocked  bool // the socket was full: the rest of the replies wait for EPOLLOUT
-	fdMu     sync.Mutex
-	fdClosed bool // guarded by fdMu, so that hangup never shuts another socket with the same fd; so is nc once a loop serves c
+	wpos     int        // bytes of the replies already written
+	blocked  bool       // the socket was full: the rest of the replies wait for EPOLLOUT
+	fdMu     sync.Mutex // guards fdClosed, and the client's nc, which handOff sets
+	fdClosed bool       // so that hangup never shuts another socket with the same fd
 }
 
 // startLoops starts n event loops; with none, each client gets a goroutine of its own.
