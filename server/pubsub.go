@@ -26,8 +26,15 @@ func pubsubSubcommands() []*command {
 	}
 }
 
+// errNotDetached is a subscription on a path that skipped the dispatcher's detach (a
+// handler calling another): the client has no output for messages to go to.
+var errNotDetached = errors.New("SUBSCRIBE and PSUBSCRIBE are not allowed in this context")
+
 // SUBSCRIBE channel [channel ...]
 func cmdSubscribe(c *client, args [][]byte) error {
+	if c.out == nil {
+		return errNotDetached
+	}
 	c.subscriber().Subscribe(args[1:]...)
 	c.setPubSubKind()
 	return nil
@@ -35,6 +42,9 @@ func cmdSubscribe(c *client, args [][]byte) error {
 
 // PSUBSCRIBE pattern [pattern ...]
 func cmdPSubscribe(c *client, args [][]byte) error {
+	if c.out == nil {
+		return errNotDetached
+	}
 	c.subscriber().PSubscribe(args[1:]...)
 	c.setPubSubKind()
 	return nil
@@ -76,8 +86,8 @@ func confirmNothing(c *client, change pubsub.Change, names [][]byte) {
 }
 
 // subscriber returns c's subscriptions, made on first use, after queuing the replies so far:
-// the hub confirms each change on c's output under its lock, so that no message can come
-// before its subscription's confirmation. SUBSCRIBE and PSUBSCRIBE detach c: c.out is set.
+// the hub confirms each change on c's output (c is detached) under its lock, so that no
+// message can come before its subscription's confirmation.
 func (c *client) subscriber() *pubsub.Subscriber {
 	c.flush()
 	if c.sub == nil {
