@@ -16,10 +16,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// configFile writes a throttled config file in dir with lines, for CONFIG REWRITE to write back.
+// configFile writes a throttled config file with lines beside the data directory dir (which
+// must hold throttled's store alone), for CONFIG REWRITE to write back.
 func configFile(t *testing.T, dir string, lines ...string) string {
 	t.Helper()
-	path := filepath.Join(dir, "throttled.conf")
+	path := dir + ".conf"
 	require.NoError(t, os.WriteFile(path, []byte("# written by the test\n"+strings.Join(lines, "\n")+"\n"), 0o644))
 	return path
 }
@@ -107,7 +108,7 @@ func TestReplicasOfTheBinary(t *testing.T) {
 	for i := range 50 {
 		require.NoError(t, p.Do(ctx, "THROTTLE", crashKey(i), crashLimit-1, 1, "1d").Err())
 	}
-	replicas[1] = launch(t, dirs[1], filepath.Join(dirs[1], "throttled.conf"))
+	replicas[1] = launch(t, dirs[1], dirs[1]+".conf")
 	r1 := replicas[1].client()
 	defer r1.Close()
 	waitFor(t, 10*time.Second, "the restarted replica is up", func() bool { return infoField(r1, "replication", "master_link_status") == "up" })
@@ -263,7 +264,7 @@ func TestSentinelFailover(t *testing.T) {
 	require.NoError(t, fc.Do(ctx, "THROTTLE", "after-failover", 100, 1, "1h").Err())
 	require.Equal(t, int64(2), np.Do(ctx, "WAIT", 2, 10000).Val())
 	require.Equal(t, used(t, np), used(t, op), "the old primary holds the new primary's state")
-	conf, err := os.ReadFile(filepath.Join(otherDir, "throttled.conf"))
+	conf, err := os.ReadFile(otherDir + ".conf")
 	require.NoError(t, err)
 	require.Contains(t, string(conf), "replicaof 127.0.0.1 "+strconv.Itoa(promoted.port), "CONFIG REWRITE kept the new primary")
 }

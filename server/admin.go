@@ -188,6 +188,8 @@ func (s *Server) infoStats() [][2]string {
 		{"rejected_connections", itoa(s.stats.rejected.Load())},
 		{"expired_keys", itoa(s.ks.ExpiredTotal())},
 		{"evicted_keys", "0"},
+		{"pubsub_channels", strconv.Itoa(s.pubsub.NumChannels())},
+		{"pubsub_patterns", strconv.Itoa(s.pubsub.NumPat())},
 		{"total_error_replies", itoa(s.stats.errors.Load())},
 		{"sync_full", itoa(in.SyncFull)},
 		{"sync_partial_ok", itoa(in.PartialOK)},

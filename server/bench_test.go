@@ -131,3 +131,52 @@ func BenchmarkConcurrency(b *testing.B) {
 func BenchmarkAllOf(b *testing.B) {
 	benchVerb(b, "ALLOF", "THROTTLE", "k", "100", "10", "1m", "WINDOW", "k2", "100", "1m")
 }
+
+// BenchmarkPublish runs PUBLISH through dispatch where nobody subscribes to anything, where
+// only others listen (a Sentinel on its hello channel), and to one subscriber whose writer
+// goroutine drains into a pipe. The deny events publish on every denial, mostly where
+// nobody listens: that must cost next to nothing and allocate nothing.
+func BenchmarkPublish(b *testing.B) {
+	const channel, message = "__throttled__:denied", "throttle user:42 1500"
+	cases := []struct{ name, subscribe, reply string }{
+		{"nobody", "", ":0\r\n"},
+		{"others", "__sentinel__:hello", ":0\r\n"},
+		{"one subscriber", channel, ":1\r\n"},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			s, _ := fuzzServer(b)
+			var sub *client
+			if tc.subscribe != "" {
+				nc, peer := net.Pipe()
+				b.Cleanup(func() { nc.Close(); peer.Close() })
+				go io.Copy(io.Discard, peer)
+				sub = s.newClient(nc)
+				s.run(sub, [][]byte{[]byte("SUBSCRIBE"), []byte(tc.subscribe)})
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				nc, peer := net.Pipe()
+				defer peer.Close()
+				c := s.newClient(nc)
+				req := [][]byte{[]byte("PUBLISH"), []byte(channel), []byte(message)}
+				for pb.Next() {
+					s.run(c, req)
+					if string(c.w.b) != tc.reply {
+						b.Fatalf("PUBLISH: %q", c.w.b)
+					}
+					c.w.b = c.w.b[:0]
+				}
+			})
+			if sub != nil {
+				sub.out.mu.Lock()
+				dead := sub.out.dead
+				sub.out.mu.Unlock()
+				if dead {
+					b.Fatal("the subscriber fell behind its output limit")
+				}
+			}
+		})
+	}
+}

@@ -6,9 +6,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"throttled/keyspace"
-	"throttled/replication"
 	"time"
+
+	"throttled/keyspace"
+	"throttled/pubsub"
+	"throttled/replication"
 )
 
 // client is one connection: its reader, its pending replies and what CLIENT shows of it.
@@ -52,10 +54,13 @@ type client struct {
 	lastActive atomic.Int64 // Unix ns
 	closing    bool         // close after the pending replies are written
 	mustSync   bool         // a write command ran: the replies wait until it is synced
+	handoff    bool         // a command needs c detached: its event loop hands it over
+	out        *outbox      // a detached client's output, which others may queue on too; nil before
 	loopConn
 
-	mu      sync.Mutex // guards name, libName, libVer, resp
-	resp    int        // the protocol version, for other clients' CLIENT LIST
+	mu      sync.Mutex         // guards name, libName, libVer, resp, and sub for other goroutines
+	resp    int                // the protocol version, for other clients' CLIENT LIST
+	sub     *pubsub.Subscriber // nil until the first SUBSCRIBE or PSUBSCRIBE; set once
 	name    string
 	libName string
 	libVer  string
@@ -112,22 +117,33 @@ func (s *Server) register(c *client) bool {
 
 // serve is the goroutine of a client that no event loop serves: it reads requests and
 // answers them in order; replies to a pipeline are written together once no further
-// request is waiting in the buffer.
-func (c *client) serve() {
+// request is waiting in the buffer. first, when not nil, is a request to run before
+// reading: the one a loop handed c over for.
+func (c *client) serve(first [][]byte) {
 	defer func() {
+		if c.sub != nil {
+			c.sub.Close() // nothing more is queued on c's output
+		}
+		if c.out != nil {
+			c.out.stop() // what is queued goes out first, unless the connection is gone
+		}
 		c.nc.Close()
 		c.close()
 	}()
 	newBatch := true // the next request starts a pipeline: note the time once for all of it
 	for {
-		args, err := c.rd.next()
-		if err != nil {
-			var pe errProtocol
-			if errors.As(err, &pe) {
-				c.w.errorText("ERR " + pe.Error())
-				c.flush()
+		args := first
+		first = nil
+		if args == nil {
+			var err error
+			if args, err = c.rd.next(); err != nil {
+				var pe errProtocol
+				if errors.As(err, &pe) {
+					c.w.errorText("ERR " + pe.Error())
+					c.flush()
+				}
+				return
 			}
-			return
 		}
 		if newBatch {
 			c.lastActive.Store(time.Now().UnixNano())
@@ -138,7 +154,9 @@ func (c *client) serve() {
 			c.flush()
 			return
 		}
-		if !c.rd.buffered() || len(c.w.b) > keepWriteBuf {
+		// A detached client's replies are queued after each request, so that the messages
+		// others queue for it meanwhile come between replies, as Redis sends them.
+		if !c.rd.buffered() || len(c.w.b) > keepWriteBuf || c.out != nil {
 			if !c.flush() {
 				return
 			}
@@ -158,7 +176,15 @@ func (c *client) flush() bool {
 		c.mustSync = false
 		c.s.store.Wait()
 	}
-	_, err := c.nc.Write(c.w.b)
+	var err error
+	if c.out != nil {
+		if !c.out.push(c.w.b, c.w.proto) {
+			c.hangup()
+			err = errOutputClosed
+		}
+	} else {
+		_, err = c.nc.Write(c.w.b)
+	}
 	if cap(c.w.b) > keepWriteBuf {
 		c.w.b = nil
 	} else {
@@ -183,8 +209,12 @@ func (c *client) close() {
 // info is the client's line in CLIENT LIST and CLIENT INFO, in Redis's format.
 func (c *client) info(now time.Time) string {
 	c.mu.Lock()
-	name, lib, ver, resp := c.name, c.libName, c.libVer, c.resp
+	name, lib, ver, resp, sub := c.name, c.libName, c.libVer, c.resp, c.sub
 	c.mu.Unlock()
+	var channels, patterns int
+	if sub != nil {
+		channels, patterns = sub.Counts()
+	}
 	cmd := "NULL"
 	if lc := c.lastCmd.Load(); lc != nil {
 		cmd = lc.fullName()
@@ -197,8 +227,9 @@ func (c *client) info(now time.Time) string {
 	b.WriteString(" fd=0 name=" + name)
 	b.WriteString(" age=" + itoa(int64(now.Sub(c.created)/time.Second)))
 	b.WriteString(" idle=" + itoa((now.UnixNano()-c.lastActive.Load())/int64(time.Second)))
-	b.WriteString(" flags=" + c.flags())
-	b.WriteString(" db=0 sub=0 psub=0 ssub=0 multi=" + itoa(int64(c.multi.Load()-1)))
+	b.WriteString(" flags=" + c.flags() + " db=0")
+	b.WriteString(" sub=" + itoa(int64(channels)) + " psub=" + itoa(int64(patterns)))
+	b.WriteString(" ssub=0 multi=" + itoa(int64(c.multi.Load()-1)))
 	b.WriteString(" qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r")
 	b.WriteString(" cmd=" + cmd)
 	b.WriteString(" user=default redir=-1 resp=" + itoa(int64(resp)))

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
+
+	"throttled/glob"
 )
 
 // handler runs one command; an error it returns becomes the error reply.
@@ -24,7 +26,12 @@ type command struct {
 	summary  string
 	syntax   string // the arguments after the name, as in the docs: "key [COST n]"
 	handler  handler
-	detach   bool // the client leaves its event loop for a goroutine of its own first: the command blocks
+	// detach: the command needs the client on a goroutine of its own, with an output that
+	// other goroutines may queue on (SUBSCRIBE: messages arrive at any time; commands that
+	// block). An event loop hands such a client over before it runs the command.
+	detach bool
+	// whileSubscribed: the command may run on a RESP2 connection with subscriptions.
+	whileSubscribed bool
 
 	parent      *command
 	subcommands map[string]*command
@@ -113,6 +120,7 @@ func (s *Server) commandTable() map[string]*command {
 	register(table, nil, limitCommands())
 	register(table, nil, replicationCommands())
 	register(table, nil, multiCommands())
+	register(table, nil, pubsubCommands())
 	for _, parent := range []struct {
 		name string
 		subs []*command
@@ -120,6 +128,7 @@ func (s *Server) commandTable() map[string]*command {
 		{"client", clientSubcommands()},
 		{"config", configSubcommands()},
 		{"command", commandSubcommands()},
+		{"pubsub", pubsubSubcommands()},
 	} {
 		cmd := table[parent.name]
 		register(table, cmd, parent.subs)
@@ -484,7 +493,7 @@ func cmdCommandList(c *client, args [][]byte) error {
 	}
 	var names []string
 	for _, cmd := range c.s.sortedCommands() {
-		if pattern == nil || globMatch(pattern, []byte(cmd.name)) {
+		if pattern == nil || glob.Match(pattern, []byte(cmd.name)) {
 			names = append(names, cmd.name)
 		}
 	}

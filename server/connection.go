@@ -16,13 +16,13 @@ const Version = "0.1.0"
 
 func connectionCommands() []*command {
 	return []*command{
-		{name: "ping", arity: -1, flags: "fast stale", group: "connection", since: "1.0.0", summary: "Returns the server's liveliness response.", syntax: "[message]", handler: cmdPing},
+		{name: "ping", arity: -1, flags: "fast stale", group: "connection", since: "1.0.0", summary: "Returns the server's liveliness response.", syntax: "[message]", handler: cmdPing, whileSubscribed: true},
 		{name: "echo", arity: 2, flags: "fast stale", group: "connection", since: "1.0.0", summary: "Returns the given string.", syntax: "message", handler: cmdEcho},
 		{name: "hello", arity: -1, flags: "no-auth fast stale", group: "connection", since: "6.0.0", summary: "Handshakes with the server.", syntax: "[protover [AUTH username password] [SETNAME clientname]]", handler: cmdHello},
 		{name: "auth", arity: -2, flags: "no-auth fast stale", group: "connection", since: "1.0.0", summary: "Authenticates the connection.", syntax: "[username] password", handler: cmdAuth},
 		{name: "select", arity: 2, flags: "fast stale", group: "connection", since: "1.0.0", summary: "Changes the selected database (only 0 exists).", syntax: "index", handler: cmdSelect},
-		{name: "quit", arity: -1, flags: "no-auth fast stale", bits: flagNoQueue, group: "connection", since: "1.0.0", summary: "Closes the connection.", handler: cmdQuit},
-		{name: "reset", arity: 1, flags: "no-auth fast stale", bits: flagNoQueue, group: "connection", since: "6.2.0", summary: "Resets the connection.", handler: cmdReset},
+		{name: "quit", arity: -1, flags: "no-auth fast stale", bits: flagNoQueue, group: "connection", since: "1.0.0", summary: "Closes the connection.", handler: cmdQuit, whileSubscribed: true},
+		{name: "reset", arity: 1, flags: "no-auth fast stale", bits: flagNoQueue, group: "connection", since: "6.2.0", summary: "Resets the connection.", handler: cmdReset, whileSubscribed: true},
 		{name: "client", arity: -2, flags: "stale", group: "connection", since: "2.4.0", summary: "A container for client connection commands."},
 	}
 }
@@ -42,14 +42,25 @@ func clientSubcommands() []*command {
 
 // PING [message]
 func cmdPing(c *client, args [][]byte) error {
-	switch len(args) {
-	case 1:
-		c.w.simple("PONG")
-	case 2:
-		c.w.bulk(args[1])
-	default:
+	if len(args) > 2 {
 		return errors.New("wrong number of arguments for 'ping' command")
 	}
+	if c.w.proto == 2 && c.subscribed() {
+		// A RESP2 subscriber tells replies from messages by their shape: Redis answers an array.
+		c.w.array(2)
+		c.w.bulkString("pong")
+		if len(args) == 2 {
+			c.w.bulk(args[1])
+		} else {
+			c.w.bulkString("")
+		}
+		return nil
+	}
+	if len(args) == 2 {
+		c.w.bulk(args[1])
+		return nil
+	}
+	c.w.simple("PONG")
 	return nil
 }
 
@@ -183,6 +194,10 @@ func cmdQuit(c *client, args [][]byte) error {
 func cmdReset(c *client, args [][]byte) error {
 	c.endMulti()
 	c.unwatchAll()
+	if c.sub != nil {
+		c.sub.Close()
+		c.setPubSubKind()
+	}
 	c.w.proto = 2
 	c.mu.Lock()
 	c.name, c.resp = "", 2

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"throttled/glob"
 	"throttled/keyspace"
 )
 
@@ -197,7 +198,7 @@ func cmdKeys(c *client, args [][]byte) error {
 	cursor := uint64(0)
 	for {
 		cursor = c.s.ks.Scan(cursor, 1024, now, func(key []byte, v keyspace.Value) {
-			if globMatch(args[1], key) {
+			if glob.Match(args[1], key) {
 				keys = append(keys, append([]byte(nil), key...))
 			}
 		})
@@ -245,7 +246,7 @@ func cmdScan(c *client, args [][]byte) error {
 	}
 	var keys [][]byte
 	next := c.s.ks.Scan(cursor, int(count), c.s.nowNano(), func(key []byte, v keyspace.Value) {
-		if (pattern == nil || globMatch(pattern, key)) && (typ == "" || v.Kind.String() == typ) {
+		if (pattern == nil || glob.Match(pattern, key)) && (typ == "" || v.Kind.String() == typ) {
 			keys = append(keys, append([]byte(nil), key...))
 		}
 	})

@@ -3,9 +3,11 @@
 package server
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -40,10 +42,10 @@ type loopConn struct {
 	loop     *loop
 	fd       int
 	fr       fdReader
-	wpos     int  // bytes of the replies already written
-	blocked  bool // the socket was full: the rest of the replies wait for EPOLLOUT
-	fdMu     sync.Mutex
-	fdClosed bool // guarded by fdMu, so that hangup never shuts another socket with the same fd
+	wpos     int        // bytes of the replies already written
+	blocked  bool       // the socket was full: the rest of the replies wait for EPOLLOUT
+	fdMu     sync.Mutex // guards fdClosed, and the client's nc, which handOff sets
+	fdClosed bool       // so that hangup never shuts another socket with the same fd
 }
 
 // startLoops starts n event loops; with none, each client gets a goroutine of its own.
@@ -245,6 +247,10 @@ func (l *loop) serve(c *client, events uint32) {
 			active = true
 		}
 		l.s.run(c, args)
+		if c.handoff {
+			l.handOff(c, args)
+			return
+		}
 		if c.closing {
 			break
 		}
@@ -263,6 +269,43 @@ func (l *loop) serve(c *client, events uint32) {
 		return
 	}
 	l.finish(c)
+}
+
+// handOff moves c off the loop, to a goroutine of its own, for the command in args that
+// needs one (command.detach). The loop lets go of the socket, which becomes a net.Conn; the
+// replies so far, the request and the requests read after it go with c, in order; c stays
+// one of the server's clients throughout. The arguments are copied: they point into the
+// reader's buffer, which the goroutine reads on into.
+func (l *loop) handOff(c *client, args [][]byte) {
+	c.handoff = false
+	l.clients[c.fd] = nil
+	unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
+	req := make([][]byte, len(args))
+	for i, a := range args {
+		req[i] = bytes.Clone(a)
+	}
+	c.w.b = c.w.b[c.wpos:]
+	c.wpos = 0
+
+	// FileConn takes a duplicate of the descriptor into the runtime's poller; the loop's
+	// own is closed. A hangup meanwhile shut the socket both share, or closes the new conn.
+	f := os.NewFile(uintptr(c.fd), "client")
+	nc, err := net.FileConn(f)
+	c.fdMu.Lock()
+	f.Close()
+	c.fdClosed = true
+	if err == nil {
+		c.nc = nc
+	}
+	c.fdMu.Unlock()
+	if err != nil {
+		l.s.log.Warn("event loop: cannot hand a connection over", "client", c.raddr, "err", err)
+		c.close()
+		return
+	}
+	c.loop = nil
+	c.rd.rd = nc
+	go c.serve(req)
 }
 
 // finish writes c's replies and closes c if it asked to be closed once they are out.
@@ -361,15 +404,15 @@ func (l *loop) closeAll() {
 // hangup ends c's connection from any goroutine; the goroutine or loop serving c sees the
 // socket closed and lets c go.
 func (c *client) hangup() {
+	c.fdMu.Lock() // a loop may be handing c over: c.nc is set under it
+	defer c.fdMu.Unlock()
 	if c.nc != nil {
 		c.nc.Close()
 		return
 	}
-	c.fdMu.Lock()
 	if !c.fdClosed {
 		unix.Shutdown(c.fd, unix.SHUT_RDWR)
 	}
-	c.fdMu.Unlock()
 }
 
 // fdReader reads a non-blocking socket at most once per readiness event: a second read in

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"throttled/glob"
 	"throttled/persistence"
 )
 
@@ -167,7 +168,7 @@ func cmdConfigGet(c *client, args [][]byte) error {
 	for _, pattern := range args[2:] {
 		pattern = []byte(strings.ToLower(string(pattern)))
 		for _, n := range c.s.paramNames {
-			if !seen[n.name] && globMatch(pattern, []byte(n.name)) {
+			if !seen[n.name] && glob.Match(pattern, []byte(n.name)) {
 				seen[n.name] = true
 				out = append(out, n.name, n.p.get())
 			}

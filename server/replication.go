@@ -198,8 +198,8 @@ func cmdWait(c *client, args [][]byte) error {
 // PSYNC replicationid offset, SYNC: the connection becomes a replica's link, served by
 // the replication node until it ends.
 func cmdPSync(c *client, args [][]byte) error {
-	if c.nc == nil {
-		return errors.New("PSYNC needs a connection of its own") // the event loop hands it over first
+	if c.out == nil {
+		return errors.New("PSYNC needs a connection of its own") // run hands it over first (detach)
 	}
 	if c.follower != nil {
 		return errors.New("Replica already streaming")
@@ -215,24 +215,18 @@ func cmdPSync(c *client, args [][]byte) error {
 	} else if len(args) != 1 {
 		return errSyntax
 	}
-	if err := c.flushNow(); err != nil {
+	// The replies so far go out first; from here the follower alone writes to the socket,
+	// and a replica's link expects no reply (REPLCONF ACK has none).
+	if !c.flush() {
 		return nil
 	}
+	c.out.stop()
 	addr := c.replIP
 	if addr == "" {
 		addr, _, _ = net.SplitHostPort(c.raddr)
 	}
 	c.kind.Store(int32(kindReplica))
-	nc := c.nc
-	c.follower = c.s.repl.Attach(nc, func() { nc.Close() }, replid, offset, addr, c.replPort)
-	return nil
-}
-
-// flushNow writes what the client has pending, before another writer takes the socket.
-func (c *client) flushNow() error {
-	if !c.flush() {
-		return errors.New("connection lost")
-	}
+	c.follower = c.s.repl.Attach(c.nc, c.hangup, replid, offset, addr, c.replPort)
 	return nil
 }
 

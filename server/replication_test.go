@@ -94,11 +94,11 @@ func everyKind(t *testing.T, rdb *redis.Client, suffix string) {
 
 func TestReplicationCopiesAndStreams(t *testing.T) {
 	ctx := context.Background()
-	primary := startServer(t, func(c *Config) { c.IOThreads = 0 })
+	primary := startServer(t)
 	p := primary.client(t, 2)
 	everyKind(t, p, "-before")
 
-	replica := startReplica(t, primary, func(c *Config) { c.IOThreads = 0 })
+	replica := startReplica(t, primary)
 	r := replica.client(t, 2)
 	sameState(t, primary, replica)
 
@@ -176,10 +176,10 @@ func infoField(info, name string) string {
 // a promoted replica is continued from by the other one.
 func TestReplicationPartialResync(t *testing.T) {
 	ctx := context.Background()
-	primary := startServer(t, func(c *Config) { c.IOThreads = 0 })
+	primary := startServer(t)
 	p := primary.client(t, 2)
-	one := startReplica(t, primary, func(c *Config) { c.IOThreads = 0 })
-	two := startReplica(t, primary, func(c *Config) { c.IOThreads = 0 })
+	one := startReplica(t, primary)
+	two := startReplica(t, primary)
 	everyKind(t, p, "")
 	sameState(t, primary, one)
 	sameState(t, primary, two)
@@ -213,11 +213,11 @@ func TestReplicationPartialResync(t *testing.T) {
 // continues from the primary's backlog, without a full copy.
 func TestReplicaRestartContinues(t *testing.T) {
 	ctx := context.Background()
-	primary := startServer(t, func(c *Config) { c.IOThreads = 0 })
+	primary := startServer(t)
 	p := primary.client(t, 2)
 	everyKind(t, p, "")
 	dir := t.TempDir()
-	inDir := func(c *Config) { c.IOThreads, c.Dir = 0, dir }
+	inDir := func(c *Config) { c.Dir = dir }
 	replica := startReplica(t, primary, inDir)
 	sameState(t, primary, replica)
 	require.NoError(t, p.Do(ctx, "THROTTLE", "hot", 100, 10, "1m").Err())

@@ -342,6 +342,17 @@ func (w *writer) nullArray() {
 	w.b = append(w.b, "*-1\r\n"...)
 }
 
+// push starts an out-of-band message of n elements: a push in RESP3, an array in RESP2.
+func (w *writer) push(n int) {
+	if w.proto == 3 {
+		w.b = append(w.b, '>')
+		w.b = strconv.AppendInt(w.b, int64(n), 10)
+		w.b = append(w.b, '\r', '\n')
+		return
+	}
+	w.array(n)
+}
+
 // mapHeader starts n key-value pairs: a map in RESP3, a flat array in RESP2.
 func (w *writer) mapHeader(n int) {
 	if w.proto == 3 {

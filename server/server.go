@@ -15,6 +15,7 @@ import (
 
 	"throttled/keyspace"
 	"throttled/persistence"
+	"throttled/pubsub"
 	"throttled/replication"
 )
 
@@ -23,6 +24,7 @@ type Server struct {
 	cfg      Config
 	log      *slog.Logger
 	ks       *keyspace.Keyspace
+	pubsub   *pubsub.Hub
 	store    *persistence.Store // nil with appendonly no
 	repl     *replication.Node
 	runID    string // INFO's run_id: new at each start
@@ -95,6 +97,7 @@ func New(cfg Config) (*Server, error) {
 		log:       log,
 		level:     level,
 		ks:        keyspace.New(cfg.Shards),
+		pubsub:    pubsub.New(),
 		now:       now,
 		started:   time.Now(),
 		clients:   make(map[int64]*client),
@@ -190,7 +193,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			nc.Close()
 			continue
 		}
-		go c.serve()
+		go c.serve(nil)
 	}
 }
 
@@ -315,8 +318,12 @@ func (s *Server) run(c *client, args [][]byte) {
 		s.reject(c, fmt.Errorf("wrong number of arguments for '%s' command", cmd.fullName()))
 		return
 	}
-	c.lastCmd.Store(cmd)
+	if c.sub != nil && c.w.proto == 2 && !cmd.whileSubscribed && c.subscribed() {
+		s.replyError(c, fmt.Errorf("Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", cmd.fullName()))
+		return
+	}
 	if c.tx != nil && !cmd.has(flagNoQueue) {
+		c.lastCmd.Store(cmd)
 		if cmd.bits&flagWrite != 0 {
 			if err := s.checkWrite(c, cmd); err != nil {
 				s.reject(c, err) // READONLY, NOREPLICAS: at queueing, as Redis
@@ -326,6 +333,14 @@ func (s *Server) run(c *client, args [][]byte) {
 		s.queue(c, cmd, args)
 		return
 	}
+	if cmd.detach && c.out == nil {
+		if c.nc == nil {
+			c.handoff = true // an event loop serves c: it hands c over, and args run there
+			return
+		}
+		c.startOutput()
+	}
+	c.lastCmd.Store(cmd)
 	s.call(c, cmd, args)
 }
 

@@ -1,0 +1,119 @@
+package server
+
+import (
+	"errors"
+	"net"
+	"sync"
+)
+
+// A client is detached when a command needs it on a goroutine of its own (command.detach):
+// SUBSCRIBE, whose messages other goroutines publish at any time, and later commands that
+// block. An event loop first hands the client over (loop.handOff); a client with a
+// goroutine already stays on it. Either way its output becomes an outbox, which a writer
+// goroutine of its own empties into the socket: the client's replies and what others queue
+// for it (pub/sub messages) go out in the order they were queued, never interleaved within
+// a reply, and nobody who queues waits for the socket.
+
+// outputLimit bounds what a detached client's output holds, queued and being written: a
+// subscriber that reads slower than messages come is disconnected past it, as by Redis's
+// default client-output-buffer-limit for pub/sub clients (32mb hard).
+const outputLimit = 32 << 20
+
+// errOutputClosed is a detached client's output cut off: its connection is gone or it overflowed.
+var errOutputClosed = errors.New("output closed")
+
+// outbox is a detached client's output.
+type outbox struct {
+	c      *client
+	nc     net.Conn
+	mu     sync.Mutex // guards w, queued, stopping, dead
+	cond   sync.Cond  // signalled when w has bytes, or stopping or dead is set
+	w      writer     // bytes waiting for the writer goroutine, in the client's protocol
+	queued int        // bytes in w and being written: what outputLimit bounds
+	// stopping: the client is done, the writer ends once w is written; dead: the
+	// connection failed or overflowed, nothing more is written.
+	stopping, dead bool
+	done           chan struct{} // closed when the writer goroutine has ended
+}
+
+// startOutput makes c's output an outbox and starts its writer; c has a goroutine of its own.
+func (c *client) startOutput() {
+	o := &outbox{c: c, nc: c.nc, done: make(chan struct{})}
+	o.cond.L = &o.mu
+	o.w.proto = c.w.proto
+	c.out = o
+	go o.run()
+}
+
+// push queues the client's own replies, encoded in proto; false when the connection is
+// gone or now overflows.
+func (o *outbox) push(b []byte, proto int) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.dead {
+		return false
+	}
+	o.w.proto = proto
+	o.w.b = append(o.w.b, b...)
+	return o.queuedLocked(len(b))
+}
+
+// queuedLocked counts n more bytes queued and wakes the writer; false, with the output
+// dropped, when that goes past outputLimit.
+func (o *outbox) queuedLocked(n int) bool {
+	o.queued += n
+	if o.queued > outputLimit {
+		o.dead = true
+		o.w.b = nil
+		o.cond.Signal()
+		o.c.s.log.Warn("client closed for overcoming its output buffer limit",
+			"client", o.c.raddr, "id", o.c.id, "limit", outputLimit)
+		return false
+	}
+	o.cond.Signal()
+	return true
+}
+
+// run is the writer goroutine: it writes what is queued, a batch at a time, until the
+// client stops and all is written, or the connection fails.
+func (o *outbox) run() {
+	defer close(o.done)
+	var out []byte // the batch being written; the two buffers take turns
+	for {
+		o.mu.Lock()
+		for len(o.w.b) == 0 && !o.stopping && !o.dead {
+			o.cond.Wait()
+		}
+		if o.dead || len(o.w.b) == 0 {
+			o.mu.Unlock()
+			return
+		}
+		out, o.w.b = o.w.b, out[:0]
+		o.mu.Unlock()
+
+		_, err := o.nc.Write(out)
+		o.mu.Lock()
+		o.queued -= len(out)
+		if err != nil {
+			o.dead = true
+			o.w.b = nil
+		}
+		o.mu.Unlock()
+		if err != nil {
+			o.c.hangup() // the reader sees it too and lets the client go
+			return
+		}
+		if cap(out) > keepWriteBuf {
+			out = nil
+		}
+	}
+}
+
+// stop waits until the writer has written what is queued, or has given up on the connection.
+func (o *outbox) stop() {
+	o.mu.Lock()
+	o.stopping = true
+	o.cond.Signal()
+	o.mu.Unlock()
+	<-o.done
+}
