@@ -16,8 +16,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"io"
 	"log/slog"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -326,7 +326,7 @@ func (n *Node) Close() {
 // Follower is a replica served by this node, from its PSYNC on.
 type Follower struct {
 	n       *Node
-	w       io.Writer
+	conn    net.Conn
 	hangup  func()
 	addr    string // the replica's IP, or what it announced
 	port    int    // its listening port
@@ -340,13 +340,13 @@ type Follower struct {
 	dropped bool
 }
 
-// Attach serves a replica's PSYNC replid offset (SYNC is PSYNC ? -1) on w, from a goroutine
+// Attach serves a replica's PSYNC replid offset (SYNC is PSYNC ? -1) on conn, from a goroutine
 // of its own: it answers +CONTINUE or +FULLRESYNC, sends a full copy when the backlog does
 // not cover offset, then the stream, until the link fails or the follower is closed; then
 // it calls hangup, which must close the connection. offset is what the replica processed
 // plus one, as Redis's replicas send it. addr and port are the replica's, for INFO.
-func (n *Node) Attach(w io.Writer, hangup func(), replid string, offset int64, addr string, port int) *Follower {
-	f := &Follower{n: n, w: w, hangup: hangup, addr: addr, port: port, created: time.Now()}
+func (n *Node) Attach(conn net.Conn, hangup func(), replid string, offset int64, addr string, port int) *Follower {
+	f := &Follower{n: n, conn: conn, hangup: hangup, addr: addr, port: port, created: time.Now()}
 	n.mu.Lock()
 	f.ackAt = n.o.Now()
 	n.mu.Unlock()
@@ -423,7 +423,7 @@ func (f *Follower) run(replid string, processed int64) {
 	} else {
 		n.log.Info("replication: a replica continues from the backlog", "replica", f.addr, "port", f.port, "offset", processed+1)
 	}
-	if _, err := f.w.Write(hdr); err != nil {
+	if _, err := f.write(hdr); err != nil {
 		return
 	}
 	if full {
@@ -452,7 +452,7 @@ func (f *Follower) sendCopy() error {
 			keys++
 		})
 		if len(buf) > 0 {
-			if _, err := f.w.Write(buf); err != nil {
+			if _, err := f.write(buf); err != nil {
 				return err
 			}
 		}
@@ -466,7 +466,7 @@ func (f *Follower) sendCopy() error {
 			return errors.New("dropped")
 		}
 	}
-	_, err := f.w.Write(appendCommand(buf[:0], cmdSyncEnd, []byte(itoa(int64(keys)))))
+	_, err := f.write(appendCommand(buf[:0], cmdSyncEnd, []byte(itoa(int64(keys)))))
 	return err
 }
 
@@ -490,7 +490,7 @@ func (f *Follower) stream() {
 		}
 		out = append(out[:0], n.bl.slice(f.pos, 256<<10)...)
 		n.mu.Unlock()
-		if _, err := f.w.Write(out); err != nil {
+		if _, err := f.write(out); err != nil {
 			return
 		}
 		n.mu.Lock()
@@ -534,4 +534,10 @@ func (n *Node) Restore(checkpoint []byte, replica bool) {
 		return
 	}
 	n.id2, n.off2 = id, off+1
+}
+
+// write sends b to the replica; a replica that takes nothing for replTimeout is dropped.
+func (f *Follower) write(b []byte) (int, error) {
+	f.conn.SetWriteDeadline(time.Now().Add(replTimeout))
+	return f.conn.Write(b)
 }
