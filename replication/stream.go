@@ -107,8 +107,11 @@ func (r *streamReader) next() (args [][]byte, n int, err error) {
 			return nil, 0, err
 		}
 		n += len(line) + 2
+		if len(line) < 2 || line[0] != '$' {
+			return nil, 0, fmt.Errorf("%w: %q", errStream, truncate(line))
+		}
 		size, err := strconv.Atoi(string(line[1:]))
-		if line[0] != '$' || err != nil || size < 0 || size > maxArg {
+		if err != nil || size < 0 || size > maxArg {
 			return nil, 0, fmt.Errorf("%w: %q", errStream, truncate(line))
 		}
 		start := len(r.buf)
