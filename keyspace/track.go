@@ -141,6 +141,9 @@ func (ks *Keyspace) Track(f Feed, on bool) {
 // clearing the copy) is right.
 func (ks *Keyspace) Drain(f Feed, i int, r Recorder) (more, ok bool) {
 	sh := ks.shards[i]
+	if sh.trk[f].pending.Load() == 0 {
+		return false, true // nothing recorded: the shard's lock is left to its users
+	}
 	sh.mu.Lock()
 	defer sh.Unlock()
 	s := &sh.trk[f]

@@ -55,10 +55,11 @@ type Hello struct {
 // else to send, replicas acknowledge every second, and a link silent for replTimeout is
 // taken for dead.
 const (
-	drainPeriod = time.Millisecond
-	pingPeriod  = time.Second
-	ackPeriod   = time.Second
-	replTimeout = 60 * time.Second
+	drainPeriod    = time.Millisecond
+	maxDrainPeriod = 5 * time.Millisecond
+	pingPeriod     = time.Second
+	ackPeriod      = time.Second
+	replTimeout    = 60 * time.Second
 	// pieceBytes is how much of a drain is published at once: a burst reaches the
 	// replicas in pieces while it is drained.
 	pieceBytes = 256 << 10
@@ -144,10 +145,13 @@ func (n *Node) stopFeed() {
 	n.ks.Track(keyspace.ReplicaFeed, false)
 }
 
-// feed drains the keyspace every drainPeriod, and pings when nothing changed for a while.
+// feed drains the keyspace every drainPeriod, or less often while a drain takes more than
+// a twentieth of that (a drain locks every shard with changes, and a busy server's changes
+// are better taken in fewer, larger drains), but at least every maxDrainPeriod, which bounds
+// the lag; it pings when nothing changed for a while.
 func (n *Node) feed(stop, done chan struct{}) {
 	defer close(done)
-	t := time.NewTicker(drainPeriod)
+	t := time.NewTimer(drainPeriod)
 	defer t.Stop()
 	last := time.Now()
 	for {
@@ -161,6 +165,7 @@ func (n *Node) feed(stop, done chan struct{}) {
 				n.publish(appendCommand(nil, cmdPing))
 				last = now
 			}
+			t.Reset(min(max(drainPeriod, 20*time.Since(now)), maxDrainPeriod))
 		}
 	}
 }
