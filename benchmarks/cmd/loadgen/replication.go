@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"log"
 	"net"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -15,9 +17,12 @@ import (
 // replRun is what the replication part measured: the cost of one replica at P=1 and 16, and
 // the lag of the replica under load.
 type replRun struct {
-	pairs []pair
-	lags  []time.Duration // sorted
-	load  float64         // req/s on the primary while the lag was probed
+	pairs    []pair          // throttled with a replica against alone, at P=1 and 16
+	redis    []pair          // redis-server with a replica against alone, INCR at P=16
+	cpuWith  float64         // ns of the primary's CPU per CL.THROTTLE at P=16, with a replica
+	cpuAlone float64         // the same, alone
+	lags     []time.Duration // sorted
+	load     float64         // req/s on the primary while the lag was probed
 }
 
 // replication measures CL.THROTTLE over random keys on a primary with one replica against
@@ -51,8 +56,97 @@ func (r *runner) replication() (replRun, error) {
 	if err := r.measurePairs(run.pairs); err != nil {
 		return run, err
 	}
+	if run.cpuWith, run.cpuAlone, err = r.primaryCPU(with, alone); err != nil {
+		return run, err
+	}
 	run.lags, run.load, err = r.lag(with, replica)
-	return run, err
+	if err != nil {
+		return run, err
+	}
+
+	// What a replica costs Redis on the same machine, for scale.
+	rWith, err := r.track(startRedis(r.tmp, "--dbfilename", "primary.rdb"))
+	if err != nil {
+		return run, err
+	}
+	rAlone, err := r.track(startRedis(r.tmp, "--dbfilename", "alone.rdb"))
+	if err != nil {
+		return run, err
+	}
+	host, port, _ = strings.Cut(rWith.addr, ":")
+	rReplica, err := r.track(startRedis(r.tmp, "--dbfilename", "replica.rdb", "--replicaof", host, port))
+	if err != nil {
+		return run, err
+	}
+	for deadline := time.Now().Add(10 * time.Second); rReplica.infoField("replication", "master_link_status") != "up"; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return run, fmt.Errorf("the redis replica did not connect to its primary")
+		}
+	}
+	incr := func(k string) []string { return []string{"INCR", k} }
+	run.redis = []pair{{pipeline: 16, a: side{"redis INCR, primary with a replica", rWith, incr}, b: side{"redis INCR, primary alone", rAlone, incr}}}
+	return run, r.measurePairs(run.redis)
+}
+
+// primaryCPU measures the CPU time the primary's process spends per CL.THROTTLE at P=16,
+// with its replica and alone, in three alternating rounds each: what a replica costs the
+// primary itself, apart from the cores the replica takes on this shared machine.
+func (r *runner) primaryCPU(with, alone *server) (float64, float64, error) {
+	reqs := make([][]byte, r.cfg.keys)
+	for k := range reqs {
+		reqs[k] = loadtest.Encode("CL.THROTTLE", fmt.Sprintf("cpu:%09d", k), "100", "10", "60", "1")
+	}
+	measure := func(s *server) (float64, error) {
+		before, err := cpuTicks(s)
+		if err != nil {
+			return 0, err
+		}
+		res, err := loadtest.Run(loadtest.Load{Addr: s.addr, Conns: r.cfg.conns, Pipeline: 16, Requests: reqs, Duration: r.cfg.duration})
+		if err != nil {
+			return 0, err
+		}
+		after, err := cpuTicks(s)
+		return float64(after-before) * 1e7 / float64(res.Requests), err // a tick is 10 ms
+	}
+	var w, a []float64
+	for round := range 3 {
+		order := []*server{with, alone}
+		if round%2 == 1 {
+			order = []*server{alone, with}
+		}
+		for _, s := range order {
+			ns, err := measure(s)
+			if err != nil {
+				return 0, 0, err
+			}
+			if s == with {
+				w = append(w, ns)
+			} else {
+				a = append(a, ns)
+			}
+		}
+	}
+	log.Printf("primary CPU per CL.THROTTLE at P=16: with a replica %.0f ns, alone %.0f ns", median(w), median(a))
+	return median(w), median(a), nil
+}
+
+// cpuTicks returns the user and system time of s's process so far, in clock ticks.
+func cpuTicks(s *server) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	_, rest, _ := strings.Cut(string(b), ") ") // the command name may hold spaces
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %q", s.cmd.Process.Pid, b)
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: %q", s.cmd.Process.Pid, b)
+	}
+	return u + st, nil
 }
 
 // lag probes the replication lag while CL.THROTTLE runs on the primary at P=16.
@@ -137,6 +231,14 @@ func replicationSection(cfg config, run replRun) string {
 	for _, pr := range run.pairs {
 		p("| %d | %s | %s | %.3f |\n", pr.pipeline, thousands(median(pr.ra)), thousands(median(pr.rb)), pr.median)
 	}
+	p("\nOn this shared 2-core machine the replica's own work (applying every change, and writing it to its\n")
+	p("Pebble store) takes cores the primary and the load tool need. What the replica costs the primary\n")
+	p("itself, its CPU per CL.THROTTLE at P=16 (user + system, from /proc; median of 3 alternating rounds):\n")
+	p("%.0f ns with a replica, %.0f ns alone (%.2fx).\n", run.cpuWith, run.cpuAlone, run.cpuWith/run.cpuAlone)
+	for _, pr := range run.redis {
+		p("\nFor scale, a replica costs redis-server on the same machine, INCR over random keys at P=%d: %s req/s\n", pr.pipeline, thousands(median(pr.ra)))
+		p("with a replica, %s alone (%.3f).\n", thousands(median(pr.rb)), pr.median)
+	}
 	p("\nReplication lag while the primary serves %s req/s at P=16: a key written on the primary every 10 ms,\n", thousands(run.load))
 	p("read on the replica until it is there (the time includes the write's and the reads' round trips).\n\n")
 	p("| probes | p50 | p99 | max |\n|--:|--:|--:|--:|\n")
@@ -152,6 +254,11 @@ func replicationTargets(run replRun) []target {
 	for _, pr := range run.pairs {
 		out = append(out, target{fmt.Sprintf("one replica costs CL.THROTTLE under 10%% at P=%d", pr.pipeline),
 			fmt.Sprintf("%.3f", pr.median), pr.median >= 0.9})
+	}
+	if run.cpuAlone > 0 {
+		r := run.cpuWith / run.cpuAlone
+		out = append(out, target{"one replica costs the primary's CPU per CL.THROTTLE under 10% at P=16",
+			fmt.Sprintf("%.2fx (%.0f against %.0f ns)", r, run.cpuWith, run.cpuAlone), r < 1.1})
 	}
 	if len(run.lags) > 0 {
 		p99 := quantile(run.lags, 0.99)
