@@ -130,9 +130,9 @@ func (n *Node) startFeed() {
 	go n.feed(n.feedStop, n.feedDone)
 }
 
-// stopFeed stops draining and forgets what was not drained yet. Called with n.mu held; it
-// waits for the feed goroutine, which takes n.mu only briefly and never while the caller
-// waits here (it checks stop first).
+// stopFeed stops draining, after a last drain: a primary turned replica has every change it
+// made in its stream, so that a new primary that lacks some of them sees it ahead of its
+// history and sends a full copy. Called with n.mu held, which it releases meanwhile.
 func (n *Node) stopFeed() {
 	if n.feedStop == nil {
 		return
@@ -140,6 +140,7 @@ func (n *Node) stopFeed() {
 	close(n.feedStop)
 	n.mu.Unlock()
 	<-n.feedDone
+	n.drain()
 	n.mu.Lock()
 	n.feedStop, n.feedDone = nil, nil
 	n.ks.Track(keyspace.ReplicaFeed, false)

@@ -233,3 +233,23 @@ func TestReplicaRestartContinues(t *testing.T) {
 	require.Equal(t, "1", infoField(stats, "sync_full"))
 	require.Equal(t, "1", infoField(stats, "sync_partial_ok"))
 }
+
+// TestDemotedPrimaryDropsWhatTheNewOneLacks: a primary that took writes after its replica
+// was promoted, then follows it, ends with the new primary's state: a full copy, not a
+// continuation that would keep the writes nobody else saw.
+func TestDemotedPrimaryDropsWhatTheNewOneLacks(t *testing.T) {
+	ctx := context.Background()
+	old := startServer(t)
+	o := old.client(t, 2)
+	replica := startReplica(t, old)
+	r := replica.client(t, 2)
+	require.NoError(t, o.Do(ctx, "THROTTLE", "shared", 10, 10, "1m").Err())
+	sameState(t, old, replica)
+	require.NoError(t, r.Do(ctx, "REPLICAOF", "NO", "ONE").Err())
+	require.NoError(t, o.Do(ctx, "THROTTLE", "split-brain", 10, 10, "1m").Err())
+	host, port, _ := strings.Cut(replica.addr, ":")
+	require.NoError(t, o.Do(ctx, "REPLICAOF", host, port).Err())
+	sameState(t, replica, old)
+	require.Zero(t, o.Exists(ctx, "split-brain").Val())
+	require.Equal(t, "1", infoField(r.Info(ctx, "stats").Val(), "sync_full"))
+}
