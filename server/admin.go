@@ -79,6 +79,7 @@ func (s *Server) infoSections() []infoSection {
 		{"persistence", s.infoPersistence},
 		{"stats", s.infoStats},
 		{"throttle", s.infoThrottle},
+		{"upstream", s.infoUpstream},
 		{"keyspace", s.infoKeyspace},
 	}
 }

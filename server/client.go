@@ -36,9 +36,10 @@ type client struct {
 
 	kind       atomic.Int32 // a clientKind: what CLIENT LIST and CLIENT KILL TYPE know it as
 	lastCmd    atomic.Pointer[command]
-	lastActive atomic.Int64 // Unix ns
-	closing    bool         // close after the pending replies are written
-	mustSync   bool         // a write command ran: the replies wait until it is synced
+	lastActive atomic.Int64   // Unix ns
+	closing    bool           // close after the pending replies are written
+	mustSync   bool           // a write command ran: the replies wait until it is synced
+	up         clientUpstream // calls waiting for the upstream (upstream.go)
 	loopConn
 
 	mu      sync.Mutex // guards name, libName, libVer, resp
@@ -138,6 +139,12 @@ func (c *client) serve() {
 // always, replies to write commands wait for the sync that makes their changes durable:
 // once for a whole pipeline, and one sync serves every client waiting.
 func (c *client) flush() bool {
+	if len(c.up.calls) > 0 {
+		if !c.waitUpstream() {
+			return false
+		}
+		c.spliceUpstream()
+	}
 	if len(c.w.b) == 0 {
 		return true
 	}

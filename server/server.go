@@ -40,6 +40,8 @@ type Server struct {
 	levelName  atomic.Pointer[string] // loglevel as configured
 	maxClients atomic.Int64
 
+	up *upstreamMode // nil unless the limits live in an upstream Redis (upstream.go)
+
 	loops    []*loop // event loops serving the clients, round robin; none on other systems
 	nextLoop atomic.Uint64
 
@@ -91,7 +93,11 @@ func New(cfg Config) (*Server, error) {
 	s.maxClients.Store(int64(cfg.MaxClients))
 	s.lastSave.Store(s.started.Unix())
 	s.commands = s.commandTable()
+	if err := s.openUpstream(); err != nil {
+		return nil, err
+	}
 	if err := s.openStore(); err != nil {
+		s.closeUpstream()
 		return nil, err
 	}
 	go s.expireLoop()
@@ -200,6 +206,7 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.stopLoops()
+	s.closeUpstream()
 	<-s.sweepDone
 	s.closeErr = s.closeStore()
 	close(s.stopped)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"throttled/server"
 )
@@ -149,6 +150,47 @@ func setOption(cfg *server.Config, name string, values []string) error {
 		return number(&cfg.Shards)
 	case "io-threads":
 		return number(&cfg.IOThreads)
+	case "upstream":
+		return str(&cfg.Upstream)
+	case "upstream-cluster":
+		cfg.UpstreamCluster = nil
+		for _, v := range values {
+			for _, node := range strings.Split(v, ",") {
+				if node != "" {
+					cfg.UpstreamCluster = append(cfg.UpstreamCluster, node)
+				}
+			}
+		}
+		if len(cfg.UpstreamCluster) == 0 {
+			return fmt.Errorf("upstream-cluster: takes host:port[,host:port...]")
+		}
+		return nil
+	case "upstream-timeout":
+		v, err := one()
+		if err != nil {
+			return err
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			ms, merr := strconv.Atoi(v)
+			if merr != nil {
+				return fmt.Errorf("upstream-timeout: %q is not a duration (50ms, 1s) or a number of milliseconds", v)
+			}
+			d = time.Duration(ms) * time.Millisecond
+		}
+		cfg.UpstreamTimeout = d
+		return nil
+	case "upstream-fallback-share":
+		v, err := one()
+		if err != nil {
+			return err
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("upstream-fallback-share: %q is not a number", v)
+		}
+		cfg.UpstreamFallbackShare = f
+		return nil
 	}
 	return fmt.Errorf("%s: unknown option", name)
 }
