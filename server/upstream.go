@@ -422,8 +422,9 @@ func (u *upCall) Done(err error) {
 		u.fail(err)
 		u.c.s.stats.errors.Add(1)
 	}
-	if u.c.up.pending.Add(-1) == 0 {
-		u.c.resumeUpstream()
+	c := u.c // u is the client's again once pending reaches 0
+	if c.up.pending.Add(-1) == 0 {
+		c.resumeUpstream()
 	}
 }
 

@@ -3,6 +3,7 @@ package upstream
 import (
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	"throttled/keyspace"
 	"throttled/persistence"
@@ -49,14 +50,18 @@ func getCached(sh *keyspace.Shard, key []byte, now int64) (cached, bool) {
 	return e, true
 }
 
+// cacheGrace is how long past now an entry stays even when its state is idle: the upstream
+// keeps the key until its own clock reaches PXAT, and a CAS must expect the tag till then.
+const cacheGrace = int64(time.Second)
+
 // putCached stores e at key in sh, which is locked; buf is scratch space, returned grown.
-func putCached(sh *keyspace.Shard, key []byte, e *cached, buf []byte) []byte {
+func putCached(sh *keyspace.Shard, key []byte, e *cached, now int64, buf []byte) []byte {
 	buf = append(buf[:0], e.tag[:]...)
 	buf = binary.LittleEndian.AppendUint64(buf, uint64(e.v.Expire))
 	buf = append(buf, e.v.Bytes...)
 	v := e.v
 	v.Bytes = buf
-	v.Expire = pxat(e.v.Expire) * 1e6
+	v.Expire = max(pxat(e.v.Expire)*1e6, now+cacheGrace)
 	sh.SetLocked(key, v)
 	return buf
 }

@@ -392,6 +392,7 @@ func (u *Client) roundTrips() {
 // again (appended to again, returned).
 func (d *dispatcher) apply(b *batch, again []waitingCall) []waitingCall {
 	u := d.u
+	now := u.clock.now()
 	var failure error
 	for i := range b.groups[:b.n] {
 		g := &b.groups[i]
@@ -407,14 +408,14 @@ func (d *dispatcher) apply(b *batch, again []waitingCall) []waitingCall {
 		v, err := g.cmd.Result()
 		switch {
 		case err == nil && v == int64(1):
-			b.cbuf = d.learnWrites(g, b.cbuf)
+			b.cbuf = d.learnWrites(g, now, b.cbuf)
 			for _, w := range g.calls {
 				w.call.Done(nil)
 			}
 		case err == nil:
 			u.stats.conflicts.Add(1)
 			vals, _ := v.([]any)
-			if bad := d.learnCurrent(g, vals, b); bad != nil {
+			if bad := d.learnCurrent(g, vals, now, b); bad != nil {
 				for _, w := range g.calls {
 					w.call.Done(bad)
 				}
@@ -466,7 +467,7 @@ func (d *dispatcher) retry(g *group, again []waitingCall) []waitingCall {
 }
 
 // learnWrites puts the states g wrote into the cache.
-func (d *dispatcher) learnWrites(g *group, buf []byte) []byte {
+func (d *dispatcher) learnWrites(g *group, now int64, buf []byte) []byte {
 	for i := range g.slots {
 		s := &g.slots[i]
 		if !s.write {
@@ -477,7 +478,7 @@ func (d *dispatcher) learnWrites(g *group, buf []byte) []byte {
 		if s.cur.Kind == keyspace.None {
 			sh.DeleteLocked(s.key)
 		} else {
-			buf = putCached(sh, s.key, &cached{tag: s.next, v: s.cur}, buf)
+			buf = putCached(sh, s.key, &cached{tag: s.next, v: s.cur}, now, buf)
 		}
 		sh.Unlock()
 	}
@@ -498,7 +499,7 @@ func (d *dispatcher) forgetWrites(g *group) {
 
 // learnCurrent puts the values a failed CAS handed back into the cache; an error when one is
 // not throttled's.
-func (d *dispatcher) learnCurrent(g *group, vals []any, b *batch) error {
+func (d *dispatcher) learnCurrent(g *group, vals []any, now int64, b *batch) error {
 	if len(vals) != len(g.slots) {
 		return ErrForeignValue
 	}
@@ -516,7 +517,7 @@ func (d *dispatcher) learnCurrent(g *group, vals []any, b *batch) error {
 				sh.Unlock()
 				return err
 			}
-			b.cbuf = putCached(sh, s.key, &e, b.cbuf)
+			b.cbuf = putCached(sh, s.key, &e, now, b.cbuf)
 		default:
 			sh.Unlock()
 			return ErrForeignValue
