@@ -172,6 +172,7 @@ func sameReplies(t *testing.T, configure func(*Config)) {
 	for _, proto := range []string{"2", "3"} {
 		l, r := dialReplies(t, local.addr), dialReplies(t, remote.addr)
 		require.Equal(t, l.do(t, []string{"HELLO", proto})[0] != "", r.do(t, []string{"HELLO", proto})[0] != "")
+		var hist []string
 		for step := 0; step < 600; step++ {
 			if rng.IntN(3) == 0 {
 				clk.Advance(time.Duration(rng.IntN(700)) * time.Millisecond)
@@ -186,6 +187,12 @@ func sameReplies(t *testing.T, configure func(*Config)) {
 			}
 			want, got := l.do(t, reqs...), r.do(t, reqs...)
 			for i := range reqs {
+				hist = append(hist, fmt.Sprintf("%d %v %q => %q", step, clk.Now().UnixNano(), reqs[i], want[i]))
+				if want[i] != got[i] {
+					for _, h := range hist[max(0, len(hist)-40):] {
+						t.Log(h)
+					}
+				}
 				require.Equal(t, want[i], got[i], "RESP%s step %d: %q", proto, step, reqs[i])
 			}
 		}

@@ -35,7 +35,7 @@ type waitingCall struct {
 
 // slot is one key of a group: what the cache held, and the state the group's calls leave.
 type slot struct {
-	key   []byte
+	key   []byte // a copy: a call settled at once may be reused by its client while the batch is built
 	hash  uint64
 	seen  bool         // the key was in the cache: tag is what the CAS expects
 	tag   [tagLen]byte // the tag seen
@@ -82,7 +82,7 @@ func (b *batch) reset() {
 	for i := range b.groups[:b.n] {
 		g := &b.groups[i]
 		for j := range g.slots {
-			g.slots[j] = slot{buf: g.slots[j].buf[:0], enc: g.slots[j].enc[:0]}
+			g.slots[j] = slot{key: g.slots[j].key[:0], buf: g.slots[j].buf[:0], enc: g.slots[j].enc[:0]}
 		}
 		g.slots = g.slots[:0]
 		clear(g.calls)
@@ -282,7 +282,7 @@ func (d *dispatcher) addSlot(g *group, key []byte, h uint64, now int64) {
 		g.slots = append(g.slots, slot{})
 	}
 	s := &g.slots[len(g.slots)-1]
-	s.key, s.hash = key, h
+	s.key, s.hash = append(s.key[:0], key...), h
 	sh := d.u.cache.Shard(key)
 	sh.Lock()
 	if e, ok := getCached(sh, key, now); ok {
