@@ -108,7 +108,6 @@ func readRaw(r *bufio.Reader, dst *bytes.Buffer) error {
 	return nil
 }
 
-
 // TestUpstreamSameReplies runs one sequence of calls of every rate-limit verb, with the
 // clock moving between them, on a local server and on a server on an upstream Redis: every
 // reply is the same, byte for byte, under RESP2 and RESP3, one at a time and pipelined.
