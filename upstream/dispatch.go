@@ -143,24 +143,21 @@ func (u *Client) dispatch() {
 		}
 		for len(waiting) > 0 && len(idle) > 0 && (u.breaker.Load() != halfOpen || inflight == 0) {
 			b := idle[len(idle)-1]
-			var full bool
-			waiting, spare, full = d.build(b, waiting, spare)
+			before := len(waiting)
+			waiting, spare = d.build(b, waiting, spare)
 			if len(b.cmds) == 0 {
 				b.reset()
-				if !full {
-					break
+			} else {
+				select {
+				case u.work <- b:
+				case <-u.done:
+					d.abandon(waiting)
+					return
 				}
-				continue
+				idle = idle[:len(idle)-1]
+				inflight++
 			}
-			select {
-			case u.work <- b:
-			case <-u.done:
-				d.abandon(waiting)
-				return
-			}
-			idle = idle[:len(idle)-1]
-			inflight++
-			if !full {
+			if len(waiting) == before {
 				break // what is left waits for keys in flight
 			}
 		}
@@ -203,9 +200,9 @@ func (u *Client) unavailable(c Call) {
 }
 
 // build evaluates the waiting calls into b's groups and commands. It returns the calls left
-// for a later batch (their keys are in flight, or follow one that is), in order, in rest's
-// storage; full reports that b filled up before every call was seen.
-func (d *dispatcher) build(b *batch, waiting, rest []waitingCall) (left, spare []waitingCall, full bool) {
+// for a later batch (their keys are in flight or in a command of b, or b is full), in order,
+// in rest's storage, and waiting's storage emptied.
+func (d *dispatcher) build(b *batch, waiting, rest []waitingCall) (left, spare []waitingCall) {
 	u := d.u
 	now := u.clock.now()
 	rest = rest[:0]
@@ -213,7 +210,6 @@ func (d *dispatcher) build(b *batch, waiting, rest []waitingCall) (left, spare [
 	for i, w := range waiting {
 		if used == maxBatch {
 			rest = append(rest, waiting[i:]...)
-			full = true
 			break
 		}
 		keys := w.call.Keys()
@@ -253,12 +249,17 @@ func (d *dispatcher) build(b *batch, waiting, rest []waitingCall) (left, spare [
 		}
 		_, g := b.newGroup()
 		for _, k := range keys {
-			h := maphash.Bytes(d.seed, k)
-			d.addSlot(g, k, h, now)
-			b.index[h] = -1
+			d.addSlot(g, k, maphash.Bytes(d.seed, k), now)
 		}
-		d.eval(g, w, now)
 		used++
+		if d.eval(g, w, now) {
+			b.n-- // settled at once: the keys stay free for the calls after it
+			g.slots = g.slots[:0]
+			continue
+		}
+		for i := range g.slots {
+			b.index[g.slots[i].hash] = -1
+		}
 	}
 	for i := range b.groups[:b.n] {
 		g := &b.groups[i]
@@ -271,7 +272,7 @@ func (d *dispatcher) build(b *batch, waiting, rest []waitingCall) (left, spare [
 		}
 	}
 	clear(waiting)
-	return rest, waiting[:0], full
+	return rest, waiting[:0]
 }
 
 // addSlot adds key to g with the state the cache holds for it.
@@ -282,7 +283,7 @@ func (d *dispatcher) addSlot(g *group, key []byte, h uint64, now int64) {
 		g.slots = append(g.slots, slot{})
 	}
 	s := &g.slots[len(g.slots)-1]
-	s.key, s.hash = append(s.key[:0], key...), h
+	*s = slot{key: append(s.key[:0], key...), hash: h, buf: s.buf[:0], enc: s.enc[:0]}
 	sh := d.u.cache.Shard(key)
 	sh.Lock()
 	if e, ok := getCached(sh, key, now); ok {
@@ -302,8 +303,8 @@ func (s *slot) setCur(v keyspace.Value) {
 	}
 }
 
-// eval evaluates w on g's current states and adds it to g, or settles it at once.
-func (d *dispatcher) eval(g *group, w waitingCall, now int64) {
+// eval evaluates w on g's current states and adds it to g, or settles it at once (true).
+func (d *dispatcher) eval(g *group, w waitingCall, now int64) bool {
 	st := w.call.States()
 	for i := range g.slots {
 		st[i] = State{Cur: g.slots[i].cur}
@@ -323,11 +324,12 @@ func (d *dispatcher) eval(g *group, w waitingCall, now int64) {
 		if !g.spec && g.seen() {
 			d.u.stats.local.Add(1)
 			w.call.Done(nil)
-			return
+			return true
 		}
 		g.verify = true
 	}
 	g.calls = append(g.calls, w)
+	return false
 }
 
 // command builds g's EVALSHA of the CAS script.
