@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"encoding/binary"
-	"fmt"
 	"time"
 
 	"throttled/keyspace"
@@ -81,7 +80,7 @@ func decode(b []byte) (cached, error) {
 	}
 	v, err := persistence.DecodeValue(b[tagLen:])
 	if err != nil || v.Expire == 0 {
-		return cached{}, fmt.Errorf("%w: %v", ErrForeignValue, err)
+		return cached{}, ErrForeignValue
 	}
 	var e cached
 	copy(e.tag[:], b)
