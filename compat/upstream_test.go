@@ -204,6 +204,50 @@ func TestUpstreamKill9(t *testing.T) {
 	require.Equal(t, 10, admitted)
 }
 
+// TestUpstreamSlowOrFull: an upstream that hangs (SIGSTOP) or is out of memory degrades the
+// answers and returns no error; each call waits at most about a time-out.
+func TestUpstreamSlowOrFull(t *testing.T) {
+	redis := redistest.Start(t)
+	p := start(t, "--appendonly", "no", "--upstream", redis.URL(), "--upstream-timeout", "50ms")
+	rdb := p.client()
+	defer rdb.Close()
+	ctx := context.Background()
+	calls := func(prefix string) (slowest time.Duration) {
+		for i := range 30 {
+			began := time.Now()
+			_, err := rdb.Do(ctx, "THROTTLE", fmt.Sprintf("%s%d", prefix, i), 9, 1, "1s").Slice()
+			require.NoError(t, err)
+			slowest = max(slowest, time.Since(began))
+		}
+		return slowest
+	}
+	calls("warm")
+
+	redis.Pause()
+	slowest := calls("paused")
+	redis.Resume()
+	t.Logf("slowest call while the upstream hung: %v", slowest)
+	require.Less(t, slowest, 300*time.Millisecond)
+	require.NotEqual(t, "0", info(t, p, "upstream_degraded_decisions"))
+
+	require.NoError(t, redis.Client().ConfigSet(ctx, "maxmemory", "1").Err())
+	waitClosed := func() {
+		deadline := time.Now().Add(10 * time.Second)
+		for info(t, p, "upstream_breaker") != "closed" {
+			require.True(t, time.Now().Before(deadline), "the breaker did not close")
+			calls("probe") // half-open lets the next call through: its success closes the breaker
+		}
+	}
+	degraded := info(t, p, "upstream_degraded_decisions")
+	calls("full") // OOM on every CAS
+	require.NotEqual(t, degraded, info(t, p, "upstream_degraded_decisions"))
+	require.NoError(t, redis.Client().ConfigSet(ctx, "maxmemory", "0").Err())
+	waitClosed()
+	before := info(t, p, "upstream_round_trips")
+	calls("after")
+	require.NotEqual(t, before, info(t, p, "upstream_round_trips"))
+}
+
 // TestUpstreamCluster: two instances on a 3-master Redis Cluster. Keys land on every master;
 // ALLOF needs its keys in one slot; a slot moves from one master to another under load
 // without an error and without losing an admission.

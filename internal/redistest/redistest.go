@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -91,6 +92,19 @@ func (s *Server) Kill9() {
 	s.mu.Unlock()
 	cmd.Process.Kill()
 	<-exited
+}
+
+// Pause stops the process (SIGSTOP): it keeps its connections and answers nothing until
+// Resume, as a server hung in a long command or swapping would.
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
+
+// Resume lets a paused server go on (SIGCONT).
+func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cmd.Process.Signal(sig)
 }
 
 // Restart starts the server again on its port, after Kill9.
