@@ -27,7 +27,7 @@ test: deps vet
 	$(GO) test -race -count=1 -timeout 20m ./...
 
 # bench measures throttled beside redis-server (Lua scripts and INCR) in one run, with the Go
-# benchmarks of each verb, and writes benchmarks/RESULTS.md (about 9 minutes).
+# benchmarks of each verb, and writes benchmarks/RESULTS.md (about 10 minutes).
 bench: build deps
 	$(GO) run ./benchmarks/cmd/loadgen
 

@@ -77,6 +77,7 @@ func (s *Server) infoSections() []infoSection {
 		{"replication", s.infoReplication},
 		{"stats", s.infoStats},
 		{"throttle", s.infoThrottle},
+		{"upstream", s.infoUpstream},
 		{"keyspace", s.infoKeyspace},
 	}
 }

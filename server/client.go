@@ -51,11 +51,12 @@ type client struct {
 	replPort int                   // REPLCONF listening-port
 
 	lastCmd    atomic.Pointer[command]
-	lastActive atomic.Int64 // Unix ns
-	closing    bool         // close after the pending replies are written
-	mustSync   bool         // a write command ran: the replies wait until it is synced
-	handoff    bool         // a command needs c detached: its event loop hands it over
-	out        *outbox      // a detached client's output, which others may queue on too; nil before
+	lastActive atomic.Int64   // Unix ns
+	closing    bool           // close after the pending replies are written
+	mustSync   bool           // a write command ran: the replies wait until it is synced
+	handoff    bool           // a command needs c detached: its event loop hands it over
+	out        *outbox        // a detached client's output, which others may queue on too; nil before
+	up         clientUpstream // calls waiting for the upstream (upstream.go)
 	loopConn
 
 	mu      sync.Mutex         // guards name, libName, libVer, resp, and sub for other goroutines
@@ -169,6 +170,12 @@ func (c *client) serve(first [][]byte) {
 // always, replies to write commands wait for the sync that makes their changes durable:
 // once for a whole pipeline, and one sync serves every client waiting.
 func (c *client) flush() bool {
+	if len(c.up.calls) > 0 {
+		if !c.waitUpstream() {
+			return false
+		}
+		c.spliceUpstream()
+	}
 	if len(c.w.b) == 0 {
 		return true
 	}

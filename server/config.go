@@ -70,6 +70,18 @@ type Config struct {
 	MinReplicasToWrite int
 	MinReplicasMaxLag  int
 
+	// Upstream mode (upstream.go): the state of every limit lives in a Redis or Redis Cluster
+	// shared by every instance pointing at it. Upstream is its URL ("upstream"):
+	// redis://[user:password@]host:port[/db], or rediss:// for TLS.
+	Upstream string
+	// UpstreamCluster lists host:port nodes of a Redis Cluster instead ("upstream-cluster").
+	UpstreamCluster []string
+	// UpstreamTimeout bounds one round trip to the upstream ("upstream-timeout"); default 50ms.
+	UpstreamTimeout time.Duration
+	// UpstreamFallbackShare is the fraction of each limit one instance grants alone while the
+	// upstream is away ("upstream-fallback-share"), in (0, 1]; default 1.
+	UpstreamFallbackShare float64
+
 	// Logger receives the server's structured logs; nil builds one on stderr at LogLevel.
 	Logger *slog.Logger
 	// Now is the clock; nil uses the wall clock at start plus monotonic time since,
@@ -90,6 +102,9 @@ func DefaultConfig() Config {
 		ProtoMaxBulkLen: defaultMaxArg,
 		Shards:          256,
 		IOThreads:       max(1, runtime.GOMAXPROCS(0)/2),
+
+		UpstreamTimeout:       50 * time.Millisecond,
+		UpstreamFallbackShare: 1,
 
 		ReplBacklogSize:   1 << 20,
 		ReplicaPriority:   100,
@@ -122,6 +137,18 @@ func (c Config) Validate() error {
 	}
 	if c.IOThreads < 0 || c.IOThreads > 128 {
 		return fmt.Errorf("io-threads: %d is not between 0 and 128", c.IOThreads)
+	}
+	if c.Upstream != "" && len(c.UpstreamCluster) > 0 {
+		return fmt.Errorf("upstream and upstream-cluster: give one of them")
+	}
+	if c.ReplicaOf != "" && (c.Upstream != "" || len(c.UpstreamCluster) > 0) {
+		return fmt.Errorf("replicaof: not with upstream mode, where the upstream holds the limits' state")
+	}
+	if c.UpstreamTimeout <= 0 {
+		return fmt.Errorf("upstream-timeout: %v must be positive", c.UpstreamTimeout)
+	}
+	if !(c.UpstreamFallbackShare > 0 && c.UpstreamFallbackShare <= 1) {
+		return fmt.Errorf("upstream-fallback-share: %v is not in (0, 1]", c.UpstreamFallbackShare)
 	}
 	if c.Shards < 1 || c.Shards > 1<<16 || c.Shards&(c.Shards-1) != 0 {
 		return fmt.Errorf("shards: %d is not a power of two between 1 and 65536", c.Shards)

@@ -269,6 +269,9 @@ func cmdLimit(c *client, args [][]byte) error {
 	if c.readOnly && l.writes() {
 		return errReadOnly
 	}
+	if c.up.local {
+		l.share(c.s.up.share)
+	}
 	now := c.s.nowNano()
 	sh := c.s.ks.Shard(l.key)
 	sh.Lock()
@@ -332,23 +335,19 @@ var errAllOfSyntax = errors.New("ALLOF takes one or more limits: verb key params
 // locks of all their shards (taken in shard order); the costs are taken from
 // all only if all allow. Replies the combined decision, then each limit's.
 func cmdAllOf(c *client, args [][]byte) error {
-	limits := c.limits[:0]
-	for rest := args[1:]; len(rest) > 0; {
-		verb, n, ok := nativeVerb(rest[0])
-		if !ok {
-			return fmt.Errorf("%w; got '%s'", errAllOfSyntax, truncate(rest[0], 64))
-		}
-		limits = append(limits, limit{})
-		used, err := limits[len(limits)-1].parse(verb, n, rest[1:], true)
-		if err != nil {
-			return err
-		}
-		rest = rest[1+used:]
-	}
+	limits, err := parseAllOf(args[1:], c.limits[:0])
 	c.limits = limits
+	if err != nil {
+		return err
+	}
 	for i := range limits {
 		if c.readOnly && limits[i].writes() {
 			return errReadOnly
+		}
+	}
+	if c.up.local {
+		for i := range limits {
+			limits[i].share(c.s.up.share)
 		}
 	}
 	keys := c.keys[:0]
@@ -360,33 +359,12 @@ func cmdAllOf(c *client, args [][]byte) error {
 	c.shards = c.s.ks.LockKeys(keys, c.shards[:0])
 	defer keyspace.UnlockShards(c.shards)
 
-	results := c.pending[:0]
-	for len(c.scratches) < len(limits) {
-		c.scratches = append(c.scratches, nil)
-	}
-	allowed := true
-	for i := range limits {
-		l := &limits[i]
-		sh := c.s.ks.Shard(l.key)
-		v, ok := sh.GetLocked(l.key, now)
-		// A key named twice sees what the earlier limit would leave.
-		for j := i - 1; j >= 0; j-- {
-			if string(limits[j].key) == string(l.key) && results[j].store && !limits[j].opts.peek {
-				v, ok = results[j].next, results[j].next.Kind != keyspace.None
-				break
-			}
-		}
-		results = append(results, pending{})
-		r := &results[i]
-		store, err := l.take(now, &v, ok, c.scratches[i][:0], &r.d, &r.next)
-		if err != nil {
-			return fmt.Errorf("ALLOF limit %d (%s): %w", i+1, truncate(l.key, 64), err)
-		}
-		if store {
-			c.scratches[i] = r.next.Bytes[:0]
-		}
-		r.store = store
-		allowed = allowed && !r.d.limited
+	results, allowed, err := evalAllOf(now, limits, c.pending[:0], &c.scratches, func(i int) (keyspace.Value, bool) {
+		return c.s.ks.Shard(limits[i].key).GetLocked(limits[i].key, now)
+	})
+	c.pending = results
+	if err != nil {
+		return err
 	}
 	if allowed && !c.readOnly {
 		for i := range limits {
@@ -395,6 +373,64 @@ func cmdAllOf(c *client, args [][]byte) error {
 			}
 		}
 	}
+	c.s.decided(c, !allowed)
+	c.w.allOf(results, allowed)
+	return nil
+}
+
+// parseAllOf parses ALLOF's limits, appending them to limits.
+func parseAllOf(args [][]byte, limits []limit) ([]limit, error) {
+	for rest := args; len(rest) > 0; {
+		verb, n, ok := nativeVerb(rest[0])
+		if !ok {
+			return limits, fmt.Errorf("%w; got '%s'", errAllOfSyntax, truncate(rest[0], 64))
+		}
+		limits = append(limits, limit{})
+		used, err := limits[len(limits)-1].parse(verb, n, rest[1:], true)
+		if err != nil {
+			return limits, err
+		}
+		rest = rest[1+used:]
+	}
+	return limits, nil
+}
+
+// evalAllOf evaluates ALLOF's limits at now, each on the state of its key that state
+// returns, into results (returned grown), and reports whether all allow. A key named twice
+// sees what the earlier limit would leave. Bytes of the results' states are built in
+// (*scratches)[i].
+func evalAllOf(now int64, limits []limit, results []pending, scratches *[][]byte, state func(i int) (keyspace.Value, bool)) ([]pending, bool, error) {
+	for len(*scratches) < len(limits) {
+		*scratches = append(*scratches, nil)
+	}
+	allowed := true
+	for i := range limits {
+		l := &limits[i]
+		v, ok := state(i)
+		for j := i - 1; j >= 0; j-- {
+			if string(limits[j].key) == string(l.key) && results[j].store && !limits[j].opts.peek {
+				v, ok = results[j].next, results[j].next.Kind != keyspace.None
+				break
+			}
+		}
+		results = append(results, pending{})
+		r := &results[i]
+		store, err := l.take(now, &v, ok, (*scratches)[i][:0], &r.d, &r.next)
+		if err != nil {
+			return results, false, fmt.Errorf("ALLOF limit %d (%s): %w", i+1, truncate(l.key, 64), err)
+		}
+		if store {
+			(*scratches)[i] = r.next.Bytes[:0]
+		}
+		r.store = store
+		allowed = allowed && !r.d.limited
+	}
+	return results, allowed, nil
+}
+
+// allOf writes ALLOF's reply: the combined decision (limited if any is, the least limit and
+// remaining, the greatest retry and reset), then each limit's.
+func (w *writer) allOf(results []pending, allowed bool) {
 	all := decision{limited: !allowed, limit: -1, remaining: -1, retry: -1}
 	for i, r := range results {
 		d := r.d
@@ -414,12 +450,9 @@ func cmdAllOf(c *client, args [][]byte) error {
 			all.retry = -1 // one limit can never pass: neither can all
 		}
 	}
-	c.pending = results
-	c.s.decided(c, all.limited)
-	c.w.array(1 + len(results))
-	c.writeDecision(all)
+	w.array(1 + len(results))
+	w.decision(all)
 	for _, r := range results {
-		c.writeDecision(r.d)
+		w.decision(r.d)
 	}
-	return nil
 }

@@ -32,8 +32,9 @@ type loop struct {
 	now     int64     // when epoll_wait last returned, Unix ns
 	done    chan struct{}
 
-	mu       sync.Mutex // guards incoming and stopping
+	mu       sync.Mutex // guards incoming, ready and stopping
 	incoming []*client
+	ready    []*client // clients whose calls to the upstream are decided (upstream.go)
 	stopping bool
 }
 
@@ -193,9 +194,14 @@ func (l *loop) admit() bool {
 	var buf [8]byte
 	unix.Read(l.wakefd, buf[:])
 	l.mu.Lock()
-	incoming, stopping := l.incoming, l.stopping
-	l.incoming = nil
+	incoming, stopping, ready := l.incoming, l.stopping, l.ready
+	l.incoming, l.ready = nil, nil
 	l.mu.Unlock()
+	defer func() {
+		for _, c := range ready {
+			l.resumed(c)
+		}
+	}()
 	for _, c := range incoming {
 		for c.fd >= len(l.clients) {
 			l.clients = append(l.clients, nil)
@@ -254,7 +260,7 @@ func (l *loop) serve(c *client, events uint32) {
 		if c.closing {
 			break
 		}
-		if len(c.w.b) > keepWriteBuf && !c.mustSync {
+		if len(c.w.b) > keepWriteBuf && !c.mustSync && len(c.up.calls) == 0 {
 			if !l.write(c) {
 				l.close(c)
 				return
@@ -263,6 +269,12 @@ func (l *loop) serve(c *client, events uint32) {
 				return
 			}
 		}
+	}
+	if len(c.up.calls) > 0 {
+		if c.up.pending.Load() != 0 {
+			return // parked: resumed writes the replies once the upstream has decided
+		}
+		c.spliceUpstream()
 	}
 	if c.mustSync {
 		l.syncing = append(l.syncing, c)

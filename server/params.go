@@ -129,6 +129,13 @@ func (s *Server) paramTable() []*param {
 			return func() {}, nil
 		}},
 
+		// Upstream mode, fixed at start.
+		{name: "upstream", get: constant(s.cfg.Upstream), file: quoted},
+		{name: "upstream-cluster", get: constant(strings.Join(s.cfg.UpstreamCluster, ",")), file: plainValue},
+		{name: "upstream-timeout", get: constant(s.cfg.UpstreamTimeout.String()), def: def.UpstreamTimeout.String(), file: plainValue},
+		{name: "upstream-fallback-share", get: constant(strconv.FormatFloat(s.cfg.UpstreamFallbackShare, 'g', -1, 64)),
+			def: strconv.FormatFloat(def.UpstreamFallbackShare, 'g', -1, 64), file: plainValue},
+
 		// Shown for clients and tools that read them; not options of throttled's config file.
 		{name: "databases", get: constant("1")},
 		{name: "save", get: constant("")},

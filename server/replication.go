@@ -119,6 +119,9 @@ func (s *Server) dropMasterLink() int {
 
 // REPLICAOF host port | NO ONE
 func cmdReplicaOf(c *client, args [][]byte) error {
+	if c.s.up != nil {
+		return errors.New("REPLICAOF is not available in upstream mode: the upstream holds the limits' state")
+	}
 	if strings.EqualFold(string(args[1]), "no") && strings.EqualFold(string(args[2]), "one") {
 		if c.s.isReplica.Load() {
 			c.s.setReplicaOf("", 0)

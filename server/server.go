@@ -54,6 +54,8 @@ type Server struct {
 
 	txLocks txLocks // EXEC's stripes by key
 
+	up *upstreamMode // nil unless the limits live in an upstream Redis (upstream.go)
+
 	loops    []*loop // event loops serving the clients, round robin; none on other systems
 	nextLoop atomic.Uint64
 
@@ -114,7 +116,11 @@ func New(cfg Config) (*Server, error) {
 	s.commands = s.commandTable()
 	s.runID = newRunID()
 	s.newReplication()
+	if err := s.openUpstream(); err != nil {
+		return nil, err
+	}
 	if err := s.openStore(); err != nil {
+		s.closeUpstream()
 		return nil, err
 	}
 	s.params = s.paramTable() // after openStore: appendonly shows whether the store is open
@@ -230,6 +236,7 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	s.repl.Close()
 	s.stopLoops()
+	s.closeUpstream()
 	<-s.sweepDone
 	s.closeErr = s.closeStore()
 	close(s.stopped)

@@ -54,6 +54,9 @@ func cmdCellThrottle(c *client, args [][]byte) error {
 	if c.readOnly && p.Quantity != 0 {
 		return errReadOnly
 	}
+	if c.up.local {
+		shareCell(&p, c.s.up.share)
+	}
 	return c.gcraVerb(args[1], func(now, tat int64, ok bool) (gcra.Result, error) {
 		return gcra.Cell(now, tat, ok, p)
 	})
@@ -67,6 +70,9 @@ func cmdGCRA(c *client, args [][]byte) error {
 	}
 	if c.readOnly {
 		return errReadOnly // GCRA has no probe: TOKENS is at least 1
+	}
+	if c.up.local {
+		shareGCRA(&p, c.s.up.share)
 	}
 	return c.gcraVerb(args[1], func(now, tat int64, ok bool) (gcra.Result, error) {
 		return gcra.Redis(now, tat, ok, p)
@@ -93,22 +99,30 @@ func (c *client) gcraVerb(key []byte, eval func(now, tat int64, ok bool) (gcra.R
 		sh.SetLocked(key, gcraValue(now, r))
 	}
 	c.s.decided(c, r.Limited)
+	c.w.gcra(r)
+	return nil
+}
+
+// gcra writes a compatibility verb's five integers.
+func (w *writer) gcra(r gcra.Result) {
 	limited := int64(0)
 	if r.Limited {
 		limited = 1
 	}
-	c.w.array(5)
-	c.w.int(limited)
-	c.w.int(r.Limit)
-	c.w.int(r.Remaining)
-	c.w.int(r.RetryAfter)
-	c.w.int(r.ResetAfter)
-	return nil
+	w.array(5)
+	w.int(limited)
+	w.int(r.Limit)
+	w.int(r.Remaining)
+	w.int(r.RetryAfter)
+	w.int(r.ResetAfter)
 }
 
-// writeDecision writes a native verb's decision: an array under RESP2, a
-// map under RESP3; LEAKYBUCKET's has a sixth field, delay_ms.
-func (c *client) writeDecision(d decision) {
+// writeDecision writes a native verb's decision.
+func (c *client) writeDecision(d decision) { c.w.decision(d) }
+
+// decision writes a native verb's decision: an array under RESP2, a map
+// under RESP3; LEAKYBUCKET's has a sixth field, delay_ms.
+func (w *writer) decision(d decision) {
 	limited := int64(0)
 	if d.limited {
 		limited = 1
@@ -117,16 +131,16 @@ func (c *client) writeDecision(d decision) {
 	if d.hasDelay {
 		n = 6
 	}
-	if c.w.proto == 3 {
-		c.w.mapHeader(n)
+	if w.proto == 3 {
+		w.mapHeader(n)
 	} else {
-		c.w.array(n)
+		w.array(n)
 	}
 	field := func(name string, v int64) {
-		if c.w.proto == 3 {
-			c.w.bulkString(name)
+		if w.proto == 3 {
+			w.bulkString(name)
 		}
-		c.w.int(v)
+		w.int(v)
 	}
 	field("limited", limited)
 	field("limit", d.limit)
@@ -139,8 +153,10 @@ func (c *client) writeDecision(d decision) {
 }
 
 // decided counts a rate-limit decision for INFO, in all and per verb.
-func (s *Server) decided(c *client, limited bool) {
-	cmd := c.lastCmd.Load()
+func (s *Server) decided(c *client, limited bool) { s.count(c.lastCmd.Load(), limited) }
+
+// count counts a decision of cmd.
+func (s *Server) count(cmd *command, limited bool) {
 	if limited {
 		s.stats.denied.Add(1)
 		cmd.denied.Add(1)

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	"throttled/server"
 )
@@ -171,6 +173,47 @@ func setOption(cfg *server.Config, name string, values []string) error {
 		if on, err := yes(); err != nil || !on {
 			return fmt.Errorf("%s: throttled replicas are always read-only: only yes is accepted", name)
 		}
+		return nil
+	case "upstream":
+		return str(&cfg.Upstream)
+	case "upstream-cluster":
+		cfg.UpstreamCluster = nil
+		for _, v := range values {
+			for _, node := range strings.Split(v, ",") {
+				if node != "" {
+					cfg.UpstreamCluster = append(cfg.UpstreamCluster, node)
+				}
+			}
+		}
+		if len(cfg.UpstreamCluster) == 0 {
+			return fmt.Errorf("upstream-cluster: takes host:port[,host:port...]")
+		}
+		return nil
+	case "upstream-timeout":
+		v, err := one()
+		if err != nil {
+			return err
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			ms, merr := strconv.Atoi(v)
+			if merr != nil {
+				return fmt.Errorf("upstream-timeout: %q is not a duration (50ms, 1s) or a number of milliseconds", v)
+			}
+			d = time.Duration(ms) * time.Millisecond
+		}
+		cfg.UpstreamTimeout = d
+		return nil
+	case "upstream-fallback-share":
+		v, err := one()
+		if err != nil {
+			return err
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("upstream-fallback-share: %q is not a number", v)
+		}
+		cfg.UpstreamFallbackShare = f
 		return nil
 	}
 	return fmt.Errorf("%s: unknown option", name)

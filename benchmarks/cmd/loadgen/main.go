@@ -9,6 +9,7 @@
 //	make bench
 //	go run ./benchmarks/cmd/loadgen [-duration 2s] [-out benchmarks/RESULTS.md]
 //	go run ./benchmarks/cmd/loadgen -only churn [-churn 16s]
+//	go run ./benchmarks/cmd/loadgen -only upstream [-duration 2s]
 package main
 
 import (
@@ -17,6 +18,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -48,7 +50,7 @@ func main() {
 	flag.DurationVar(&cfg.duration, "duration", 2*time.Second, "time of each measurement")
 	flag.IntVar(&cfg.durableKeys, "durablekeys", 1000000, "new keys for the memory measurement with and without persistence")
 	flag.DurationVar(&cfg.churn, "churn", 16*time.Second, "time of each churn measurement")
-	flag.StringVar(&cfg.only, "only", "", "run only this part: churn, durable or replication (the report goes to -out only if that is given)")
+	flag.StringVar(&cfg.only, "only", "", "run only this part: churn, durable, replication or upstream (the report goes to -out only if that is given)")
 	flag.Parse()
 	outSet := false
 	flag.Visit(func(f *flag.Flag) { outSet = outSet || f.Name == "out" })
@@ -132,8 +134,16 @@ func (r *runner) run() (string, error) {
 	case "replication":
 		run, err := r.replication()
 		return replicationSection(r.cfg, run), err
+	case "upstream":
+		rows, err := r.upstreamRun()
+		var b strings.Builder
+		b.WriteString("| target | measured | met |\n|---|---|---|\n")
+		for _, t := range upstreamTargets(rows) {
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", t.name, t.measured, yesNo(t.met))
+		}
+		return b.String() + upstreamSection(rows), err
 	default:
-		return "", fmt.Errorf("-only %q: the parts that run alone are churn, durable and replication", r.cfg.only)
+		return "", fmt.Errorf("-only %q: the parts that run alone are churn, durable, replication and upstream", r.cfg.only)
 	}
 	tNo, err := r.track(startThrottled("throttled (appendonly no)", r.cfg.bin, tmp+"/no", "--appendonly", "no"))
 	if err != nil {
@@ -185,10 +195,14 @@ func (r *runner) run() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	up, err := r.upstreamRun()
+	if err != nil {
+		return "", err
+	}
 	log.Print("Go benchmarks of the server's verbs")
 	micro, err := micro()
 	if err != nil {
 		return "", err
 	}
-	return render(r.cfg, machine(tNo, redis), checks, rows, alwaysRows, ps, mem, durable, churn, repl, micro), nil
+	return render(r.cfg, machine(tNo, redis), checks, rows, alwaysRows, ps, mem, durable, churn, repl, up, micro), nil
 }

@@ -1,0 +1,11 @@
+//go:build !linux
+
+package server
+
+// resumeUpstream wakes the goroutine waiting in flush for c's parked calls.
+func (c *client) resumeUpstream() {
+	select {
+	case c.up.wake <- struct{}{}:
+	default:
+	}
+}
