@@ -147,9 +147,9 @@ func (n *Node) stopFeed() {
 }
 
 // feed drains the keyspace every drainPeriod, or less often while a drain takes more than
-// a twentieth of that (a drain locks every shard with changes, and a busy server's changes
-// are better taken in fewer, larger drains), but at least every maxDrainPeriod, which bounds
-// the lag; it pings when nothing changed for a while.
+// a tenth of that (a drain locks every shard with changes, and a busy server's changes are
+// better taken in fewer, larger drains), but at least every maxDrainPeriod, which bounds the
+// lag; it pings when nothing changed for a while.
 func (n *Node) feed(stop, done chan struct{}) {
 	defer close(done)
 	t := time.NewTimer(drainPeriod)
@@ -159,14 +159,17 @@ func (n *Node) feed(stop, done chan struct{}) {
 		select {
 		case <-stop:
 			return
-		case now := <-t.C:
+		case <-t.C:
+			start := time.Now()
 			if n.drain() {
-				last = now
-			} else if now.Sub(last) >= pingPeriod {
+				last = start
+			} else if start.Sub(last) >= pingPeriod {
 				n.publish(appendCommand(nil, cmdPing))
-				last = now
+				last = start
 			}
-			t.Reset(min(max(drainPeriod, 20*time.Since(now)), maxDrainPeriod))
+			// The drain's own time: the timer's, which the runtime may deliver late, is
+			// no measure of the work.
+			t.Reset(min(max(drainPeriod, 10*time.Since(start)), maxDrainPeriod))
 		}
 	}
 }

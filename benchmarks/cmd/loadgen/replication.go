@@ -17,12 +17,18 @@ import (
 // replRun is what the replication part measured: the cost of one replica at P=1 and 16, and
 // the lag of the replica under load.
 type replRun struct {
-	pairs    []pair          // throttled with a replica against alone, at P=1 and 16
-	redis    []pair          // redis-server with a replica against alone, INCR at P=16
-	cpuWith  float64         // ns of the primary's CPU per CL.THROTTLE at P=16, with a replica
-	cpuAlone float64         // the same, alone
+	pairs    []pair   // throttled with a replica against alone, at P=1 and 16
+	redis    []pair   // redis-server with a replica against alone, INCR at P=16
+	cpuWith  float64  // ns of the primary's CPU per CL.THROTTLE at P=16, with a replica
+	cpuAlone float64  // the same, alone
+	lags     []lagRun // at P=1 and 16
+}
+
+// lagRun is the replication lag probed under CL.THROTTLE at one pipeline depth.
+type lagRun struct {
+	pipeline int
 	lags     []time.Duration // sorted
-	load     float64         // req/s on the primary while the lag was probed
+	load     float64         // req/s on the primary meanwhile
 }
 
 // replication measures CL.THROTTLE over random keys on a primary with one replica against
@@ -59,9 +65,12 @@ func (r *runner) replication() (replRun, error) {
 	if run.cpuWith, run.cpuAlone, err = r.primaryCPU(with, alone); err != nil {
 		return run, err
 	}
-	run.lags, run.load, err = r.lag(with, replica)
-	if err != nil {
-		return run, err
+	for _, p := range []int{1, 16} {
+		lr, err := r.lag(with, replica, p)
+		if err != nil {
+			return run, err
+		}
+		run.lags = append(run.lags, lr)
 	}
 
 	// What a replica costs Redis on the same machine, for scale.
@@ -149,8 +158,10 @@ func cpuTicks(s *server) (int64, error) {
 	return u + st, nil
 }
 
-// lag probes the replication lag while CL.THROTTLE runs on the primary at P=16.
-func (r *runner) lag(primary, replica *server) ([]time.Duration, float64, error) {
+// lag probes the replication lag while CL.THROTTLE runs on the primary at P=pipeline, for
+// twice the time of a measurement.
+func (r *runner) lag(primary, replica *server, pipeline int) (lagRun, error) {
+	run := lagRun{pipeline: pipeline}
 	reqs := make([][]byte, r.cfg.keys)
 	for k := range reqs {
 		reqs[k] = loadtest.Encode("CL.THROTTLE", fmt.Sprintf("lag:%09d", k), "100", "10", "60", "1")
@@ -161,44 +172,44 @@ func (r *runner) lag(primary, replica *server) ([]time.Duration, float64, error)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		res, loadErr = loadtest.Run(loadtest.Load{Addr: primary.addr, Conns: r.cfg.conns, Pipeline: 16,
-			Requests: reqs, Warmup: r.cfg.warmup, Duration: r.cfg.duration})
+		res, loadErr = loadtest.Run(loadtest.Load{Addr: primary.addr, Conns: r.cfg.conns, Pipeline: pipeline,
+			Requests: reqs, Warmup: r.cfg.warmup, Duration: 2 * r.cfg.duration})
 	}()
 	time.Sleep(r.cfg.warmup)
 	pc, err := net.Dial("tcp", primary.addr)
 	if err != nil {
-		return nil, 0, err
+		return run, err
 	}
 	defer pc.Close()
 	rc, err := net.Dial("tcp", replica.addr)
 	if err != nil {
-		return nil, 0, err
+		return run, err
 	}
 	defer rc.Close()
 	pr, rr := loadtest.NewReader(pc), loadtest.NewReader(rc)
 	var lags []time.Duration
-	for end := time.Now().Add(r.cfg.duration - 100*time.Millisecond); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+	for end := time.Now().Add(2*r.cfg.duration - 100*time.Millisecond); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
 		val := fmt.Sprint(len(lags))
-		start := time.Now()
 		if _, err := pc.Write(loadtest.Encode("SET", "lag:probe", val)); err != nil {
-			return nil, 0, err
+			return run, err
 		}
 		if _, err := pr.Next(); err != nil {
-			return nil, 0, err
+			return run, err
 		}
+		start := time.Now() // the primary holds the write: from here on it is the replication's time
 		for {
 			if _, err := rc.Write(loadtest.Encode("GET", "lag:probe")); err != nil {
-				return nil, 0, err
+				return run, err
 			}
 			v, err := rr.Value()
 			if err != nil {
-				return nil, 0, err
+				return run, err
 			}
 			if v == val {
 				break
 			}
 			if time.Since(start) > 5*time.Second {
-				return nil, 0, fmt.Errorf("the replica did not get a probe within 5s")
+				return run, fmt.Errorf("the replica did not get a probe within 5s")
 			}
 			time.Sleep(50 * time.Microsecond)
 		}
@@ -206,11 +217,12 @@ func (r *runner) lag(primary, replica *server) ([]time.Duration, float64, error)
 	}
 	wg.Wait()
 	if loadErr != nil {
-		return nil, 0, loadErr
+		return run, loadErr
 	}
 	slices.Sort(lags)
-	log.Printf("replication lag under %.0f req/s: %d probes, p50 %v, p99 %v", res.PerSecond(), len(lags), quantile(lags, 0.5), quantile(lags, 0.99))
-	return lags, res.PerSecond(), nil
+	run.lags, run.load = lags, res.PerSecond()
+	log.Printf("replication lag at P=%d, %.0f req/s: %d probes, p50 %v, p99 %v", pipeline, run.load, len(lags), quantile(lags, 0.5), quantile(lags, 0.99))
+	return run, nil
 }
 
 func quantile(sorted []time.Duration, q float64) time.Duration {
@@ -239,11 +251,15 @@ func replicationSection(cfg config, run replRun) string {
 		p("\nFor scale, a replica costs redis-server on the same machine, INCR over random keys at P=%d: %s req/s\n", pr.pipeline, thousands(median(pr.ra)))
 		p("with a replica, %s alone (%.3f).\n", thousands(median(pr.rb)), pr.median)
 	}
-	p("\nReplication lag while the primary serves %s req/s at P=16: a key written on the primary every 10 ms,\n", thousands(run.load))
-	p("read on the replica until it is there (the time includes the write's and the reads' round trips).\n\n")
-	p("| probes | p50 | p99 | max |\n|--:|--:|--:|--:|\n")
-	if len(run.lags) > 0 {
-		p("| %d | %s | %s | %s |\n", len(run.lags), latency(quantile(run.lags, 0.5)), latency(quantile(run.lags, 0.99)), latency(run.lags[len(run.lags)-1]))
+	p("\nReplication lag while the primary serves CL.THROTTLE over random keys: a key written on the primary\n")
+	p("every 10 ms, then read on the replica until it is there: the time from the primary's reply to the\n")
+	p("replica's (it includes the last read's round trip), for %v.\n\n", 2*cfg.duration)
+	p("| P | primary req/s | probes | p50 | p99 | max |\n|--:|--:|--:|--:|--:|--:|\n")
+	for _, l := range run.lags {
+		if len(l.lags) > 0 {
+			p("| %d | %s | %d | %s | %s | %s |\n", l.pipeline, thousands(l.load), len(l.lags), latency(quantile(l.lags, 0.5)),
+				latency(quantile(l.lags, 0.99)), latency(l.lags[len(l.lags)-1]))
+		}
 	}
 	return b.String()
 }
@@ -260,9 +276,11 @@ func replicationTargets(run replRun) []target {
 		out = append(out, target{"one replica costs the primary's CPU per CL.THROTTLE under 10% at P=16",
 			fmt.Sprintf("%.2fx (%.0f against %.0f ns)", r, run.cpuWith, run.cpuAlone), r < 1.1})
 	}
-	if len(run.lags) > 0 {
-		p99 := quantile(run.lags, 0.99)
-		out = append(out, target{"replication lag p99 under 10 ms at P=16", latency(p99), p99 < 10*time.Millisecond})
+	for _, l := range run.lags {
+		if len(l.lags) > 0 {
+			p99 := quantile(l.lags, 0.99)
+			out = append(out, target{fmt.Sprintf("replication lag p99 under 10 ms at P=%d", l.pipeline), latency(p99), p99 < 10*time.Millisecond})
+		}
 	}
 	return out
 }
