@@ -253,3 +253,29 @@ func TestDemotedPrimaryDropsWhatTheNewOneLacks(t *testing.T) {
 	require.Zero(t, o.Exists(ctx, "split-brain").Val())
 	require.Equal(t, "1", infoField(r.Info(ctx, "stats").Val(), "sync_full"))
 }
+
+// TestReplicaAuthAndAnnounce: a replica authenticates to a primary with requirepass
+// (masteruser, masterauth) and is shown as it announces itself; min-replicas-to-write
+// refuses writes while no replica is current.
+func TestReplicaAuthAndAnnounce(t *testing.T) {
+	ctx := context.Background()
+	primary := startServer(t, func(c *Config) { c.RequirePass = "s3cret" })
+	p := redis.NewClient(&redis.Options{Addr: primary.addr, Password: "s3cret"})
+	defer p.Close()
+	require.NoError(t, p.ConfigSet(ctx, "min-replicas-to-write", "1").Err())
+	require.EqualError(t, p.Set(ctx, "k", "v", 0).Err(), "NOREPLICAS Not enough good replicas to write.")
+
+	wrong := startReplica(t, primary, func(c *Config) { c.MasterAuth = "nope" })
+	time.Sleep(200 * time.Millisecond)
+	require.Contains(t, wrong.client(t, 2).Info(ctx, "replication").Val(), "master_link_status:down")
+
+	replica := startReplica(t, primary, func(c *Config) {
+		c.MasterUser, c.MasterAuth = "default", "s3cret"
+		c.ReplicaAnnounceIP, c.ReplicaAnnouncePort = "10.1.2.3", 16379
+	})
+	require.True(t, assertEventually(func() bool {
+		return strings.Contains(p.Info(ctx, "replication").Val(), "slave0:ip=10.1.2.3,port=16379,state=online,")
+	}, 10*time.Second), p.Info(ctx, "replication").Val())
+	require.NoError(t, p.Set(ctx, "k", "v", 0).Err())
+	sameState(t, primary, replica)
+}
