@@ -24,6 +24,7 @@ const (
 	SlidingCounter             // SLIDE ... APPROX: the weighted two-window counter
 	FixedWindow                // WINDOW
 	Concurrency                // CONCURRENCY.ACQUIRE: the holders and their leases, in Bytes
+	Policies                   // the server's policies (package policy's record, in Bytes; Num its version), at one reserved key
 )
 
 // maxKind is the largest Kind an entry header can hold.
@@ -50,6 +51,8 @@ func (k Kind) String() string {
 		return "fixedwindow"
 	case Concurrency:
 		return "concurrency"
+	case Policies:
+		return "policies"
 	}
 	return "kind(" + strconv.Itoa(int(k)) + ")"
 }

@@ -210,7 +210,7 @@ func (s *Server) infoThrottle() [][2]string {
 				"allowed=" + itoa(cmd.allowed.Load()) + ",denied=" + itoa(cmd.denied.Load())})
 		}
 	}
-	return out
+	return append(out, s.infoPolicies()...)
 }
 
 func (s *Server) infoKeyspace() [][2]string {
@@ -261,7 +261,11 @@ func cmdTime(c *client, args [][]byte) error {
 
 // DBSIZE
 func cmdDBSize(c *client, args [][]byte) error {
-	c.w.int(int64(c.s.ks.Len()))
+	n := c.s.ks.Len()
+	if c.s.hasPolicyRecord() {
+		n-- // policies are no keys
+	}
+	c.w.int(int64(n))
 	return nil
 }
 
@@ -275,7 +279,7 @@ func cmdFlush(c *client, args [][]byte) error {
 			return errSyntax
 		}
 	}
-	if err := c.s.flushAll(); err != nil {
+	if err := c.s.keepPolicies(c.s.flushAll); err != nil {
 		// The keyspace is empty; the store follows once the disk works.
 		c.s.log.Error("FLUSHALL not synced", "err", err)
 	}

@@ -36,6 +36,8 @@ type client struct {
 	shards    []*keyspace.Shard // ALLOF's locked shards
 	scratches [][]byte          // ALLOF: a scratch per limit
 	pending   []pending         // ALLOF: each limit's outcome
+	checks    []checked         // CHECK: each policy's part
+	checkKeys []byte            // CHECK: the keys it derives, end to end
 
 	tx      *transaction        // between MULTI and EXEC or DISCARD; nil otherwise
 	watch   keyspace.Watch      // marked when a watched key changes

@@ -118,6 +118,7 @@ func (s *Server) commandTable() map[string]*command {
 	register(table, nil, stringCommands())
 	register(table, nil, throttleCommands())
 	register(table, nil, limitCommands())
+	register(table, nil, policyCommands())
 	register(table, nil, replicationCommands())
 	register(table, nil, multiCommands())
 	register(table, nil, pubsubCommands())

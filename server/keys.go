@@ -198,7 +198,7 @@ func cmdKeys(c *client, args [][]byte) error {
 	cursor := uint64(0)
 	for {
 		cursor = c.s.ks.Scan(cursor, 1024, now, func(key []byte, v keyspace.Value) {
-			if glob.Match(args[1], key) {
+			if !isPolicyRecord(v) && glob.Match(args[1], key) {
 				keys = append(keys, append([]byte(nil), key...))
 			}
 		})
@@ -246,7 +246,7 @@ func cmdScan(c *client, args [][]byte) error {
 	}
 	var keys [][]byte
 	next := c.s.ks.Scan(cursor, int(count), c.s.nowNano(), func(key []byte, v keyspace.Value) {
-		if (pattern == nil || glob.Match(pattern, key)) && (typ == "" || v.Kind.String() == typ) {
+		if !isPolicyRecord(v) && (pattern == nil || glob.Match(pattern, key)) && (typ == "" || v.Kind.String() == typ) {
 			keys = append(keys, append([]byte(nil), key...))
 		}
 	})

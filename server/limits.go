@@ -431,6 +431,17 @@ func evalAllOf(now int64, limits []limit, results []pending, scratches *[][]byte
 // allOf writes ALLOF's reply: the combined decision (limited if any is, the least limit and
 // remaining, the greatest retry and reset), then each limit's.
 func (w *writer) allOf(results []pending, allowed bool) {
+	all := combine(results, allowed)
+	w.array(1 + len(results))
+	w.decision(all)
+	for _, r := range results {
+		w.decision(r.d)
+	}
+}
+
+// combine returns the combined decision of several limits: limited unless allowed, the
+// least limit and remaining, the greatest retry and reset.
+func combine(results []pending, allowed bool) decision {
 	all := decision{limited: !allowed, limit: -1, remaining: -1, retry: -1}
 	for i, r := range results {
 		d := r.d
@@ -450,9 +461,5 @@ func (w *writer) allOf(results []pending, allowed bool) {
 			all.retry = -1 // one limit can never pass: neither can all
 		}
 	}
-	w.array(1 + len(results))
-	w.decision(all)
-	for _, r := range results {
-		w.decision(r.d)
-	}
+	return all
 }

@@ -54,6 +54,8 @@ type Server struct {
 
 	txLocks txLocks // EXEC's stripes by key
 
+	pol policies // the named policies (policy.go)
+
 	up *upstreamMode // nil unless the limits live in an upstream Redis (upstream.go)
 
 	loops    []*loop // event loops serving the clients, round robin; none on other systems
@@ -114,6 +116,9 @@ func New(cfg Config) (*Server, error) {
 	s.lastSave.Store(s.started.Unix())
 	s.replCfg.init(cfg)
 	s.commands = s.commandTable()
+	if err := s.loadPolicies(); err != nil {
+		return nil, err
+	}
 	s.runID = newRunID()
 	s.newReplication()
 	if err := s.openUpstream(); err != nil {

@@ -31,11 +31,19 @@ func main() {
 	}
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
 	go func() {
-		select {
-		case <-signals:
-			srv.Close()
-		case <-srv.Done():
+		for {
+			select {
+			case <-signals:
+				srv.Close()
+				return
+			case <-hup:
+				srv.ReloadPolicies() // it logs what it did
+			case <-srv.Done():
+				return
+			}
 		}
 	}()
 	if err := srv.ListenAndServe(); err != nil {

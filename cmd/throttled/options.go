@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"throttled/policy"
 	"throttled/server"
 )
 
@@ -61,6 +62,9 @@ func loadFile(cfg *server.Config, path string) error {
 		words, err := server.SplitConfigLine(line)
 		if err != nil {
 			return fmt.Errorf("%s:%d: %w", path, n, err)
+		}
+		if policy.Directive(strings.ToLower(words[0])) {
+			continue // the server reads these, and reads them again on SIGHUP
 		}
 		if err := setOption(cfg, words[0], words[1:]); err != nil {
 			return fmt.Errorf("%s:%d: %w", path, n, err)

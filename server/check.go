@@ -1,0 +1,227 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"throttled/keyspace"
+	"throttled/policy"
+)
+
+// CHECK's statuses.
+const (
+	statusOK = iota
+	statusAllowlisted
+	statusWarning
+	statusShadow
+	statusDenylisted
+)
+
+var statusNames = [...]string{"ok", "allowlisted", "warning", "shadow", "denylisted"}
+
+// checked is one policy's part of a CHECK.
+type checked struct {
+	cp     *compiledPolicy
+	status int
+	listed policy.EntryKind // Allow or Deny when a list decides
+}
+
+// errCheckUpstream: in upstream mode the policies' limits would live locally, apart from
+// the keys the verbs keep upstream.
+var errCheckUpstream = errors.New("CHECK is not served in upstream mode")
+
+// CHECK name[,name...] subject [COST n] [PEEK]: evaluates each named policy's limit on the
+// key policy:<name>:<subject>, all or nothing as ALLOF. Replies the decision and its status
+// (one policy), or the combined decision and then each policy's (several).
+func cmdCheck(c *client, args [][]byte) error {
+	if c.s.up != nil {
+		return errCheckUpstream
+	}
+	opts, err := parseNativeOptions(args[3:], false)
+	if err != nil {
+		return err
+	}
+	if c.readOnly && !opts.peek && opts.cost != 0 {
+		return errReadOnly
+	}
+	pv := c.s.policyView()
+	names, subject := args[1], args[2]
+	checks := c.checks[:0]
+	limits := c.limits[:0]
+	key := c.checkKeys[:0]
+	for rest := names; ; {
+		name := rest
+		i := bytes.IndexByte(rest, ',')
+		if i >= 0 {
+			name = rest[:i]
+		}
+		cp := pv.byName[string(name)]
+		if cp == nil {
+			c.checks, c.limits, c.checkKeys = checks, limits, key
+			return fmt.Errorf("%w '%s'", errNoPolicy, truncate(name, 64))
+		}
+		checks = append(checks, checked{cp: cp})
+		limits = append(limits, cp.base)
+		key = append(key, policyKeyPrefix...)
+		key = append(key, name...)
+		key = append(key, ':')
+		key = append(key, subject...)
+		if i < 0 {
+			break
+		}
+		rest = rest[i+1:]
+	}
+	c.checks, c.checkKeys = checks, key
+	now := c.s.nowNano()
+	keys := c.keys[:0]
+	at := 0
+	for i := range checks {
+		cp := checks[i].cp
+		l := &limits[i]
+		if !cp.lists.Empty() {
+			switch k, e := cp.lists.Match(subject, now); k {
+			case policy.Override:
+				*l = cp.overrides[e]
+			case policy.Allow, policy.Deny:
+				checks[i].listed = k
+			}
+		}
+		l.opts = opts
+		if checks[i].listed != 0 {
+			l.opts.peek = true // a list decides: the limit is only looked at
+		}
+		n := len(policyKeyPrefix) + len(cp.name) + 1 + len(subject)
+		l.key = key[at : at+n]
+		at += n
+		keys = append(keys, l.key)
+	}
+	c.limits, c.keys = limits, keys
+
+	c.shards = c.s.ks.LockKeys(keys, c.shards[:0])
+	defer keyspace.UnlockShards(c.shards)
+	for len(c.scratches) < len(limits) {
+		c.scratches = append(c.scratches, nil)
+	}
+	results := c.pending[:0]
+	allowed := true
+	for i := range limits {
+		l := &limits[i]
+		v, ok := c.s.ks.Shard(l.key).GetLocked(l.key, now)
+		for j := i - 1; j >= 0; j-- {
+			if string(limits[j].key) == string(l.key) && results[j].store && !limits[j].opts.peek {
+				v, ok = results[j].next, results[j].next.Kind != keyspace.None
+				break
+			}
+		}
+		if ok && v.Kind != l.kind {
+			ok = false // the policy changed its algorithm: the old state means nothing to the new one
+		}
+		results = append(results, pending{})
+		r := &results[i]
+		store, err := l.take(now, &v, ok, c.scratches[i][:0], &r.d, &r.next)
+		if err != nil {
+			c.pending = results
+			return fmt.Errorf("CHECK policy '%s': %w", checks[i].cp.name, err)
+		}
+		if store {
+			c.scratches[i] = r.next.Bytes[:0]
+		}
+		r.store = store
+		ch := &checks[i]
+		switch {
+		case ch.listed == policy.Deny:
+			r.d.limited, r.d.remaining, r.d.retry = true, 0, -1
+			ch.status = statusDenylisted
+		case ch.listed == policy.Allow:
+			r.d.limited, r.d.retry = false, -1
+			ch.status = statusAllowlisted
+		case r.d.limited && ch.cp.src.Shadow:
+			r.d.limited, r.d.retry = false, -1
+			r.store = false
+			ch.status = statusShadow
+		case !r.d.limited && ch.cp.src.Soft > 0 && float64(r.d.limit-r.d.remaining) >= ch.cp.src.Soft*float64(r.d.limit):
+			ch.status = statusWarning
+		}
+		allowed = allowed && !r.d.limited
+	}
+	c.pending = results
+	if allowed && !c.readOnly {
+		for i := range limits {
+			if results[i].store && !limits[i].opts.peek {
+				keep(c.s.ks.Shard(limits[i].key), limits[i].key, results[i].next)
+			}
+		}
+	}
+	for i := range checks {
+		st := checks[i].cp.stats
+		switch {
+		case checks[i].status == statusShadow:
+			st.shadow.Add(1)
+		case results[i].d.limited:
+			st.denied.Add(1)
+		default:
+			st.allowed.Add(1)
+		}
+		if checks[i].status == statusWarning {
+			st.warnings.Add(1)
+		}
+	}
+	c.s.decided(c, !allowed)
+	if len(checks) == 1 {
+		c.w.checkDecision(results[0].d, statusNames[checks[0].status])
+		return nil
+	}
+	all := combine(results, allowed)
+	// The most telling status: allowlisted only when every policy's is.
+	status, everyAllowlisted := statusOK, true
+	for i := range checks {
+		status = max(status, checks[i].status)
+		everyAllowlisted = everyAllowlisted && checks[i].status == statusAllowlisted
+	}
+	if status == statusAllowlisted && !everyAllowlisted {
+		status = statusOK
+	}
+	c.w.array(1 + len(checks))
+	c.w.checkDecision(all, statusNames[status])
+	for i := range checks {
+		c.w.checkDecision(results[i].d, statusNames[checks[i].status])
+	}
+	return nil
+}
+
+// checkDecision writes a decision with its status as the last element (a status field
+// under RESP3).
+func (w *writer) checkDecision(d decision, status string) {
+	limited := int64(0)
+	if d.limited {
+		limited = 1
+	}
+	n := 6
+	if d.hasDelay {
+		n = 7
+	}
+	if w.proto == 3 {
+		w.mapHeader(n)
+	} else {
+		w.array(n)
+	}
+	field := func(name string, v int64) {
+		if w.proto == 3 {
+			w.bulkString(name)
+		}
+		w.int(v)
+	}
+	field("limited", limited)
+	field("limit", d.limit)
+	field("remaining", d.remaining)
+	field("retry_after_ms", d.retry)
+	field("reset_after_ms", d.resetM)
+	if d.hasDelay {
+		field("delay_ms", d.delay)
+	}
+	if w.proto == 3 {
+		w.bulkString("status")
+	}
+	w.bulkString(status)
+}
