@@ -89,7 +89,7 @@ func cmdCheck(c *client, args [][]byte) error {
 		}
 		l.opts = opts
 		if checks[i].listed != 0 {
-			l.opts.peek = true // a list decides: the limit is only looked at
+			l.opts.peek, l.opts.cost = true, 0 // a list decides: the limit is only looked at
 		}
 		n := len(policyKeyPrefix) + len(cp.name) + 1 + len(subject)
 		l.key = key[at : at+n]
