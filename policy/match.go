@@ -83,7 +83,7 @@ func (l *Lists) Match(subject []byte, now int64) (EntryKind, int) {
 			see(i)
 		}
 	}
-	if len(l.nets) > 0 && len(subject) > 0 && bytes.IndexByte(subject, '%') < 0 {
+	if len(l.nets) > 0 && maybeAddr(subject) {
 		// The address does not keep the string: without a zone, it is parsed into numbers.
 		if a, err := netip.ParseAddr(unsafe.String(&subject[0], len(subject))); err == nil {
 			a = a.Unmap()
@@ -100,4 +100,21 @@ func (l *Lists) Match(subject []byte, now int64) (EntryKind, int) {
 		}
 	}
 	return 0, -1
+}
+
+// maybeAddr reports whether subject may be an IP address without a zone: hex digits, dots
+// and colons, with a dot or a colon. Other subjects are not parsed, for a failed parse
+// allocates its error.
+func maybeAddr(subject []byte) bool {
+	sep := false
+	for _, c := range subject {
+		switch {
+		case c == '.' || c == ':':
+			sep = true
+		case '0' <= c && c <= '9', 'a' <= c && c <= 'f', 'A' <= c && c <= 'F':
+		default:
+			return false
+		}
+	}
+	return sep
 }

@@ -180,3 +180,67 @@ func BenchmarkPublish(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCheck is CHECK of a policy holding THROTTLE's numbers, to set against
+// BenchmarkThrottle: the same work plus the policy's lookup and the key's derivation.
+func BenchmarkCheck(b *testing.B) {
+	s, c := fuzzServer(b)
+	s.run(c, [][]byte{[]byte("POLICY.SET"), []byte("api"), []byte("THROTTLE"), []byte("100"), []byte("10"), []byte("1m")})
+	if c.w.b[0] == '-' {
+		b.Fatalf("%s", c.w.b)
+	}
+	benchOn(b, s, "CHECK", "api", "k", "COST", "1")
+}
+
+// BenchmarkCheckWithLists is BenchmarkCheck with a policy that has exact, prefix and CIDR
+// entries none of the subjects match.
+func BenchmarkCheckWithLists(b *testing.B) {
+	s, c := fuzzServer(b)
+	for _, cmd := range [][]string{
+		{"POLICY.SET", "api", "THROTTLE", "100", "10", "1m"},
+		{"POLICY.ALLOW", "api", "vip"},
+		{"POLICY.DENY", "api", "bot*"},
+		{"POLICY.DENY", "api", "10.0.0.0/8"},
+	} {
+		req := make([][]byte, len(cmd))
+		for i, a := range cmd {
+			req[i] = []byte(a)
+		}
+		s.run(c, req)
+		if c.w.b[0] == '-' {
+			b.Fatalf("%s", c.w.b)
+		}
+		c.w.b = c.w.b[:0]
+	}
+	benchOn(b, s, "CHECK", "api", "k", "COST", "1")
+}
+
+// benchOn is benchVerb on the server s, prepared by the caller.
+func benchOn(b *testing.B, s *Server, args ...string) {
+	b.ResetTimer()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		nc, peer := net.Pipe()
+		defer peer.Close()
+		c := s.newClient(nc)
+		req := make([][]byte, len(args))
+		for i, a := range args {
+			req[i] = []byte(a)
+		}
+		keys := benchKeyNames(1000)
+		at := 0
+		for i, a := range args {
+			if a == "k" {
+				at = i
+			}
+		}
+		for i := 0; pb.Next(); i++ {
+			req[at] = keys[i%len(keys)]
+			s.run(c, req)
+			if c.w.b[0] == '-' {
+				b.Fatalf("%q: %s", req, c.w.b)
+			}
+			c.w.b = c.w.b[:0]
+		}
+	})
+}

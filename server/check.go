@@ -98,8 +98,14 @@ func cmdCheck(c *client, args [][]byte) error {
 	}
 	c.limits, c.keys = limits, keys
 
-	c.shards = c.s.ks.LockKeys(keys, c.shards[:0])
-	defer keyspace.UnlockShards(c.shards)
+	if len(keys) == 1 {
+		sh := c.s.ks.Shard(keys[0])
+		sh.Lock()
+		defer sh.Unlock()
+	} else {
+		c.shards = c.s.ks.LockKeys(keys, c.shards[:0])
+		defer keyspace.UnlockShards(c.shards)
+	}
 	for len(c.scratches) < len(limits) {
 		c.scratches = append(c.scratches, nil)
 	}
@@ -206,10 +212,20 @@ func (w *writer) checkDecision(d decision, status string) {
 	} else {
 		w.array(n)
 	}
-	field := func(name string, v int64) {
-		if w.proto == 3 {
-			w.bulkString(name)
+	if w.proto != 3 {
+		w.int(limited)
+		w.int(d.limit)
+		w.int(d.remaining)
+		w.int(d.retry)
+		w.int(d.resetM)
+		if d.hasDelay {
+			w.int(d.delay)
 		}
+		w.bulkString(status)
+		return
+	}
+	field := func(name string, v int64) {
+		w.bulkString(name)
 		w.int(v)
 	}
 	field("limited", limited)
@@ -220,8 +236,6 @@ func (w *writer) checkDecision(d decision, status string) {
 	if d.hasDelay {
 		field("delay_ms", d.delay)
 	}
-	if w.proto == 3 {
-		w.bulkString("status")
-	}
+	w.bulkString("status")
 	w.bulkString(status)
 }

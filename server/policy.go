@@ -16,8 +16,10 @@ import (
 // in the keyspace, all in one record of kind Policies at the reserved key policiesKey, so
 // that the disk feed makes them durable and the replication feed carries them to replicas,
 // with no channel of their own; the record's Num is its version. Those of the config file
-// are each node's own. CHECK compiles the merged set once per version into a policyView and
-// reads it without a lock: it only compares the record's version with the view's.
+// are each node's own. The merged set is compiled into a policyView when the record or the
+// file changes; CHECK reads it without a lock. A Watch on the record, kept for the server's
+// life, tells of every change however it comes: a command, a replica's stream, a load from
+// disk, FLUSHALL; CHECK only loads its flag.
 //
 // The record is no key to Redis users: SCAN, KEYS and DBSIZE leave it out and FLUSHALL
 // keeps it (as Redis keeps its functions); POLICY.DEL removes policies.
@@ -60,6 +62,7 @@ type policies struct {
 	fileGen atomic.Int64 // changes with file
 	stats   map[string]*policyStats
 	view    atomic.Pointer[policyView]
+	watch   keyspace.Watch // on policiesKey: the record changed since view was built
 }
 
 // policyStats are a policy's counters for INFO throttle. They outlive a change of the policy.
@@ -120,6 +123,11 @@ func checkPolicyArgs(args []string) error {
 // loadPolicies reads the config file's policies at start.
 func (s *Server) loadPolicies() error {
 	s.pol.stats = make(map[string]*policyStats)
+	key := []byte(policiesKey)
+	sh := s.ks.Shard(key)
+	sh.Lock()
+	sh.WatchLocked(key, &s.pol.watch)
+	sh.Unlock()
 	if s.cfg.ConfigFile == "" {
 		return nil
 	}
@@ -169,16 +177,7 @@ func (s *Server) policyRecord(withBytes bool) (int64, []byte) {
 
 // policyView returns the compiled policies, rebuilt when the record or the file changed.
 func (s *Server) policyView() *policyView {
-	key := []byte(policiesKey)
-	sh := s.ks.Shard(key)
-	sh.Lock()
-	v, ok := sh.GetLocked(key, s.nowNano())
-	sh.Unlock()
-	version := int64(0)
-	if ok && v.Kind == keyspace.Policies {
-		version = v.Num
-	}
-	if pv := s.pol.view.Load(); pv != nil && pv.version == version && pv.fileGen == s.pol.fileGen.Load() {
+	if pv := s.pol.view.Load(); pv != nil && !s.pol.watch.Changed() && pv.fileGen == s.pol.fileGen.Load() {
 		return pv
 	}
 	s.pol.mu.Lock()
@@ -188,11 +187,12 @@ func (s *Server) policyView() *policyView {
 
 // rebuildPoliciesLocked compiles the record and the file into a new view; s.pol.mu is held.
 func (s *Server) rebuildPoliciesLocked() *policyView {
-	version, b := s.policyRecord(true)
 	gen := s.pol.fileGen.Load()
-	if pv := s.pol.view.Load(); pv != nil && pv.version == version && pv.fileGen == gen {
+	if pv := s.pol.view.Load(); pv != nil && !s.pol.watch.Changed() && pv.fileGen == gen {
 		return pv // built meanwhile
 	}
+	s.pol.watch.Reset() // before the read: a write after it marks the watch again
+	version, b := s.policyRecord(true)
 	pv := &policyView{version: version, fileGen: gen, stored: policy.Table{}, byName: make(map[string]*compiledPolicy)}
 	if b != nil {
 		t, err := policy.Decode(b)
