@@ -10,6 +10,7 @@
 //	go run ./benchmarks/cmd/loadgen [-duration 2s] [-out benchmarks/RESULTS.md]
 //	go run ./benchmarks/cmd/loadgen -only churn [-churn 16s]
 //	go run ./benchmarks/cmd/loadgen -only upstream [-duration 2s]
+//	go run ./benchmarks/cmd/loadgen -only policies [-duration 2s]
 package main
 
 import (
@@ -50,7 +51,7 @@ func main() {
 	flag.DurationVar(&cfg.duration, "duration", 2*time.Second, "time of each measurement")
 	flag.IntVar(&cfg.durableKeys, "durablekeys", 1000000, "new keys for the memory measurement with and without persistence")
 	flag.DurationVar(&cfg.churn, "churn", 16*time.Second, "time of each churn measurement")
-	flag.StringVar(&cfg.only, "only", "", "run only this part: churn, durable, replication or upstream (the report goes to -out only if that is given)")
+	flag.StringVar(&cfg.only, "only", "", "run only this part: churn, durable, policies, replication or upstream (the report goes to -out only if that is given)")
 	flag.Parse()
 	outSet := false
 	flag.Visit(func(f *flag.Flag) { outSet = outSet || f.Name == "out" })
@@ -131,6 +132,9 @@ func (r *runner) run() (string, error) {
 	case "durable":
 		rows, err := r.durableMemory()
 		return durableSection(r.cfg, rows), err
+	case "policies":
+		ps, err := r.policiesPairs()
+		return policiesSection(r.cfg, ps), err
 	case "replication":
 		run, err := r.replication()
 		return replicationSection(r.cfg, run), err
@@ -143,7 +147,7 @@ func (r *runner) run() (string, error) {
 		}
 		return b.String() + upstreamSection(rows), err
 	default:
-		return "", fmt.Errorf("-only %q: the parts that run alone are churn, durable, replication and upstream", r.cfg.only)
+		return "", fmt.Errorf("-only %q: the parts that run alone are churn, durable, policies, replication and upstream", r.cfg.only)
 	}
 	tNo, err := r.track(startThrottled("throttled (appendonly no)", r.cfg.bin, tmp+"/no", "--appendonly", "no"))
 	if err != nil {
