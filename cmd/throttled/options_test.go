@@ -230,3 +230,16 @@ func TestRewriteCoversEveryOption(t *testing.T) {
 		require.NoError(t, err, name)
 	}
 }
+
+// The policy directives are the server's: the options' reader skips them, and the server
+// reads them from the file it is given.
+func TestPolicyDirectivesInConfigFile(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "throttled.conf")
+	require.NoError(t, os.WriteFile(conf, []byte("port 7001\npolicy api THROTTLE 9 10 1m SOFT 0.5\npolicy-allow api vip\nPOLICY-DENY api bot*\n"), 0o644))
+	cfg, err := loadOptions([]string{conf, "--port", "0", "--appendonly", "no"})
+	require.NoError(t, err)
+	rdb, _ := serve(t, cfg, "")
+	v, err := rdb.Do(context.Background(), "CHECK", "api", "bot-1").Result()
+	require.NoError(t, err)
+	require.Equal(t, "denylisted", v.([]any)[5])
+}
