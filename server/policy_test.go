@@ -280,3 +280,17 @@ func TestPoliciesReplicate(t *testing.T) {
 	sameState(t, primary, replica)
 	require.Contains(t, doErr(t, rrdb, "CHECK", "api", "u", "PEEK"), "no such policy")
 }
+
+func TestConfigRewriteKeepsPolicyLines(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "throttled.conf")
+	writeFile(t, conf, "policy api THROTTLE 4 5 1m\npolicy-deny api bot*\nloglevel notice\n")
+	ts := startServer(t, func(c *Config) { c.ConfigFile = conf })
+	rdb := ts.client(t, 2)
+	do(t, rdb, "CONFIG", "SET", "loglevel", "warning")
+	require.Equal(t, "OK", do(t, rdb, "CONFIG", "REWRITE"))
+	b, err := os.ReadFile(conf)
+	require.NoError(t, err)
+	require.Contains(t, string(b), "policy api THROTTLE 4 5 1m\npolicy-deny api bot*\nloglevel warning\n")
+	require.Equal(t, "OK", do(t, rdb, "POLICY.RELOAD"))
+	require.Equal(t, "denylisted", check(t, rdb, "api", "bot-1")[5])
+}
