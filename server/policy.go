@@ -31,6 +31,24 @@ const policiesKey = "__throttled__:policies"
 // holds no ':', so that a key names one policy and one subject.
 const policyKeyPrefix = "policy:"
 
+// errPoliciesKey refuses a command on the policies' record: a DEL, SET or EXPIRE of it would
+// drop every policy.
+var errPoliciesKey = errors.New("'" + policiesKey + "' holds the policies: use the POLICY.* commands")
+
+// namesPoliciesKey reports whether a request for cmd names the policies' record as a key.
+func namesPoliciesKey(cmd *command, args [][]byte) bool {
+	last := cmd.lastKey
+	if last < 0 {
+		last += len(args)
+	}
+	for i := cmd.firstKey; i <= last && i < len(args); i += cmd.keyStep {
+		if string(args[i]) == policiesKey {
+			return true
+		}
+	}
+	return false
+}
+
 // errNoPolicy is CHECK's and POLICY.*'s answer for a name no policy has.
 var errNoPolicy = errors.New("no such policy")
 

@@ -165,6 +165,10 @@ func TestPoliciesAreNoKeys(t *testing.T) {
 	require.ElementsMatch(t, []any{"x", "policy:api:u"}, keys)
 	sc := do(t, rdb, "SCAN", "0", "COUNT", "1000").([]any)
 	require.ElementsMatch(t, []any{"x", "policy:api:u"}, sc[1])
+	for _, cmd := range [][]any{{"DEL", "x", policiesKey}, {"SET", policiesKey, "1"}, {"EXPIRE", policiesKey, "1"}, {"TYPE", policiesKey},
+		{"MSET", "a", "1", policiesKey, "2"}, {"THROTTLE", policiesKey, "1", "1", "1s"}} {
+		require.Equal(t, "ERR '__throttled__:policies' holds the policies: use the POLICY.* commands", doErr(t, rdb, cmd...), "%v", cmd)
+	}
 	// FLUSHALL drops the keys, as Redis's, and keeps the policies, as Redis keeps its functions.
 	do(t, rdb, "FLUSHALL")
 	require.Equal(t, int64(0), do(t, rdb, "DBSIZE"))

@@ -330,6 +330,10 @@ func (s *Server) run(c *client, args [][]byte) {
 		s.reject(c, fmt.Errorf("wrong number of arguments for '%s' command", cmd.fullName()))
 		return
 	}
+	if cmd.firstKey > 0 && namesPoliciesKey(cmd, args) {
+		s.reject(c, errPoliciesKey)
+		return
+	}
 	if c.sub != nil && c.w.proto == 2 && !cmd.whileSubscribed && c.subscribed() {
 		s.replyError(c, fmt.Errorf("Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", cmd.fullName()))
 		return
