@@ -259,9 +259,17 @@ func TestPoliciesSurviveRestart(t *testing.T) {
 	check(t, rdb, "api", "u")
 	require.NoError(t, ts.Close())
 
-	_, rdb = r.start(t)
+	ts, rdb = r.start(t)
 	require.Equal(t, []any{"api"}, do(t, rdb, "POLICY.LIST"))
 	require.Equal(t, int64(8), check(t, rdb, "api", "u")[2])
+	require.Equal(t, "allowlisted", check(t, rdb, "api", "vip")[5])
+
+	// FLUSHALL keeps them on disk too.
+	do(t, rdb, "FLUSHALL")
+	require.NoError(t, ts.Close())
+	_, rdb = r.start(t)
+	require.Equal(t, []any{"api"}, do(t, rdb, "POLICY.LIST"))
+	require.Equal(t, int64(9), check(t, rdb, "api", "u")[2])
 	require.Equal(t, "allowlisted", check(t, rdb, "api", "vip")[5])
 }
 
@@ -279,6 +287,11 @@ func TestPoliciesReplicate(t *testing.T) {
 	require.Equal(t, int64(8), check(t, rrdb, "api", "u", "PEEK")[2])
 	require.Contains(t, doErr(t, rrdb, "CHECK", "api", "u"), "READONLY")
 	require.Contains(t, doErr(t, rrdb, "POLICY.SET", "x", "THROTTLE", "1", "1", "1s"), "READONLY")
+
+	do(t, prdb, "FLUSHALL")
+	sameState(t, primary, replica)
+	require.Equal(t, []any{"api"}, do(t, rrdb, "POLICY.LIST"), "FLUSHALL keeps the policies on the replica too")
+	require.Equal(t, int64(0), do(t, rrdb, "DBSIZE"))
 
 	do(t, prdb, "POLICY.DEL", "api")
 	sameState(t, primary, replica)
