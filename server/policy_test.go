@@ -311,3 +311,23 @@ func TestConfigRewriteKeepsPolicyLines(t *testing.T) {
 	require.Equal(t, "OK", do(t, rdb, "POLICY.RELOAD"))
 	require.Equal(t, "denylisted", check(t, rdb, "api", "bot-1")[5])
 }
+
+func TestCheckInMulti(t *testing.T) {
+	ts := startServer(t)
+	rdb := ts.client(t, 2)
+	do(t, rdb, "POLICY.SET", "api", "THROTTLE", "1", "2", "1m")
+	ctx := context.Background()
+	cmds, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Do(ctx, "CHECK", "api", "u")
+		p.Do(ctx, "CHECK", "api", "u")
+		p.Do(ctx, "CHECK", "api", "u")
+		return nil
+	})
+	require.NoError(t, err)
+	var statuses []any
+	for _, c := range cmds {
+		r := c.(*redis.Cmd).Val().([]any)
+		statuses = append(statuses, r[0], r[5])
+	}
+	require.Equal(t, []any{int64(0), "ok", int64(0), "ok", int64(1), "ok"}, statuses)
+}
