@@ -176,11 +176,11 @@ func TestNativeVerbsNoOverAdmission(t *testing.T) {
 		bound func(s float64) float64 // most admissions in s seconds
 		least func(s float64) float64 // fewest a correct limiter gives here
 	}{
-		{"tokenbucket", []any{"TOKENBUCKET", "h:tb", 50, 200, "1s"}, func(s float64) float64 { return 50 + 200*s }, func(s float64) float64 { return 0.9 * (50 + 200*s) }},
-		{"leakybucket", []any{"LEAKYBUCKET", "h:lb", 50, 200, "1s"}, func(s float64) float64 { return 50 + 200*s }, func(s float64) float64 { return 0.9 * (50 + 200*s) }},
-		{"slide", []any{"SLIDE", "h:sl", 100, "500ms"}, func(s float64) float64 { return 100 * math.Ceil(s/0.5) }, func(s float64) float64 { return 0.9 * 100 * math.Floor(s/0.5) }},
+		{"tokenbucket", []any{"TOKENBUCKET", "h:tb", 50, 200, "1s"}, func(s float64) float64 { return 50 + 200*s }, func(s float64) float64 { return closeEnough * (50 + 200*s) }},
+		{"leakybucket", []any{"LEAKYBUCKET", "h:lb", 50, 200, "1s"}, func(s float64) float64 { return 50 + 200*s }, func(s float64) float64 { return closeEnough * (50 + 200*s) }},
+		{"slide", []any{"SLIDE", "h:sl", 100, "500ms"}, func(s float64) float64 { return 100 * math.Ceil(s/0.5) }, func(s float64) float64 { return closeEnough * 100 * math.Floor(s/0.5) }},
 		{"slide approx", []any{"SLIDE", "h:sc", 100, "500ms", "APPROX"}, func(s float64) float64 { return 100 * windows(s, 0.5) }, func(s float64) float64 { return 0.5 * 100 * math.Floor(s/0.5) }},
-		{"window", []any{"WINDOW", "h:fw", 100, "500ms"}, func(s float64) float64 { return 100 * windows(s, 0.5) }, func(s float64) float64 { return 0.9 * 100 * math.Floor(s/0.5) }},
+		{"window", []any{"WINDOW", "h:fw", 100, "500ms"}, func(s float64) float64 { return 100 * windows(s, 0.5) }, func(s float64) float64 { return closeEnough * 100 * math.Floor(s/0.5) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rdb := redis.NewClient(&redis.Options{Addr: ts.addr, Protocol: 2, PoolSize: conns})

@@ -126,6 +126,10 @@ func TestThrottleErrors(t *testing.T) {
 	require.Equal(t, "hello", do(t, rdb, "GET", "str"))
 }
 
+// closeEnough is the share of a limit that hammering one key must reach: not all of it, as on
+// a loaded machine the clients do not keep the key saturated every moment of the run.
+const closeEnough = 0.75
+
 // TestThrottleNoOverAdmission hammers one key from many connections on the
 // real clock: what is allowed never exceeds limit + rate x elapsed, and comes close.
 func TestThrottleNoOverAdmission(t *testing.T) {
@@ -150,7 +154,7 @@ func TestThrottleNoOverAdmission(t *testing.T) {
 			bound := float64(burst+1) + rate*elapsed.Seconds()/period.Seconds()
 			got := float64(allowed)
 			require.LessOrEqual(t, got, bound+1, "allowed %v in %v", got, elapsed)
-			require.Greater(t, got, 0.9*(float64(burst+1)+rate*run.Seconds()), "allowed %v in %v", got, elapsed)
+			require.Greater(t, got, closeEnough*(float64(burst+1)+rate*run.Seconds()), "allowed %v in %v", got, elapsed)
 		})
 	}
 }
