@@ -199,6 +199,10 @@ func (r *runner) run() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	pol, err := r.policiesPairs()
+	if err != nil {
+		return "", err
+	}
 	up, err := r.upstreamRun()
 	if err != nil {
 		return "", err
@@ -208,5 +212,5 @@ func (r *runner) run() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return render(r.cfg, machine(tNo, redis), checks, rows, alwaysRows, ps, mem, durable, churn, repl, up, micro), nil
+	return render(r.cfg, machine(tNo, redis), checks, rows, alwaysRows, ps, mem, durable, churn, repl, pol, up, micro), nil
 }

@@ -42,3 +42,13 @@ func rounds(rs []float64) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// policiesTargets: CHECK within 15% of THROTTLE at each pipeline depth.
+func policiesTargets(ps []pair) []target {
+	var out []target
+	for _, p := range ps {
+		out = append(out, target{fmt.Sprintf("P=%d: CHECK of a policy within 15%% of THROTTLE", p.pipeline),
+			fmt.Sprintf("%.3f (median of %d interleaved rounds)", p.median, len(p.ra)), p.median >= 0.85})
+	}
+	return out
+}
