@@ -250,6 +250,7 @@ func (l *loop) serve(c *client, events uint32) {
 		}
 		if !active {
 			c.lastActive.Store(l.now)
+			c.startBatch()
 			active = true
 		}
 		l.s.run(c, args)

@@ -62,6 +62,7 @@ type Server struct {
 	nextID    atomic.Int64
 	connected atomic.Int64 // clients connected now
 	stats     stats
+	obs       observer // commandstats, SLOWLOG, MONITOR, TOPDENIED, deny events (observe.go)
 	lastSave  atomic.Int64 // Unix seconds: the start, LASTSAVE with appendonly no
 
 	replMu        sync.Mutex  // orders REPLICAOF calls; guards replicaOfAddr
@@ -114,6 +115,7 @@ func New(cfg Config) (*Server, error) {
 	s.lastSave.Store(s.started.Unix())
 	s.replCfg.init(cfg)
 	s.commands = s.commandTable()
+	s.initObserver()
 	s.runID = newRunID()
 	s.newReplication()
 	if err := s.openUpstream(); err != nil {
@@ -123,7 +125,7 @@ func New(cfg Config) (*Server, error) {
 		s.closeUpstream()
 		return nil, err
 	}
-	s.params = s.paramTable() // after openStore: appendonly shows whether the store is open
+	s.params = append(s.paramTable(), s.observeParams()...) // after openStore: appendonly shows whether the store is open
 	s.paramsByName, s.paramNames = indexParams(s.params)
 	if err := s.startReplication(); err != nil {
 		s.closeStore()
@@ -318,14 +320,17 @@ func (s *Server) run(c *client, args [][]byte) {
 		}
 	}
 	if !c.authed && s.passwordSet() && !cmd.has(flagNoAuth) {
+		cmd.rejected.Add(1)
 		s.reject(c, errNoAuth)
 		return
 	}
 	if !cmd.arityOK(len(args)) {
+		cmd.rejected.Add(1)
 		s.reject(c, fmt.Errorf("wrong number of arguments for '%s' command", cmd.fullName()))
 		return
 	}
 	if c.sub != nil && c.w.proto == 2 && !cmd.whileSubscribed && c.subscribed() {
+		cmd.rejected.Add(1)
 		s.replyError(c, fmt.Errorf("Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", cmd.fullName()))
 		return
 	}
@@ -333,6 +338,7 @@ func (s *Server) run(c *client, args [][]byte) {
 		c.lastCmd.Store(cmd)
 		if cmd.bits&flagWrite != 0 {
 			if err := s.checkWrite(c, cmd); err != nil {
+				cmd.rejected.Add(1)
 				s.reject(c, err) // READONLY, NOREPLICAS: at queueing, as Redis
 				return
 			}
@@ -365,6 +371,7 @@ func (s *Server) reject(c *client, err error) {
 func (s *Server) call(c *client, cmd *command, args [][]byte) {
 	if cmd.bits&flagWrite != 0 {
 		if err := s.checkWrite(c, cmd); err != nil {
+			cmd.rejected.Add(1)
 			s.replyError(c, err)
 			return
 		}
@@ -372,8 +379,12 @@ func (s *Server) call(c *client, cmd *command, args [][]byte) {
 			c.mustSync = true // its replies wait for the sync (appendfsync always)
 		}
 	}
+	if s.obs.monitoring.Load() != 0 {
+		s.feedMonitors(c, cmd, args)
+	}
 	s.stats.commands.Add(1)
 	cmd.calls.Add(1)
+	start := c.tick
 	mark := len(c.w.b)
 	defer func() {
 		if r := recover(); r != nil {
@@ -383,8 +394,10 @@ func (s *Server) call(c *client, cmd *command, args [][]byte) {
 		}
 	}()
 	if err := cmd.handler(c, args); err != nil {
+		cmd.failed.Add(1)
 		s.replyError(c, err)
 	}
+	s.timed(c, cmd, args, start)
 }
 
 func (s *Server) replyError(c *client, err error) {

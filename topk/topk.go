@@ -66,7 +66,7 @@ func New(k int, period int64) *Top {
 }
 
 // Capacity is the number of counters of one period, across shards.
-func (t *Top) Capacity() int { return len(t.shards[0].cur.slots) * shards }
+func (t *Top) Capacity() int { return cap(t.shards[0].cur.slots) * shards }
 
 func (s *summary) init(k int) {
 	s.slots = make([]slot, 0, k)
