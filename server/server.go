@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"log/slog"
 	"net"
+	"net/http"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -63,6 +64,8 @@ type Server struct {
 	connected atomic.Int64 // clients connected now
 	stats     stats
 	obs       observer // commandstats, SLOWLOG, MONITOR, TOPDENIED, deny events (observe.go)
+
+	metricsHTTP []*http.Server // serving metrics-port (metrics.go); guarded by mu
 	lastSave  atomic.Int64 // Unix seconds: the start, LASTSAVE with appendonly no
 
 	replMu        sync.Mutex  // orders REPLICAOF calls; guards replicaOfAddr
@@ -132,6 +135,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	go s.expireLoop()
+	if err := s.startMetrics(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -235,6 +242,7 @@ func (s *Server) Close() error {
 	for _, c := range s.clients {
 		c.hangup()
 	}
+	s.closeMetricsLocked()
 	s.mu.Unlock()
 	s.repl.Close()
 	s.stopLoops()
