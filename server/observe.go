@@ -47,17 +47,17 @@ type observer struct {
 
 	denied    *topk.Top
 	deniedAll []byte // deniedChannel
-	events denyEvents
+	events    denyEvents
 }
 
 // slowEntry is one SLOWLOG entry.
 type slowEntry struct {
-	id       int64
-	at       int64 // Unix seconds
-	usec     int64
-	args     []string
-	peer     string
-	name     string
+	id   int64
+	at   int64 // Unix seconds
+	usec int64
+	args []string
+	peer string
+	name string
 }
 
 func (o *observer) init(cfg Config) {

@@ -66,7 +66,7 @@ type Server struct {
 	obs       observer // commandstats, SLOWLOG, MONITOR, TOPDENIED, deny events (observe.go)
 
 	metricsHTTP []*http.Server // serving metrics-port (metrics.go); guarded by mu
-	lastSave  atomic.Int64 // Unix seconds: the start, LASTSAVE with appendonly no
+	lastSave    atomic.Int64   // Unix seconds: the start, LASTSAVE with appendonly no
 
 	replMu        sync.Mutex  // orders REPLICAOF calls; guards replicaOfAddr
 	replicaOfAddr string      // "host port" while a replica

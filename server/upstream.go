@@ -211,7 +211,7 @@ type upCall struct {
 	decided     bool   // the reply is a decision, limited or not
 	limited     bool
 	retry       int64 // ms, when limited: for the deny event
-	unavailable bool // the upstream could not decide: decide locally
+	unavailable bool  // the upstream could not decide: decide locally
 }
 
 func (u *upCall) reset() {
