@@ -43,6 +43,8 @@ type Server struct {
 	stopped   chan struct{} // closed when Close has saved the state; closeErr is set then
 	closeErr  error
 
+	metricsHTTP []*http.Server // serving metrics-port (metrics.go); guarded by mu
+
 	level      *slog.LevelVar         // the log level CONFIG SET changes
 	levelName  atomic.Pointer[string] // loglevel as configured
 	maxClients atomic.Int64
@@ -65,8 +67,7 @@ type Server struct {
 	stats     stats
 	obs       observer // commandstats, SLOWLOG, MONITOR, TOPDENIED, deny events (observe.go)
 
-	metricsHTTP []*http.Server // serving metrics-port (metrics.go); guarded by mu
-	lastSave    atomic.Int64   // Unix seconds: the start, LASTSAVE with appendonly no
+	lastSave atomic.Int64 // Unix seconds: the start, LASTSAVE with appendonly no
 
 	replMu        sync.Mutex  // orders REPLICAOF calls; guards replicaOfAddr
 	replicaOfAddr string      // "host port" while a replica
