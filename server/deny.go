@@ -22,9 +22,9 @@ type denyEvents struct {
 	dropped   atomic.Int64 // events over the cap, not published
 }
 
-// denial records that cmd denied key, whose caller may retry after retryMs (-1: never).
-func (s *Server) denial(cmd *command, key []byte, retryMs int64) {
-	now := s.nowNano()
+// denial records that cmd denied key at now (ns), whose caller may retry after retryMs
+// (-1: never).
+func (s *Server) denial(cmd *command, key []byte, retryMs, now int64) {
 	s.obs.denied.Record(key, now)
 	hub := s.pubsub
 	if !hub.Listened(s.obs.deniedAll) && !hub.Listened(cmd.deniedChannel) {
@@ -69,10 +69,10 @@ func (s *Server) infoDenyEvents() [][2]string {
 }
 
 // deniedAll records the denials of an ALLOF that denied: each limit that did.
-func (s *Server) deniedAll(cmd *command, limits []limit, results []pending) {
+func (s *Server) deniedAll(cmd *command, limits []limit, results []pending, now int64) {
 	for i := range results {
 		if results[i].d.limited {
-			s.denial(cmd, limits[i].key, results[i].d.retry)
+			s.denial(cmd, limits[i].key, results[i].d.retry, now)
 		}
 	}
 }

@@ -392,11 +392,12 @@ func (s *Server) call(c *client, cmd *command, args [][]byte) {
 		s.feedMonitors(c, cmd, args)
 	}
 	s.stats.commands.Add(1)
-	cmd.calls.Add(1)
 	start := c.tick
 	mark := len(c.w.b)
 	defer func() {
 		if r := recover(); r != nil {
+			cmd.calls.Add(1)
+			cmd.failed.Add(1)
 			s.log.Error("panic in command", "command", cmd.fullName(), "panic", r, "stack", string(debug.Stack()))
 			c.w.b = c.w.b[:mark] // drop a half-written reply
 			s.replyError(c, fmt.Errorf("internal error in '%s': %v", cmd.fullName(), r))

@@ -413,9 +413,9 @@ func (u *upCall) counted() {
 	switch {
 	case !u.limited:
 	case u.kind == callAllOf:
-		u.c.s.deniedAll(u.cmd, u.limits, u.results)
+		u.c.s.deniedAll(u.cmd, u.limits, u.results, u.c.s.nowNano())
 	default:
-		u.c.s.denial(u.cmd, u.args[1], u.retry)
+		u.c.s.denial(u.cmd, u.args[1], u.retry, u.c.s.nowNano())
 	}
 }
 

@@ -39,7 +39,8 @@ type shard struct {
 
 // summary is one period's Space-Saving counters.
 type summary struct {
-	slots []slot  // the counters, a min-heap by count
+	slots []slot  // the counters; a slot keeps its index while it counts a key
+	heap  []int32 // indexes into slots, a min-heap by count: the root is the smallest counter
 	table []int32 // open addressing by hash: 1 + an index into slots, 0 when free
 	keys  []byte  // MaxKeyLen bytes per slot
 	total int64   // recordings this period
@@ -49,6 +50,7 @@ type summary struct {
 type slot struct {
 	hash   uint64
 	keyLen int32
+	pos    int32 // its place in heap
 	count  int64
 	err    int64
 }
@@ -70,6 +72,7 @@ func (t *Top) Capacity() int { return cap(t.shards[0].cur.slots) * shards }
 
 func (s *summary) init(k int) {
 	s.slots = make([]slot, 0, k)
+	s.heap = make([]int32, 0, k)
 	size := 1
 	for size < 2*k {
 		size <<= 1
@@ -80,6 +83,7 @@ func (s *summary) init(k int) {
 
 func (s *summary) reset() {
 	s.slots = s.slots[:0]
+	s.heap = s.heap[:0]
 	clear(s.table)
 	s.total = 0
 }
@@ -121,8 +125,7 @@ func (s *summary) find(key []byte, h uint64) (int, int) {
 		if i < 0 {
 			return -1, p
 		}
-		sl := &s.slots[i]
-		if sl.hash == h && string(s.key(i)) == string(key) {
+		if s.slots[i].hash == h && string(s.key(i)) == string(key) {
 			return i, p
 		}
 	}
@@ -140,22 +143,23 @@ func (s *summary) add(key []byte, h uint64) {
 		s.slots[i].count++
 	case len(s.slots) < cap(s.slots):
 		i = len(s.slots)
-		s.slots = append(s.slots, slot{hash: h, keyLen: int32(len(key)), count: 1})
+		s.slots = append(s.slots, slot{hash: h, keyLen: int32(len(key)), pos: int32(len(s.heap)), count: 1})
+		s.heap = append(s.heap, int32(i))
 		copy(s.keys[i*MaxKeyLen:], key)
 		s.table[p] = int32(i + 1)
-		s.up(i)
+		s.up(len(s.heap) - 1)
 		return
 	default:
 		// Take over the smallest counter, the heap's root.
-		min := s.slots[0]
-		s.remove(min.hash, s.key(0))
+		i = int(s.heap[0])
+		old := s.slots[i]
+		s.remove(old.hash, s.key(i))
 		_, p = s.find(key, h)
-		s.slots[0] = slot{hash: h, keyLen: int32(len(key)), count: min.count + 1, err: min.count}
-		copy(s.keys[0:], key)
-		s.table[p] = 1
-		i = 0
+		s.slots[i] = slot{hash: h, keyLen: int32(len(key)), pos: 0, count: old.count + 1, err: old.count}
+		copy(s.keys[i*MaxKeyLen:], key)
+		s.table[p] = int32(i + 1)
 	}
-	s.down(i)
+	s.down(int(s.slots[i].pos))
 }
 
 // remove frees the table position of a key, moving later entries of its run back so that
@@ -176,44 +180,40 @@ func (s *summary) remove(h uint64, key []byte) {
 	}
 }
 
-// swap exchanges two slots, their keys and their table entries.
-func (s *summary) swap(i, j int) {
-	_, pi := s.find(s.key(i), s.slots[i].hash)
-	_, pj := s.find(s.key(j), s.slots[j].hash)
-	s.table[pi], s.table[pj] = int32(j+1), int32(i+1)
-	s.slots[i], s.slots[j] = s.slots[j], s.slots[i]
-	a, b := s.keys[i*MaxKeyLen:(i+1)*MaxKeyLen], s.keys[j*MaxKeyLen:(j+1)*MaxKeyLen]
-	var tmp [MaxKeyLen]byte
-	copy(tmp[:], a)
-	copy(a, b)
-	copy(b, tmp[:])
+func (s *summary) count(pos int) int64 { return s.slots[s.heap[pos]].count }
+
+func (s *summary) swap(a, b int) {
+	s.heap[a], s.heap[b] = s.heap[b], s.heap[a]
+	s.slots[s.heap[a]].pos = int32(a)
+	s.slots[s.heap[b]].pos = int32(b)
 }
 
-func (s *summary) up(i int) {
-	for i > 0 {
-		parent := (i - 1) / 2
-		if s.slots[parent].count <= s.slots[i].count {
+func (s *summary) up(pos int) {
+	for pos > 0 {
+		parent := (pos - 1) / 2
+		if s.count(parent) <= s.count(pos) {
 			return
 		}
-		s.swap(i, parent)
-		i = parent
+		s.swap(pos, parent)
+		pos = parent
 	}
 }
 
-func (s *summary) down(i int) {
-	n := len(s.slots)
+func (s *summary) down(pos int) {
+	n := len(s.heap)
 	for {
-		least := i
-		for _, c := range []int{2*i + 1, 2*i + 2} {
-			if c < n && s.slots[c].count < s.slots[least].count {
-				least = c
-			}
+		least := pos
+		if l := 2*pos + 1; l < n && s.count(l) < s.count(least) {
+			least = l
 		}
-		if least == i {
+		if r := 2*pos + 2; r < n && s.count(r) < s.count(least) {
+			least = r
+		}
+		if least == pos {
 			return
 		}
-		s.swap(i, least)
-		i = least
+		s.swap(pos, least)
+		pos = least
 	}
 }
 
@@ -250,7 +250,7 @@ func (sh *shard) mergeLocked(out []Entry) []Entry {
 		if len(s.slots) < cap(s.slots) || len(s.slots) == 0 {
 			return 0 // never full: every key of the period has its counter
 		}
-		return s.slots[0].count
+		return s.count(0)
 	}
 	curFloor, prevFloor := floor(&sh.cur), floor(&sh.prev)
 	for i := range sh.cur.slots {

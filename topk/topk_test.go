@@ -96,8 +96,9 @@ func TestEviction(t *testing.T) {
 		for j := range s.slots {
 			got, _ := s.find(s.key(j), s.slots[j].hash)
 			require.Equal(t, j, got)
-			if j > 0 {
-				require.LessOrEqual(t, s.slots[(j-1)/2].count, s.slots[j].count)
+			require.Equal(t, int32(j), s.heap[s.slots[j].pos])
+			if p := int(s.slots[j].pos); p > 0 {
+				require.LessOrEqual(t, s.count((p-1)/2), s.slots[j].count)
 			}
 			sum += s.slots[j].count
 		}
@@ -142,5 +143,19 @@ func BenchmarkRecord(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		top.Record(keys[seq[i&(len(seq)-1)]], 1)
+	}
+}
+
+// BenchmarkRecordFits records 1000 keys in turn, fewer than the counters: no evictions.
+func BenchmarkRecordFits(b *testing.B) {
+	top := New(4096, period)
+	keys := make([][]byte, 1000)
+	for i := range keys {
+		keys[i] = []byte("bench:key:" + strconv.Itoa(i))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		top.Record(keys[i%len(keys)], 1)
 	}
 }
