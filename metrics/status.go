@@ -12,12 +12,16 @@ import (
 // The status page: plain HTML that refreshes itself, with no external assets. Decision rates
 // are the difference between this request's snapshot and the previous one's.
 
-// rates remembers the last snapshot's decision counts to give rates per second.
+// rates remembers a snapshot's decision counts to give rates per second. The baseline moves
+// on once it is rateSpan old, so that every viewer sees rates over the last rateSpan to twice
+// that, however many there are.
 type rates struct {
 	mu   sync.Mutex // guards last, at
 	last map[string][2]int64
 	at   time.Time
 }
+
+const rateSpan = 2 * time.Second
 
 // verbRate is a verb's line on the page.
 type verbRate struct {
@@ -42,7 +46,9 @@ func (r *rates) update(s Snapshot, now time.Time) []verbRate {
 		out = append(out, v)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Verb < out[j].Verb })
-	r.last, r.at = next, now
+	if r.last == nil || now.Sub(r.at) >= rateSpan {
+		r.last, r.at = next, now
+	}
 	return out
 }
 
@@ -51,6 +57,7 @@ var page = template.Must(template.New("status").Funcs(template.FuncMap{
 	"bytes":   humanBytes,
 	"bytes64": func(n int64) string { return humanBytes(uint64(max(n, 0))) },
 	"dur":     func(d time.Duration) string { return d.Round(time.Millisecond).String() },
+	"window":  func(d time.Duration) string { return d.String() + " to " + (2 * d).String() },
 	"ts": func(t time.Time) string {
 		if t.IsZero() || t.Unix() == 0 {
 			return "never"
@@ -78,7 +85,7 @@ td:first-child,th:first-child{text-align:left} .ok{color:#1a7f37;font-weight:600
 {{end}}</table>
 <div class="meta">deny events published {{.S.DeniedEventsPublished}}, dropped {{.S.DeniedEventsDropped}}</div>
 </div><div>
-<h2>Most denied keys (last {{dur .S.TopDeniedWindow}} to twice that)</h2>
+<h2>Most denied keys, last {{window .S.TopDeniedWindow}}</h2>
 <table><tr><th>key</th><th>denials</th></tr>
 {{range .S.TopDenied}}<tr><td>{{.Key}}</td><td>{{.Count}}</td></tr>
 {{else}}<tr><td colspan="2">none</td></tr>
