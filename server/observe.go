@@ -86,8 +86,8 @@ func (o *observer) mono() int64 { return int64(time.Since(o.base)) }
 // startBatch notes when c's next requests start: they are timed from here.
 func (c *client) startBatch() { c.tick = c.s.obs.mono() }
 
-// timed counts a call of cmd, which c started at start, with its time, and logs it when
-// slow; its end is the start of c's next command.
+// timed counts a call of cmd, which c started at start, with its time, logs it when slow
+// and shows it to the monitors; its end is the start of c's next command.
 func (s *Server) timed(c *client, cmd *command, args [][]byte, start int64) {
 	end := s.obs.mono()
 	c.tick = end
@@ -98,6 +98,9 @@ func (s *Server) timed(c *client, cmd *command, args [][]byte, start int64) {
 	cmd.nsec.Add(d)
 	if t := s.obs.slowerThan.Load(); t >= 0 && d >= t*1000 {
 		s.logSlow(c, cmd, args, d)
+	}
+	if s.obs.monitoring.Load() != 0 {
+		s.feedMonitors(c, cmd, args) // after it ran, as Redis: RESET leaves MONITOR unseen
 	}
 }
 
@@ -141,7 +144,7 @@ func (o *observer) trimSlowLocked() {
 func observeCommands() []*command {
 	return []*command{
 		{name: "slowlog", arity: -2, flags: "admin loading stale", group: "server", since: "2.2.12", summary: "A container for slow log commands."},
-		{name: "monitor", arity: 1, flags: "admin noscript loading stale", group: "server", since: "1.0.0", summary: "Listens for all requests received by the server in real-time.", handler: cmdMonitor, detach: true},
+		{name: "monitor", arity: 1, flags: "admin noscript loading stale no-multi", group: "server", since: "1.0.0", summary: "Listens for all requests received by the server in real-time.", handler: cmdMonitor, detach: true},
 		{name: "topdenied", arity: -1, flags: "readonly loading stale", group: "ratelimit", since: "0.1.0", summary: "Returns the most denied keys of the last one to two minutes, most denied first, with their estimated denials.", syntax: "[count]", handler: cmdTopDenied},
 	}
 }
@@ -242,11 +245,12 @@ func cmdMonitor(c *client, args [][]byte) error {
 	return nil
 }
 
-// unmonitor takes c off the monitors, when it was one.
+// unmonitor takes c off the monitors, when it was one: it is gone, or RESET.
 func (s *Server) unmonitor(c *client) {
 	if clientKind(c.kind.Load()) != kindMonitor {
 		return
 	}
+	c.kind.Store(int32(kindNormal))
 	o := &s.obs
 	o.monMu.Lock()
 	for i, m := range o.monitors {

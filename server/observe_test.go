@@ -118,6 +118,13 @@ func TestMonitor(t *testing.T) {
 			}
 			require.Equal(t, []string{`"SET" "k" "a \"b\"\n\x01"`, `"THROTTLE" "user:1" "5" "10" "1s"`, `"PING"`}, got)
 			require.Contains(t, do(t, rdb, "CLIENT", "LIST").(string), "flags=O")
+
+			mon.send(t, "RESET\r\n") // leaves MONITOR, as in Redis
+			require.Equal(t, "+RESET", mon.line(t))
+			do(t, rdb, "PING")
+			mon.send(t, "PING\r\n")
+			require.Equal(t, "+PONG", mon.line(t), "no more monitor lines")
+			require.NotContains(t, do(t, rdb, "CLIENT", "LIST").(string), "flags=O")
 		})
 	}
 }

@@ -388,9 +388,6 @@ func (s *Server) call(c *client, cmd *command, args [][]byte) {
 			c.mustSync = true // its replies wait for the sync (appendfsync always)
 		}
 	}
-	if s.obs.monitoring.Load() != 0 {
-		s.feedMonitors(c, cmd, args)
-	}
 	s.stats.commands.Add(1)
 	start := c.tick
 	mark := len(c.w.b)
