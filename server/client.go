@@ -150,8 +150,9 @@ func (c *client) serve(first [][]byte) {
 			}
 		}
 		if newBatch {
-			c.lastActive.Store(time.Now().UnixNano())
-			c.startBatch()
+			now := time.Now()
+			c.lastActive.Store(now.UnixNano())
+			c.tick = c.s.obs.since(now)
 			newBatch = false
 		}
 		c.s.run(c, args)

@@ -226,3 +226,27 @@ func TestDenialAllocs(t *testing.T) {
 	key := []byte("some:key")
 	require.Equal(t, 0.0, testing.AllocsPerRun(1000, func() { ts.denial(cmd, key, 100, ts.nowNano()) }))
 }
+
+// TestCommandTimeExcludesIdle: a command's time starts with its pipeline, not with the
+// client's previous request, whichever way the client is served.
+func TestCommandTimeExcludesIdle(t *testing.T) {
+	for _, threads := range []int{0, 1} {
+		t.Run(fmt.Sprintf("io-threads %d", threads), func(t *testing.T) {
+			ts := startServer(t, func(c *Config) { c.IOThreads = threads })
+			rdb := ts.client(t, 2)
+			other := ts.client(t, 2)
+			do(t, rdb, "SET", "k", "v")
+			for i := 0; i < 3; i++ {
+				do(t, rdb, "GET", "k")
+				do(t, other, "PING")
+				time.Sleep(100 * time.Millisecond)
+			}
+			info := do(t, rdb, "INFO", "commandstats").(string)
+			m := regexp.MustCompile(`cmdstat_get:calls=3,usec=(\d+),`).FindStringSubmatch(info)
+			require.NotNil(t, m, info)
+			usec, _ := strconv.Atoi(m[1])
+			require.Less(t, usec, 50000, "idle time counted as the command's")
+			require.Equal(t, int64(0), do(t, rdb, "SLOWLOG", "LEN"))
+		})
+	}
+}
