@@ -250,3 +250,26 @@ func TestCommandTimeExcludesIdle(t *testing.T) {
 		})
 	}
 }
+
+// TestUpstreamDenials: in upstream mode, denials decided through the upstream are counted
+// and published too, with their retry_after.
+func TestUpstreamDenials(t *testing.T) {
+	_, remote, _, _ := upstreamPair(t)
+	rdb := remote.client(t, 2)
+	ctx := context.Background()
+	sub := rdb.Subscribe(ctx, "__throttled__:denied")
+	_, err := sub.Receive(ctx)
+	require.NoError(t, err)
+	do(t, rdb, "THROTTLE", "up:1", 0, 1, "1m")
+	do(t, rdb, "THROTTLE", "up:1", 0, 1, "1m")
+	do(t, rdb, "ALLOF", "WINDOW", "up:2", 1, "1m", "THROTTLE", "up:3", 5, 1, "1m")
+	do(t, rdb, "ALLOF", "WINDOW", "up:2", 1, "1m", "THROTTLE", "up:3", 5, 1, "1m")
+	for _, want := range []string{"throttle up:1 60000", "allof up:2 "} {
+		m, err := sub.ReceiveTimeout(ctx, 5*time.Second)
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(m.(*redis.Message).Payload, want), m)
+	}
+	top := do(t, rdb, "TOPDENIED").([]any)
+	require.ElementsMatch(t, []any{"up:1", int64(1), "up:2", int64(1)}, top)
+	require.Contains(t, do(t, rdb, "INFO", "upstream").(string), "upstream_degraded_decisions:0\r\n", "decided by the upstream")
+}
