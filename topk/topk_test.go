@@ -159,3 +159,39 @@ func BenchmarkRecordFits(b *testing.B) {
 		top.Record(keys[i%len(keys)], 1)
 	}
 }
+
+// FuzzTop records a stream of keys drawn from the input into a Top of few counters and checks
+// Space-Saving's invariants against exact counts: no key is undercounted, none overcounted by
+// more than its error, and the counters add up to the recordings.
+func FuzzTop(f *testing.F) {
+	f.Add([]byte("aaabbbcccdaaaeeeffffgggghhhhaaaa"), uint8(2))
+	f.Add([]byte{0, 1, 2, 3, 255, 0, 0, 0}, uint8(0))
+	f.Fuzz(func(t *testing.T, stream []byte, keyLen uint8) {
+		top := New(shards*4, period) // 4 counters a shard: evictions soon
+		exact := make(map[string]int64)
+		n := int(keyLen%3) + 1
+		for i := 0; i+n <= len(stream); i += n {
+			key := stream[i : i+n]
+			exact[string(key)]++
+			top.Record(key, 1)
+		}
+		got, total := top.Top(len(exact)+1, 1)
+		var sum int64
+		for _, c := range exact {
+			sum += c
+		}
+		require.Equal(t, sum, total)
+		for _, e := range got {
+			require.GreaterOrEqual(t, e.Count, exact[e.Key], e.Key)
+			require.LessOrEqual(t, e.Count-exact[e.Key], e.Error, e.Key)
+		}
+		for i := range top.shards {
+			s := &top.shards[i].cur
+			var counted int64
+			for j := range s.slots {
+				counted += s.slots[j].count
+			}
+			require.Equal(t, s.total, counted)
+		}
+	})
+}
