@@ -11,12 +11,14 @@ build:
 run: build
 	./$(BIN) --port 6379
 
-# deps installs what the tests drive: redis-cli and redis-benchmark (redis-tools) and redis-server.
+# deps installs what the tests drive: redis-cli and redis-benchmark (redis-tools), redis-server,
+# prometheus (the scrape test) and chromium (the status page, headless).
 deps:
-	@if ! command -v redis-cli >/dev/null || ! command -v redis-server >/dev/null; then \
+	@if ! command -v redis-cli >/dev/null || ! command -v redis-server >/dev/null || \
+		! command -v prometheus >/dev/null || ! command -v chromium >/dev/null; then \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server redis-tools >/dev/null; \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server redis-tools prometheus chromium >/dev/null; \
 	fi
 
 vet:

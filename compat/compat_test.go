@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 type process struct {
 	cmd    *exec.Cmd
 	port   int
-	stderr *bytes.Buffer
+	stderr *lockedWriter // what the process wrote to stderr; read while it runs
 	exited chan error
 }
 
@@ -63,7 +63,7 @@ func freePort(t *testing.T) int {
 // The test's end stops it with SIGTERM and requires a clean exit.
 func start(t *testing.T, args ...string) *process {
 	t.Helper()
-	p := &process{port: freePort(t), stderr: new(bytes.Buffer), exited: make(chan error, 1)}
+	p := &process{port: freePort(t), stderr: &lockedWriter{w: new(bytes.Buffer)}, exited: make(chan error, 1)}
 	p.cmd = exec.Command(binary, append(args, "--port", strconv.Itoa(p.port), "--dir", t.TempDir())...)
 	p.cmd.Stderr = p.stderr
 	require.NoError(t, p.cmd.Start())

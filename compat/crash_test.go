@@ -32,9 +32,9 @@ func launch(t *testing.T, dir string, args ...string) *process {
 // launchOn is launch on a given port.
 func launchOn(t *testing.T, port int, dir string, args ...string) *process {
 	t.Helper()
-	p := &process{port: port, stderr: new(bytes.Buffer), exited: make(chan error, 1)}
+	p := &process{port: port, stderr: &lockedWriter{w: new(bytes.Buffer)}, exited: make(chan error, 1)}
 	p.cmd = exec.Command(binary, append(args, "--port", strconv.Itoa(p.port), "--dir", dir)...)
-	p.cmd.Stderr = &lockedWriter{w: p.stderr}
+	p.cmd.Stderr = p.stderr
 	require.NoError(t, p.cmd.Start())
 	go func() { p.exited <- p.cmd.Wait() }()
 	t.Cleanup(func() { p.cmd.Process.Kill() })
@@ -65,6 +65,12 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.String()
 }
 
 // kill9 kills p at once, as a crash would, and waits until it is gone.

@@ -140,7 +140,7 @@ sentinel parallel-syncs mymaster 1
 		cmd.Process.Kill()
 		cmd.Wait()
 		if t.Failed() {
-			t.Logf("sentinel %d:\n%s", port, log.w.String())
+			t.Logf("sentinel %d:\n%s", port, log.String())
 		}
 	})
 	s := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port)})

@@ -44,10 +44,12 @@ func cmdInfo(c *client, args [][]byte) error {
 	for _, a := range args[1:] {
 		want[strings.ToLower(string(a))] = true
 	}
-	all := len(want) == 0 || want["all"] || want["everything"] || want["default"]
+	all := want["all"] || want["everything"]
+	deflt := len(want) == 0 || want["default"]
 	var b strings.Builder
 	for _, sec := range c.s.infoSections() {
-		if !all && !want[sec.name] {
+		// commandstats is not a default section, as in Redis: INFO, INFO default leave it out.
+		if !all && !want[sec.name] && (!deflt || sec.name == "commandstats") {
 			continue
 		}
 		if b.Len() > 0 {
@@ -76,7 +78,8 @@ func (s *Server) infoSections() []infoSection {
 		{"persistence", s.infoPersistence},
 		{"replication", s.infoReplication},
 		{"stats", s.infoStats},
-		{"throttle", s.infoThrottle},
+		{"commandstats", s.infoCommandStats},
+		{"throttle", func() [][2]string { return append(s.infoThrottle(), s.infoDenyEvents()...) }},
 		{"upstream", s.infoUpstream},
 		{"keyspace", s.infoKeyspace},
 	}
@@ -235,6 +238,7 @@ func cmdConfigResetStat(c *client, args [][]byte) error {
 			cc.denied.Store(0)
 		}
 	}
+	s.resetObserved()
 	c.w.ok()
 	return nil
 }

@@ -166,6 +166,7 @@ func cmdCheck(c *client, args [][]byte) error {
 			st.shadow.Add(1)
 		case results[i].d.limited:
 			st.denied.Add(1)
+			c.s.denial(c.lastCmd.Load(), limits[i].key, results[i].d.retry, now) // TOPDENIED, deny events
 		default:
 			st.allowed.Add(1)
 		}

@@ -54,6 +54,7 @@ type client struct {
 
 	lastCmd    atomic.Pointer[command]
 	lastActive atomic.Int64   // Unix ns
+	tick       int64          // observer.mono at the end of c's last command or the start of its pipeline: the next command's start
 	closing    bool           // close after the pending replies are written
 	mustSync   bool           // a write command ran: the replies wait until it is synced
 	handoff    bool           // a command needs c detached: its event loop hands it over
@@ -76,6 +77,7 @@ const (
 	kindNormal  clientKind = iota
 	kindPubSub             // subscribed to a channel or pattern
 	kindReplica            // a replica streaming from this primary (after SYNC or PSYNC)
+	kindMonitor            // after MONITOR
 )
 
 // newClient makes a client of nc and counts it in; nil once the server is closed.
@@ -102,6 +104,7 @@ func (s *Server) makeClient(nc net.Conn) *client {
 	}
 	c.authed = !s.passwordSet()
 	c.lastActive.Store(c.created.UnixNano())
+	c.startBatch()
 	return c
 }
 
@@ -149,7 +152,9 @@ func (c *client) serve(first [][]byte) {
 			}
 		}
 		if newBatch {
-			c.lastActive.Store(time.Now().UnixNano())
+			now := time.Now()
+			c.lastActive.Store(now.UnixNano())
+			c.tick = c.s.obs.since(now)
 			newBatch = false
 		}
 		c.s.run(c, args)
@@ -209,6 +214,7 @@ func (c *client) close() {
 	}
 	c.endMulti()
 	c.unwatchAll()
+	c.s.unmonitor(c)
 	c.s.mu.Lock()
 	delete(c.s.clients, c.id)
 	c.s.mu.Unlock()
@@ -255,6 +261,8 @@ func (c *client) flags() string {
 		f = append(f, 'S')
 	case kindPubSub:
 		f = append(f, 'P')
+	case kindMonitor:
+		f = append(f, 'O')
 	}
 	if c.multi.Load() != 0 {
 		f = append(f, 'x')

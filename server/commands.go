@@ -40,6 +40,12 @@ type command struct {
 	calls   atomic.Int64 // calls since start or CONFIG RESETSTAT
 	allowed atomic.Int64 // rate-limit verbs: decisions that allowed
 	denied  atomic.Int64 // rate-limit verbs: decisions that denied
+
+	// INFO commandstats (observe.go).
+	nsec          atomic.Int64 // time spent running it
+	rejected      atomic.Int64 // calls refused before running: arity, NOAUTH, READONLY...
+	failed        atomic.Int64 // calls that ran and replied an error
+	deniedChannel []byte       // rate-limit verbs: where their denials are published
 }
 
 // Flag bits checked at dispatch.
@@ -122,6 +128,7 @@ func (s *Server) commandTable() map[string]*command {
 	register(table, nil, replicationCommands())
 	register(table, nil, multiCommands())
 	register(table, nil, pubsubCommands())
+	register(table, nil, observeCommands())
 	for _, parent := range []struct {
 		name string
 		subs []*command
@@ -130,6 +137,7 @@ func (s *Server) commandTable() map[string]*command {
 		{"config", configSubcommands()},
 		{"command", commandSubcommands()},
 		{"pubsub", pubsubSubcommands()},
+		{"slowlog", slowlogSubcommands()},
 	} {
 		cmd := table[parent.name]
 		register(table, cmd, parent.subs)

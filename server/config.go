@@ -82,6 +82,20 @@ type Config struct {
 	// upstream is away ("upstream-fallback-share"), in (0, 1]; default 1.
 	UpstreamFallbackShare float64
 
+	// Observability (observe.go, metrics.go).
+	// SlowlogLogSlowerThan is the time in µs from which a command goes into SLOWLOG
+	// ("slowlog-log-slower-than"); default 10000, 0 logs every command, negative none.
+	SlowlogLogSlowerThan int64
+	// SlowlogMaxLen is how many entries SLOWLOG keeps ("slowlog-max-len"); default 128.
+	SlowlogMaxLen int
+	// DeniedEventsPerSecond caps the deny events published on __throttled__:denied and
+	// __throttled__:denied:<verb> ("denied-events-per-second"); default 1000, 0 none. Events over
+	// the cap are dropped and counted in INFO throttle.
+	DeniedEventsPerSecond int
+	// MetricsPort serves Prometheus metrics at /metrics, /healthz, /readyz and a status page
+	// at / over HTTP on Bind ("metrics-port"); 0, the default, serves none.
+	MetricsPort int
+
 	// Logger receives the server's structured logs; nil builds one on stderr at LogLevel.
 	Logger *slog.Logger
 	// Now is the clock; nil uses the wall clock at start plus monotonic time since,
@@ -102,6 +116,10 @@ func DefaultConfig() Config {
 		ProtoMaxBulkLen: defaultMaxArg,
 		Shards:          256,
 		IOThreads:       max(1, runtime.GOMAXPROCS(0)/2),
+
+		SlowlogLogSlowerThan:  10000,
+		SlowlogMaxLen:         128,
+		DeniedEventsPerSecond: 1000,
 
 		UpstreamTimeout:       50 * time.Millisecond,
 		UpstreamFallbackShare: 1,
@@ -149,6 +167,15 @@ func (c Config) Validate() error {
 	}
 	if !(c.UpstreamFallbackShare > 0 && c.UpstreamFallbackShare <= 1) {
 		return fmt.Errorf("upstream-fallback-share: %v is not in (0, 1]", c.UpstreamFallbackShare)
+	}
+	if c.SlowlogMaxLen < 0 {
+		return fmt.Errorf("slowlog-max-len: %d must not be negative", c.SlowlogMaxLen)
+	}
+	if c.DeniedEventsPerSecond < 0 {
+		return fmt.Errorf("denied-events-per-second: %d must not be negative", c.DeniedEventsPerSecond)
+	}
+	if c.MetricsPort < 0 || c.MetricsPort > 65535 {
+		return fmt.Errorf("metrics-port: %d is not between 0 and 65535", c.MetricsPort)
 	}
 	if c.Shards < 1 || c.Shards > 1<<16 || c.Shards&(c.Shards-1) != 0 {
 		return fmt.Errorf("shards: %d is not a power of two between 1 and 65536", c.Shards)

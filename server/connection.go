@@ -194,6 +194,7 @@ func cmdQuit(c *client, args [][]byte) error {
 func cmdReset(c *client, args [][]byte) error {
 	c.endMulti()
 	c.unwatchAll()
+	c.s.unmonitor(c)
 	if c.sub != nil {
 		c.sub.Close()
 		c.setPubSubKind()

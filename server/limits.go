@@ -290,6 +290,9 @@ func cmdLimit(c *client, args [][]byte) error {
 		}
 	}
 	c.s.decided(c, d.limited)
+	if d.limited {
+		c.s.denial(c.lastCmd.Load(), l.key, d.retry, now)
+	}
 	c.writeDecision(d)
 	return nil
 }
@@ -374,6 +377,9 @@ func cmdAllOf(c *client, args [][]byte) error {
 		}
 	}
 	c.s.decided(c, !allowed)
+	if !allowed {
+		c.s.deniedAll(c.lastCmd.Load(), limits, results, now)
+	}
 	c.w.allOf(results, allowed)
 	return nil
 }

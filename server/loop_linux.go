@@ -30,6 +30,8 @@ type loop struct {
 	clients []*client // by fd
 	syncing []*client // replies waiting for a sync (appendfsync always)
 	now     int64     // when epoll_wait last returned, Unix ns
+	mono    int64     // the same moment on observer.mono's clock
+	fresh   bool      // no client's commands have run since: mono is when the next batch starts
 	done    chan struct{}
 
 	mu       sync.Mutex // guards incoming, ready and stopping
@@ -170,7 +172,8 @@ func (l *loop) run() {
 			l.closeAll()
 			return
 		}
-		l.now = time.Now().UnixNano()
+		t := time.Now()
+		l.now, l.mono, l.fresh = t.UnixNano(), l.s.obs.since(t), true
 		for i := range l.events[:n] {
 			ev := &l.events[i]
 			fd := int(ev.Fd)
@@ -250,6 +253,11 @@ func (l *loop) serve(c *client, events uint32) {
 		}
 		if !active {
 			c.lastActive.Store(l.now)
+			if l.fresh { // the first batch since epoll_wait returned: its time is known
+				c.tick, l.fresh = l.mono, false
+			} else {
+				c.startBatch()
+			}
 			active = true
 		}
 		l.s.run(c, args)

@@ -331,3 +331,16 @@ func TestCheckInMulti(t *testing.T) {
 	}
 	require.Equal(t, []any{int64(0), "ok", int64(0), "ok", int64(1), "ok"}, statuses)
 }
+
+// TestCheckDenialsObserved: CHECK's denials reach TOPDENIED like the verbs'.
+func TestCheckDenialsObserved(t *testing.T) {
+	ts := startServer(t)
+	rdb := ts.client(t, 2)
+	do(t, rdb, "POLICY.SET", "api", "THROTTLE", 1, 1, "1h")
+	for range 5 {
+		do(t, rdb, "CHECK", "api", "m1")
+	}
+	top := do(t, rdb, "TOPDENIED", 1).([]any)
+	require.Len(t, top, 2)
+	require.Contains(t, top[0], "m1")
+}

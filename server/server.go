@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"log/slog"
 	"net"
+	"net/http"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -42,6 +43,8 @@ type Server struct {
 	stopped   chan struct{} // closed when Close has saved the state; closeErr is set then
 	closeErr  error
 
+	metricsHTTP []*http.Server // serving metrics-port (metrics.go); guarded by mu
+
 	level      *slog.LevelVar         // the log level CONFIG SET changes
 	levelName  atomic.Pointer[string] // loglevel as configured
 	maxClients atomic.Int64
@@ -64,7 +67,9 @@ type Server struct {
 	nextID    atomic.Int64
 	connected atomic.Int64 // clients connected now
 	stats     stats
-	lastSave  atomic.Int64 // Unix seconds: the start, LASTSAVE with appendonly no
+	obs       observer // commandstats, SLOWLOG, MONITOR, TOPDENIED, deny events (observe.go)
+
+	lastSave atomic.Int64 // Unix seconds: the start, LASTSAVE with appendonly no
 
 	replMu        sync.Mutex  // orders REPLICAOF calls; guards replicaOfAddr
 	replicaOfAddr string      // "host port" while a replica
@@ -116,6 +121,7 @@ func New(cfg Config) (*Server, error) {
 	s.lastSave.Store(s.started.Unix())
 	s.replCfg.init(cfg)
 	s.commands = s.commandTable()
+	s.initObserver()
 	if err := s.loadPolicies(); err != nil {
 		return nil, err
 	}
@@ -128,13 +134,17 @@ func New(cfg Config) (*Server, error) {
 		s.closeUpstream()
 		return nil, err
 	}
-	s.params = s.paramTable() // after openStore: appendonly shows whether the store is open
+	s.params = append(s.paramTable(), s.observeParams()...) // after openStore: appendonly shows whether the store is open
 	s.paramsByName, s.paramNames = indexParams(s.params)
 	if err := s.startReplication(); err != nil {
 		s.closeStore()
 		return nil, err
 	}
 	go s.expireLoop()
+	if err := s.startMetrics(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -238,6 +248,7 @@ func (s *Server) Close() error {
 	for _, c := range s.clients {
 		c.hangup()
 	}
+	s.closeMetricsLocked()
 	s.mu.Unlock()
 	s.repl.Close()
 	s.stopLoops()
@@ -323,10 +334,12 @@ func (s *Server) run(c *client, args [][]byte) {
 		}
 	}
 	if !c.authed && s.passwordSet() && !cmd.has(flagNoAuth) {
+		cmd.rejected.Add(1)
 		s.reject(c, errNoAuth)
 		return
 	}
 	if !cmd.arityOK(len(args)) {
+		cmd.rejected.Add(1)
 		s.reject(c, fmt.Errorf("wrong number of arguments for '%s' command", cmd.fullName()))
 		return
 	}
@@ -335,6 +348,7 @@ func (s *Server) run(c *client, args [][]byte) {
 		return
 	}
 	if c.sub != nil && c.w.proto == 2 && !cmd.whileSubscribed && c.subscribed() {
+		cmd.rejected.Add(1)
 		s.replyError(c, fmt.Errorf("Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", cmd.fullName()))
 		return
 	}
@@ -342,6 +356,7 @@ func (s *Server) run(c *client, args [][]byte) {
 		c.lastCmd.Store(cmd)
 		if cmd.bits&flagWrite != 0 {
 			if err := s.checkWrite(c, cmd); err != nil {
+				cmd.rejected.Add(1)
 				s.reject(c, err) // READONLY, NOREPLICAS: at queueing, as Redis
 				return
 			}
@@ -374,6 +389,7 @@ func (s *Server) reject(c *client, err error) {
 func (s *Server) call(c *client, cmd *command, args [][]byte) {
 	if cmd.bits&flagWrite != 0 {
 		if err := s.checkWrite(c, cmd); err != nil {
+			cmd.rejected.Add(1)
 			s.replyError(c, err)
 			return
 		}
@@ -382,18 +398,22 @@ func (s *Server) call(c *client, cmd *command, args [][]byte) {
 		}
 	}
 	s.stats.commands.Add(1)
-	cmd.calls.Add(1)
+	start := c.tick
 	mark := len(c.w.b)
 	defer func() {
 		if r := recover(); r != nil {
+			cmd.calls.Add(1)
+			cmd.failed.Add(1)
 			s.log.Error("panic in command", "command", cmd.fullName(), "panic", r, "stack", string(debug.Stack()))
 			c.w.b = c.w.b[:mark] // drop a half-written reply
 			s.replyError(c, fmt.Errorf("internal error in '%s': %v", cmd.fullName(), r))
 		}
 	}()
 	if err := cmd.handler(c, args); err != nil {
+		cmd.failed.Add(1)
 		s.replyError(c, err)
 	}
+	s.timed(c, cmd, args, start)
 }
 
 func (s *Server) replyError(c *client, err error) {

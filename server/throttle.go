@@ -99,6 +99,9 @@ func (c *client) gcraVerb(key []byte, eval func(now, tat int64, ok bool) (gcra.R
 		sh.SetLocked(key, gcraValue(now, r))
 	}
 	c.s.decided(c, r.Limited)
+	if r.Limited {
+		c.s.denial(c.lastCmd.Load(), key, secondsToMs(r.RetryAfter), now)
+	}
 	c.w.gcra(r)
 	return nil
 }

@@ -210,7 +210,8 @@ type upCall struct {
 	w           writer // the reply of the last Eval, or Done's error
 	decided     bool   // the reply is a decision, limited or not
 	limited     bool
-	unavailable bool // the upstream could not decide: decide locally
+	retry       int64 // ms, when limited: for the deny event
+	unavailable bool  // the upstream could not decide: decide locally
 }
 
 func (u *upCall) reset() {
@@ -319,7 +320,7 @@ func (u *upCall) evalGCRA(now int64) upstream.Outcome {
 	if err != nil {
 		return u.fail(err)
 	}
-	u.limited = r.Limited
+	u.limited, u.retry = r.Limited, secondsToMs(r.RetryAfter)
 	u.w.gcra(r)
 	switch {
 	case r.Store:
@@ -342,7 +343,7 @@ func (u *upCall) evalLimit(now int64) upstream.Outcome {
 	if store {
 		u.scratch[0] = next.Bytes[:0]
 	}
-	u.limited = d.limited
+	u.limited, u.retry = d.limited, d.retry
 	u.w.decision(d)
 	switch {
 	case store && !l.opts.peek:
@@ -405,8 +406,16 @@ func (u *upCall) evalAllOf(now int64) upstream.Outcome {
 
 // counted counts the call's decision for INFO.
 func (u *upCall) counted() {
-	if u.decided {
-		u.c.s.count(u.cmd, u.limited)
+	if !u.decided {
+		return
+	}
+	u.c.s.count(u.cmd, u.limited)
+	switch {
+	case !u.limited:
+	case u.kind == callAllOf:
+		u.c.s.deniedAll(u.cmd, u.limits, u.results, u.c.s.nowNano())
+	default:
+		u.c.s.denial(u.cmd, u.args[1], u.retry, u.c.s.nowNano())
 	}
 }
 

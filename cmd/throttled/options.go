@@ -141,6 +141,25 @@ func setOption(cfg *server.Config, name string, values []string) error {
 	case "io-threads":
 		return number(&cfg.IOThreads)
 
+	// Observability.
+	case "slowlog-log-slower-than":
+		v, err := one()
+		if err != nil {
+			return err
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("slowlog-log-slower-than: %q is not an integer", v)
+		}
+		cfg.SlowlogLogSlowerThan = n
+		return nil
+	case "slowlog-max-len":
+		return number(&cfg.SlowlogMaxLen)
+	case "denied-events-per-second":
+		return number(&cfg.DeniedEventsPerSecond)
+	case "metrics-port":
+		return number(&cfg.MetricsPort)
+
 	// Replication, with Redis's names and their older aliases. Redis's tuning options of its
 	// own replication (repl-diskless-sync, repl-timeout, ...) are refused as unknown: neither
 	// Sentinel nor throttled's replication needs them, and accepting them would pretend.

@@ -1,0 +1,169 @@
+package metrics
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// collector turns a Snapshot into metric families at each scrape. It describes nothing in
+// advance (an unchecked collector): which families exist depends on the server's mode.
+type collector struct{ src Source }
+
+func (collector) Describe(chan<- *prometheus.Desc) {}
+
+// family is one metric family's description.
+type family struct {
+	name string
+	desc *prometheus.Desc
+	typ  prometheus.ValueType
+}
+
+func newFamily(name, help string, typ prometheus.ValueType, labels ...string) family {
+	return family{"throttled_" + name, prometheus.NewDesc("throttled_"+name, help, labels, nil), typ}
+}
+
+var (
+	buildInfo       = newFamily("build_info", "The server's version and role; always 1.", prometheus.GaugeValue, "version", "role")
+	uptime          = newFamily("uptime_seconds", "Seconds since the server started.", prometheus.GaugeValue)
+	ready           = newFamily("ready", "1 when /readyz answers ready: state loaded, replica in sync, upstream reachable, as applies.", prometheus.GaugeValue)
+	decisions       = newFamily("decisions_total", "Rate-limit decisions by verb and result (allowed or denied).", prometheus.CounterValue, "verb", "result")
+	commands        = newFamily("commands_total", "Commands run, by command (INFO commandstats calls).", prometheus.CounterValue, "command")
+	commandRejected = newFamily("command_rejected_total", "Commands refused before running (arity, NOAUTH, READONLY...), by command.", prometheus.CounterValue, "command")
+	commandFailed   = newFamily("command_failed_total", "Commands that ran and replied an error, by command.", prometheus.CounterValue, "command")
+	commandSeconds  = newFamily("command_duration_seconds_total", "Time spent running commands, by command; divided by commands_total, the mean latency.", prometheus.CounterValue, "command")
+	keys            = newFamily("keys", "Keys held.", prometheus.GaugeValue)
+	keysExpiring    = newFamily("keys_with_expiry", "Keys held with a time to live (every rate-limit key has one).", prometheus.GaugeValue)
+	memoryUsed      = newFamily("memory_used_bytes", "Memory in use: the Go heap and the persistence engine's memory (INFO used_memory).", prometheus.GaugeValue)
+	memoryResident  = newFamily("memory_resident_bytes", "The process's resident set (INFO used_memory_rss).", prometheus.GaugeValue)
+	clients         = newFamily("connected_clients", "Client connections open now.", prometheus.GaugeValue)
+	connections     = newFamily("connections_received_total", "Client connections accepted.", prometheus.CounterValue)
+	connRejected    = newFamily("connections_rejected_total", "Client connections refused by maxclients.", prometheus.CounterValue)
+	eventsPublished = newFamily("denied_events_published_total", "Deny events published on __throttled__:denied.", prometheus.CounterValue)
+	eventsDropped   = newFamily("denied_events_dropped_total", "Deny events dropped by denied-events-per-second.", prometheus.CounterValue)
+	topDenied       = newFamily("top_denied_key_denials", "Estimated denials of the most denied keys over the recent window (TOPDENIED), rank 1 the most.", prometheus.GaugeValue, "rank", "key")
+	persistWriteOK  = newFamily("persistence_write_ok", "1 while the disk takes the writes, 0 while they fail.", prometheus.GaugeValue)
+	persistLastSave = newFamily("persistence_last_save_timestamp_seconds", "Unix time of the last sync of everything written before it.", prometheus.GaugeValue)
+	persistChanges  = newFamily("persistence_unsynced_changes", "Key changes not synced to disk yet.", prometheus.GaugeValue)
+	persistBatches  = newFamily("persistence_batches_total", "Batches written; keys_written_total divided by it is the batch size.", prometheus.CounterValue)
+	persistSyncs    = newFamily("persistence_syncs_total", "Syncs to disk.", prometheus.CounterValue)
+	persistWritten  = newFamily("persistence_keys_written_total", "Key states written.", prometheus.CounterValue)
+	persistDeleted  = newFamily("persistence_keys_deleted_total", "Key deletions written.", prometheus.CounterValue)
+	persistRetries  = newFamily("persistence_retries_total", "Failed disk operations retried.", prometheus.CounterValue)
+	persistDisk     = newFamily("persistence_disk_bytes", "The store's size on disk.", prometheus.GaugeValue)
+	persistLoaded   = newFamily("persistence_loaded_keys", "Keys loaded at start.", prometheus.GaugeValue)
+	persistLoadTime = newFamily("persistence_load_seconds", "How long loading took at start.", prometheus.GaugeValue)
+	replPrimary     = newFamily("replication_primary", "1 on a primary, 0 on a replica.", prometheus.GaugeValue)
+	replOffset      = newFamily("replication_offset_bytes", "The replication stream's offset (master_repl_offset).", prometheus.GaugeValue)
+	replReplicas    = newFamily("replication_connected_replicas", "Replicas connected to this primary.", prometheus.GaugeValue)
+	replLag         = newFamily("replication_replica_lag_seconds", "Each replica's lag, by address.", prometheus.GaugeValue, "replica")
+	replReplicaOff  = newFamily("replication_replica_offset_bytes", "Each replica's acknowledged offset, by address.", prometheus.GaugeValue, "replica")
+	replLinkUp      = newFamily("replication_link_up", "A replica's link to its primary: 1 up and in sync.", prometheus.GaugeValue)
+	replLastIO      = newFamily("replication_last_io_seconds", "Seconds since a replica last heard from its primary.", prometheus.GaugeValue)
+	replFull        = newFamily("replication_full_syncs_total", "Full copies sent to replicas.", prometheus.CounterValue)
+	replPartial     = newFamily("replication_partial_syncs_total", "Partial resyncs accepted.", prometheus.CounterValue)
+	upLinkUp        = newFamily("upstream_link_up", "1 while the upstream answers.", prometheus.GaugeValue)
+	upBreaker       = newFamily("upstream_breaker_state", "The upstream breaker: 1 for its state (closed, open, half-open), 0 for the others.", prometheus.GaugeValue, "state")
+	upOpened        = newFamily("upstream_breaker_opened_total", "Times the upstream breaker opened.", prometheus.CounterValue)
+	upRoundTrips    = newFamily("upstream_round_trips_total", "Round trips to the upstream.", prometheus.CounterValue)
+	upConflicts     = newFamily("upstream_conflicts_total", "Compare-and-set conflicts with other instances.", prometheus.CounterValue)
+	upFailures      = newFamily("upstream_failures_total", "Failed round trips to the upstream.", prometheus.CounterValue)
+	upLocal         = newFamily("upstream_local_decisions_total", "Decisions answered locally from the cache of denied keys.", prometheus.CounterValue)
+	upDegraded      = newFamily("upstream_degraded_decisions_total", "Decisions made by the local fallback while the upstream was away.", prometheus.CounterValue)
+	upRTT           = newFamily("upstream_rtt_seconds", "The mean round trip to the upstream.", prometheus.GaugeValue)
+)
+
+func (c collector) Collect(ch chan<- prometheus.Metric) {
+	s := c.src.Snapshot(TopDeniedShown)
+	emit := func(f family, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(f.desc, f.typ, v, labels...)
+	}
+	emit(buildInfo, 1, s.Version, s.Role)
+	emit(uptime, s.Uptime.Seconds())
+	emit(ready, bool01(s.Ready))
+	for _, d := range s.Decisions {
+		emit(decisions, float64(d.Allowed), d.Verb, "allowed")
+		emit(decisions, float64(d.Denied), d.Verb, "denied")
+	}
+	for _, cmd := range s.Commands {
+		emit(commands, float64(cmd.Calls), cmd.Name)
+		emit(commandRejected, float64(cmd.Rejected), cmd.Name)
+		emit(commandFailed, float64(cmd.Failed), cmd.Name)
+		emit(commandSeconds, cmd.Time.Seconds(), cmd.Name)
+	}
+	emit(keys, float64(s.Keys))
+	emit(keysExpiring, float64(s.KeysWithExpiry))
+	emit(memoryUsed, float64(s.MemoryBytes))
+	emit(memoryResident, float64(s.ResidentBytes))
+	emit(clients, float64(s.Connections))
+	emit(connections, float64(s.ConnectionsTotal))
+	emit(connRejected, float64(s.ConnectionsRejected))
+	emit(eventsPublished, float64(s.DeniedEventsPublished))
+	emit(eventsDropped, float64(s.DeniedEventsDropped))
+	for i, d := range s.TopDenied {
+		emit(topDenied, float64(d.Count), strconv.Itoa(i+1), d.Key)
+	}
+	if p := s.Persistence; p != nil {
+		emit(persistWriteOK, bool01(p.WriteOK))
+		emit(persistLastSave, float64(p.LastSave.Unix()))
+		emit(persistChanges, float64(p.Changes))
+		emit(persistBatches, float64(p.Batches))
+		emit(persistSyncs, float64(p.Syncs))
+		emit(persistWritten, float64(p.KeysWritten))
+		emit(persistDeleted, float64(p.KeysDeleted))
+		emit(persistRetries, float64(p.Retries))
+		emit(persistDisk, float64(p.DiskBytes))
+		emit(persistLoaded, float64(p.LoadedKeys))
+		emit(persistLoadTime, p.LoadTime.Seconds())
+	}
+	r := s.Replication
+	emit(replPrimary, bool01(r.Primary))
+	emit(replOffset, float64(r.Offset))
+	emit(replFull, float64(r.SyncFull))
+	emit(replPartial, float64(r.PartialOK))
+	if r.Primary {
+		emit(replReplicas, float64(len(r.Replicas)))
+		for _, rep := range r.Replicas {
+			emit(replLag, rep.Lag.Seconds(), rep.Addr)
+			emit(replReplicaOff, float64(rep.Offset), rep.Addr)
+		}
+	} else {
+		emit(replLinkUp, bool01(r.LinkUp && !r.Syncing))
+		emit(replLastIO, r.LastIO.Seconds())
+	}
+	if u := s.Upstream; u != nil {
+		emit(upLinkUp, bool01(u.LinkUp))
+		for _, st := range []string{"closed", "open", "half-open"} {
+			emit(upBreaker, bool01(u.Breaker == st), st)
+		}
+		emit(upOpened, float64(u.BreakerOpened))
+		emit(upRoundTrips, float64(u.RoundTrips))
+		emit(upConflicts, float64(u.Conflicts))
+		emit(upFailures, float64(u.Failures))
+		emit(upLocal, float64(u.LocalDecisions))
+		emit(upDegraded, float64(u.DegradedDecisions))
+		emit(upRTT, u.AvgRTT.Seconds())
+	}
+}
+
+func bool01(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Names lists every metric family the collector can export, without the Go and process
+// collectors' (go_..., process_...): what the dashboard's queries may name.
+func Names() []string {
+	var out []string
+	for _, f := range []family{buildInfo, uptime, ready, decisions, commands, commandRejected, commandFailed, commandSeconds,
+		keys, keysExpiring, memoryUsed, memoryResident, clients, connections, connRejected, eventsPublished, eventsDropped,
+		topDenied, persistWriteOK, persistLastSave, persistChanges, persistBatches, persistSyncs, persistWritten,
+		persistDeleted, persistRetries, persistDisk, persistLoaded, persistLoadTime, replPrimary, replOffset, replReplicas,
+		replLag, replReplicaOff, replLinkUp, replLastIO, replFull, replPartial, upLinkUp, upBreaker, upOpened,
+		upRoundTrips, upConflicts, upFailures, upLocal, upDegraded, upRTT} {
+		out = append(out, f.name)
+	}
+	return out
+}

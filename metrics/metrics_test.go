@@ -1,0 +1,133 @@
+package metrics
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/stretchr/testify/require"
+)
+
+// full is a snapshot with every part present.
+type full struct{ ready bool }
+
+func (f full) Snapshot(top int) Snapshot {
+	return Snapshot{
+		Version: "1.0", Role: "master", Uptime: time.Minute,
+		Decisions:   []Decisions{{Verb: "throttle", Allowed: 5, Denied: 2}},
+		Commands:    []Command{{Name: "throttle", Calls: 7, Time: time.Millisecond}},
+		Keys:        3,
+		TopDenied:   []Denied{{Key: "user:1", Count: 2}},
+		Persistence: &Persistence{WriteOK: true},
+		Replication: Replication{Primary: true, Replicas: []Replica{{Addr: "10.0.0.2:6379", Lag: time.Second}}},
+		Upstream:    &Upstream{LinkUp: true, Breaker: "closed"},
+		Ready:       f.ready, NotReady: "upstream breaker open",
+	}
+}
+
+func get(t *testing.T, h http.Handler, path string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+	b, _ := io.ReadAll(rec.Result().Body)
+	return rec.Code, string(b)
+}
+
+func TestCollector(t *testing.T) {
+	h := Handler(full{ready: true})
+	code, body := get(t, h, "/metrics")
+	require.Equal(t, http.StatusOK, code)
+	var p expfmt.TextParser
+	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
+	require.NoError(t, err)
+	// Every family the collector knows is exported from a snapshot with every part, except
+	// a replica's own (this one is a primary).
+	for _, name := range Names() {
+		if name == "throttled_replication_link_up" || name == "throttled_replication_last_io_seconds" {
+			continue
+		}
+		require.Contains(t, fams, name)
+	}
+	for name, f := range fams {
+		if !strings.HasPrefix(name, "throttled_") {
+			continue
+		}
+		if f.GetType() == dto.MetricType_COUNTER {
+			require.True(t, strings.HasSuffix(name, "_total"), name)
+		} else {
+			require.False(t, strings.HasSuffix(name, "_total"), name)
+		}
+	}
+	require.Equal(t, 2.0, fams["throttled_top_denied_key_denials"].Metric[0].Gauge.GetValue())
+
+	code, _ = get(t, h, "/readyz")
+	require.Equal(t, http.StatusOK, code)
+	code, body = get(t, Handler(full{}), "/readyz")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Equal(t, "not ready: upstream breaker open\n", body)
+}
+
+// TestStatusPage: the page has every part and no external assets.
+func TestStatusPage(t *testing.T) {
+	h := Handler(full{ready: true})
+	code, body := get(t, h, "/")
+	require.Equal(t, http.StatusOK, code)
+	for _, want := range []string{"<td>throttle</td>", "<td>user:1</td>", "10.0.0.2:6379", "breaker", "ready"} {
+		require.Contains(t, body, want)
+	}
+	require.NotRegexp(t, `(src|href)=`, body)
+}
+
+// TestDashboard: the Grafana dashboard is JSON, and every query names only metrics that
+// throttled exports.
+func TestDashboard(t *testing.T) {
+	b, err := os.ReadFile("../grafana/throttled.json")
+	require.NoError(t, err)
+	var d struct {
+		Title  string
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+		Templating struct {
+			List []struct {
+				Type  string
+				Query any
+			}
+		}
+	}
+	require.NoError(t, json.Unmarshal(b, &d))
+	require.Equal(t, "throttled", d.Title)
+	known := make(map[string]bool)
+	for _, n := range Names() {
+		known[n] = true
+	}
+	metric := regexp.MustCompile(`throttled_[a-z_]+`)
+	var exprs []string
+	for _, p := range d.Panels {
+		require.NotEmpty(t, p.Targets, p.Title)
+		for _, tg := range p.Targets {
+			exprs = append(exprs, tg.Expr)
+		}
+	}
+	for _, v := range d.Templating.List {
+		if q, ok := v.Query.(string); ok && v.Type == "query" {
+			exprs = append(exprs, q)
+		}
+	}
+	for _, e := range exprs {
+		names := metric.FindAllString(e, -1)
+		require.NotEmpty(t, names, "query names no throttled metric: %s", e)
+		for _, n := range names {
+			require.True(t, known[n], "%s is not a metric throttled exports (%s)", n, e)
+		}
+	}
+}

@@ -1,0 +1,78 @@
+package server
+
+import (
+	"strconv"
+	"sync/atomic"
+)
+
+// Each denial is counted in the most-denied keys (TOPDENIED) and published on
+// __throttled__:denied and __throttled__:denied:<verb> as "verb key retry_after_ms", at most
+// denied-events-per-second a second; nothing is built when nobody listens.
+
+// deniedChannel is the channel of every denial; a verb's denials also go to
+// deniedChannel + ":" + verb.
+const deniedChannel = "__throttled__:denied"
+
+// denyEvents counts the deny events and caps their rate.
+type denyEvents struct {
+	perSecond atomic.Int64 // denied-events-per-second; 0: none are published
+	second    atomic.Int64 // the Unix second being counted
+	inSecond  atomic.Int64 // events published or dropped in it
+	published atomic.Int64 // events published since start or CONFIG RESETSTAT
+	dropped   atomic.Int64 // events over the cap, not published
+}
+
+// denial records that cmd denied key at now (ns), whose caller may retry after retryMs
+// (-1: never).
+func (s *Server) denial(cmd *command, key []byte, retryMs, now int64) {
+	s.obs.denied.Record(key, now)
+	hub := s.pubsub
+	if !hub.Listened(s.obs.deniedAll) && !hub.Listened(cmd.deniedChannel) {
+		return
+	}
+	ev := &s.obs.events
+	sec := now / 1e9
+	if old := ev.second.Load(); old != sec && ev.second.CompareAndSwap(old, sec) {
+		ev.inSecond.Store(0)
+	}
+	if ev.inSecond.Add(1) > ev.perSecond.Load() {
+		ev.dropped.Add(1)
+		return
+	}
+	ev.published.Add(1)
+	verb := cmd.name
+	msg := make([]byte, 0, len(verb)+len(key)+24)
+	msg = append(msg, verb...)
+	msg = append(msg, ' ')
+	msg = append(msg, key...)
+	msg = append(msg, ' ')
+	msg = strconv.AppendInt(msg, retryMs, 10)
+	hub.Publish(s.obs.deniedAll, msg)
+	hub.Publish(cmd.deniedChannel, msg)
+}
+
+// secondsToMs turns a compatibility verb's retry_after in seconds into milliseconds, -1
+// staying -1.
+func secondsToMs(sec int64) int64 {
+	if sec < 0 {
+		return -1
+	}
+	return sec * 1000
+}
+
+func (s *Server) infoDenyEvents() [][2]string {
+	ev := &s.obs.events
+	return [][2]string{
+		{"denied_events_published", itoa(ev.published.Load())},
+		{"denied_events_dropped", itoa(ev.dropped.Load())},
+	}
+}
+
+// deniedAll records the denials of an ALLOF that denied: each limit that did.
+func (s *Server) deniedAll(cmd *command, limits []limit, results []pending, now int64) {
+	for i := range results {
+		if results[i].d.limited {
+			s.denial(cmd, limits[i].key, results[i].d.retry, now)
+		}
+	}
+}

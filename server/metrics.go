@@ -1,0 +1,146 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"runtime"
+	"strconv"
+	"time"
+
+	"throttled/metrics"
+)
+
+// The HTTP side of observability: metrics-port serves package metrics' handler, which reads a
+// snapshot of INFO's counters at each scrape.
+
+// startMetrics listens on metrics-port when it is set.
+func (s *Server) startMetrics() error {
+	if s.cfg.MetricsPort == 0 {
+		return nil
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(s.cfg.Bind, strconv.Itoa(s.cfg.MetricsPort)))
+	if err != nil {
+		return fmt.Errorf("server: metrics-port: %w", err)
+	}
+	go s.ServeMetrics(ln)
+	return nil
+}
+
+// ServeMetrics serves /metrics, /healthz, /readyz and the status page on ln until Close.
+func (s *Server) ServeMetrics(ln net.Listener) error {
+	hs := &http.Server{Handler: metrics.Handler(s), ReadHeaderTimeout: 10 * time.Second}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return nil
+	}
+	s.metricsHTTP = append(s.metricsHTTP, hs)
+	s.mu.Unlock()
+	s.log.Info("serving metrics", "addr", ln.Addr().String())
+	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("server: metrics: %w", err)
+	}
+	return nil
+}
+
+// closeMetrics stops the metrics servers; s.mu is held.
+func (s *Server) closeMetricsLocked() {
+	for _, hs := range s.metricsHTTP {
+		hs.Close()
+	}
+}
+
+// Snapshot implements metrics.Source from INFO's counters.
+func (s *Server) Snapshot(topDenied int) metrics.Snapshot {
+	snap := metrics.Snapshot{
+		Version:               Version,
+		Role:                  "master",
+		Uptime:                time.Since(s.started),
+		Keys:                  int64(s.ks.Len()),
+		KeysWithExpiry:        int64(s.ks.Expires()),
+		Connections:           s.connected.Load(),
+		ConnectionsTotal:      s.stats.connections.Load(),
+		ConnectionsRejected:   s.stats.rejected.Load(),
+		DeniedEventsPublished: s.obs.events.published.Load(),
+		DeniedEventsDropped:   s.obs.events.dropped.Load(),
+		TopDeniedWindow:       topDeniedPeriod,
+	}
+	for _, cmd := range s.sortedCommands() {
+		if cmd.has(flagRatelimit) {
+			snap.Decisions = append(snap.Decisions, metrics.Decisions{Verb: cmd.name, Allowed: cmd.allowed.Load(), Denied: cmd.denied.Load()})
+		}
+		for _, cc := range append([]*command{cmd}, sortedSubcommands(cmd)...) {
+			calls, rejected, failed := cc.calls.Load(), cc.rejected.Load(), cc.failed.Load()
+			if calls != 0 || rejected != 0 || failed != 0 {
+				snap.Commands = append(snap.Commands, metrics.Command{Name: cc.name, Calls: calls, Rejected: rejected,
+					Failed: failed, Time: time.Duration(cc.nsec.Load())})
+			}
+		}
+	}
+	if topDenied > 0 {
+		top, _ := s.obs.denied.Top(topDenied, s.nowNano())
+		for _, e := range top {
+			snap.TopDenied = append(snap.TopDenied, metrics.Denied{Key: e.Key, Count: e.Count})
+		}
+	}
+	snap.MemoryBytes, snap.ResidentBytes = s.memoryUsed()
+	if s.store != nil {
+		in := s.store.Info()
+		snap.Persistence = &metrics.Persistence{WriteOK: in.WriteOK, LastSave: in.LastSave, Changes: in.Changes,
+			Batches: in.Batches, Syncs: in.Syncs, KeysWritten: in.KeysWritten, KeysDeleted: in.KeysDeleted,
+			Retries: in.Retries, DiskBytes: in.DiskBytes, LoadedKeys: int64(in.LoadedKeys), LoadTime: in.LoadTime}
+	}
+	rin := s.repl.Info()
+	snap.Replication = metrics.Replication{Primary: rin.Primary, Offset: rin.Offset, LinkUp: rin.LinkUp,
+		Syncing: rin.Syncing, LastIO: rin.LastIO, SyncFull: rin.SyncFull, PartialOK: rin.PartialOK}
+	for _, r := range rin.Replicas {
+		snap.Replication.Replicas = append(snap.Replication.Replicas, metrics.Replica{
+			Addr: net.JoinHostPort(r.Addr, strconv.Itoa(r.Port)), Offset: r.Offset, Lag: r.Lag})
+	}
+	if !rin.Primary {
+		snap.Role = "slave"
+	}
+	if s.up != nil {
+		st := s.up.client.Stats()
+		snap.Upstream = &metrics.Upstream{LinkUp: st.Link == "up", Breaker: st.Breaker, BreakerOpened: st.Opened,
+			RoundTrips: st.RoundTrips, Conflicts: st.Conflicts, Failures: st.Failures, LocalDecisions: st.Local,
+			DegradedDecisions: s.up.degraded.Load(), AvgRTT: st.AvgRTT}
+	}
+	snap.Ready, snap.NotReady = s.readiness(rin.Primary, rin.LinkUp && !rin.Syncing, snap.Upstream)
+	return snap
+}
+
+// readiness says whether the server should receive traffic: it serves (its state is loaded
+// before that), a replica's link is up and in sync, the upstream's breaker is closed.
+func (s *Server) readiness(primary, inSync bool, up *metrics.Upstream) (bool, string) {
+	switch {
+	case s.Addr() == nil:
+		return false, "not serving yet"
+	case !primary && !inSync:
+		return false, "replica not in sync with its primary"
+	case up != nil && up.Breaker != "closed":
+		return false, "upstream breaker " + up.Breaker
+	}
+	return true, ""
+}
+
+// memoryUsed is INFO's used_memory and used_memory_rss.
+func (s *Server) memoryUsed() (used, rss uint64) {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	var offHeap uint64
+	if s.store != nil {
+		if in := s.store.Info(); in.OffHeap {
+			offHeap = uint64(in.MemTableBytes + in.BlockCacheBytes)
+		}
+	}
+	used = m.HeapInuse + offHeap
+	rss, ok := residentBytes()
+	if !ok {
+		rss = m.Sys - m.HeapReleased + offHeap
+	}
+	return used, rss
+}
