@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"throttled/acl"
 	"throttled/glob"
 )
 
@@ -37,6 +38,9 @@ type command struct {
 	subcommands map[string]*command
 
 	bits    uint32       // flags as bits, for the checks at dispatch
+	aclID   int          // the command's id in the ACL catalogue (acl.go)
+	aclCats uint64       // its ACL categories, as acl.Category's bits
+	keyUse  int          // the access its keys need, acl.Read and/or acl.Write
 	calls   atomic.Int64 // calls since start or CONFIG RESETSTAT
 	allowed atomic.Int64 // rate-limit verbs: decisions that allowed
 	denied  atomic.Int64 // rate-limit verbs: decisions that denied
@@ -121,6 +125,7 @@ func (s *Server) commandTable() map[string]*command {
 	register(table, nil, replicationCommands())
 	register(table, nil, multiCommands())
 	register(table, nil, pubsubCommands())
+	register(table, nil, aclCommands())
 	for _, parent := range []struct {
 		name string
 		subs []*command
@@ -129,6 +134,7 @@ func (s *Server) commandTable() map[string]*command {
 		{"config", configSubcommands()},
 		{"command", commandSubcommands()},
 		{"pubsub", pubsubSubcommands()},
+		{"acl", aclSubcommands()},
 	} {
 		cmd := table[parent.name]
 		register(table, cmd, parent.subs)
@@ -482,8 +488,16 @@ func cmdCommandList(c *client, args [][]byte) error {
 		switch strings.ToLower(string(args[3])) {
 		case "pattern":
 			pattern = args[4]
-		case "aclcat", "module":
-			c.w.array(0) // no ACL categories or modules to filter by
+		case "aclcat":
+			bit, ok := acl.Category(string(args[4]))
+			if !ok {
+				c.w.array(0)
+				return nil
+			}
+			c.w.stringArray(c.s.aclCatalog.InCategory(bit))
+			return nil
+		case "module":
+			c.w.array(0) // no modules to filter by
 			return nil
 		default:
 			return errSyntax

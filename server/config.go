@@ -30,8 +30,12 @@ type Config struct {
 	// replies of a client that changed state), everysec (default: a crash loses about a
 	// second at most) or no (the operating system decides).
 	AppendFsync string
-	// RequirePass, when set, must be given with AUTH before other commands ("requirepass").
+	// RequirePass, when set, must be given with AUTH before other commands ("requirepass"):
+	// it is the default user's password.
 	RequirePass string
+	// Users are the ACL users of the config file's user lines ("user name rule..."): each
+	// is the name, then the rules as ACL SETUSER takes them.
+	Users [][]string
 	// LogLevel is debug, verbose, notice or warning ("loglevel").
 	LogLevel string
 	// MaxClients is the most connections served at once ("maxclients").

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"throttled/acl"
 	"throttled/keyspace"
 	"throttled/persistence"
 	"throttled/pubsub"
@@ -53,6 +54,9 @@ type Server struct {
 	rewriteMu    sync.Mutex        // one CONFIG REWRITE at a time
 
 	txLocks txLocks // EXEC's stripes by key
+
+	acl        *acl.Registry // the ACL users (acl.go)
+	aclCatalog *acl.Catalog  // the commands as the ACL rules name them
 
 	up *upstreamMode // nil unless the limits live in an upstream Redis (upstream.go)
 
@@ -114,6 +118,9 @@ func New(cfg Config) (*Server, error) {
 	s.lastSave.Store(s.started.Unix())
 	s.replCfg.init(cfg)
 	s.commands = s.commandTable()
+	if err := s.openACL(); err != nil {
+		return nil, err
+	}
 	s.runID = newRunID()
 	s.newReplication()
 	if err := s.openUpstream(); err != nil {
@@ -325,6 +332,12 @@ func (s *Server) run(c *client, args [][]byte) {
 		s.reject(c, fmt.Errorf("wrong number of arguments for '%s' command", cmd.fullName()))
 		return
 	}
+	if p := c.user.Load().Perms(); !p.All {
+		if err := s.checkACL(c, p, cmd, args); err != nil {
+			s.reject(c, err)
+			return
+		}
+	}
 	if c.sub != nil && c.w.proto == 2 && !cmd.whileSubscribed && c.subscribed() {
 		s.replyError(c, fmt.Errorf("Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", cmd.fullName()))
 		return
@@ -392,4 +405,6 @@ func (s *Server) replyError(c *client, err error) {
 	c.w.errorText(errorText(err))
 }
 
-func (s *Server) passwordSet() bool { return *s.password.Load() != "" }
+// passwordSet reports whether connections must authenticate: the default user has a
+// password (requirepass) or is off.
+func (s *Server) passwordSet() bool { return !s.acl.DefaultOpen() }

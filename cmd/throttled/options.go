@@ -126,6 +126,12 @@ func setOption(cfg *server.Config, name string, values []string) error {
 		return str(&cfg.AppendFsync)
 	case "requirepass":
 		return str(&cfg.RequirePass)
+	case "user":
+		if len(values) == 0 {
+			return fmt.Errorf("user: takes a name and rules")
+		}
+		cfg.Users = append(cfg.Users, values)
+		return nil
 	case "loglevel":
 		return str(&cfg.LogLevel)
 	case "maxclients":

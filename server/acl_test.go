@@ -1,0 +1,129 @@
+package server
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// appUser may call the rate-limit verbs on its own prefix and nothing else.
+var appUser = []string{"app", "on", ">apppass", "~tenant:*", "+@ratelimit"}
+
+func TestACLApplicationUser(t *testing.T) {
+	ts := startServer(t, func(c *Config) { c.Users = [][]string{appUser} })
+	rdb := redis.NewClient(&redis.Options{Addr: ts.addr, Username: "app", Password: "apppass", Protocol: 2})
+	t.Cleanup(func() { rdb.Close() })
+
+	require.Equal(t, []any{int64(0), int64(11), int64(10), int64(-1), int64(100)}, do(t, rdb, "throttle", "tenant:a", "10", "10", "1"))
+	require.Equal(t, "NOPERM No permissions to access a key", doErr(t, rdb, "throttle", "other:a", "10", "10", "1"))
+	require.Equal(t, "NOPERM User app has no permissions to run the 'set' command", doErr(t, rdb, "set", "tenant:a", "1"))
+	require.Equal(t, "NOPERM User app has no permissions to run the 'config|get' command", doErr(t, rdb, "config", "get", "*"))
+	require.Equal(t, "NOPERM User app has no permissions to run the 'flushall' command", doErr(t, rdb, "flushall"))
+	require.Equal(t, "NOPERM No permissions to access a key", doErr(t, rdb, "allof", "throttle", "tenant:b", "1", "1", "1", "throttle", "x", "1", "1", "1"))
+	require.Len(t, do(t, rdb, "allof", "throttle", "tenant:b", "1", "1", "1", "window", "tenant:c", "1", "1"), 3)
+
+	admin := ts.client(t, 2)
+	list := do(t, admin, "client", "list").(string)
+	require.Contains(t, list, "user=app ")
+	require.Contains(t, list, "user=default ")
+}
+
+func TestACLRawAuth(t *testing.T) {
+	ts := startServer(t, func(c *Config) {
+		c.RequirePass = "top"
+		c.Users = [][]string{appUser}
+	})
+	r := ts.raw(t)
+	r.send(t, "PING\r\n")
+	r.expect(t, "-NOAUTH Authentication required.\r\n")
+	r.send(t, "AUTH app wrong\r\n")
+	r.expect(t, "-WRONGPASS invalid username-password pair or user is disabled.\r\n")
+	r.send(t, "AUTH app apppass\r\n")
+	r.expect(t, "+OK\r\n")
+	r.send(t, "ACL WHOAMI\r\n")
+	r.expect(t, "-NOPERM User app has no permissions to run the 'acl|whoami' command\r\n")
+	r.send(t, "GET tenant:x\r\n")
+	r.expect(t, "-NOPERM User app has no permissions to run the 'get' command\r\n")
+	r.send(t, "AUTH top\r\n") // the default user, with requirepass
+	r.expect(t, "+OK\r\n")
+	r.send(t, "ACL WHOAMI\r\n")
+	r.expect(t, "$7\r\ndefault\r\n")
+	r.send(t, "HELLO 3 AUTH app apppass\r\n")
+	r.skipHello(t)
+	r.send(t, "CLIENT INFO\r\n")
+	r.expect(t, "-NOPERM User app has no permissions to run the 'client|info' command\r\n")
+	r.send(t, "RESET\r\n")
+	r.expect(t, "+RESET\r\n")
+	r.send(t, "PING\r\n")
+	r.expect(t, "-NOAUTH Authentication required.\r\n")
+}
+
+func TestACLCommands(t *testing.T) {
+	ts := startServer(t)
+	rdb := ts.client(t, 3)
+	ctx := context.Background()
+	do(t, rdb, "acl", "setuser", "app", "on", ">pw", "~tenant:*", "%R~shared:*", "+@ratelimit", "+get")
+	info := do(t, rdb, "acl", "getuser", "app").(map[any]any)
+	require.Equal(t, []any{"on", "sanitize-payload"}, info["flags"])
+	require.Equal(t, "-@all +@ratelimit +get", info["commands"])
+	require.Equal(t, "~tenant:* %R~shared:*", info["keys"])
+	require.Equal(t, "", info["channels"])
+	require.Len(t, info["passwords"], 1)
+	require.Equal(t, redis.Nil, rdb.Do(ctx, "acl", "getuser", "nobody").Err())
+
+	require.Equal(t, []any{"app", "default"}, do(t, rdb, "acl", "users"))
+	list := do(t, rdb, "acl", "list").([]any)
+	require.Equal(t, "user default on nopass sanitize-payload ~* &* +@all", list[1])
+	require.True(t, strings.HasPrefix(list[0].(string), "user app on sanitize-payload #"), list[0])
+	require.Equal(t, "default", do(t, rdb, "acl", "whoami"))
+	require.Contains(t, do(t, rdb, "acl", "cat"), "ratelimit")
+	rl := do(t, rdb, "acl", "cat", "ratelimit").([]any)
+	require.Contains(t, rl, "throttle")
+	require.Contains(t, rl, "cl.throttle")
+	require.NotContains(t, rl, "set")
+	require.Contains(t, do(t, rdb, "command", "list", "filterby", "aclcat", "dangerous"), "flushall")
+	require.Len(t, do(t, rdb, "acl", "genpass"), 64)
+	require.Contains(t, doErr(t, rdb, "acl", "setuser", "app", "+nosuch"), "Error in ACL SETUSER modifier '+nosuch': Unknown command or category name in ACL")
+
+	app := redis.NewClient(&redis.Options{Addr: ts.addr, Username: "app", Password: "pw", Protocol: 2})
+	t.Cleanup(func() { app.Close() })
+	require.Equal(t, redis.Nil, app.Get(ctx, "shared:x").Err())
+	require.Equal(t, "NOPERM No permissions to access a key", doErr(t, app, "get", "secret"))
+
+	// A change applies to connections at once; a deleted user's connections are closed.
+	do(t, rdb, "acl", "setuser", "app", "-get")
+	require.Contains(t, doErr(t, app, "get", "shared:x"), "has no permissions to run the 'get' command")
+	require.Equal(t, int64(1), do(t, rdb, "acl", "deluser", "app", "ghost"))
+	require.Error(t, app.Get(ctx, "shared:x").Err())
+	require.Contains(t, doErr(t, rdb, "acl", "deluser", "default"), "cannot be removed")
+}
+
+func TestACLRequirePassIsTheDefaultUsersPassword(t *testing.T) {
+	ts := startServer(t)
+	rdb := ts.client(t, 2)
+	do(t, rdb, "config", "set", "requirepass", "s3cret")
+	fresh := ts.raw(t)
+	fresh.send(t, "PING\r\n")
+	fresh.expect(t, "-NOAUTH Authentication required.\r\n")
+	fresh.send(t, "AUTH default s3cret\r\n")
+	fresh.expect(t, "+OK\r\n")
+	fresh.send(t, "CONFIG SET requirepass \"\"\r\n")
+	fresh.expect(t, "+OK\r\n")
+	again := ts.raw(t)
+	again.send(t, "PING\r\n")
+	again.expect(t, "+PONG\r\n")
+}
+
+func TestACLChannels(t *testing.T) {
+	ts := startServer(t)
+	rdb := ts.client(t, 2)
+	do(t, rdb, "acl", "setuser", "sub", "on", "nopass", "&news.*", "+@pubsub")
+	r := ts.raw(t)
+	r.send(t, "AUTH sub x\r\nPUBLISH other hi\r\nPUBLISH news.a hi\r\n")
+	r.expect(t, "+OK\r\n-NOPERM No permissions to access a channel\r\n:0\r\n")
+	r.send(t, "PSUBSCRIBE news.b*\r\n")
+	r.expect(t, "-NOPERM No permissions to access a channel\r\n")
+}
