@@ -53,9 +53,10 @@ const (
 	flagRatelimit
 	flagNoMulti // refused inside MULTI: it cannot run within EXEC (SUBSCRIBE, WAIT, PSYNC)
 	flagNoQueue // runs at once inside MULTI instead of being queued (MULTI, EXEC, WATCH, QUIT, RESET); set in bits, not a Redis flag
+	flagDenyOOM // may add data: refused or preceded by evictions over maxmemory (memory.go)
 )
 
-var flagBits = map[string]uint32{"no-auth": flagNoAuth, "write": flagWrite, "ratelimit": flagRatelimit, "no-multi": flagNoMulti}
+var flagBits = map[string]uint32{"no-auth": flagNoAuth, "write": flagWrite, "ratelimit": flagRatelimit, "no-multi": flagNoMulti, "denyoom": flagDenyOOM}
 
 func (cmd *command) has(bit uint32) bool { return cmd.bits&bit != 0 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"throttled/keyspace"
 	"throttled/persistence"
 )
 
@@ -36,6 +37,17 @@ type Config struct {
 	// Users are the ACL users of the config file's user lines ("user name rule..."): each
 	// is the name, then the rules as ACL SETUSER takes them.
 	Users [][]string
+	// MaxMemory is the most bytes the keyspace may hold, as keyspace.UsedMemory counts
+	// them ("maxmemory"); 0 for no limit. Over it, MaxMemoryPolicy says what goes.
+	MaxMemory int64
+	// MaxMemoryPolicy is Redis's maxmemory-policy: noeviction (commands that add data get
+	// OOM errors), volatile-ttl (the keys nearest to idle go first: for a rate limiter the
+	// default that keeps busy limits), allkeys-lru, volatile-lru, allkeys-random or
+	// volatile-random.
+	MaxMemoryPolicy string
+	// MaxMemorySamples is how many keys eviction compares to choose each one it removes
+	// ("maxmemory-samples"); default 5.
+	MaxMemorySamples int
 	// LogLevel is debug, verbose, notice or warning ("loglevel").
 	LogLevel string
 	// MaxClients is the most connections served at once ("maxclients").
@@ -96,16 +108,18 @@ type Config struct {
 // DefaultConfig returns the configuration of a server started with no options.
 func DefaultConfig() Config {
 	return Config{
-		Bind:            "127.0.0.1",
-		Port:            6379,
-		Dir:             "./data",
-		AppendOnly:      true,
-		AppendFsync:     "everysec",
-		LogLevel:        "notice",
-		MaxClients:      10000,
-		ProtoMaxBulkLen: defaultMaxArg,
-		Shards:          256,
-		IOThreads:       max(1, runtime.GOMAXPROCS(0)/2),
+		Bind:             "127.0.0.1",
+		Port:             6379,
+		Dir:              "./data",
+		AppendOnly:       true,
+		AppendFsync:      "everysec",
+		LogLevel:         "notice",
+		MaxMemoryPolicy:  "noeviction",
+		MaxMemorySamples: 5,
+		MaxClients:       10000,
+		ProtoMaxBulkLen:  defaultMaxArg,
+		Shards:           256,
+		IOThreads:        max(1, runtime.GOMAXPROCS(0)/2),
 
 		UpstreamTimeout:       50 * time.Millisecond,
 		UpstreamFallbackShare: 1,
@@ -129,6 +143,15 @@ func (c Config) Validate() error {
 	}
 	if c.MaxClients < 1 {
 		return fmt.Errorf("maxclients: %d must be at least 1", c.MaxClients)
+	}
+	if c.MaxMemory < 0 {
+		return fmt.Errorf("maxmemory: %d must not be negative", c.MaxMemory)
+	}
+	if _, err := keyspace.ParsePolicy(c.MaxMemoryPolicy); err != nil {
+		return fmt.Errorf("maxmemory-policy: %w", err)
+	}
+	if c.MaxMemorySamples < 1 || c.MaxMemorySamples > 64 {
+		return fmt.Errorf("maxmemory-samples: %d is not between 1 and 64", c.MaxMemorySamples)
 	}
 	if c.ProtoMaxBulkLen < 1024*1024 {
 		return fmt.Errorf("proto-max-bulk-len: %d must be at least 1mb", c.ProtoMaxBulkLen)
@@ -184,6 +207,10 @@ func intRange(name string) (lo, hi int64) {
 		return 1, math.MaxUint32
 	case "repl-backlog-size":
 		return 1, math.MaxInt64
+	case "maxmemory":
+		return 0, math.MaxInt64
+	case "maxmemory-samples":
+		return 1, 64
 	case "replica-announce-port":
 		return 0, 65535
 	}

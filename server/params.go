@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"throttled/glob"
+	"throttled/keyspace"
 	"throttled/persistence"
 )
 
@@ -109,6 +110,15 @@ func (s *Server) paramTable() []*param {
 			}
 			return func() { s.level.Set(level); s.levelName.Store(&name) }, nil
 		}},
+		{name: "maxmemory", get: num(&s.mem.max), def: "0", file: bytesValue, set: setNum("maxmemory", &s.mem.max, ParseSize)},
+		{name: "maxmemory-policy", get: s.policyName, def: def.MaxMemoryPolicy, file: plainValue, set: func(v string) (func(), error) {
+			p, err := keyspace.ParsePolicy(v)
+			if err != nil {
+				return nil, errors.New("argument(s) must be one of the following: noeviction, volatile-ttl, allkeys-lru, volatile-lru, allkeys-random, volatile-random")
+			}
+			return func() { s.setPolicy(p) }, nil
+		}},
+		{name: "maxmemory-samples", get: num(&s.mem.samples), def: itoaInt(def.MaxMemorySamples), file: plainValue, set: setNum("maxmemory-samples", &s.mem.samples, integer)},
 		{name: "maxclients", get: num(&s.maxClients), def: itoaInt(def.MaxClients), file: plainValue, set: setNum("maxclients", &s.maxClients, integer)},
 		{name: "proto-max-bulk-len", get: constant(itoaInt(s.cfg.ProtoMaxBulkLen)), def: itoaInt(def.ProtoMaxBulkLen), file: bytesValue},
 		{name: "io-threads", get: constant(itoaInt(s.cfg.IOThreads)), def: itoaInt(def.IOThreads), file: plainValue},
@@ -141,8 +151,6 @@ func (s *Server) paramTable() []*param {
 		// Shown for clients and tools that read them; not options of throttled's config file.
 		{name: "databases", get: constant("1")},
 		{name: "save", get: constant("")},
-		{name: "maxmemory", get: constant("0")},
-		{name: "maxmemory-policy", get: constant("noeviction")},
 		{name: "hz", get: constant("10")},
 	}
 }

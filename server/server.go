@@ -58,6 +58,8 @@ type Server struct {
 	acl        *acl.Registry // the ACL users (acl.go)
 	aclCatalog *acl.Catalog  // the commands as the ACL rules name them
 
+	mem memoryLimit // maxmemory (memory.go)
+
 	up *upstreamMode // nil unless the limits live in an upstream Redis (upstream.go)
 
 	loops    []*loop // event loops serving the clients, round robin; none on other systems
@@ -137,6 +139,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	go s.expireLoop()
+	s.initMemory()
 	return s, nil
 }
 
@@ -245,6 +248,9 @@ func (s *Server) Close() error {
 	s.stopLoops()
 	s.closeUpstream()
 	<-s.sweepDone
+	if s.mem.done != nil {
+		<-s.mem.done
+	}
 	s.closeErr = s.closeStore()
 	close(s.stopped)
 	s.log.Info("server stopped")
@@ -334,6 +340,12 @@ func (s *Server) run(c *client, args [][]byte) {
 	}
 	if p := c.user.Load().Perms(); !p.All {
 		if err := s.checkACL(c, p, cmd, args); err != nil {
+			s.reject(c, err)
+			return
+		}
+	}
+	if cmd.bits&flagDenyOOM != 0 && s.mem.full.Load() {
+		if err := s.makeRoom(); err != nil {
 			s.reject(c, err)
 			return
 		}

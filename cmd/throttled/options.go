@@ -134,6 +134,21 @@ func setOption(cfg *server.Config, name string, values []string) error {
 		return nil
 	case "loglevel":
 		return str(&cfg.LogLevel)
+	case "maxmemory":
+		v, err := one()
+		if err != nil {
+			return err
+		}
+		n, err := server.ParseSize(v)
+		if err != nil {
+			return fmt.Errorf("maxmemory: %q is not a size (64mb, 1gb)", v)
+		}
+		cfg.MaxMemory = n
+		return nil
+	case "maxmemory-policy":
+		return str(&cfg.MaxMemoryPolicy)
+	case "maxmemory-samples":
+		return number(&cfg.MaxMemorySamples)
 	case "maxclients":
 		return number(&cfg.MaxClients)
 	case "proto-max-bulk-len":
