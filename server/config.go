@@ -48,6 +48,21 @@ type Config struct {
 	// MaxMemorySamples is how many keys eviction compares to choose each one it removes
 	// ("maxmemory-samples"); default 5.
 	MaxMemorySamples int
+	// TLS, with Redis's names. TLSPort is a second port whose clients speak TLS
+	// ("tls-port"); 0 for none. With TLSPort set, Port 0 serves no plain TCP at all.
+	TLSPort int
+	// TLSCertFile and TLSKeyFile are the server's certificate and key, in PEM
+	// ("tls-cert-file", "tls-key-file"); read again when they change, without a restart.
+	TLSCertFile, TLSKeyFile string
+	// TLSCACertFile holds the CA certificates that clients' certificates (and with
+	// TLSReplication, the primary's) are verified against ("tls-ca-cert-file").
+	TLSCACertFile string
+	// TLSAuthClients is yes (clients must present a certificate the CA signed; the
+	// default), optional (verified when given) or no ("tls-auth-clients").
+	TLSAuthClients string
+	// TLSReplication makes a replica connect to its primary over TLS, presenting
+	// TLSCertFile ("tls-replication").
+	TLSReplication bool
 	// LogLevel is debug, verbose, notice or warning ("loglevel").
 	LogLevel string
 	// MaxClients is the most connections served at once ("maxclients").
@@ -115,6 +130,7 @@ func DefaultConfig() Config {
 		AppendFsync:      "everysec",
 		LogLevel:         "notice",
 		MaxMemoryPolicy:  "noeviction",
+		TLSAuthClients:   "yes",
 		MaxMemorySamples: 5,
 		MaxClients:       10000,
 		ProtoMaxBulkLen:  defaultMaxArg,
@@ -143,6 +159,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxClients < 1 {
 		return fmt.Errorf("maxclients: %d must be at least 1", c.MaxClients)
+	}
+	if err := c.validTLS(); err != nil {
+		return err
 	}
 	if c.MaxMemory < 0 {
 		return fmt.Errorf("maxmemory: %d must not be negative", c.MaxMemory)

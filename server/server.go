@@ -60,6 +60,9 @@ type Server struct {
 
 	mem memoryLimit // maxmemory (memory.go)
 
+	tlsFiles *tlsFiles    // the certificates, nil without TLS (tls.go)
+	tlsLn    net.Listener // the tls-port listener; guarded by mu
+
 	up *upstreamMode // nil unless the limits live in an upstream Redis (upstream.go)
 
 	loops    []*loop // event loops serving the clients, round robin; none on other systems
@@ -123,6 +126,9 @@ func New(cfg Config) (*Server, error) {
 	if err := s.openACL(); err != nil {
 		return nil, err
 	}
+	if err := s.openTLS(); err != nil {
+		return nil, err
+	}
 	s.runID = newRunID()
 	s.newReplication()
 	if err := s.openUpstream(); err != nil {
@@ -132,7 +138,7 @@ func New(cfg Config) (*Server, error) {
 		s.closeUpstream()
 		return nil, err
 	}
-	s.params = s.paramTable() // after openStore: appendonly shows whether the store is open
+	s.params = append(s.paramTable(), s.tlsParams()...) // after openStore: appendonly shows whether the store is open
 	s.paramsByName, s.paramNames = indexParams(s.params)
 	if err := s.startReplication(); err != nil {
 		s.closeStore()
@@ -154,11 +160,29 @@ func monotonicClock() func() time.Time {
 // nowNano is the server's time in Unix nanoseconds.
 func (s *Server) nowNano() int64 { return s.now().UnixNano() }
 
-// ListenAndServe listens on the configured bind address and port and serves until Close.
+// ListenAndServe listens on the configured bind address and port, and on tls-port when
+// set, and serves until Close. With tls-port, port 0 serves TLS only, as in Redis.
 func (s *Server) ListenAndServe() error {
+	tln, err := s.listenTLS()
+	if err != nil {
+		return err
+	}
+	if tln != nil && s.cfg.Port == 0 {
+		return s.ServeTLS(tln)
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(s.cfg.Bind, strconv.Itoa(s.cfg.Port)))
 	if err != nil {
+		if tln != nil {
+			tln.Close()
+		}
 		return fmt.Errorf("server: listen: %w", err)
+	}
+	if tln != nil {
+		go func() {
+			if err := s.ServeTLS(tln); err != nil {
+				s.log.Error("TLS listener failed", "err", err)
+			}
+		}()
 	}
 	return s.Serve(ln)
 }
@@ -240,6 +264,7 @@ func (s *Server) Close() error {
 	if s.ln != nil {
 		s.ln.Close()
 	}
+	s.closeTLSLocked()
 	for _, c := range s.clients {
 		c.hangup()
 	}

@@ -149,6 +149,20 @@ func setOption(cfg *server.Config, name string, values []string) error {
 		return str(&cfg.MaxMemoryPolicy)
 	case "maxmemory-samples":
 		return number(&cfg.MaxMemorySamples)
+	case "tls-port":
+		return number(&cfg.TLSPort)
+	case "tls-cert-file":
+		return str(&cfg.TLSCertFile)
+	case "tls-key-file":
+		return str(&cfg.TLSKeyFile)
+	case "tls-ca-cert-file":
+		return str(&cfg.TLSCACertFile)
+	case "tls-auth-clients":
+		return str(&cfg.TLSAuthClients)
+	case "tls-replication":
+		on, err := yes()
+		cfg.TLSReplication = on
+		return err
 	case "maxclients":
 		return number(&cfg.MaxClients)
 	case "proto-max-bulk-len":
