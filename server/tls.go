@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -106,20 +107,44 @@ func (f *tlsFiles) current() (*tls.Config, error) {
 	return c, nil
 }
 
-// change applies a CONFIG SET of the files or of tls-auth-clients and loads them at once;
-// a configuration that does not load is refused and the running one kept.
-func (f *tlsFiles) change(set func(*tlsFiles)) error {
+// change applies a CONFIG SET of a file or of tls-auth-clients and loads the files at once.
+// While they do not load together (the certificate changed and the key is still to come),
+// the running configuration serves on.
+func (f *tlsFiles) change(set func(*tlsFiles)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	old := [4]string{f.cert, f.key, f.ca, f.auth}
 	set(f)
-	c, err := f.loadLocked()
-	if err != nil {
-		f.cert, f.key, f.ca, f.auth = old[0], old[1], old[2], old[3]
-		return err
+	if c, err := f.loadLocked(); err == nil {
+		f.config, f.stamp = c, f.stampLocked()
 	}
-	f.config, f.stamp = c, f.stampLocked()
-	return nil
+}
+
+// checkTLSValue checks a CONFIG SET value of a TLS parameter on its own: the file holds
+// what it should. Whether a certificate and a key match is known once both are set.
+func checkTLSValue(name, v string) error {
+	if name == "tls-auth-clients" {
+		if _, ok := tlsAuthModes[v]; !ok {
+			return fmt.Errorf("tls-auth-clients: %q is not one of yes, no, optional", v)
+		}
+		return nil
+	}
+	b, err := os.ReadFile(v)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	want := "CERTIFICATE"
+	if name == "tls-key-file" {
+		want = "PRIVATE KEY"
+	}
+	for rest := b; ; {
+		var blk *pem.Block
+		if blk, rest = pem.Decode(rest); blk == nil {
+			return fmt.Errorf("%s %s: no PEM %s in it", name, v, strings.ToLower(want))
+		}
+		if strings.Contains(blk.Type, want) {
+			return nil
+		}
+	}
 }
 
 // get reads a field under the lock.
@@ -311,20 +336,10 @@ func (s *Server) tlsParams() []*param {
 				if name == "tls-auth-clients" {
 					v = strings.ToLower(v)
 				}
-				set := func(f *tlsFiles) { *field(f) = v }
-				// A copy loads first: a configuration that does not load refuses the change.
-				f.mu.Lock()
-				try := &tlsFiles{cert: f.cert, key: f.key, ca: f.ca, auth: f.auth}
-				f.mu.Unlock()
-				set(try)
-				if _, err := try.loadLocked(); err != nil {
+				if err := checkTLSValue(name, v); err != nil {
 					return nil, err
 				}
-				return func() {
-					if err := f.change(set); err != nil {
-						s.log.Warn("TLS configuration not changed", "err", err)
-					}
-				}, nil
+				return func() { f.change(func(f *tlsFiles) { *field(f) = v }) }, nil
 			}
 		}
 		return p
