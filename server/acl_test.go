@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"net"
 	"strings"
 	"testing"
 
@@ -126,4 +127,30 @@ func TestACLChannels(t *testing.T) {
 	r.expect(t, "+OK\r\n-NOPERM No permissions to access a channel\r\n:0\r\n")
 	r.send(t, "PSUBSCRIBE news.b*\r\n")
 	r.expect(t, "-NOPERM No permissions to access a channel\r\n")
+}
+
+// BenchmarkThrottleACLUser is BenchmarkThrottle from a connection of a user restricted to
+// the rate-limit verbs on its own prefix: the ACL check runs at every call.
+func BenchmarkThrottleACLUser(b *testing.B) {
+	s, _ := fuzzServer(b)
+	u, err := s.acl.SetUser("app", []string{"on", "nopass", "~bench:*", "+@ratelimit"})
+	require.NoError(b, err)
+	keys := benchKeyNames(1000)
+	b.ResetTimer()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		nc, peer := net.Pipe()
+		defer peer.Close()
+		c := s.newClient(nc)
+		c.user.Store(u)
+		req := [][]byte{[]byte("THROTTLE"), nil, []byte("100"), []byte("10"), []byte("1m"), []byte("COST"), []byte("1")}
+		for i := 0; pb.Next(); i++ {
+			req[1] = keys[i%len(keys)]
+			s.run(c, req)
+			if c.w.b[0] == '-' {
+				b.Fatalf("%q: %s", req, c.w.b)
+			}
+			c.w.b = c.w.b[:0]
+		}
+	})
 }
