@@ -63,6 +63,20 @@ type Config struct {
 	// TLSReplication makes a replica connect to its primary over TLS, presenting
 	// TLSCertFile ("tls-replication").
 	TLSReplication bool
+	// Timeout closes a client idle for this many seconds ("timeout"); 0, the default,
+	// never does. Replicas and subscribers are never closed for it.
+	Timeout int
+	// TCPKeepAlive is the seconds of silence after which the kernel probes a client's
+	// connection, so that a peer gone without a word is noticed ("tcp-keepalive"); default
+	// 300, 0 for none.
+	TCPKeepAlive int
+	// ProtectedMode refuses clients from other hosts than the loopback while the default
+	// user has no password, with Redis's DENIED error ("protected-mode"); default true.
+	ProtectedMode bool
+	// ClientOutputBufferLimit is Redis's client-output-buffer-limit: "class hard soft
+	// seconds" for the classes normal, replica (slave) and pubsub; "" keeps Redis's
+	// defaults (pubsub 32mb 8mb 60).
+	ClientOutputBufferLimit string
 	// LogLevel is debug, verbose, notice or warning ("loglevel").
 	LogLevel string
 	// MaxClients is the most connections served at once ("maxclients").
@@ -131,6 +145,8 @@ func DefaultConfig() Config {
 		LogLevel:         "notice",
 		MaxMemoryPolicy:  "noeviction",
 		TLSAuthClients:   "yes",
+		TCPKeepAlive:     300,
+		ProtectedMode:    true,
 		MaxMemorySamples: 5,
 		MaxClients:       10000,
 		ProtoMaxBulkLen:  defaultMaxArg,
@@ -162,6 +178,17 @@ func (c Config) Validate() error {
 	}
 	if err := c.validTLS(); err != nil {
 		return err
+	}
+	if c.Timeout < 0 {
+		return fmt.Errorf("timeout: %d must not be negative", c.Timeout)
+	}
+	if c.TCPKeepAlive < 0 {
+		return fmt.Errorf("tcp-keepalive: %d must not be negative", c.TCPKeepAlive)
+	}
+	if c.ClientOutputBufferLimit != "" {
+		if _, err := parseOutputLimits(c.ClientOutputBufferLimit, defaultOutputLimits); err != nil {
+			return fmt.Errorf("client-output-buffer-limit: %w", err)
+		}
 	}
 	if c.MaxMemory < 0 {
 		return fmt.Errorf("maxmemory: %d must not be negative", c.MaxMemory)
@@ -230,6 +257,8 @@ func intRange(name string) (lo, hi int64) {
 		return 0, math.MaxInt64
 	case "maxmemory-samples":
 		return 1, 64
+	case "timeout", "tcp-keepalive":
+		return 0, math.MaxInt32
 	case "replica-announce-port":
 		return 0, 65535
 	}

@@ -119,6 +119,22 @@ func (s *Server) paramTable() []*param {
 			return func() { s.setPolicy(p) }, nil
 		}},
 		{name: "maxmemory-samples", get: num(&s.mem.samples), def: itoaInt(def.MaxMemorySamples), file: plainValue, set: setNum("maxmemory-samples", &s.mem.samples, integer)},
+		{name: "timeout", get: num(&s.conns.timeout), def: itoaInt(def.Timeout), file: plainValue, set: setNum("timeout", &s.conns.timeout, integer)},
+		{name: "tcp-keepalive", get: num(&s.conns.keepAlive), def: itoaInt(def.TCPKeepAlive), file: plainValue, set: setNum("tcp-keepalive", &s.conns.keepAlive, integer)},
+		{name: "protected-mode", get: func() string { return yesNo(s.conns.protectedMode.Load()) }, def: yesNo(def.ProtectedMode), file: plainValue, set: func(v string) (func(), error) {
+			on, err := parseYesNo(v)
+			if err != nil {
+				return nil, err
+			}
+			return func() { s.conns.protectedMode.Store(on) }, nil
+		}},
+		{name: "client-output-buffer-limit", get: func() string { return s.outputLimits.Load().String() }, def: defaultOutputLimits.String(), file: plainValue, set: func(v string) (func(), error) {
+			limits, err := parseOutputLimits(v, *s.outputLimits.Load())
+			if err != nil {
+				return nil, err
+			}
+			return func() { s.outputLimits.Store(&limits) }, nil
+		}},
 		{name: "maxclients", get: num(&s.maxClients), def: itoaInt(def.MaxClients), file: plainValue, set: setNum("maxclients", &s.maxClients, integer)},
 		{name: "proto-max-bulk-len", get: constant(itoaInt(s.cfg.ProtoMaxBulkLen)), def: itoaInt(def.ProtoMaxBulkLen), file: bytesValue},
 		{name: "io-threads", get: constant(itoaInt(s.cfg.IOThreads)), def: itoaInt(def.IOThreads), file: plainValue},

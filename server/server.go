@@ -60,6 +60,9 @@ type Server struct {
 
 	mem memoryLimit // maxmemory (memory.go)
 
+	conns        connLimits                   // timeout, tcp-keepalive, protected-mode (conns.go)
+	outputLimits atomic.Pointer[outputLimits] // client-output-buffer-limit (outputlimit.go)
+
 	tlsFiles *tlsFiles    // the certificates, nil without TLS (tls.go)
 	tlsLn    net.Listener // the tls-port listener; guarded by mu
 
@@ -146,6 +149,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	go s.expireLoop()
 	s.initMemory()
+	s.initConns()
 	return s, nil
 }
 
@@ -223,6 +227,9 @@ func (s *Server) Serve(ln net.Listener) error {
 			s.stats.rejected.Add(1)
 			nc.Write([]byte("-ERR max number of clients reached\r\n"))
 			nc.Close()
+			continue
+		}
+		if !s.admitConn(nc) {
 			continue
 		}
 		if s.attach(nc) {

@@ -240,6 +240,9 @@ func (s *Server) ServeTLS(ln net.Listener) error {
 			nc.Close() // no TLS session yet to tell it in
 			continue
 		}
+		if !s.admitConn(nc) {
+			continue
+		}
 		go s.serveTLSConn(tls.Server(nc, conf))
 	}
 }

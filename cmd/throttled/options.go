@@ -163,6 +163,21 @@ func setOption(cfg *server.Config, name string, values []string) error {
 		on, err := yes()
 		cfg.TLSReplication = on
 		return err
+	case "timeout":
+		return number(&cfg.Timeout)
+	case "tcp-keepalive":
+		return number(&cfg.TCPKeepAlive)
+	case "protected-mode":
+		on, err := yes()
+		cfg.ProtectedMode = on
+		return err
+	case "client-output-buffer-limit":
+		// One class per line in redis.conf; the classes accumulate.
+		if cfg.ClientOutputBufferLimit != "" {
+			cfg.ClientOutputBufferLimit += " "
+		}
+		cfg.ClientOutputBufferLimit += strings.Join(values, " ")
+		return nil
 	case "maxclients":
 		return number(&cfg.MaxClients)
 	case "proto-max-bulk-len":
