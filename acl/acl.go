@@ -394,6 +394,8 @@ func (r *Registry) apply(sp *spec, rule string) error {
 			return errors.New("The password you are trying to remove from the user does not exist")
 		}
 		return nil
+	case (rule[0] == '~' || rule[0] == '%' || rule[0] == '&') && strings.ContainsAny(rule, " \t\r\n\x00"):
+		return errors.New("Syntax error") // a pattern with blanks would not read back from ACL LIST
 	case rule[0] == '~':
 		return sp.addKeys(rule[1:], Read|Write)
 	case rule[0] == '%':

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -148,4 +149,32 @@ func BenchmarkCheck(b *testing.B) {
 			b.Fatal("denied")
 		}
 	}
+}
+
+// FuzzSetUser applies rules from the input: no rule list panics, a refused one changes
+// nothing, and a user's description read back as rules describes the same user.
+func FuzzSetUser(f *testing.F) {
+	for _, seed := range []string{
+		"on >pw ~tenant:* +@ratelimit", "off nopass allkeys allchannels +@all -set", "%R~a* %W~b* &c* +config|get",
+		"reset #" + hex.EncodeToString(make([]byte, 32)), "-@all +get -get +@read", "~* ~a", "<pw !00 resetpass",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, input string) {
+		r := New(testCatalog())
+		rules := strings.Fields(input)
+		if _, err := r.SetUser("u", rules); err != nil {
+			require.Nil(t, r.Get("u"))
+			return
+		}
+		line, ok := r.Describe("u")
+		require.True(t, ok)
+		words := strings.Fields(line)
+		require.Equal(t, []string{"user", "u"}, words[:2])
+		again := New(testCatalog())
+		_, err := again.SetUser("u", words[2:])
+		require.NoError(t, err, line)
+		line2, _ := again.Describe("u")
+		require.Equal(t, line, line2)
+	})
 }
