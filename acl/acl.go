@@ -376,6 +376,8 @@ func (r *Registry) apply(sp *spec, rule string) error {
 		return nil // nothing to sanitize; no selectors
 	}
 	switch {
+	case rule == "":
+		return errors.New("Syntax error")
 	case rule[0] == '>':
 		h := sha256.Sum256([]byte(rule[1:]))
 		sp.addPassword(h)

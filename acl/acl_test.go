@@ -108,7 +108,7 @@ func TestBadRulesChangeNothing(t *testing.T) {
 	_, err := r.SetUser("app", []string{"on", "nopass", "+get"})
 	require.NoError(t, err)
 	for _, rules := range [][]string{
-		{"+nosuch"}, {"+@nosuch"}, {"#abc"}, {"%X~a"}, {"bogus"}, {"-get", "!" + hex.EncodeToString(make([]byte, 32))},
+		{""}, {"+nosuch"}, {"+@nosuch"}, {"#abc"}, {"%X~a"}, {"bogus"}, {"-get", "!" + hex.EncodeToString(make([]byte, 32))},
 	} {
 		_, err := r.SetUser("app", rules)
 		require.True(t, errors.Is(err, ErrRule), "%v", rules)
