@@ -65,6 +65,8 @@ type Server struct {
 
 	tlsFiles *tlsFiles    // the certificates, nil without TLS (tls.go)
 	tlsLn    net.Listener // the tls-port listener; guarded by mu
+	// tlsHandshakes counts TLS handshakes under way: they count against maxclients.
+	tlsHandshakes atomic.Int64
 
 	up *upstreamMode // nil unless the limits live in an upstream Redis (upstream.go)
 

@@ -235,7 +235,9 @@ func (s *Server) ServeTLS(ln net.Listener) error {
 			return fmt.Errorf("server: accept TLS: %w", err)
 		}
 		s.stats.connections.Add(1)
-		if s.connected.Load() >= s.maxClients.Load() {
+		// Handshakes under way count against maxclients: a flood of connections that never
+		// finish theirs holds no more goroutines than maxclients, each for tlsHandshakeTimeout.
+		if s.connected.Load()+s.tlsHandshakes.Load() >= s.maxClients.Load() {
 			s.stats.rejected.Add(1)
 			nc.Close() // no TLS session yet to tell it in
 			continue
@@ -243,6 +245,7 @@ func (s *Server) ServeTLS(ln net.Listener) error {
 		if !s.admitConn(nc) {
 			continue
 		}
+		s.tlsHandshakes.Add(1)
 		go s.serveTLSConn(tls.Server(nc, conf))
 	}
 }
@@ -250,7 +253,9 @@ func (s *Server) ServeTLS(ln net.Listener) error {
 // serveTLSConn does a client's handshake, then serves it.
 func (s *Server) serveTLSConn(tc *tls.Conn) {
 	tc.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
-	if err := tc.Handshake(); err != nil {
+	err := tc.Handshake()
+	s.tlsHandshakes.Add(-1)
+	if err != nil {
 		s.log.Debug("TLS handshake failed", "addr", tc.RemoteAddr().String(), "err", err)
 		tc.Close()
 		return

@@ -260,3 +260,29 @@ func (p *testPKI) issueBoth(t *testing.T, certFile, keyFile string) {
 	writePEM(t, keyFile, "EC PRIVATE KEY", kb)
 	writePEM(t, certFile, "CERTIFICATE", der)
 }
+
+// TestTLSMaxClientsCountsHandshakes: connections that never finish their handshake count
+// against maxclients, so that they cannot pile up.
+func TestTLSMaxClientsCountsHandshakes(t *testing.T) {
+	p := newPKI(t)
+	ts := startServerWith(t, nil, func(c *Config) {
+		c.TLSCertFile, c.TLSKeyFile, c.TLSCACertFile = p.serverCert, p.serverKey, p.caFile
+		c.MaxClients = 2
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go ts.ServeTLS(ln)
+	for i := 0; i < 2; i++ { // silent: their handshakes wait
+		nc, err := net.Dial("tcp", ln.Addr().String())
+		require.NoError(t, err)
+		defer nc.Close()
+	}
+	require.Eventually(t, func() bool { return ts.tlsHandshakes.Load() == 2 }, 5*time.Second, time.Millisecond)
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer nc.Close()
+	nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err = nc.Read(make([]byte, 1))
+	require.Error(t, err) // closed at once
+	require.Equal(t, int64(2), ts.tlsHandshakes.Load())
+}
