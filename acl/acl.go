@@ -625,3 +625,57 @@ func (r *Registry) Describe(name string) (string, bool) {
 	parts = append(parts, in.Commands)
 	return strings.Join(parts, " "), true
 }
+
+// Load replaces every user with those of users, each a name and its rules, as ACL LOAD does
+// from an ACL file: the default user, when not among them, gets its defaults (on, nopass,
+// every key, channel and command). It is all or nothing: a bad rule or a name given twice
+// changes no user. Users that stay keep their *User, so that their connections follow the
+// new rules; it returns the users that are gone, whose connections should close.
+func (r *Registry) Load(users [][]string) ([]*User, error) {
+	specs := make(map[string]spec, len(users))
+	var order []string
+	for i, line := range users {
+		if len(line) == 0 || line[0] == "" || strings.ContainsAny(line[0], " \t\r\n") {
+			return nil, fmt.Errorf("line %d: a user name expected", i+1)
+		}
+		name := line[0]
+		if _, dup := specs[name]; dup {
+			return nil, fmt.Errorf("line %d: duplicate user '%s'", i+1, name)
+		}
+		sp := spec{cmds: make([]uint64, (r.cat.Len()+63)/64), cmdRules: []string{"-@all"}}
+		if err := r.applyLocked(&sp, line[1:]); err != nil {
+			return nil, fmt.Errorf("line %d: %w", i+1, err)
+		}
+		specs[name] = sp
+		order = append(order, name)
+	}
+	if _, ok := specs[DefaultUser]; !ok {
+		sp := spec{cmds: make([]uint64, (r.cat.Len()+63)/64)}
+		if err := r.applyLocked(&sp, []string{"on", "nopass", "~*", "&*", "+@all"}); err != nil {
+			return nil, err
+		}
+		specs[DefaultUser] = sp
+		order = append(order, DefaultUser)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var gone []*User
+	for name, u := range r.users {
+		if _, stays := specs[name]; !stays {
+			gone = append(gone, u)
+			delete(r.users, name)
+		}
+	}
+	for _, name := range order {
+		u := r.users[name]
+		if u == nil {
+			u = &User{name: name}
+			r.users[name] = u
+		}
+		u.spec = specs[name]
+		u.perms.Store(u.spec.perms())
+	}
+	d := r.defaultUser.spec
+	r.defaultOpen.Store(d.enabled && d.nopass)
+	return gone, nil
+}

@@ -178,3 +178,22 @@ func FuzzSetUser(f *testing.F) {
 		require.Equal(t, line, line2)
 	})
 }
+
+func TestLoad(t *testing.T) {
+	r := New(testCatalog())
+	app, _ := r.SetUser("app", []string{"on", "nopass", "+get"})
+	old, _ := r.SetUser("old", nil)
+	_, err := r.Load([][]string{{"app", "on", "nopass", "+set"}, {"bad", "+nosuch"}})
+	require.ErrorContains(t, err, "line 2")
+	require.True(t, app.Perms().CanRun(0)) // nothing changed
+	gone, err := r.Load([][]string{{"app", "on", "nopass", "+set"}, {"new", "on", ">pw"}})
+	require.NoError(t, err)
+	require.Equal(t, []*User{old}, gone)
+	require.Same(t, app, r.Get("app"))
+	require.False(t, app.Perms().CanRun(0))
+	require.True(t, app.Perms().CanRun(1))
+	require.Equal(t, []string{"app", "default", "new"}, r.Names())
+	require.True(t, r.DefaultOpen())
+	_, err = r.Load([][]string{{"a"}, {"a"}})
+	require.ErrorContains(t, err, "duplicate")
+}

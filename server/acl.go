@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,6 +32,8 @@ func aclSubcommands() []*command {
 		{name: "whoami", arity: 2, flags: "noscript loading stale", group: "server", since: "6.0.0", summary: "Returns the authenticated username of the current connection.", handler: cmdACLWhoAmI},
 		{name: "cat", arity: -2, flags: "noscript loading stale", group: "server", since: "6.0.0", summary: "Lists the ACL categories, or the commands inside a category.", syntax: "[category]", handler: cmdACLCat},
 		{name: "genpass", arity: -2, flags: "noscript loading stale", group: "server", since: "6.0.0", summary: "Generates a pseudorandom, secure password that can be used to identify ACL users.", syntax: "[bits]", handler: cmdACLGenPass},
+		{name: "load", arity: 2, flags: "admin noscript loading stale", group: "server", since: "6.0.0", summary: "Reloads the rules from the configured ACL file.", handler: cmdACLLoad},
+		{name: "save", arity: 2, flags: "admin noscript loading stale", group: "server", since: "6.0.0", summary: "Saves the effective ACL rules in the configured ACL file.", handler: cmdACLSave},
 		{name: "help", arity: 2, flags: "loading stale", group: "server", since: "6.0.0", summary: "Returns helpful text about the different subcommands.", handler: cmdACLHelp},
 	}
 }
@@ -139,7 +142,87 @@ func (s *Server) openACL() error {
 			return fmt.Errorf("user %s: %w", line[0], err)
 		}
 	}
+	if s.cfg.ACLFile != "" {
+		if _, err := s.loadACLFile(); err != nil {
+			return fmt.Errorf("aclfile: %w", err)
+		}
+	}
 	return nil
+}
+
+// loadACLFile replaces the users with the ACL file's, all or none; it returns the users gone.
+func (s *Server) loadACLFile() ([]*acl.User, error) {
+	b, err := os.ReadFile(s.cfg.ACLFile)
+	if err != nil {
+		return nil, err
+	}
+	var users [][]string
+	for n, line := range strings.Split(string(b), "\n") {
+		words := strings.Fields(line)
+		if len(words) == 0 {
+			continue
+		}
+		if words[0] != "user" || len(words) < 2 {
+			return nil, fmt.Errorf("%s:%d: a line is \"user name rule...\"", s.cfg.ACLFile, n+1)
+		}
+		users = append(users, words[1:])
+	}
+	gone, err := s.acl.Load(users)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.cfg.ACLFile, err)
+	}
+	return gone, nil
+}
+
+// errNoACLFile is ACL LOAD or SAVE without an aclfile, in Redis's words.
+var errNoACLFile = errors.New("This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration.")
+
+// ACL LOAD
+func cmdACLLoad(c *client, args [][]byte) error {
+	if c.s.cfg.ACLFile == "" {
+		return errNoACLFile
+	}
+	gone, err := c.s.loadACLFile()
+	if err != nil {
+		return err
+	}
+	c.s.syncRequirePass()
+	c.s.closeClientsOf(c, gone)
+	c.w.ok()
+	return nil
+}
+
+// ACL SAVE
+func cmdACLSave(c *client, args [][]byte) error {
+	if c.s.cfg.ACLFile == "" {
+		return errNoACLFile
+	}
+	var b strings.Builder
+	for _, n := range c.s.acl.Names() {
+		if line, ok := c.s.acl.Describe(n); ok {
+			b.WriteString(line + "\n")
+		}
+	}
+	if err := writeFileAtomic(c.s.cfg.ACLFile, []byte(b.String())); err != nil {
+		return fmt.Errorf("There was an error trying to save the ACLs. Please check the server logs for more information: %v", err)
+	}
+	c.w.ok()
+	return nil
+}
+
+// closeClientsOf closes the connections of users that are gone, as Redis does.
+func (s *Server) closeClientsOf(by *client, gone []*acl.User) {
+	if len(gone) == 0 {
+		return
+	}
+	for _, cl := range s.clientsByID() {
+		u := cl.user.Load()
+		for _, g := range gone {
+			if u == g {
+				cl.kill(by)
+			}
+		}
+	}
 }
 
 // setRequirePass makes pass the default user's only password, or none ("") as Redis's
@@ -268,15 +351,7 @@ func cmdACLDelUser(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	// As in Redis, the connections of a deleted user are closed.
-	for _, cl := range c.s.clientsByID() {
-		u := cl.user.Load()
-		for _, g := range gone {
-			if u == g {
-				cl.kill(c)
-			}
-		}
-	}
+	c.s.closeClientsOf(c, gone) // as in Redis, the connections of a deleted user close
 	c.w.int(int64(len(gone)))
 	return nil
 }
@@ -353,6 +428,8 @@ func cmdACLHelp(c *client, args [][]byte) error {
 		"GENPASS [<bits>]", "    Generate a secure 256-bit user password. The optional `bits` argument can",
 		"    be used to specify a different size.",
 		"LIST", "    Show users details in config file format.",
+		"LOAD", "    Reload users from the ACL file.",
+		"SAVE", "    Save the current config to the ACL file.",
 		"SETUSER <username> <attribute> [<attribute> ...]", "    Create or modify a user with the specified attributes.",
 		"USERS", "    List all the registered usernames.",
 		"WHOAMI", "    Return the current connection username.",

@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -153,4 +155,40 @@ func BenchmarkThrottleACLUser(b *testing.B) {
 			c.w.b = c.w.b[:0]
 		}
 	})
+}
+
+func TestACLFileLoadAndSave(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "users.acl")
+	require.NoError(t, os.WriteFile(path, []byte("user app on >pw ~app:* +@ratelimit\n\nuser default on nopass ~* &* +@all\n"), 0o600))
+	ts := startServer(t, func(c *Config) { c.ACLFile = path })
+	rdb := ts.client(t, 2)
+	require.Equal(t, []any{"app", "default"}, do(t, rdb, "acl", "users"))
+
+	do(t, rdb, "acl", "setuser", "ops", "on", ">opspw", "+@admin")
+	do(t, rdb, "acl", "save")
+	saved, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Contains(t, string(saved), "user ops on sanitize-payload #")
+
+	app := redis.NewClient(&redis.Options{Addr: ts.addr, Username: "app", Password: "pw", Protocol: 2, MaxRetries: -1})
+	t.Cleanup(func() { app.Close() })
+	require.NoError(t, app.Do(context.Background(), "throttle", "app:a", "1", "1", "1").Err())
+
+	// A bad file changes nothing; a good one replaces the users and closes the gone ones'.
+	require.NoError(t, os.WriteFile(path, []byte("user ops on +nosuch\n"), 0o600))
+	require.Contains(t, doErr(t, rdb, "acl", "load"), "Unknown command or category name in ACL")
+	require.Equal(t, []any{"app", "default", "ops"}, do(t, rdb, "acl", "users"))
+	require.NoError(t, os.WriteFile(path, []byte("user ops on >opspw +@admin\n"), 0o600))
+	do(t, rdb, "acl", "load")
+	require.Equal(t, []any{"default", "ops"}, do(t, rdb, "acl", "users"))
+	require.Error(t, app.Do(context.Background(), "throttle", "app:a", "1", "1", "1").Err())
+}
+
+func TestACLFileNotConfigured(t *testing.T) {
+	ts := startServer(t)
+	rdb := ts.client(t, 2)
+	require.Contains(t, doErr(t, rdb, "acl", "save"), "not configured to use an ACL file")
+	cfg := DefaultConfig()
+	cfg.ACLFile, cfg.Users = "x", [][]string{{"a"}}
+	require.ErrorContains(t, cfg.Validate(), "aclfile")
 }

@@ -37,6 +37,9 @@ type Config struct {
 	// Users are the ACL users of the config file's user lines ("user name rule..."): each
 	// is the name, then the rules as ACL SETUSER takes them.
 	Users [][]string
+	// ACLFile is a file of users, one "user name rule..." line each, read at start and by
+	// ACL LOAD, written by ACL SAVE ("aclfile"); not with Users.
+	ACLFile string
 	// MaxMemory is the most bytes the keyspace may hold, as keyspace.UsedMemory counts
 	// them ("maxmemory"); 0 for no limit. Over it, MaxMemoryPolicy says what goes.
 	MaxMemory int64
@@ -178,6 +181,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.validTLS(); err != nil {
 		return err
+	}
+	if c.ACLFile != "" && len(c.Users) > 0 {
+		return errors.New("aclfile: users in the config file and an ACL file at once are not valid; give one of them")
 	}
 	if c.Timeout < 0 {
 		return fmt.Errorf("timeout: %d must not be negative", c.Timeout)

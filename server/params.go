@@ -119,6 +119,7 @@ func (s *Server) paramTable() []*param {
 			return func() { s.setPolicy(p) }, nil
 		}},
 		{name: "maxmemory-samples", get: num(&s.mem.samples), def: itoaInt(def.MaxMemorySamples), file: plainValue, set: setNum("maxmemory-samples", &s.mem.samples, integer)},
+		{name: "aclfile", get: constant(s.cfg.ACLFile), file: quoted},
 		{name: "timeout", get: num(&s.conns.timeout), def: itoaInt(def.Timeout), file: plainValue, set: setNum("timeout", &s.conns.timeout, integer)},
 		{name: "tcp-keepalive", get: num(&s.conns.keepAlive), def: itoaInt(def.TCPKeepAlive), file: plainValue, set: setNum("tcp-keepalive", &s.conns.keepAlive, integer)},
 		{name: "protected-mode", get: func() string { return yesNo(s.conns.protectedMode.Load()) }, def: yesNo(def.ProtectedMode), file: plainValue, set: func(v string) (func(), error) {

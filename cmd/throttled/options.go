@@ -126,6 +126,8 @@ func setOption(cfg *server.Config, name string, values []string) error {
 		return str(&cfg.AppendFsync)
 	case "requirepass":
 		return str(&cfg.RequirePass)
+	case "aclfile":
+		return str(&cfg.ACLFile)
 	case "user":
 		if len(values) == 0 {
 			return fmt.Errorf("user: takes a name and rules")
