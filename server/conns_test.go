@@ -114,3 +114,28 @@ func TestParseOutputLimits(t *testing.T) {
 		require.Error(t, err, bad)
 	}
 }
+
+// TestMaxClientsAtItsLimit fills the server to maxclients: the next connection is refused
+// and counted, and a slot freed lets a new client in.
+func TestMaxClientsAtItsLimit(t *testing.T) {
+	const limit = 50
+	ts := startServer(t, func(c *Config) { c.MaxClients = limit })
+	var conns []*rawConn
+	for i := 0; i < limit; i++ {
+		c := ts.raw(t)
+		c.send(t, "PING\r\n")
+		c.expect(t, "+PONG\r\n")
+		conns = append(conns, c)
+	}
+	refused := ts.raw(t)
+	require.Equal(t, "-ERR max number of clients reached", refused.line(t))
+	require.True(t, refused.closed())
+	require.Equal(t, int64(1), ts.stats.rejected.Load())
+
+	conns[0].nc.Close()
+	require.Eventually(t, func() bool { return ts.connected.Load() == limit-1 }, 5*time.Second, time.Millisecond)
+	again := ts.raw(t)
+	again.send(t, "INFO stats\r\n")
+	require.True(t, strings.HasPrefix(again.line(t), "$"))
+	require.Contains(t, again.line(t), "# Stats")
+}
