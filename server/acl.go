@@ -93,6 +93,10 @@ func categories(cmd *command) uint64 {
 	if dangerous[cmd.name] {
 		add("dangerous")
 	}
+	switch cmd.name {
+	case "flushdb", "flushall", "dbsize":
+		add("keyspace")
+	}
 	return cats
 }
 
@@ -435,4 +439,16 @@ func cmdACLHelp(c *client, args [][]byte) error {
 		"WHOAMI", "    Return the current connection username.",
 	})
 	return nil
+}
+
+// aclCategoryNames lists the categories whose bits are in cats, in ACL CAT's order: COMMAND
+// INFO's ACL categories.
+func aclCategoryNames(cats uint64) []string {
+	var out []string
+	for i, name := range acl.Categories {
+		if cats&(1<<i) != 0 {
+			out = append(out, name)
+		}
+	}
+	return out
 }

@@ -192,3 +192,13 @@ func TestACLFileNotConfigured(t *testing.T) {
 	cfg.ACLFile, cfg.Users = "x", [][]string{{"a"}}
 	require.ErrorContains(t, cfg.Validate(), "aclfile")
 }
+
+func TestCommandInfoShowsACLCategories(t *testing.T) {
+	ts := startServer(t)
+	rdb := ts.client(t, 2)
+	infos, err := rdb.Command(context.Background()).Result()
+	require.NoError(t, err)
+	require.Equal(t, []string{"@write", "@fast", "@ratelimit"}, infos["throttle"].ACLFlags)
+	require.Equal(t, []string{"@read", "@string", "@fast"}, infos["get"].ACLFlags)
+	require.Equal(t, []string{"@keyspace", "@write", "@slow", "@dangerous"}, infos["flushall"].ACLFlags)
+}

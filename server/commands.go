@@ -227,8 +227,11 @@ func writeCommandInfo(c *client, cmd *command) {
 	c.w.int(int64(cmd.firstKey))
 	c.w.int(int64(cmd.lastKey))
 	c.w.int(int64(cmd.keyStep))
-	c.w.setHeader(1)
-	c.w.simple("@" + cmd.group)
+	cats := aclCategoryNames(cmd.aclCats)
+	c.w.setHeader(len(cats))
+	for _, cat := range cats {
+		c.w.simple("@" + cat)
+	}
 	c.w.array(0) // tips
 	if cmd.firstKey > 0 {
 		writeKeySpec(c, cmd)
