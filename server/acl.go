@@ -452,3 +452,10 @@ func aclCategoryNames(cats uint64) []string {
 	}
 	return out
 }
+
+// setAuthed records whether c has authenticated; until it has, on a server that wants it,
+// its requests are held to Redis's limits for unauthenticated clients.
+func (c *client) setAuthed(ok bool) {
+	c.authed = ok
+	c.rd.unauthed = !ok
+}

@@ -202,3 +202,23 @@ func TestCommandInfoShowsACLCategories(t *testing.T) {
 	require.Equal(t, []string{"@read", "@string", "@fast"}, infos["get"].ACLFlags)
 	require.Equal(t, []string{"@keyspace", "@write", "@slow", "@dangerous"}, infos["flushall"].ACLFlags)
 }
+
+// TestUnauthenticatedRequestLimits: before AUTH, requests are held to Redis's limits for
+// unauthenticated clients; after, to the usual ones.
+func TestUnauthenticatedRequestLimits(t *testing.T) {
+	ts := startServer(t, func(c *Config) { c.RequirePass = "pw" })
+	many := ts.raw(t)
+	many.send(t, "*11\r\n")
+	many.expect(t, "-ERR Protocol error: unauthenticated multibulk length\r\n")
+	require.True(t, many.closed())
+	big := ts.raw(t)
+	big.send(t, "*2\r\n$4\r\nAUTH\r\n$16385\r\n")
+	big.expect(t, "-ERR Protocol error: unauthenticated bulk length\r\n")
+	require.True(t, big.closed())
+	ok := ts.raw(t)
+	ok.send(t, "AUTH pw\r\n")
+	ok.expect(t, "+OK\r\n")
+	value := strings.Repeat("v", 20000)
+	ok.send(t, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$20000\r\n"+value+"\r\n")
+	ok.expect(t, "+OK\r\n")
+}

@@ -101,7 +101,8 @@ func (s *Server) makeClient(nc net.Conn) *client {
 		laddr:   nc.LocalAddr().String(),
 	}
 	c.user.Store(s.acl.Default())
-	c.authed = !s.passwordSet()
+	c.rd.open = s.acl.DefaultOpen
+	c.setAuthed(!s.passwordSet())
 	c.lastActive.Store(c.created.UnixNano())
 	return c
 }

@@ -94,7 +94,7 @@ func cmdHello(c *client, args [][]byte) error {
 				return err
 			}
 			c.user.Store(u)
-			c.authed = true
+			c.setAuthed(true)
 			i += 2
 		case opt == "setname" && i+1 < len(args):
 			if err := validClientName(args[i+1]); err != nil {
@@ -157,7 +157,7 @@ func cmdAuth(c *client, args [][]byte) error {
 		return err
 	}
 	c.user.Store(u)
-	c.authed = true
+	c.setAuthed(true)
 	c.w.ok()
 	return nil
 }
@@ -205,7 +205,7 @@ func cmdReset(c *client, args [][]byte) error {
 	c.name, c.resp = "", 2
 	c.mu.Unlock()
 	c.user.Store(c.s.acl.Default())
-	c.authed = !c.s.passwordSet()
+	c.setAuthed(!c.s.passwordSet())
 	c.w.simple("RESET")
 	return nil
 }
