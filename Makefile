@@ -27,6 +27,12 @@ vet:
 
 test: deps vet
 	$(GO) test -race -count=1 -timeout 20m ./...
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_SHORT)
+
+# FUZZTIME_SHORT is how long `make test` runs each fuzz target: with about twenty targets, a
+# couple of minutes in all. An input that fails is kept in the package's testdata/fuzz and
+# runs in every `go test` after: commit it with the fix, as a regression test.
+FUZZTIME_SHORT ?= 3s
 
 # bench measures throttled beside redis-server (Lua scripts and INCR) in one run, with the Go
 # benchmarks of each verb, and writes benchmarks/RESULTS.md (about 10 minutes).

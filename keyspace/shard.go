@@ -154,9 +154,15 @@ type Shard struct {
 
 	watchers map[string][]*Watch // the keys WATCHed and their watches; nil when none
 
+	// lru[id] is the tick of the last access to the key with record id, while an LRU
+	// eviction policy is on (Keyspace.SetLRU); nil otherwise. tick counts the accesses.
+	lru  []uint32
+	tick uint32
+
 	keys    atomic.Int64 // Keyspace.Len
 	expires atomic.Int64 // Keyspace.Expires
 	expired atomic.Int64 // Keyspace.ExpiredTotal
+	evicted atomic.Int64 // Keyspace.EvictedTotal
 
 	_ [64]byte // keeps the counters off the next shard's mutex cache line
 }
@@ -202,6 +208,9 @@ func (s *Shard) GetLocked(key []byte, now int64) (Value, bool) {
 		b = s.bytesOf(e)
 		s.loan |= loanBytes
 	}
+	if s.lru != nil {
+		s.touchLRU(getID(e))
+	}
 	return Value{Kind: Kind(hdr & hdrKind), Expire: exp, Num: getInt(e, eNum), Num2: num2, Bytes: b}, true
 }
 
@@ -224,6 +233,9 @@ func (s *Shard) SetLocked(key []byte, v Value) {
 	h := s.hash(key)
 	pos, off, ok := s.find(key, h)
 	if ok {
+		if s.lru != nil {
+			s.touchLRU(getID(s.entry(off)))
+		}
 		s.replace(pos, off, key, v)
 		return
 	}
@@ -235,6 +247,9 @@ func (s *Shard) SetLocked(key []byte, v Value) {
 	id := s.allocID()
 	writeEntry(e, id, key, v, 0)
 	s.ids[id] = off
+	if s.lru != nil {
+		s.touchLRU(id)
+	}
 	if len(key) > maxInlineKey {
 		if s.big == nil {
 			s.big = make(map[uint32][]byte)
@@ -1006,6 +1021,9 @@ func (s *Shard) resetLocked() {
 	s.ids, s.freeIDs, s.freeSum = nil, nil, nil
 	s.blocks, s.meta, s.freeBlocks, s.tail, s.spare, s.queue = nil, nil, nil, -1, nil, nil
 	s.vals, s.big = nil, nil
+	if s.lru != nil {
+		s.lru = s.lru[:0]
+	}
 	s.sweep = 0
 	for f := range s.trk {
 		s.trk[f].forget()
@@ -1017,7 +1035,7 @@ func (s *Shard) resetLocked() {
 // memoryLocked returns the bytes the shard's structures take.
 func (s *Shard) memoryLocked() int64 {
 	n := 8*cap(s.index) + 4*cap(s.ids) + 8*cap(s.freeIDs) + 8*cap(s.freeSum) +
-		8*cap(s.blocks) + 8*cap(s.meta) + 4*cap(s.freeBlocks) + s.trackerMemory()
+		8*cap(s.blocks) + 8*cap(s.meta) + 4*cap(s.freeBlocks) + 4*cap(s.lru) + s.trackerMemory()
 	for _, b := range s.blocks {
 		if b != nil {
 			n += blockSize

@@ -42,6 +42,9 @@ type Options struct {
 	// address to announce ("" for the one the primary sees), and the credentials for a
 	// primary with requirepass (masteruser, masterauth).
 	Hello func() Hello
+	// Dial connects a replica to its primary at addr ("host:port"); nil dials TCP with a
+	// timeout of 5 seconds. The server dials TLS with tls-replication.
+	Dial func(addr string) (net.Conn, error)
 }
 
 // Hello is a replica's handshake with its primary.

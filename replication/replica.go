@@ -127,7 +127,14 @@ func (n *Node) runLink(l *link) {
 // follow runs one connection to the primary: the handshake, a full copy if needed, then
 // the stream until it fails.
 func (n *Node) follow(l *link) error {
-	conn, err := net.DialTimeout("tcp", net.JoinHostPort(l.host, strconv.Itoa(l.port)), 5*time.Second)
+	addr := net.JoinHostPort(l.host, strconv.Itoa(l.port))
+	var conn net.Conn
+	var err error
+	if n.o.Dial != nil {
+		conn, err = n.o.Dial(addr)
+	} else {
+		conn, err = net.DialTimeout("tcp", addr, 5*time.Second)
+	}
 	if err != nil {
 		return err
 	}

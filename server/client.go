@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"throttled/acl"
 	"throttled/keyspace"
 	"throttled/pubsub"
 	"throttled/replication"
@@ -23,6 +24,7 @@ type client struct {
 	rd      *reader
 	w       writer
 	authed  bool
+	user    atomic.Pointer[acl.User] // the ACL user: default until AUTH
 	created time.Time
 	cmdName []byte // lower-cased command name, reused
 
@@ -102,7 +104,9 @@ func (s *Server) makeClient(nc net.Conn) *client {
 		raddr:   nc.RemoteAddr().String(),
 		laddr:   nc.LocalAddr().String(),
 	}
-	c.authed = !s.passwordSet()
+	c.user.Store(s.acl.Default())
+	c.rd.open = s.acl.DefaultOpen
+	c.setAuthed(!s.passwordSet())
 	c.lastActive.Store(c.created.UnixNano())
 	c.startBatch()
 	return c
@@ -247,7 +251,7 @@ func (c *client) info(now time.Time) string {
 	b.WriteString(" ssub=0 multi=" + itoa(int64(c.multi.Load()-1)))
 	b.WriteString(" qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r")
 	b.WriteString(" cmd=" + cmd)
-	b.WriteString(" user=default redir=-1 resp=" + itoa(int64(resp)))
+	b.WriteString(" user=" + c.user.Load().Name() + " redir=-1 resp=" + itoa(int64(resp)))
 	b.WriteString(" lib-name=" + lib + " lib-ver=" + ver)
 	return b.String()
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"throttled/acl"
 	"throttled/glob"
 )
 
@@ -37,6 +38,9 @@ type command struct {
 	subcommands map[string]*command
 
 	bits    uint32       // flags as bits, for the checks at dispatch
+	aclID   int          // the command's id in the ACL catalogue (acl.go)
+	aclCats uint64       // its ACL categories, as acl.Category's bits
+	keyUse  int          // the access its keys need, acl.Read and/or acl.Write
 	calls   atomic.Int64 // calls since start or CONFIG RESETSTAT
 	allowed atomic.Int64 // rate-limit verbs: decisions that allowed
 	denied  atomic.Int64 // rate-limit verbs: decisions that denied
@@ -55,9 +59,10 @@ const (
 	flagRatelimit
 	flagNoMulti // refused inside MULTI: it cannot run within EXEC (SUBSCRIBE, WAIT, PSYNC)
 	flagNoQueue // runs at once inside MULTI instead of being queued (MULTI, EXEC, WATCH, QUIT, RESET); set in bits, not a Redis flag
+	flagDenyOOM // may add data: refused or preceded by evictions over maxmemory (memory.go)
 )
 
-var flagBits = map[string]uint32{"no-auth": flagNoAuth, "write": flagWrite, "ratelimit": flagRatelimit, "no-multi": flagNoMulti}
+var flagBits = map[string]uint32{"no-auth": flagNoAuth, "write": flagWrite, "ratelimit": flagRatelimit, "no-multi": flagNoMulti, "denyoom": flagDenyOOM}
 
 func (cmd *command) has(bit uint32) bool { return cmd.bits&bit != 0 }
 
@@ -129,6 +134,7 @@ func (s *Server) commandTable() map[string]*command {
 	register(table, nil, multiCommands())
 	register(table, nil, pubsubCommands())
 	register(table, nil, observeCommands())
+	register(table, nil, aclCommands())
 	for _, parent := range []struct {
 		name string
 		subs []*command
@@ -138,6 +144,7 @@ func (s *Server) commandTable() map[string]*command {
 		{"command", commandSubcommands()},
 		{"pubsub", pubsubSubcommands()},
 		{"slowlog", slowlogSubcommands()},
+		{"acl", aclSubcommands()},
 	} {
 		cmd := table[parent.name]
 		register(table, cmd, parent.subs)
@@ -229,8 +236,11 @@ func writeCommandInfo(c *client, cmd *command) {
 	c.w.int(int64(cmd.firstKey))
 	c.w.int(int64(cmd.lastKey))
 	c.w.int(int64(cmd.keyStep))
-	c.w.setHeader(1)
-	c.w.simple("@" + cmd.group)
+	cats := aclCategoryNames(cmd.aclCats)
+	c.w.setHeader(len(cats))
+	for _, cat := range cats {
+		c.w.simple("@" + cat)
+	}
 	c.w.array(0) // tips
 	if cmd.firstKey > 0 {
 		writeKeySpec(c, cmd)
@@ -491,8 +501,16 @@ func cmdCommandList(c *client, args [][]byte) error {
 		switch strings.ToLower(string(args[3])) {
 		case "pattern":
 			pattern = args[4]
-		case "aclcat", "module":
-			c.w.array(0) // no ACL categories or modules to filter by
+		case "aclcat":
+			bit, ok := acl.Category(string(args[4]))
+			if !ok {
+				c.w.array(0)
+				return nil
+			}
+			c.w.stringArray(c.s.aclCatalog.InCategory(bit))
+			return nil
+		case "module":
+			c.w.array(0) // no modules to filter by
 			return nil
 		default:
 			return errSyntax

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"throttled/keyspace"
 	"throttled/persistence"
 )
 
@@ -30,8 +31,55 @@ type Config struct {
 	// replies of a client that changed state), everysec (default: a crash loses about a
 	// second at most) or no (the operating system decides).
 	AppendFsync string
-	// RequirePass, when set, must be given with AUTH before other commands ("requirepass").
+	// RequirePass, when set, must be given with AUTH before other commands ("requirepass"):
+	// it is the default user's password.
 	RequirePass string
+	// Users are the ACL users of the config file's user lines ("user name rule..."): each
+	// is the name, then the rules as ACL SETUSER takes them.
+	Users [][]string
+	// ACLFile is a file of users, one "user name rule..." line each, read at start and by
+	// ACL LOAD, written by ACL SAVE ("aclfile"); not with Users.
+	ACLFile string
+	// MaxMemory is the most bytes the keyspace may hold, as keyspace.UsedMemory counts
+	// them ("maxmemory"); 0 for no limit. Over it, MaxMemoryPolicy says what goes.
+	MaxMemory int64
+	// MaxMemoryPolicy is Redis's maxmemory-policy: noeviction (commands that add data get
+	// OOM errors), volatile-ttl (the keys nearest to idle go first: for a rate limiter the
+	// default that keeps busy limits), allkeys-lru, volatile-lru, allkeys-random or
+	// volatile-random.
+	MaxMemoryPolicy string
+	// MaxMemorySamples is how many keys eviction compares to choose each one it removes
+	// ("maxmemory-samples"); default 5.
+	MaxMemorySamples int
+	// TLS, with Redis's names. TLSPort is a second port whose clients speak TLS
+	// ("tls-port"); 0 for none. With TLSPort set, Port 0 serves no plain TCP at all.
+	TLSPort int
+	// TLSCertFile and TLSKeyFile are the server's certificate and key, in PEM
+	// ("tls-cert-file", "tls-key-file"); read again when they change, without a restart.
+	TLSCertFile, TLSKeyFile string
+	// TLSCACertFile holds the CA certificates that clients' certificates (and with
+	// TLSReplication, the primary's) are verified against ("tls-ca-cert-file").
+	TLSCACertFile string
+	// TLSAuthClients is yes (clients must present a certificate the CA signed; the
+	// default), optional (verified when given) or no ("tls-auth-clients").
+	TLSAuthClients string
+	// TLSReplication makes a replica connect to its primary over TLS, presenting
+	// TLSCertFile ("tls-replication").
+	TLSReplication bool
+	// Timeout closes a client idle for this many seconds ("timeout"); 0, the default,
+	// never does. Replicas and subscribers are never closed for it.
+	Timeout int
+	// TCPKeepAlive is the seconds of silence after which the kernel probes a client's
+	// connection, so that a peer gone without a word is noticed ("tcp-keepalive"); default
+	// 300, 0 for none.
+	TCPKeepAlive int
+	// ProtectedMode refuses clients from other hosts than the loopback while the default
+	// user has no password, with Redis's DENIED error ("protected-mode"); default true.
+	ProtectedMode bool
+	// ClientOutputBufferLimit is Redis's client-output-buffer-limit: "class hard soft
+	// seconds" for the classes normal, replica (slave) and pubsub; "" keeps Redis's
+	// defaults (pubsub 32mb 8mb 60).
+	ClientOutputBufferLimit string
 	// LogLevel is debug, verbose, notice or warning ("loglevel").
 	LogLevel string
 	// MaxClients is the most connections served at once ("maxclients").
@@ -106,16 +154,21 @@ type Config struct {
 // DefaultConfig returns the configuration of a server started with no options.
 func DefaultConfig() Config {
 	return Config{
-		Bind:            "127.0.0.1",
-		Port:            6379,
-		Dir:             "./data",
-		AppendOnly:      true,
-		AppendFsync:     "everysec",
-		LogLevel:        "notice",
-		MaxClients:      10000,
-		ProtoMaxBulkLen: defaultMaxArg,
-		Shards:          256,
-		IOThreads:       max(1, runtime.GOMAXPROCS(0)/2),
+		Bind:             "127.0.0.1",
+		Port:             6379,
+		Dir:              "./data",
+		AppendOnly:       true,
+		AppendFsync:      "everysec",
+		LogLevel:         "notice",
+		MaxMemoryPolicy:  "noeviction",
+		TLSAuthClients:   "yes",
+		TCPKeepAlive:     300,
+		ProtectedMode:    true,
+		MaxMemorySamples: 5,
+		MaxClients:       10000,
+		ProtoMaxBulkLen:  defaultMaxArg,
+		Shards:           256,
+		IOThreads:        max(1, runtime.GOMAXPROCS(0)/2),
 
 		SlowlogLogSlowerThan:  10000,
 		SlowlogMaxLen:         128,
@@ -143,6 +196,32 @@ func (c Config) Validate() error {
 	}
 	if c.MaxClients < 1 {
 		return fmt.Errorf("maxclients: %d must be at least 1", c.MaxClients)
+	}
+	if err := c.validTLS(); err != nil {
+		return err
+	}
+	if c.ACLFile != "" && len(c.Users) > 0 {
+		return errors.New("aclfile: users in the config file and an ACL file at once are not valid; give one of them")
+	}
+	if c.Timeout < 0 {
+		return fmt.Errorf("timeout: %d must not be negative", c.Timeout)
+	}
+	if c.TCPKeepAlive < 0 {
+		return fmt.Errorf("tcp-keepalive: %d must not be negative", c.TCPKeepAlive)
+	}
+	if c.ClientOutputBufferLimit != "" {
+		if _, err := parseOutputLimits(c.ClientOutputBufferLimit, defaultOutputLimits); err != nil {
+			return fmt.Errorf("client-output-buffer-limit: %w", err)
+		}
+	}
+	if c.MaxMemory < 0 {
+		return fmt.Errorf("maxmemory: %d must not be negative", c.MaxMemory)
+	}
+	if _, err := keyspace.ParsePolicy(c.MaxMemoryPolicy); err != nil {
+		return fmt.Errorf("maxmemory-policy: %w", err)
+	}
+	if c.MaxMemorySamples < 1 || c.MaxMemorySamples > 64 {
+		return fmt.Errorf("maxmemory-samples: %d is not between 1 and 64", c.MaxMemorySamples)
 	}
 	if c.ProtoMaxBulkLen < 1024*1024 {
 		return fmt.Errorf("proto-max-bulk-len: %d must be at least 1mb", c.ProtoMaxBulkLen)
@@ -207,6 +286,12 @@ func intRange(name string) (lo, hi int64) {
 		return 1, math.MaxUint32
 	case "repl-backlog-size":
 		return 1, math.MaxInt64
+	case "maxmemory":
+		return 0, math.MaxInt64
+	case "maxmemory-samples":
+		return 1, 64
+	case "timeout", "tcp-keepalive":
+		return 0, math.MaxInt32
 	case "replica-announce-port":
 		return 0, 65535
 	}

@@ -1,11 +1,12 @@
 package server
 
 import (
-	"crypto/subtle"
 	"errors"
 	"strconv"
 	"strings"
 	"time"
+
+	"throttled/acl"
 )
 
 // redisVersion is the Redis version whose behaviour the server follows; clients read it from HELLO and INFO.
@@ -88,10 +89,12 @@ func cmdHello(c *client, args [][]byte) error {
 	for i := 2; i < len(args); i++ {
 		switch opt := strings.ToLower(string(args[i])); {
 		case opt == "auth" && i+2 < len(args):
-			if err := c.s.authenticate(args[i+1], args[i+2]); err != nil {
+			u, err := c.s.authenticate(args[i+1], args[i+2])
+			if err != nil {
 				return err
 			}
-			c.authed = true
+			c.user.Store(u)
+			c.setAuthed(true)
 			i += 2
 		case opt == "setname" && i+1 < len(args):
 			if err := validClientName(args[i+1]); err != nil {
@@ -149,25 +152,24 @@ func cmdAuth(c *client, args [][]byte) error {
 	if !c.s.passwordSet() && len(args) == 2 {
 		return errors.New("AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 	}
-	if err := c.s.authenticate(user, pass); err != nil {
+	u, err := c.s.authenticate(user, pass)
+	if err != nil {
 		return err
 	}
-	c.authed = true
+	c.user.Store(u)
+	c.setAuthed(true)
 	c.w.ok()
 	return nil
 }
 
-// authenticate checks a username and password against requirepass: the only user is "default".
-func (s *Server) authenticate(user, pass []byte) error {
-	want := *s.password.Load()
-	if string(user) != "default" {
-		return errWrongPass
+// authenticate checks a username and password against the ACL users (requirepass is the
+// default user's password) and returns the user.
+func (s *Server) authenticate(user, pass []byte) (*acl.User, error) {
+	if u := s.acl.Authenticate(user, pass); u != nil {
+		return u, nil
 	}
-	if want == "" || subtle.ConstantTimeCompare([]byte(want), pass) == 1 {
-		return nil
-	}
-	s.log.Warn("authentication failed")
-	return errWrongPass
+	s.log.Warn("authentication failed", "user", truncate(user, 128))
+	return nil, errWrongPass
 }
 
 // SELECT index
@@ -203,7 +205,8 @@ func cmdReset(c *client, args [][]byte) error {
 	c.mu.Lock()
 	c.name, c.resp = "", 2
 	c.mu.Unlock()
-	c.authed = !c.s.passwordSet()
+	c.user.Store(c.s.acl.Default())
+	c.setAuthed(!c.s.passwordSet())
 	c.w.simple("RESET")
 	return nil
 }
@@ -416,7 +419,7 @@ func cmdClientKill(c *client, args [][]byte) error {
 	if kind == masterKind {
 		// The link to the primary is no client here: only TYPE and SKIPME can select it.
 		killed := 0
-		if id == 0 && addr == "" && laddr == "" && (user == "" || user == "default") && maxAge == 0 {
+		if id == 0 && addr == "" && laddr == "" && (user == "" || user == acl.DefaultUser) && maxAge == 0 {
 			killed = c.s.dropMasterLink()
 		}
 		c.w.int(int64(killed))
@@ -430,7 +433,7 @@ func cmdClientKill(c *client, args [][]byte) error {
 			kind != anyKind && clientKind(cl.kind.Load()) != kind,
 			addr != "" && cl.raddr != addr,
 			laddr != "" && cl.laddr != laddr,
-			user != "" && user != "default",
+			user != "" && user != cl.user.Load().Name(),
 			maxAge != 0 && int64(now.Sub(cl.created)/time.Second) < maxAge,
 			skipMe && cl == c:
 			continue

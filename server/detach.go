@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"time"
 )
 
 // A client is detached when a command needs it on a goroutine of its own (command.detach):
@@ -14,9 +15,10 @@ import (
 // for it (pub/sub messages) go out in the order they were queued, never interleaved within
 // a reply, and nobody who queues waits for the socket.
 
-// outputLimit bounds what a detached client's output holds, queued and being written: a
-// subscriber that reads slower than messages come is disconnected past it, as by Redis's
-// default client-output-buffer-limit for pub/sub clients (32mb hard).
+// outputLimit bounds what a detached client's output holds, queued and being written, when
+// client-output-buffer-limit sets no hard limit for its class (normal clients, by default):
+// a client that sends requests without reading their replies is disconnected past it.
+// Subscribers have the pubsub class's limits (outputlimit.go).
 const outputLimit = 32 << 20
 
 // errOutputClosed is a detached client's output cut off: its connection is gone or it overflowed.
@@ -33,6 +35,7 @@ type outbox struct {
 	// stopping: the client is done, the writer ends once w is written; dead: the
 	// connection failed or overflowed, nothing more is written.
 	stopping, dead bool
+	softSince      time.Time     // since when queued is over the class's soft limit; zero when under
 	done           chan struct{} // closed when the writer goroutine has ended
 }
 
@@ -62,12 +65,12 @@ func (o *outbox) push(b []byte, proto int) bool {
 // dropped, when that goes past outputLimit.
 func (o *outbox) queuedLocked(n int) bool {
 	o.queued += n
-	if o.queued > outputLimit {
+	if over, limit := o.overLimitLocked(); over {
 		o.dead = true
 		o.w.b = nil
 		o.cond.Signal()
 		o.c.s.log.Warn("client closed for overcoming its output buffer limit",
-			"client", o.c.raddr, "id", o.c.id, "limit", outputLimit)
+			"client", o.c.raddr, "id", o.c.id, "limit", limit)
 		return false
 	}
 	o.cond.Signal()

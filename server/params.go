@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"throttled/glob"
+	"throttled/keyspace"
 	"throttled/persistence"
 )
 
@@ -98,7 +99,9 @@ func (s *Server) paramTable() []*param {
 			}
 			return func() { s.store.SetFsync(f) }, nil
 		}},
-		{name: "requirepass", get: str(&s.password), def: "", file: quoted, set: setStr(&s.password)},
+		{name: "requirepass", get: str(&s.password), def: "", file: quoted, set: func(v string) (func(), error) {
+			return func() { s.password.Store(&v); s.setRequirePass(v) }, nil
+		}},
 		{name: "loglevel", get: s.logLevelName, def: def.LogLevel, file: plainValue, set: func(v string) (func(), error) {
 			name := strings.ToLower(v)
 			level, ok := logLevels[name]
@@ -106,6 +109,32 @@ func (s *Server) paramTable() []*param {
 				return nil, errors.New("argument(s) must be one of the following: debug, verbose, notice, warning")
 			}
 			return func() { s.level.Set(level); s.levelName.Store(&name) }, nil
+		}},
+		{name: "maxmemory", get: num(&s.mem.max), def: "0", file: bytesValue, set: setNum("maxmemory", &s.mem.max, ParseSize)},
+		{name: "maxmemory-policy", get: s.policyName, def: def.MaxMemoryPolicy, file: plainValue, set: func(v string) (func(), error) {
+			p, err := keyspace.ParsePolicy(v)
+			if err != nil {
+				return nil, errors.New("argument(s) must be one of the following: noeviction, volatile-ttl, allkeys-lru, volatile-lru, allkeys-random, volatile-random")
+			}
+			return func() { s.setPolicy(p) }, nil
+		}},
+		{name: "maxmemory-samples", get: num(&s.mem.samples), def: itoaInt(def.MaxMemorySamples), file: plainValue, set: setNum("maxmemory-samples", &s.mem.samples, integer)},
+		{name: "aclfile", get: constant(s.cfg.ACLFile), file: quoted},
+		{name: "timeout", get: num(&s.conns.timeout), def: itoaInt(def.Timeout), file: plainValue, set: setNum("timeout", &s.conns.timeout, integer)},
+		{name: "tcp-keepalive", get: num(&s.conns.keepAlive), def: itoaInt(def.TCPKeepAlive), file: plainValue, set: setNum("tcp-keepalive", &s.conns.keepAlive, integer)},
+		{name: "protected-mode", get: func() string { return yesNo(s.conns.protectedMode.Load()) }, def: yesNo(def.ProtectedMode), file: plainValue, set: func(v string) (func(), error) {
+			on, err := parseYesNo(v)
+			if err != nil {
+				return nil, err
+			}
+			return func() { s.conns.protectedMode.Store(on) }, nil
+		}},
+		{name: "client-output-buffer-limit", get: func() string { return s.outputLimits.Load().String() }, def: defaultOutputLimits.String(), file: plainValue, set: func(v string) (func(), error) {
+			limits, err := parseOutputLimits(v, *s.outputLimits.Load())
+			if err != nil {
+				return nil, err
+			}
+			return func() { s.outputLimits.Store(&limits) }, nil
 		}},
 		{name: "maxclients", get: num(&s.maxClients), def: itoaInt(def.MaxClients), file: plainValue, set: setNum("maxclients", &s.maxClients, integer)},
 		{name: "proto-max-bulk-len", get: constant(itoaInt(s.cfg.ProtoMaxBulkLen)), def: itoaInt(def.ProtoMaxBulkLen), file: bytesValue},
@@ -139,8 +168,6 @@ func (s *Server) paramTable() []*param {
 		// Shown for clients and tools that read them; not options of throttled's config file.
 		{name: "databases", get: constant("1")},
 		{name: "save", get: constant("")},
-		{name: "maxmemory", get: constant("0")},
-		{name: "maxmemory-policy", get: constant("noeviction")},
 		{name: "hz", get: constant("10")},
 	}
 }

@@ -221,7 +221,7 @@ func TestPubSubCommandInfo(t *testing.T) {
 	sub := infos["subscribe"]
 	require.Equal(t, int8(-2), sub.Arity)
 	require.Equal(t, []string{"pubsub", "noscript", "loading", "stale"}, sub.Flags)
-	require.Equal(t, []string{"@pubsub"}, sub.ACLFlags)
+	require.Equal(t, []string{"@pubsub", "@slow"}, sub.ACLFlags)
 	require.Equal(t, []string{"pubsub", "loading", "stale", "fast"}, infos["publish"].Flags)
 	require.Equal(t, int8(3), infos["publish"].Arity)
 	pubsub := do(t, rdb, "COMMAND", "INFO", "pubsub").([]any)[0].([]any)

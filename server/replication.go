@@ -41,6 +41,7 @@ func (s *Server) newReplication() {
 		Flush:       s.flushLocal,
 		Now:         s.nowNano,
 		Hello:       s.replicaHello,
+		Dial:        s.dialPrimary,
 	})
 }
 

@@ -39,11 +39,26 @@ type reader struct {
 	args    [][]byte // the current request; slices of buf or of inline
 	inline  []byte   // unquoted inline arguments
 	maxBulk int
+	// unauthed: the client has not authenticated on a server that wants it. As Redis 7,
+	// its requests are bounded much tighter, so that nobody can make the server buffer
+	// hundreds of megabytes without a password.
+	unauthed bool
+	// open reports whether the server wants no authentication any more (requirepass
+	// removed since): then the limits are lifted. Asked only of requests past them.
+	open func() bool
 }
+
+// Limits of an unauthenticated client's requests, as Redis's.
+const (
+	maxUnauthedMultibulk = 10
+	maxUnauthedBulk      = 16384
+)
 
 func newReader(rd io.Reader, maxBulk int) *reader {
 	return &reader{rd: rd, buf: make([]byte, readChunk), maxBulk: maxBulk}
 }
+
+func (r *reader) isOpen() bool { return r.open != nil && r.open() }
 
 // buffered reports whether bytes of a next request are already read.
 func (r *reader) buffered() bool { return r.end > r.start }
@@ -117,6 +132,9 @@ func (r *reader) parse(b []byte) (args [][]byte, n int, err error) {
 	if !ok || count > maxMultibulk {
 		return nil, 0, errProtocol("invalid multibulk length")
 	}
+	if r.unauthed && count > maxUnauthedMultibulk && !r.isOpen() {
+		return nil, 0, errProtocol("unauthenticated multibulk length")
+	}
 	args = r.args[:0]
 	for i := int64(0); i < count; i++ {
 		if pos >= len(b) {
@@ -135,6 +153,9 @@ func (r *reader) parse(b []byte) (args [][]byte, n int, err error) {
 		size, ok := parseLength(line)
 		if !ok || size > int64(r.maxBulk) {
 			return nil, 0, errProtocol("invalid bulk length")
+		}
+		if r.unauthed && size > maxUnauthedBulk && !r.isOpen() {
+			return nil, 0, errProtocol("unauthenticated bulk length")
 		}
 		end := next + int(size)
 		if end+2 > len(b) {

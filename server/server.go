@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"throttled/acl"
 	"throttled/keyspace"
 	"throttled/persistence"
 	"throttled/pubsub"
@@ -58,6 +59,19 @@ type Server struct {
 	txLocks txLocks // EXEC's stripes by key
 
 	pol policies // the named policies (policy.go)
+
+	acl        *acl.Registry // the ACL users (acl.go)
+	aclCatalog *acl.Catalog  // the commands as the ACL rules name them
+
+	mem memoryLimit // maxmemory (memory.go)
+
+	conns        connLimits                   // timeout, tcp-keepalive, protected-mode (conns.go)
+	outputLimits atomic.Pointer[outputLimits] // client-output-buffer-limit (outputlimit.go)
+
+	tlsFiles *tlsFiles    // the certificates, nil without TLS (tls.go)
+	tlsLn    net.Listener // the tls-port listener; guarded by mu
+	// tlsHandshakes counts TLS handshakes under way: they count against maxclients.
+	tlsHandshakes atomic.Int64
 
 	up *upstreamMode // nil unless the limits live in an upstream Redis (upstream.go)
 
@@ -125,6 +139,12 @@ func New(cfg Config) (*Server, error) {
 	if err := s.loadPolicies(); err != nil {
 		return nil, err
 	}
+	if err := s.openACL(); err != nil {
+		return nil, err
+	}
+	if err := s.openTLS(); err != nil {
+		return nil, err
+	}
 	s.runID = newRunID()
 	s.newReplication()
 	if err := s.openUpstream(); err != nil {
@@ -134,13 +154,15 @@ func New(cfg Config) (*Server, error) {
 		s.closeUpstream()
 		return nil, err
 	}
-	s.params = append(s.paramTable(), s.observeParams()...) // after openStore: appendonly shows whether the store is open
+	s.params = append(append(s.paramTable(), s.observeParams()...), s.tlsParams()...) // after openStore: appendonly shows whether the store is open
 	s.paramsByName, s.paramNames = indexParams(s.params)
 	if err := s.startReplication(); err != nil {
 		s.closeStore()
 		return nil, err
 	}
 	go s.expireLoop()
+	s.initMemory()
+	s.initConns()
 	if err := s.startMetrics(); err != nil {
 		s.Close()
 		return nil, err
@@ -159,11 +181,29 @@ func monotonicClock() func() time.Time {
 // nowNano is the server's time in Unix nanoseconds.
 func (s *Server) nowNano() int64 { return s.now().UnixNano() }
 
-// ListenAndServe listens on the configured bind address and port and serves until Close.
+// ListenAndServe listens on the configured bind address and port, and on tls-port when
+// set, and serves until Close. With tls-port, port 0 serves TLS only, as in Redis.
 func (s *Server) ListenAndServe() error {
+	tln, err := s.listenTLS()
+	if err != nil {
+		return err
+	}
+	if tln != nil && s.cfg.Port == 0 {
+		return s.ServeTLS(tln)
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(s.cfg.Bind, strconv.Itoa(s.cfg.Port)))
 	if err != nil {
+		if tln != nil {
+			tln.Close()
+		}
 		return fmt.Errorf("server: listen: %w", err)
+	}
+	if tln != nil {
+		go func() {
+			if err := s.ServeTLS(tln); err != nil {
+				s.log.Error("TLS listener failed", "err", err)
+			}
+		}()
 	}
 	return s.Serve(ln)
 }
@@ -206,6 +246,9 @@ func (s *Server) Serve(ln net.Listener) error {
 			nc.Close()
 			continue
 		}
+		if !s.admitConn(nc) {
+			continue
+		}
 		if s.attach(nc) {
 			continue
 		}
@@ -245,6 +288,7 @@ func (s *Server) Close() error {
 	if s.ln != nil {
 		s.ln.Close()
 	}
+	s.closeTLSLocked()
 	for _, c := range s.clients {
 		c.hangup()
 	}
@@ -254,6 +298,9 @@ func (s *Server) Close() error {
 	s.stopLoops()
 	s.closeUpstream()
 	<-s.sweepDone
+	if s.mem.done != nil {
+		<-s.mem.done
+	}
 	s.closeErr = s.closeStore()
 	close(s.stopped)
 	s.log.Info("server stopped")
@@ -347,6 +394,18 @@ func (s *Server) run(c *client, args [][]byte) {
 		s.reject(c, errPoliciesKey)
 		return
 	}
+	if p := c.user.Load().Perms(); !p.All {
+		if err := s.checkACL(c, p, cmd, args); err != nil {
+			s.reject(c, err)
+			return
+		}
+	}
+	if cmd.bits&flagDenyOOM != 0 && s.mem.full.Load() {
+		if err := s.makeRoom(); err != nil {
+			s.reject(c, err)
+			return
+		}
+	}
 	if c.sub != nil && c.w.proto == 2 && !cmd.whileSubscribed && c.subscribed() {
 		cmd.rejected.Add(1)
 		s.replyError(c, fmt.Errorf("Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", cmd.fullName()))
@@ -421,4 +480,6 @@ func (s *Server) replyError(c *client, err error) {
 	c.w.errorText(errorText(err))
 }
 
-func (s *Server) passwordSet() bool { return *s.password.Load() != "" }
+// passwordSet reports whether connections must authenticate: the default user has a
+// password (requirepass) or is off.
+func (s *Server) passwordSet() bool { return !s.acl.DefaultOpen() }

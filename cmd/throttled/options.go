@@ -130,8 +130,60 @@ func setOption(cfg *server.Config, name string, values []string) error {
 		return str(&cfg.AppendFsync)
 	case "requirepass":
 		return str(&cfg.RequirePass)
+	case "aclfile":
+		return str(&cfg.ACLFile)
+	case "user":
+		if len(values) == 0 {
+			return fmt.Errorf("user: takes a name and rules")
+		}
+		cfg.Users = append(cfg.Users, values)
+		return nil
 	case "loglevel":
 		return str(&cfg.LogLevel)
+	case "maxmemory":
+		v, err := one()
+		if err != nil {
+			return err
+		}
+		n, err := server.ParseSize(v)
+		if err != nil {
+			return fmt.Errorf("maxmemory: %q is not a size (64mb, 1gb)", v)
+		}
+		cfg.MaxMemory = n
+		return nil
+	case "maxmemory-policy":
+		return str(&cfg.MaxMemoryPolicy)
+	case "maxmemory-samples":
+		return number(&cfg.MaxMemorySamples)
+	case "tls-port":
+		return number(&cfg.TLSPort)
+	case "tls-cert-file":
+		return str(&cfg.TLSCertFile)
+	case "tls-key-file":
+		return str(&cfg.TLSKeyFile)
+	case "tls-ca-cert-file":
+		return str(&cfg.TLSCACertFile)
+	case "tls-auth-clients":
+		return str(&cfg.TLSAuthClients)
+	case "tls-replication":
+		on, err := yes()
+		cfg.TLSReplication = on
+		return err
+	case "timeout":
+		return number(&cfg.Timeout)
+	case "tcp-keepalive":
+		return number(&cfg.TCPKeepAlive)
+	case "protected-mode":
+		on, err := yes()
+		cfg.ProtectedMode = on
+		return err
+	case "client-output-buffer-limit":
+		// One class per line in redis.conf; the classes accumulate.
+		if cfg.ClientOutputBufferLimit != "" {
+			cfg.ClientOutputBufferLimit += " "
+		}
+		cfg.ClientOutputBufferLimit += strings.Join(values, " ")
+		return nil
 	case "maxclients":
 		return number(&cfg.MaxClients)
 	case "proto-max-bulk-len":

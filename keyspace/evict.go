@@ -1,0 +1,193 @@
+package keyspace
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+)
+
+// Policy is a maxmemory-policy: which keys Evict removes when the keyspace holds more than
+// the server allows.
+type Policy int
+
+// The policies, with Redis's names.
+const (
+	// NoEviction removes nothing: the server refuses commands that add data instead.
+	NoEviction Policy = iota
+	// VolatileTTL removes the keys with an expiry that expire soonest: for a rate limiter,
+	// the keys nearest to idle, whose state would soon be gone anyway.
+	VolatileTTL
+	// AllKeysLRU removes the keys least recently used, approximated by sampling.
+	AllKeysLRU
+	// VolatileLRU is AllKeysLRU among the keys with an expiry.
+	VolatileLRU
+	// AllKeysRandom removes keys at random.
+	AllKeysRandom
+	// VolatileRandom removes keys with an expiry at random.
+	VolatileRandom
+)
+
+var policyNames = []string{"noeviction", "volatile-ttl", "allkeys-lru", "volatile-lru", "allkeys-random", "volatile-random"}
+
+// ParsePolicy reads a policy by its Redis name, in any case.
+func ParsePolicy(name string) (Policy, error) {
+	for i, n := range policyNames {
+		if strings.EqualFold(n, name) {
+			return Policy(i), nil
+		}
+	}
+	return 0, fmt.Errorf("%q is not one of %s", name, strings.Join(policyNames, ", "))
+}
+
+func (p Policy) String() string { return policyNames[p] }
+
+// volatile reports whether p chooses among the keys with an expiry only.
+func (p Policy) volatile() bool { return p == VolatileTTL || p == VolatileLRU || p == VolatileRandom }
+
+// LRU reports whether p needs the keys' last access, which SetLRU keeps.
+func (p Policy) LRU() bool { return p == AllKeysLRU || p == VolatileLRU }
+
+// SetLRU turns on or off the record of each key's last access that the LRU policies sample:
+// 4 bytes a key, and a store at each GetLocked and SetLocked. Keys present when it turns on
+// count as used long ago.
+func (ks *Keyspace) SetLRU(on bool) {
+	for _, s := range ks.shards {
+		s.mu.Lock()
+		if on && s.lru == nil {
+			s.lru = make([]uint32, len(s.ids))
+		} else if !on {
+			s.lru = nil
+		}
+		s.Unlock()
+	}
+}
+
+// touchLRU notes an access to the key with record id.
+func (s *Shard) touchLRU(id uint32) {
+	if int(id) >= len(s.lru) {
+		s.lru = append(s.lru, make([]uint32, int(id)+1-len(s.lru)+len(s.lru)/4)...)
+	}
+	s.tick++
+	s.lru[id] = s.tick
+}
+
+// Eviction samples, as Redis's: each key evicted is the best of samples keys drawn at random
+// from one shard. A draw looks at random slots of the index until one holds a key the policy
+// may remove, at most evictTries slots per sample key, so that a shard whose keys mostly have
+// no expiry costs little for the volatile policies. Random slots, not a walk from one, keep
+// the draw fair: a walk would take the key after a run of empty slots more often than
+// others, and the holes its removals leave would grow.
+const evictTries = 16
+
+// Evict removes up to n keys chosen by p, each the best of samples keys sampled in a random
+// shard: for VolatileTTL the one expiring first, for the LRU policies the one used least
+// recently, for the random ones any. Keys that have expired at now go first whatever the
+// policy. It returns the keys removed: fewer than n when none is left to choose (no key, or
+// none with an expiry for the volatile policies), and none for NoEviction. Removals reach
+// persistence and replicas as deletions, as Redis propagates its evictions.
+func (ks *Keyspace) Evict(p Policy, n, samples int, now int64) int {
+	if p == NoEviction || n <= 0 {
+		return 0
+	}
+	samples = max(samples, 1)
+	removed := 0
+	for removed < n {
+		start := rand.Uint64()
+		found := false
+		// Try the shards from a random one on until one has a key to give.
+		for k := 0; k < len(ks.shards); k++ {
+			s := ks.shards[(int(start)+k)&int(ks.mask)]
+			if s.keys.Load() == 0 || p.volatile() && s.expires.Load() == 0 {
+				continue
+			}
+			s.mu.Lock()
+			ok := s.evictLocked(p, samples, now)
+			s.Unlock()
+			if ok {
+				found = true
+				break
+			}
+		}
+		if !found {
+			break
+		}
+		removed++
+	}
+	return removed
+}
+
+// evictLocked removes the best of up to samples keys drawn from the shard's index at random;
+// false when it found none that p may remove.
+func (s *Shard) evictLocked(p Policy, samples int, now int64) bool {
+	n := len(s.index)
+	if s.count == 0 || n == 0 {
+		return false
+	}
+	best, bestOff := -1, uint32(0)
+	bestScore := int64(math.MaxInt64)
+	seen := 0
+	for try := 0; try < samples*evictTries && seen < samples; try++ {
+		j := home(uint32(rand.Uint64()), n)
+		slot := s.index[j]
+		if slot == 0 {
+			continue
+		}
+		off := uint32(slot) - 1
+		e := s.entry(off)
+		exp := getInt(e, eExpire)
+		if p.volatile() && exp == 0 {
+			continue
+		}
+		seen++
+		var score int64 // the lowest goes
+		switch {
+		case exp != 0 && now >= exp:
+			score = math.MinInt64
+		case p == VolatileTTL:
+			score = exp
+		case p.LRU() && s.lru != nil:
+			if id := getID(e); int(id) < len(s.lru) {
+				score = -int64(s.tick - s.lru[id]) // the longest unused has the lowest
+			} else {
+				score = math.MinInt64 + 1
+			}
+		}
+		if best < 0 || score < bestScore {
+			best, bestOff, bestScore = j, off, score
+		}
+	}
+	if best < 0 {
+		return false
+	}
+	s.remove(best, bestOff)
+	s.evicted.Add(1)
+	return true
+}
+
+// EvictedTotal returns the keys Evict removed since New (INFO stats evicted_keys).
+func (ks *Keyspace) EvictedTotal() int64 {
+	n := int64(0)
+	for _, s := range ks.shards {
+		n += s.evicted.Load()
+	}
+	return n
+}
+
+// UsedMemory returns the bytes the keyspace holds for its keys, as maxmemory counts them:
+// MemoryUsage less the bytes of removed entries that the arenas have not compacted yet
+// (a block is compacted once more than half of it is dead), as Redis's used_memory leaves
+// out its allocator's fragmentation. The heap the keyspace takes is at most about twice
+// this, plus the Go runtime's overhead. It locks each shard in turn.
+func (ks *Keyspace) UsedMemory() int64 {
+	n := int64(0)
+	for _, s := range ks.shards {
+		s.mu.Lock()
+		n += s.memoryLocked()
+		for _, m := range s.meta {
+			n -= int64(m.dead)
+		}
+		s.Unlock()
+	}
+	return n
+}
