@@ -73,7 +73,7 @@ func cmdCheck(c *client, args [][]byte) error {
 		rest = rest[i+1:]
 	}
 	c.checks, c.checkKeys = checks, key
-	now := c.s.nowNano()
+	now := c.now()
 	keys := c.keys[:0]
 	at := 0
 	for i := range checks {

@@ -32,7 +32,7 @@ func keyCommands() []*command {
 
 // DEL key [key ...], UNLINK key [key ...]
 func cmdDel(c *client, args [][]byte) error {
-	now := c.s.nowNano()
+	now := c.now()
 	n := int64(0)
 	for _, key := range args[1:] {
 		sh := c.s.ks.Shard(key)
@@ -48,7 +48,7 @@ func cmdDel(c *client, args [][]byte) error {
 
 // EXISTS key [key ...]
 func cmdExists(c *client, args [][]byte) error {
-	now := c.s.nowNano()
+	now := c.now()
 	n := int64(0)
 	for _, key := range args[1:] {
 		sh := c.s.ks.Shard(key)
@@ -66,7 +66,7 @@ func cmdExists(c *client, args [][]byte) error {
 func cmdType(c *client, args [][]byte) error {
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
-	v, _ := sh.GetLocked(args[1], c.s.nowNano())
+	v, _ := sh.GetLocked(args[1], c.now())
 	sh.Unlock()
 	c.w.simple(v.Kind.String())
 	return nil
@@ -102,7 +102,7 @@ func expireHandler(unit int64, absolute bool) handler {
 		if gt && lt {
 			return errors.New("GT and LT options at the same time are not compatible")
 		}
-		now := c.s.nowNano()
+		now := c.now()
 		when, ok := expireAt(n, unit, absolute, now)
 		if !ok {
 			return errors.New("invalid expire time in '" + name + "' command")
@@ -151,7 +151,7 @@ func expireAt(n, unit int64, absolute bool, now int64) (int64, bool) {
 // unit, as Redis counts whole milliseconds) or the Unix time of expiry.
 func ttlHandler(unit int64, absolute bool) handler {
 	return func(c *client, args [][]byte) error {
-		now := c.s.nowNano()
+		now := c.now()
 		sh := c.s.ks.Shard(args[1])
 		sh.Lock()
 		v, ok := sh.GetLocked(args[1], now)
@@ -180,7 +180,7 @@ func cmdPersist(c *client, args [][]byte) error {
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
-	now := c.s.nowNano()
+	now := c.now()
 	v, ok := sh.GetLocked(args[1], now)
 	if !ok || v.Expire == 0 {
 		c.w.int(0)
@@ -193,7 +193,7 @@ func cmdPersist(c *client, args [][]byte) error {
 
 // KEYS pattern
 func cmdKeys(c *client, args [][]byte) error {
-	now := c.s.nowNano()
+	now := c.now()
 	var keys [][]byte
 	cursor := uint64(0)
 	for {
@@ -245,7 +245,7 @@ func cmdScan(c *client, args [][]byte) error {
 		}
 	}
 	var keys [][]byte
-	next := c.s.ks.Scan(cursor, int(count), c.s.nowNano(), func(key []byte, v keyspace.Value) {
+	next := c.s.ks.Scan(cursor, int(count), c.now(), func(key []byte, v keyspace.Value) {
 		if !isPolicyRecord(v) && (pattern == nil || glob.Match(pattern, key)) && (typ == "" || v.Kind.String() == typ) {
 			keys = append(keys, append([]byte(nil), key...))
 		}

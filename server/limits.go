@@ -272,7 +272,7 @@ func cmdLimit(c *client, args [][]byte) error {
 	if c.up.local {
 		l.share(c.s.up.share)
 	}
-	now := c.s.nowNano()
+	now := c.now()
 	sh := c.s.ks.Shard(l.key)
 	sh.Lock()
 	defer sh.Unlock()
@@ -299,7 +299,7 @@ func cmdLimit(c *client, args [][]byte) error {
 
 // CONCURRENCY.RELEASE key id
 func cmdRelease(c *client, args [][]byte) error {
-	now := c.s.nowNano()
+	now := c.now()
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
@@ -358,7 +358,7 @@ func cmdAllOf(c *client, args [][]byte) error {
 		keys = append(keys, limits[i].key)
 	}
 	c.keys = keys
-	now := c.s.nowNano()
+	now := c.now()
 	c.shards = c.s.ks.LockKeys(keys, c.shards[:0])
 	defer keyspace.UnlockShards(c.shards)
 

@@ -130,7 +130,7 @@ func cmdWatch(c *client, args [][]byte) error {
 	if c.tx != nil {
 		return errors.New("WATCH inside MULTI is not allowed")
 	}
-	now := c.s.nowNano()
+	now := c.now()
 	if c.watched == nil {
 		c.watched = make(map[string]struct{})
 	}
@@ -165,7 +165,7 @@ func (c *client) endMulti() {
 // watchChanged reports whether a watched key changed since WATCH. A key that expired since
 // counts as changed, as in Redis: reading it removes it, which marks the watch.
 func (c *client) watchChanged() bool {
-	now := c.s.nowNano()
+	now := c.now()
 	for k := range c.watched {
 		key := []byte(k)
 		sh := c.s.ks.Shard(key)

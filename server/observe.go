@@ -64,8 +64,8 @@ type slowEntry struct {
 	name string
 }
 
-func (o *observer) init(cfg Config) {
-	o.base = time.Now()
+func (o *observer) init(cfg Config, base time.Time) {
+	o.base = base
 	o.slowerThan.Store(cfg.SlowlogLogSlowerThan)
 	o.slowMaxLen.Store(int64(cfg.SlowlogMaxLen))
 	o.denied = topk.New(topDeniedCounters, int64(topDeniedPeriod))
@@ -76,7 +76,7 @@ func (o *observer) init(cfg Config) {
 // initObserver prepares the tools once the command table is built: each rate-limit verb's
 // deny channel.
 func (s *Server) initObserver() {
-	s.obs.init(s.cfg)
+	s.obs.init(s.cfg, s.clockBase)
 	for _, cmd := range s.commands {
 		if cmd.has(flagRatelimit) {
 			cmd.deniedChannel = []byte(deniedChannel + ":" + cmd.name)

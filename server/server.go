@@ -23,16 +23,19 @@ import (
 
 // Server answers Redis-protocol clients from a sharded keyspace.
 type Server struct {
-	cfg      Config
-	log      *slog.Logger
-	ks       *keyspace.Keyspace
-	pubsub   *pubsub.Hub
-	store    *persistence.Store // nil with appendonly no
-	repl     *replication.Node
-	runID    string // INFO's run_id: new at each start
-	now      func() time.Time
-	commands map[string]*command // by lower-case name
-	started  time.Time
+	cfg    Config
+	log    *slog.Logger
+	ks     *keyspace.Keyspace
+	pubsub *pubsub.Hub
+	store  *persistence.Store // nil with appendonly no
+	repl   *replication.Node
+	runID  string // INFO's run_id: new at each start
+	// clockBase is the zero of observer.mono; without a configured clock, now is clockBase's
+	// wall time plus mono, so that a command's timing reading serves as its time (client.now).
+	clockBase time.Time
+	now       func() time.Time
+	commands  map[string]*command // by lower-case name
+	started   time.Time
 
 	mu        sync.Mutex // guards ln, clients, closed
 	ln        net.Listener
@@ -111,9 +114,10 @@ func New(cfg Config) (*Server, error) {
 	if log == nil {
 		log = newLogger(level)
 	}
+	base := time.Now() // the zero of the server's monotonic time (observer.mono)
 	now := cfg.Now
 	if now == nil {
-		now = monotonicClock()
+		now = monotonicClock(base)
 	}
 	s := &Server{
 		cfg:       cfg,
@@ -122,6 +126,7 @@ func New(cfg Config) (*Server, error) {
 		ks:        keyspace.New(cfg.Shards),
 		pubsub:    pubsub.New(),
 		now:       now,
+		clockBase: base,
 		started:   time.Now(),
 		clients:   make(map[int64]*client),
 		shutdown:  make(chan struct{}),
@@ -172,10 +177,19 @@ func New(cfg Config) (*Server, error) {
 
 // monotonicClock returns the wall time at start plus the monotonic time
 // since: the server's time never steps back with the wall clock.
-func monotonicClock() func() time.Time {
-	start := time.Now()
+func monotonicClock(start time.Time) func() time.Time {
 	wall := start.Round(0)
 	return func() time.Time { return wall.Add(time.Since(start)) }
+}
+
+// now is the server's time in Unix ns at the start of c's current command: the clock reading
+// its timing took (client.tick), so that a command reads the clock once, not twice. With a
+// configured clock (Config.Now), that clock.
+func (c *client) now() int64 {
+	if c.s.cfg.Now != nil {
+		return c.s.nowNano()
+	}
+	return c.s.clockBase.UnixNano() + c.tick
 }
 
 // nowNano is the server's time in Unix nanoseconds.

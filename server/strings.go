@@ -30,7 +30,7 @@ func cmdGet(c *client, args [][]byte) error {
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
-	v, ok := sh.GetLocked(args[1], c.s.nowNano())
+	v, ok := sh.GetLocked(args[1], c.now())
 	switch {
 	case !ok:
 		c.w.null()
@@ -46,7 +46,7 @@ func cmdGet(c *client, args [][]byte) error {
 func cmdSet(c *client, args [][]byte) error {
 	var nx, xx, get, keepTTL, hasExpire bool
 	var when int64
-	now := c.s.nowNano()
+	now := c.now()
 	for i := 3; i < len(args); i++ {
 		switch opt := strings.ToLower(string(args[i])); opt {
 		case "nx":
@@ -118,7 +118,7 @@ func cmdSetNX(c *client, args [][]byte) error {
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
-	if _, ok := sh.GetLocked(args[1], c.s.nowNano()); ok {
+	if _, ok := sh.GetLocked(args[1], c.now()); ok {
 		c.w.int(0)
 		return nil
 	}
@@ -134,7 +134,7 @@ func setexHandler(unit int64) handler {
 		if !ok {
 			return errNotInteger
 		}
-		now := c.s.nowNano()
+		now := c.now()
 		when, fits := expireAt(n, unit, false, now)
 		if n <= 0 || !fits {
 			return errors.New("invalid expire time in '" + strings.ToLower(string(args[0])) + "' command")
@@ -150,7 +150,7 @@ func setexHandler(unit int64) handler {
 
 // MGET key [key ...]
 func cmdMGet(c *client, args [][]byte) error {
-	now := c.s.nowNano()
+	now := c.now()
 	c.w.array(len(args) - 1)
 	for _, key := range args[1:] {
 		sh := c.s.ks.Shard(key)
@@ -205,7 +205,7 @@ func incrHandler(sign int64, hasArg bool) handler {
 		sh := c.s.ks.Shard(args[1])
 		sh.Lock()
 		defer sh.Unlock()
-		v, ok := sh.GetLocked(args[1], c.s.nowNano())
+		v, ok := sh.GetLocked(args[1], c.now())
 		cur := int64(0)
 		if ok {
 			if v.Kind != keyspace.String {

@@ -82,7 +82,7 @@ func cmdGCRA(c *client, args [][]byte) error {
 // gcraVerb runs one GCRA evaluation of a compatibility verb on key under its
 // shard's lock, keeps the new state and writes the five integers.
 func (c *client) gcraVerb(key []byte, eval func(now, tat int64, ok bool) (gcra.Result, error)) error {
-	now := c.s.nowNano()
+	now := c.now()
 	sh := c.s.ks.Shard(key)
 	sh.Lock()
 	defer sh.Unlock()
