@@ -114,10 +114,15 @@ func (r *streamReader) next() (args [][]byte, n int, err error) {
 		if err != nil || size < 0 || size > maxArg {
 			return nil, 0, fmt.Errorf("%w: %q", errStream, truncate(line))
 		}
-		start := len(r.buf)
-		r.buf = append(r.buf, make([]byte, size+2)...)
-		if _, err := io.ReadFull(r.br, r.buf[start:]); err != nil {
-			return nil, 0, err
+		// The bytes are read as they come, a piece at a time: a length that the stream does
+		// not back costs no more memory than the bytes that did arrive.
+		for need := size + 2; need > 0; {
+			piece := min(need, 64<<10)
+			r.buf = append(r.buf, make([]byte, piece)...)
+			if _, err := io.ReadFull(r.br, r.buf[len(r.buf)-piece:]); err != nil {
+				return nil, 0, err
+			}
+			need -= piece
 		}
 		if r.buf[len(r.buf)-2] != '\r' || r.buf[len(r.buf)-1] != '\n' {
 			return nil, 0, fmt.Errorf("%w: bulk without CRLF", errStream)
