@@ -176,7 +176,7 @@ func cmdCheck(c *client, args [][]byte) error {
 	}
 	c.s.decided(c, !allowed)
 	if len(checks) == 1 {
-		c.w.checkDecision(results[0].d, statusNames[checks[0].status])
+		c.w.decisionStatus(results[0].d, statusNames[checks[0].status])
 		return nil
 	}
 	all := combine(results, allowed)
@@ -190,53 +190,9 @@ func cmdCheck(c *client, args [][]byte) error {
 		status = statusOK
 	}
 	c.w.array(1 + len(checks))
-	c.w.checkDecision(all, statusNames[status])
+	c.w.decisionStatus(all, statusNames[status])
 	for i := range checks {
-		c.w.checkDecision(results[i].d, statusNames[checks[i].status])
+		c.w.decisionStatus(results[i].d, statusNames[checks[i].status])
 	}
 	return nil
-}
-
-// checkDecision writes a decision with its status as the last element (a status field
-// under RESP3).
-func (w *writer) checkDecision(d decision, status string) {
-	limited := int64(0)
-	if d.limited {
-		limited = 1
-	}
-	n := 6
-	if d.hasDelay {
-		n = 7
-	}
-	if w.proto == 3 {
-		w.mapHeader(n)
-	} else {
-		w.array(n)
-	}
-	if w.proto != 3 {
-		w.int(limited)
-		w.int(d.limit)
-		w.int(d.remaining)
-		w.int(d.retry)
-		w.int(d.resetM)
-		if d.hasDelay {
-			w.int(d.delay)
-		}
-		w.bulkString(status)
-		return
-	}
-	field := func(name string, v int64) {
-		w.bulkString(name)
-		w.int(v)
-	}
-	field("limited", limited)
-	field("limit", d.limit)
-	field("remaining", d.remaining)
-	field("retry_after_ms", d.retry)
-	field("reset_after_ms", d.resetM)
-	if d.hasDelay {
-		field("delay_ms", d.delay)
-	}
-	w.bulkString("status")
-	w.bulkString(status)
 }

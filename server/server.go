@@ -239,21 +239,10 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.log.Info("ready to accept connections", "addr", ln.Addr().String())
 	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			select {
-			case <-s.shutdown:
-				return nil
-			default:
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				time.Sleep(10 * time.Millisecond)
-				continue
-			}
-			return fmt.Errorf("server: accept: %w", err)
+		nc, err := s.accept(ln)
+		if err != nil || nc == nil {
+			return err
 		}
-		s.stats.connections.Add(1)
 		if s.connected.Load() >= s.maxClients.Load() {
 			s.stats.rejected.Add(1)
 			nc.Write([]byte("-ERR max number of clients reached\r\n"))
@@ -272,6 +261,29 @@ func (s *Server) Serve(ln net.Listener) error {
 			continue
 		}
 		go c.serve(nil)
+	}
+}
+
+// accept waits for the next connection on ln and counts it, riding out temporary errors;
+// nil and no error once the server is closed.
+func (s *Server) accept(ln net.Listener) (net.Conn, error) {
+	for {
+		nc, err := ln.Accept()
+		if err == nil {
+			s.stats.connections.Add(1)
+			return nc, nil
+		}
+		select {
+		case <-s.shutdown:
+			return nil, nil
+		default:
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		return nil, fmt.Errorf("server: accept on %s: %w", ln.Addr(), err)
 	}
 }
 

@@ -125,14 +125,21 @@ func (c *client) writeDecision(d decision) { c.w.decision(d) }
 
 // decision writes a native verb's decision: an array under RESP2, a map
 // under RESP3; LEAKYBUCKET's has a sixth field, delay_ms.
-func (w *writer) decision(d decision) {
+func (w *writer) decision(d decision) { w.decisionStatus(d, "") }
+
+// decisionStatus writes a decision with status, unless it is "", as its last element (a
+// status field under RESP3): CHECK's.
+func (w *writer) decisionStatus(d decision, status string) {
 	limited := int64(0)
 	if d.limited {
 		limited = 1
 	}
 	n := 5
 	if d.hasDelay {
-		n = 6
+		n++
+	}
+	if status != "" {
+		n++
 	}
 	if w.proto == 3 {
 		w.mapHeader(n)
@@ -152,6 +159,12 @@ func (w *writer) decision(d decision) {
 	field("reset_after_ms", d.resetM)
 	if d.hasDelay {
 		field("delay_ms", d.delay)
+	}
+	if status != "" {
+		if w.proto == 3 {
+			w.bulkString("status")
+		}
+		w.bulkString(status)
 	}
 }
 

@@ -220,21 +220,10 @@ func (s *Server) ServeTLS(ln net.Listener) error {
 	conf := s.serverTLSConfig()
 	s.log.Info("ready to accept TLS connections", "addr", ln.Addr().String())
 	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			select {
-			case <-s.shutdown:
-				return nil
-			default:
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				time.Sleep(10 * time.Millisecond)
-				continue
-			}
-			return fmt.Errorf("server: accept TLS: %w", err)
+		nc, err := s.accept(ln)
+		if err != nil || nc == nil {
+			return err
 		}
-		s.stats.connections.Add(1)
 		// Handshakes under way count against maxclients: a flood of connections that never
 		// finish theirs holds no more goroutines than maxclients, each for tlsHandshakeTimeout.
 		if s.connected.Load()+s.tlsHandshakes.Load() >= s.maxClients.Load() {
