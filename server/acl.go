@@ -328,10 +328,7 @@ func cmdACLGetUser(c *client, args [][]byte) error {
 	}
 	c.w.mapHeader(6)
 	c.w.bulkString("flags")
-	c.w.array(len(in.Flags))
-	for _, f := range in.Flags {
-		c.w.bulkString(f)
-	}
+	c.w.stringArray(in.Flags)
 	c.w.bulkString("passwords")
 	c.w.stringArray(in.Passwords)
 	c.w.bulkString("commands")

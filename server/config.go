@@ -365,29 +365,9 @@ func SplitConfigLine(line string) ([]string, error) {
 	return out, nil
 }
 
-// quoteConfig writes s as a double-quoted config value that SplitConfigLine reads back.
-func quoteConfig(s string) string {
-	b := []byte{'"'}
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '\\', '"':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			if c < ' ' || c > '~' {
-				b = append(b, fmt.Sprintf("\\x%02x", c)...)
-			} else {
-				b = append(b, c)
-			}
-		}
-	}
-	return string(append(b, '"'))
-}
+// quoteConfig writes s as a double-quoted config value that SplitConfigLine reads back: as
+// MONITOR quotes an argument (appendRepr), whose escapes the config reader undoes.
+func quoteConfig(s string) string { return string(appendRepr(nil, []byte(s))) }
 
 // logLevels maps Redis's log levels onto slog's.
 var logLevels = map[string]slog.Level{
