@@ -74,15 +74,23 @@ func (s *Server) viaUpstream(kind callKind, cmd *command, local handler) handler
 			return c.decideLocally(args, local)
 		}
 		call := c.up.get()
-		if err := call.parse(c, kind, cmd, local, args); err != nil {
+		settle := len(c.up.calls) == 0 // a reply settled now must not pass parked ones
+		if err := call.parse(c, kind, cmd, local, args, !settle); err != nil {
 			c.up.put(call)
 			return err
 		}
-		if len(c.up.calls) == 0 && s.up.client.Settle(call) {
-			call.counted()
-			c.w.b = append(c.w.b, call.w.b...)
-			c.up.put(call)
-			return nil
+		if settle {
+			if s.up.client.Settle(call, c.now()) {
+				call.counted()
+				c.w.b = append(c.w.b, call.w.b...)
+				c.up.put(call)
+				return nil
+			}
+			call.reset() // parsed again on a copy of the request, which outlives the read buffer
+			if err := call.parse(c, kind, cmd, local, args, true); err != nil {
+				c.up.put(call)
+				return err
+			}
 		}
 		call.at = len(c.w.b)
 		c.up.calls = append(c.up.calls, call)
@@ -211,6 +219,7 @@ type upCall struct {
 	decided     bool   // the reply is a decision, limited or not
 	limited     bool
 	retry       int64 // ms, when limited: for the deny event
+	now         int64 // the time of the last Eval
 	unavailable bool  // the upstream could not decide: decide locally
 }
 
@@ -219,16 +228,21 @@ func (u *upCall) reset() {
 		states: u.states[:0], results: u.results[:0], scratch: u.scratch, w: writer{b: u.w.b[:0]}}
 }
 
-// parse copies the request and parses it as the local handler would, with its errors.
-func (u *upCall) parse(c *client, kind callKind, cmd *command, local handler, args [][]byte) error {
+// parse parses the request as the local handler would, with its errors: on a copy of it
+// when own is set, for a call that outlives the handler; else on args themselves.
+func (u *upCall) parse(c *client, kind callKind, cmd *command, local handler, args [][]byte, own bool) error {
 	u.c, u.kind, u.cmd, u.local, u.w.proto = c, kind, cmd, local, c.w.proto
-	for _, a := range args {
-		u.buf = append(u.buf, a...)
-	}
-	at := 0
-	for _, a := range args {
-		u.args = append(u.args, u.buf[at:at+len(a):at+len(a)])
-		at += len(a)
+	if own {
+		for _, a := range args {
+			u.buf = append(u.buf, a...)
+		}
+		at := 0
+		for _, a := range args {
+			u.args = append(u.args, u.buf[at:at+len(a):at+len(a)])
+			at += len(a)
+		}
+	} else {
+		u.args = append(u.args, args...)
 	}
 	args = u.args
 	var err error
@@ -292,7 +306,7 @@ func (u *upCall) fail(err error) upstream.Outcome {
 // Eval evaluates the call at now on its keys' states, with the local verbs' code.
 func (u *upCall) Eval(now int64) upstream.Outcome {
 	u.w.b = u.w.b[:0]
-	u.decided, u.limited = true, false
+	u.decided, u.limited, u.now = true, false, now
 	switch u.kind {
 	case callCell, callGCRA:
 		return u.evalGCRA(now)
@@ -413,9 +427,9 @@ func (u *upCall) counted() {
 	switch {
 	case !u.limited:
 	case u.kind == callAllOf:
-		u.c.s.deniedAll(u.cmd, u.limits, u.results, u.c.s.nowNano())
+		u.c.s.deniedAll(u.cmd, u.limits, u.results, u.now)
 	default:
-		u.c.s.denial(u.cmd, u.args[1], u.retry, u.c.s.nowNano())
+		u.c.s.denial(u.cmd, u.args[1], u.retry, u.now)
 	}
 }
 

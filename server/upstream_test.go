@@ -201,3 +201,37 @@ func sameReplies(t *testing.T, configure func(*Config)) {
 	require.Contains(t, info, "upstream_degraded_decisions:0")
 	require.NotContains(t, info, "upstream_local_decisions:0\r")
 }
+
+// BenchmarkThrottleUpstreamDenied is a flood on a key the upstream denies: each call is
+// answered from the state last seen, without the upstream.
+func BenchmarkThrottleUpstreamDenied(b *testing.B) {
+	redis := redistest.Start(b)
+	ts := startServer(b, func(cfg *Config) {
+		cfg.AppendOnly = false
+		cfg.Now = nil
+		cfg.Upstream = redis.URL()
+	})
+	req := []string{"THROTTLE", "k", "0", "1", "1h"}
+	rdb := ts.client(b, 2)
+	for range 2 { // the first takes the key's only admission, the second sees it denied
+		require.NoError(b, rdb.Do(b.Context(), "THROTTLE", "k", "0", "1", "1h").Err())
+	}
+	args := make([][]byte, len(req))
+	for i, a := range req {
+		args[i] = []byte(a)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		nc, peer := net.Pipe()
+		defer peer.Close()
+		c := ts.newClient(nc)
+		for pb.Next() {
+			ts.run(c, args)
+			if len(c.up.calls) != 0 || c.w.b[0] == '-' {
+				b.Fatalf("not settled locally: %q", c.w.b)
+			}
+			c.w.b = c.w.b[:0]
+		}
+	})
+}

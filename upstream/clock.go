@@ -28,6 +28,16 @@ func (c *clock) local() int64 { return c.wall + int64(time.Since(c.start)) }
 // set takes a new offset of the upstream's clock over the local one.
 func (c *clock) set(offset int64) { c.offset.Store(offset) }
 
+// at is the clock at local, a reading of the local clock (Unix ns) the caller took: never
+// before the last time now handed out, but it does not move that time on, for a decision
+// that changes nothing (no write for every core to contend on).
+func (c *clock) at(local int64) int64 {
+	if c.fixed != nil {
+		return c.fixed()
+	}
+	return max(local+c.offset.Load(), c.last.Load())
+}
+
 func (c *clock) now() int64 {
 	if c.fixed != nil {
 		return c.fixed()

@@ -279,13 +279,13 @@ func (u *Client) Submit(c Call) {
 
 // Settle evaluates a one-key call on the state last seen for its key and reports whether
 // that decides it without the upstream (see Settled). The call's reply is then its last
-// Eval's; otherwise Submit it.
-func (u *Client) Settle(c Call) bool {
+// Eval's; otherwise Submit it. local is the caller's reading of the local clock (Unix ns).
+func (u *Client) Settle(c Call, local int64) bool {
 	keys := c.Keys()
 	if len(keys) != 1 {
 		return false
 	}
-	now := u.clock.now()
+	now := u.clock.at(local)
 	sh := u.cache.Shard(keys[0])
 	sh.Lock()
 	e, ok := getCached(sh, keys[0], now)
@@ -295,14 +295,26 @@ func (u *Client) Settle(c Call) bool {
 	}
 	st := c.States()
 	st[0] = State{Cur: e.state(now)}
-	out := c.Eval(now)
+	var held *[]byte
+	if len(st[0].Cur.Bytes) > 0 { // the entry's bytes outlive the lock in a copy
+		held = settleBufs.Get().(*[]byte)
+		*held = append((*held)[:0], st[0].Cur.Bytes...)
+		st[0].Cur.Bytes = *held
+	}
 	sh.Unlock()
+	out := c.Eval(now)
+	if held != nil {
+		settleBufs.Put(held)
+	}
 	if out != Settled {
 		return false
 	}
 	u.stats.local.Add(1)
 	return true
 }
+
+// settleBufs hold the state Settle evaluates, out of the cache's lock.
+var settleBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // CheckSlots returns an error naming two keys of different hash slots when the upstream is
 // a Cluster; nil otherwise.
