@@ -23,7 +23,9 @@ func (l *loop) resume(c *client) {
 		return
 	}
 	l.ready = append(l.ready, c)
-	l.wakeLocked()
+	if len(l.ready) == 1 { // else the wake written for the first is not taken yet
+		l.wakeLocked()
+	}
 }
 
 // resumed writes the replies of a client whose parked calls are decided, unless it has
