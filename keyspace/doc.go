@@ -61,12 +61,14 @@
 // mostly expired is cleaned in the round, and how long that takes is the caller's to bound:
 // a call does at most the work it is given, and holds a shard's lock for a bounded part of it.
 //
-// Change tracking (Track, Drain) serves persistence: with it on, a shard queues the record
-// id of every key written since its last Drain once (a bit per id says it is queued) and
-// appends the keys it deletes or expires to a log. Drain hands over the deletions, then the
-// current state of each queued key, so a hot key costs one write per batch however often
-// it changes. The deletion log is bounded: a shard whose log overflows (its changes were
-// not drained for too long) asks for a full rewrite instead.
+// Change tracking (Track, Drain) serves persistence and replication, each a feed of its own:
+// with it on, a shard queues the record id of every key written since its last Drain once
+// (a bit per id says it is queued) and appends the keys it deletes or expires to a log.
+// Drain hands over the deletions, then the current state of each queued key, so a hot key
+// costs one write per batch however often it changes. The replication feed, drained every
+// millisecond or so, copies each key's state as it is written instead of reading it back at
+// the drain (capture.go). The deletion log is bounded: a shard whose log overflows (its
+// changes were not drained for too long) asks for a full rewrite instead.
 //
 // Watches (WatchLocked) serve Redis's WATCH: a write, deletion or expiry of a watched key
 // marks its watches changed. A shard nobody watches pays one nil test per write for them.

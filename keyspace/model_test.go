@@ -13,19 +13,21 @@ import (
 
 // model is a reference implementation: a map of every stored key, expired or not. With
 // change tracking on, mirror is a copy kept up to date by draining the changes, as
-// persistence does.
+// persistence does, and copies the same from the replicas' feed, which captures them.
 type model struct {
 	t       testing.TB
 	ks      *Keyspace
 	m       map[string]Value
 	mirror  map[string]Value
+	copies  map[string]Value
 	scratch []byte // edit's buffer for new byte values, as the server's
 }
 
 func newModel(t testing.TB, shards int) *model {
 	ks := New(shards)
 	ks.Track(DiskFeed, true)
-	return &model{t: t, ks: ks, m: map[string]Value{}, mirror: map[string]Value{}}
+	ks.Track(ReplicaFeed, true)
+	return &model{t: t, ks: ks, m: map[string]Value{}, mirror: map[string]Value{}, copies: map[string]Value{}}
 }
 
 func expired(v Value, now int64) bool { return v.Expire != 0 && now >= v.Expire }
@@ -179,7 +181,9 @@ func (m *model) verify(now int64) {
 	checkInvariants(m.t, m.ks)
 	m.drain()
 	require.Equal(m.t, m.m, m.mirror, "the mirror after draining every change")
+	require.Equal(m.t, m.m, m.copies, "the copies after draining every change")
 	require.Zero(m.t, m.ks.Pending(DiskFeed))
+	require.Zero(m.t, m.ks.Pending(ReplicaFeed))
 }
 
 func randomValue(r *rand.Rand, now int64) Value {

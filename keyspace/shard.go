@@ -261,7 +261,7 @@ func (s *Shard) SetLocked(key []byte, v Value) {
 	}
 	s.index[pos] = uint64(h)<<32 | uint64(off+1)
 	if s.tracking {
-		s.noteWrite(id)
+		s.noteWrite(id, off)
 	}
 	if s.watchers != nil {
 		s.touch(key)
@@ -561,7 +561,7 @@ func (s *Shard) removeKeepingIndex(pos int, off uint32) {
 	e := s.entry(off)
 	id := getID(e)
 	if s.tracking {
-		s.noteDelete(s.keyIn(e))
+		s.noteDelete(id, s.keyIn(e))
 	}
 	if s.watchers != nil {
 		s.touch(s.keyIn(e))
@@ -613,9 +613,10 @@ func (s *Shard) replace(pos int, off uint32, key []byte, v Value) {
 		}
 	} else {
 		s.replaceSized(pos, off, key, v)
+		off = s.ids[id] // it may have moved
 	}
 	if s.tracking {
-		s.noteWrite(id)
+		s.noteWrite(id, off)
 	}
 	if s.watchers != nil {
 		s.touch(key)

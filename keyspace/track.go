@@ -50,38 +50,68 @@ type tracker struct {
 	delLog    []byte   // the keys deleted since the last drain: uvarint length, key
 	lost      bool     // delLog overflowed: the changes are known only by a full rewrite
 	pending   atomic.Int64
+
+	// A capturing feed (ReplicaFeed) copies each change as it is written, while the entry
+	// is in the cache, instead of queueing its record id: see capture.go.
+	capture bool
+	log     []byte // the changes' copies, each key once
+	logHead int    // log[:logHead] was drained already (a Drain that stopped early)
+	copies  copyIndex
 }
 
-// noteWrite notes that record id was written, for each feed tracking.
-func (s *Shard) noteWrite(id uint32) {
+// noteWrite notes that record id, whose entry is at off, was written, for each feed tracking.
+func (s *Shard) noteWrite(id, off uint32) {
 	for f := range s.trk {
-		if s.trk[f].track {
-			s.trk[f].noteWrite(id)
+		switch t := &s.trk[f]; {
+		case t.capture:
+			// From the entry as written: the value given to SetLocked may alias where
+			// the entry was.
+			e := s.entry(off)
+			t.captureWrite(id, s.keyIn(e), s.value(e))
+		case t.track:
+			t.noteWrite(id)
 		}
 	}
 }
 
-// noteDelete notes that key was deleted, for each feed tracking.
-func (s *Shard) noteDelete(key []byte) {
+// noteDelete notes that key, record id, was deleted, for each feed tracking.
+func (s *Shard) noteDelete(id uint32, key []byte) {
 	for f := range s.trk {
-		if s.trk[f].track {
-			s.trk[f].noteDelete(key)
+		if t := &s.trk[f]; t.track {
+			if t.capture {
+				t.captureDelete(id)
+			}
+			t.noteDelete(key)
 		}
 	}
 }
 
 func (s *tracker) noteWrite(id uint32) {
+	if !s.markDirty(id) {
+		return // already queued: a hot key costs one write per batch
+	}
+	s.dirtyIDs = append(s.dirtyIDs, id)
+	s.pending.Add(1)
+}
+
+// markDirty sets id's dirty bit and reports whether it was clear.
+func (s *tracker) markDirty(id uint32) bool {
 	w := int(id / 64)
 	if w >= len(s.dirtyBits) {
 		s.dirtyBits = append(s.dirtyBits, make([]uint64, w+1-len(s.dirtyBits))...)
 	}
 	bit := uint64(1) << (id % 64)
 	if s.dirtyBits[w]&bit != 0 {
-		return // already queued: a hot key costs one write per batch
+		return false
 	}
 	s.dirtyBits[w] |= bit
-	s.dirtyIDs = append(s.dirtyIDs, id)
-	s.pending.Add(1)
+	return true
+}
+
+// dirty reports whether id's dirty bit is set.
+func (s *tracker) dirty(id uint32) bool {
+	w := int(id / 64)
+	return w < len(s.dirtyBits) && s.dirtyBits[w]&(1<<(id%64)) != 0
 }
 
 // noteDelete notes that key was deleted. Its record id may stay queued in dirtyIDs: Drain skips
@@ -103,6 +133,7 @@ func (s *tracker) noteDelete(key []byte) {
 // forget drops the recorded changes and the memory they hold.
 func (s *tracker) forget() {
 	s.dirtyBits, s.dirtyIDs, s.head, s.delLog, s.lost = nil, nil, 0, nil, false
+	s.log, s.logHead, s.copies = nil, 0, copyIndex{}
 	s.pending.Store(0)
 }
 
@@ -113,7 +144,7 @@ func (ks *Keyspace) Track(f Feed, on bool) {
 	for _, s := range ks.shards {
 		s.mu.Lock()
 		t := &s.trk[f]
-		t.track, t.maxLog = on, defaultMaxLog
+		t.track, t.capture, t.maxLog = on, on && f == ReplicaFeed, defaultMaxLog
 		if !on {
 			t.forget()
 		}
@@ -150,12 +181,17 @@ func (ks *Keyspace) Drain(f Feed, i int, r Recorder) (more, ok bool) {
 	if s.lost {
 		return false, false
 	}
-	for b := s.delLog; len(b) > 0; {
+	dels := int64(0)
+	for b := s.delLog; len(b) > 0; dels++ {
 		n, w := binary.Uvarint(b)
 		r.Delete(b[w : w+int(n)])
 		b = b[w+int(n):]
 	}
 	s.delLog = s.delLog[:0]
+	if s.capture {
+		s.pending.Add(-dels)
+		return sh.drainCaptured(s, r), true
+	}
 	for s.head < len(s.dirtyIDs) {
 		id := s.dirtyIDs[s.head]
 		s.head++
@@ -190,6 +226,9 @@ func (ks *Keyspace) DrainAll(f Feed, i int, r Recorder) {
 	for _, id := range s.dirtyIDs[s.head:] {
 		s.dirtyBits[id/64] &^= 1 << (id % 64)
 	}
+	if s.capture {
+		clear(s.dirtyBits)
+	}
 	s.lost = false
 	s.trim(len(sh.ids))
 }
@@ -198,6 +237,11 @@ func (ks *Keyspace) DrainAll(f Feed, i int, r Recorder) {
 // what the shard's ids records need.
 func (s *tracker) trim(ids int) {
 	s.dirtyIDs, s.head, s.delLog = s.dirtyIDs[:0], 0, s.delLog[:0]
+	s.log, s.logHead = s.log[:0], 0
+	if cap(s.log) > 1<<20 {
+		s.log = nil
+	}
+	s.copies.reset()
 	if cap(s.dirtyIDs) > 1024 && cap(s.dirtyIDs) > 2*ids {
 		s.dirtyIDs = nil
 	}

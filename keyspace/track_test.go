@@ -48,51 +48,63 @@ func drainFeed(ks *Keyspace, f Feed, r *mirrorRecorder) {
 	}
 }
 
-// drain brings the model's mirror up to date, a few keys at a time.
-func (m *model) drain() { drainInto(m.ks, &mirrorRecorder{m: m.mirror, piece: 3}) }
+// forEachFeed runs test for each feed: the disk's queues record ids, the replicas' copies
+// each change as it is written (capture.go).
+func forEachFeed(t *testing.T, test func(t *testing.T, f Feed)) {
+	t.Run("disk", func(t *testing.T) { test(t, DiskFeed) })
+	t.Run("replica", func(t *testing.T) { test(t, ReplicaFeed) })
+}
+
+// drain brings the model's mirror and copies up to date, a few keys at a time.
+func (m *model) drain() {
+	drainFeed(m.ks, DiskFeed, &mirrorRecorder{m: m.mirror, piece: 3})
+	drainFeed(m.ks, ReplicaFeed, &mirrorRecorder{m: m.copies, piece: 2})
+}
 
 func TestTrackCoalescesAndOrders(t *testing.T) {
-	ks := New(1)
-	ks.Track(DiskFeed, true)
-	r := &mirrorRecorder{m: map[string]Value{}}
-	for i := range 10000 {
-		set(ks, "hot", Value{Kind: GCRA, Num: int64(i)})
-	}
-	set(ks, "gone", Value{Kind: String, Bytes: []byte("x")})
-	del(ks, "gone")
-	set(ks, "back", Value{Kind: GCRA, Num: 1})
-	del(ks, "back")
-	set(ks, "back", Value{Kind: GCRA, Num: 2})
-	require.Equal(t, 4, ks.Pending(DiskFeed), "hot, gone and two deletions: back took gone's queued record id")
-	drainInto(ks, r)
-	require.Equal(t, map[string]Value{"hot": {Kind: GCRA, Num: 9999}, "back": {Kind: GCRA, Num: 2}}, r.m)
-	require.Equal(t, 2, r.puts, "a hot key is one write per drain; a deleted key none")
-	require.Equal(t, 2, r.dels)
-	require.Zero(t, ks.Pending(DiskFeed))
+	forEachFeed(t, func(t *testing.T, f Feed) {
+		ks := New(1)
+		ks.Track(f, true)
+		r := &mirrorRecorder{m: map[string]Value{}}
+		for i := range 10000 {
+			set(ks, "hot", Value{Kind: GCRA, Num: int64(i)})
+		}
+		set(ks, "gone", Value{Kind: String, Bytes: []byte("x")})
+		del(ks, "gone")
+		set(ks, "back", Value{Kind: GCRA, Num: 1})
+		del(ks, "back")
+		set(ks, "back", Value{Kind: GCRA, Num: 2})
+		require.Equal(t, 4, ks.Pending(f), "hot, gone and two deletions: back took gone's queued record id")
+		drainFeed(ks, f, r)
+		require.Equal(t, map[string]Value{"hot": {Kind: GCRA, Num: 9999}, "back": {Kind: GCRA, Num: 2}}, r.m)
+		require.Equal(t, 2, r.puts, "a hot key is one write per drain; a deleted key none")
+		require.Equal(t, 2, r.dels)
+		require.Zero(t, ks.Pending(f))
 
-	// Nothing changed: nothing to drain.
-	r.puts, r.dels = 0, 0
-	drainInto(ks, r)
-	require.Zero(t, r.puts+r.dels)
+		// Nothing changed: nothing to drain.
+		r.puts, r.dels = 0, 0
+		drainFeed(ks, f, r)
+		require.Zero(t, r.puts+r.dels)
 
-	// Expiry, lazy and active, is a deletion too.
-	set(ks, "lazy", Value{Kind: GCRA, Expire: 10})
-	set(ks, "active", Value{Kind: GCRA, Expire: 10})
-	drainInto(ks, r)
-	require.Len(t, r.m, 4)
-	_, ok := get(ks, "lazy", 10)
-	require.False(t, ok)
-	ks.ExpireCycle(10, 1000)
-	drainInto(ks, r)
-	require.Equal(t, map[string]Value{"hot": {Kind: GCRA, Num: 9999}, "back": {Kind: GCRA, Num: 2}}, r.m)
+		// Expiry, lazy and active, is a deletion too.
+		set(ks, "lazy", Value{Kind: GCRA, Expire: 10})
+		set(ks, "active", Value{Kind: GCRA, Expire: 10})
+		drainFeed(ks, f, r)
+		require.Len(t, r.m, 4)
+		_, ok := get(ks, "lazy", 10)
+		require.False(t, ok)
+		ks.ExpireCycle(10, 1000)
+		drainFeed(ks, f, r)
+		require.Equal(t, map[string]Value{"hot": {Kind: GCRA, Num: 9999}, "back": {Kind: GCRA, Num: 2}}, r.m)
 
-	// Flush forgets what was recorded: the caller clears its copy.
-	set(ks, "x", Value{Kind: GCRA})
-	ks.Flush()
-	require.Zero(t, ks.Pending(DiskFeed))
-	r.puts, r.dels = 0, 0
-	drainInto(ks, r)
-	require.Zero(t, r.puts+r.dels)
+		// Flush forgets what was recorded: the caller clears its copy.
+		set(ks, "x", Value{Kind: GCRA})
+		ks.Flush()
+		require.Zero(t, ks.Pending(f))
+		r.puts, r.dels = 0, 0
+		drainFeed(ks, f, r)
+		require.Zero(t, r.puts+r.dels)
+	})
 }
 
 // TestTrackFeedsApart: each feed sees every change, drained at its own pace; turning one
@@ -133,38 +145,40 @@ func TestTrackFeedsApart(t *testing.T) {
 // TestTrackDrainInPieces drains a burst a few keys at a time while keys are written,
 // deleted and written again between the pieces: the copy ends equal to the keyspace.
 func TestTrackDrainInPieces(t *testing.T) {
-	ks := New(1)
-	ks.Track(DiskFeed, true)
-	for i := range 100 {
-		set(ks, "k"+strconv.Itoa(i), Value{Kind: GCRA, Num: int64(i)})
-	}
-	r := &mirrorRecorder{m: map[string]Value{}, piece: 10}
-	more, ok := ks.Drain(DiskFeed, 0, r)
-	require.True(t, ok)
-	require.True(t, more)
-	require.Equal(t, 10, r.puts, "the first piece")
-	require.Equal(t, 90, ks.Pending(DiskFeed))
-
-	del(ks, "k3")                                   // drained already
-	del(ks, "k50")                                  // not yet
-	set(ks, "k50", Value{Kind: GCRA, Num: 500})     // back, under a new record id
-	set(ks, "k99", Value{Kind: GCRA, Num: 990})     // queued already: still once
-	set(ks, "k5", Value{Kind: TokenBucket, Num: 5}) // drained, changed again
-	set(ks, "new", Value{Kind: String, Bytes: []byte("v")})
-	pieces := 1
-	for more {
-		r.n = 0
-		more, ok = ks.Drain(DiskFeed, 0, r)
+	forEachFeed(t, func(t *testing.T, f Feed) {
+		ks := New(1)
+		ks.Track(f, true)
+		for i := range 100 {
+			set(ks, "k"+strconv.Itoa(i), Value{Kind: GCRA, Num: int64(i)})
+		}
+		r := &mirrorRecorder{m: map[string]Value{}, piece: 10}
+		more, ok := ks.Drain(f, 0, r)
 		require.True(t, ok)
-		pieces++
-	}
-	require.Equal(t, 11, pieces)
-	require.Zero(t, ks.Pending(DiskFeed))
-	require.Equal(t, 2, r.dels)
-	want := map[string]Value{}
-	ks.Scan(0, 1000, 0, func(key []byte, v Value) { want[string(key)] = v })
-	require.Len(t, want, 100)
-	require.Equal(t, want, r.m)
+		require.True(t, more)
+		require.Equal(t, 10, r.puts, "the first piece")
+		require.Equal(t, 90, ks.Pending(f))
+
+		del(ks, "k3")                                   // drained already
+		del(ks, "k50")                                  // not yet
+		set(ks, "k50", Value{Kind: GCRA, Num: 500})     // back, under a new record id
+		set(ks, "k99", Value{Kind: GCRA, Num: 990})     // queued already: still once
+		set(ks, "k5", Value{Kind: TokenBucket, Num: 5}) // drained, changed again
+		set(ks, "new", Value{Kind: String, Bytes: []byte("v")})
+		pieces := 1
+		for more {
+			r.n = 0
+			more, ok = ks.Drain(f, 0, r)
+			require.True(t, ok)
+			pieces++
+		}
+		require.Equal(t, 11, pieces)
+		require.Zero(t, ks.Pending(f))
+		require.Equal(t, 2, r.dels)
+		want := map[string]Value{}
+		ks.Scan(0, 1000, 0, func(key []byte, v Value) { want[string(key)] = v })
+		require.Len(t, want, 100)
+		require.Equal(t, want, r.m)
+	})
 }
 
 func TestTrackOffRecordsNothing(t *testing.T) {
@@ -183,70 +197,74 @@ func TestTrackOffRecordsNothing(t *testing.T) {
 }
 
 func TestTrackLostDeletionsAskForRewrite(t *testing.T) {
-	ks := New(1)
-	ks.Track(DiskFeed, true)
-	ks.shards[0].trk[DiskFeed].maxLog = 64
-	r := &mirrorRecorder{m: map[string]Value{}}
-	for i := range 100 {
-		set(ks, "k"+strconv.Itoa(i), Value{Kind: GCRA, Num: int64(i)})
-	}
-	drainInto(ks, r)
-	require.Len(t, r.m, 100)
-	for i := range 50 {
-		del(ks, "k"+strconv.Itoa(i))
-	}
-	_, ok := ks.Drain(DiskFeed, 0, r)
-	require.False(t, ok, "64 bytes hold a few deletions, not 50")
-	require.Len(t, r.m, 100, "a shard that lost track reports nothing")
-	drainInto(ks, r)
-	require.Len(t, r.m, 50)
-	_, ok = ks.Drain(DiskFeed, 0, r)
-	require.True(t, ok)
+	forEachFeed(t, func(t *testing.T, f Feed) {
+		ks := New(1)
+		ks.Track(f, true)
+		ks.shards[0].trk[f].maxLog = 64
+		r := &mirrorRecorder{m: map[string]Value{}}
+		for i := range 100 {
+			set(ks, "k"+strconv.Itoa(i), Value{Kind: GCRA, Num: int64(i)})
+		}
+		drainFeed(ks, f, r)
+		require.Len(t, r.m, 100)
+		for i := range 50 {
+			del(ks, "k"+strconv.Itoa(i))
+		}
+		_, ok := ks.Drain(f, 0, r)
+		require.False(t, ok, "64 bytes hold a few deletions, not 50")
+		require.Len(t, r.m, 100, "a shard that lost track reports nothing")
+		drainFeed(ks, f, r)
+		require.Len(t, r.m, 50)
+		_, ok = ks.Drain(f, 0, r)
+		require.True(t, ok)
+	})
 }
 
 // TestTrackConcurrent drains while writers write (run it with -race): after the writers
 // stop, one more drain makes the copy equal to the keyspace.
 func TestTrackConcurrent(t *testing.T) {
-	ks := New(8)
-	ks.Track(DiskFeed, true)
-	r := &mirrorRecorder{m: map[string]Value{}}
-	var wg sync.WaitGroup
-	for w := range 4 {
-		wg.Go(func() {
-			for i := range 20000 {
-				key := fmt.Sprintf("k%d", (i*7+w)%500)
-				switch i % 5 {
-				case 0:
-					del(ks, key)
-				default:
-					set(ks, key, Value{Kind: GCRA, Num: int64(i), Expire: int64(1000 + i%100)})
+	forEachFeed(t, func(t *testing.T, f Feed) {
+		ks := New(8)
+		ks.Track(f, true)
+		r := &mirrorRecorder{m: map[string]Value{}}
+		var wg sync.WaitGroup
+		for w := range 4 {
+			wg.Go(func() {
+				for i := range 20000 {
+					key := fmt.Sprintf("k%d", (i*7+w)%500)
+					switch i % 5 {
+					case 0:
+						del(ks, key)
+					default:
+						set(ks, key, Value{Kind: GCRA, Num: int64(i), Expire: int64(1000 + i%100)})
+					}
+					if i%1000 == 0 {
+						get(ks, key, int64(1000+i%100))
+					}
 				}
-				if i%1000 == 0 {
-					get(ks, key, int64(1000+i%100))
-				}
+			})
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		for drained := false; !drained; {
+			select {
+			case <-done:
+				drained = true
+			default:
 			}
-		})
-	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	for drained := false; !drained; {
-		select {
-		case <-done:
-			drained = true
-		default:
+			drainFeed(ks, f, r)
 		}
-		drainInto(ks, r)
-	}
-	drainInto(ks, r)
-	want := map[string]Value{}
-	ks.Scan(0, 0, 0, func(key []byte, v Value) {}) // exercise Scan alongside
-	for cursor := uint64(0); ; {
-		cursor = ks.Scan(cursor, 100, 0, func(key []byte, v Value) { want[string(key)] = v })
-		if cursor == 0 {
-			break
+		drainFeed(ks, f, r)
+		want := map[string]Value{}
+		ks.Scan(0, 0, 0, func(key []byte, v Value) {}) // exercise Scan alongside
+		for cursor := uint64(0); ; {
+			cursor = ks.Scan(cursor, 100, 0, func(key []byte, v Value) { want[string(key)] = v })
+			if cursor == 0 {
+				break
+			}
 		}
-	}
-	require.Equal(t, want, r.m)
+		require.Equal(t, want, r.m)
+	})
 }
 
 // BenchmarkSetTracked is BenchmarkSet's hot path with tracking on, drained now and then.
