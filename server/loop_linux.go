@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -158,11 +159,22 @@ func (l *loop) wakeLocked() {
 	}
 }
 
+// yieldEvery is how often a busy loop lets the process's other goroutines run, in ns.
+const yieldEvery = 500_000
+
 // run is the loop: wait for ready connections, serve each, then write the replies that
 // waited for a sync.
 func (l *loop) run() {
 	defer close(l.done)
+	yielded := int64(0)
 	for {
+		if l.mono-yielded > yieldEvery {
+			// A loop that always has work never enters the scheduler, and the runtime
+			// preempts it only every 10 ms: the replication feed, the disk writer and
+			// the upstream's dispatcher would wait that long for a turn.
+			runtime.Gosched()
+			yielded = l.mono
+		}
 		n, err := l.wait()
 		if err != nil {
 			if err == unix.EINTR {

@@ -1,15 +1,20 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log"
 	"net"
 	"os"
+	"os/exec"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"throttled/benchmarks/loadtest"
 )
@@ -22,6 +27,11 @@ type replRun struct {
 	cpuWith  float64  // ns of the primary's CPU per CL.THROTTLE at P=16, with a replica
 	cpuAlone float64  // the same, alone
 	lags     []lagRun // at P=1 and 16
+
+	// The same with the replica on a core of its own, as on a host of its own: the primaries
+	// and the load on CPU 0, the replica on CPU 1. Empty on a machine of one core.
+	pinnedPairs []pair
+	pinnedLags  []lagRun
 }
 
 // lagRun is the replication lag probed under CL.THROTTLE at one pipeline depth.
@@ -65,12 +75,22 @@ func (r *runner) replication() (replRun, error) {
 	if run.cpuWith, run.cpuAlone, err = r.primaryCPU(with, alone); err != nil {
 		return run, err
 	}
-	for _, p := range []int{1, 16} {
-		lr, err := r.lag(with, replica, p)
-		if err != nil {
+	if run.lags, err = r.lags(with, replica, -1); err != nil {
+		return run, err
+	}
+	if runtime.NumCPU() >= 2 {
+		if err := pinAll(map[*server]string{with: "0", alone: "0", replica: "1"}, "0"); err != nil {
 			return run, err
 		}
-		run.lags = append(run.lags, lr)
+		run.pinnedPairs = []pair{{pipeline: 1, a: a, b: b}, {pipeline: 16, a: a, b: b}}
+		err := r.measurePairs(run.pinnedPairs)
+		if err == nil {
+			run.pinnedLags, err = r.lags(with, replica, 1)
+		}
+		all := fmt.Sprintf("0-%d", runtime.NumCPU()-1)
+		if err := errors.Join(err, pinAll(map[*server]string{with: all, alone: all, replica: all}, all)); err != nil {
+			return run, err
+		}
 	}
 
 	// What a replica costs Redis on the same machine, for scale.
@@ -95,6 +115,38 @@ func (r *runner) replication() (replRun, error) {
 	incr := func(k string) []string { return []string{"INCR", k} }
 	run.redis = []pair{{pipeline: 16, a: side{"redis INCR, primary with a replica", rWith, incr}, b: side{"redis INCR, primary alone", rAlone, incr}}}
 	return run, r.measurePairs(run.redis)
+}
+
+// lags probes the replication lag at P=1 and 16, the probe's thread on CPU cpu unless it
+// is negative.
+func (r *runner) lags(primary, replica *server, cpu int) ([]lagRun, error) {
+	var out []lagRun
+	for _, p := range []int{1, 16} {
+		lr, err := r.lag(primary, replica, p, cpu)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, lr)
+	}
+	return out, nil
+}
+
+// pinAll sets the CPUs of every thread of each server, and of this process (the load).
+func pinAll(cpus map[*server]string, load string) error {
+	for s, c := range cpus {
+		if err := pin(s.cmd.Process.Pid, c); err != nil {
+			return err
+		}
+	}
+	return pin(os.Getpid(), load)
+}
+
+// pin sets the CPUs of every thread of process pid, as taskset -a does.
+func pin(pid int, cpus string) error {
+	if out, err := exec.Command("taskset", "-a", "-c", "-p", cpus, strconv.Itoa(pid)).CombinedOutput(); err != nil {
+		return fmt.Errorf("taskset %s %d: %w: %s", cpus, pid, err, out)
+	}
+	return nil
 }
 
 // primaryCPU measures the CPU time the primary's process spends per CL.THROTTLE at P=16,
@@ -160,8 +212,18 @@ func cpuTicks(s *server) (int64, error) {
 
 // lag probes the replication lag while CL.THROTTLE runs on the primary at P=pipeline, for
 // twice the time of a measurement.
-func (r *runner) lag(primary, replica *server, pipeline int) (lagRun, error) {
+func (r *runner) lag(primary, replica *server, pipeline, cpu int) (lagRun, error) {
 	run := lagRun{pipeline: pipeline}
+	if cpu >= 0 {
+		// Off the core the load saturates, or the probe would time its own waits for it.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		var set unix.CPUSet
+		set.Set(cpu)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			return run, fmt.Errorf("the probe's CPU: %w", err)
+		}
+	}
 	reqs := make([][]byte, r.cfg.keys)
 	for k := range reqs {
 		reqs[k] = loadtest.Encode("CL.THROTTLE", fmt.Sprintf("lag:%09d", k), "100", "10", "60", "1")
@@ -254,14 +316,29 @@ func replicationSection(cfg config, run replRun) string {
 	p("\nReplication lag while the primary serves CL.THROTTLE over random keys: a key written on the primary\n")
 	p("every 10 ms, then read on the replica until it is there: the time from the primary's reply to the\n")
 	p("replica's (it includes the last read's round trip), for %v.\n\n", 2*cfg.duration)
+	lagTable(p, run.lags)
+	if len(run.pinnedPairs) > 0 {
+		p("\nThe same with the replica on a core of its own, as it would be on a host of its own: both primaries\n")
+		p("and the load tool on CPU 0, the replica and the lag probe's thread on CPU 1 (taskset).\n\n")
+		p("| P | with a replica req/s | alone req/s | ratio |\n|--:|--:|--:|--:|\n")
+		for _, pr := range run.pinnedPairs {
+			p("| %d | %s | %s | %.3f |\n", pr.pipeline, thousands(median(pr.ra)), thousands(median(pr.rb)), pr.median)
+		}
+		p("\n")
+		lagTable(p, run.pinnedLags)
+	}
+	return b.String()
+}
+
+// lagTable renders lag runs.
+func lagTable(p func(string, ...any), lags []lagRun) {
 	p("| P | primary req/s | probes | p50 | p99 | max |\n|--:|--:|--:|--:|--:|--:|\n")
-	for _, l := range run.lags {
+	for _, l := range lags {
 		if len(l.lags) > 0 {
 			p("| %d | %s | %d | %s | %s | %s |\n", l.pipeline, thousands(l.load), len(l.lags), latency(quantile(l.lags, 0.5)),
 				latency(quantile(l.lags, 0.99)), latency(l.lags[len(l.lags)-1]))
 		}
 	}
-	return b.String()
 }
 
 // replicationTargets: a replica costs under 10%, and the lag's p99 is under 10 ms.
@@ -271,17 +348,25 @@ func replicationTargets(run replRun) []target {
 		out = append(out, target{fmt.Sprintf("one replica costs CL.THROTTLE under 10%% at P=%d", pr.pipeline),
 			fmt.Sprintf("%.3f", pr.median), pr.median >= 0.9})
 	}
+	for _, pr := range run.pinnedPairs {
+		out = append(out, target{fmt.Sprintf("one replica on a core of its own costs CL.THROTTLE under 10%% at P=%d", pr.pipeline),
+			fmt.Sprintf("%.3f", pr.median), pr.median >= 0.9})
+	}
 	if run.cpuAlone > 0 {
 		r := run.cpuWith / run.cpuAlone
 		out = append(out, target{"one replica costs the primary's CPU per CL.THROTTLE under 10% at P=16",
 			fmt.Sprintf("%.2fx (%.0f against %.0f ns)", r, run.cpuWith, run.cpuAlone), r < 1.1})
 	}
-	for _, l := range run.lags {
-		if len(l.lags) > 0 {
-			p99 := quantile(l.lags, 0.99)
-			out = append(out, target{fmt.Sprintf("replication lag p99 under 10 ms at P=%d", l.pipeline), latency(p99), p99 < 10*time.Millisecond})
+	lagTargets := func(lags []lagRun, where string) {
+		for _, l := range lags {
+			if len(l.lags) > 0 {
+				p99 := quantile(l.lags, 0.99)
+				out = append(out, target{fmt.Sprintf("replication lag p99 under 10 ms at P=%d%s", l.pipeline, where), latency(p99), p99 < 10*time.Millisecond})
+			}
 		}
 	}
+	lagTargets(run.lags, "")
+	lagTargets(run.pinnedLags, ", the replica on a core of its own")
 	return out
 }
 
