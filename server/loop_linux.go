@@ -15,6 +15,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"throttled/upstream"
 )
 
 // An event loop serves many connections from one goroutine, as Redis's does: one epoll_wait
@@ -28,11 +30,12 @@ type loop struct {
 	epfd    int
 	wakefd  int // an eventfd: a client was added, or the loop must stop
 	events  []unix.EpollEvent
-	clients []*client // by fd
-	syncing []*client // replies waiting for a sync (appendfsync always)
-	now     int64     // when epoll_wait last returned, Unix ns
-	mono    int64     // the same moment on observer.mono's clock
-	fresh   bool      // no client's commands have run since: mono is when the next batch starts
+	clients []*client       // by fd
+	syncing []*client       // replies waiting for a sync (appendfsync always)
+	calls   []upstream.Call // parked in this round, for the upstream (upstream_linux.go)
+	now     int64           // when epoll_wait last returned, Unix ns
+	mono    int64           // the same moment on observer.mono's clock
+	fresh   bool            // no client's commands have run since: mono is when the next batch starts
 	done    chan struct{}
 
 	mu       sync.Mutex // guards incoming, ready and stopping
@@ -200,6 +203,7 @@ func (l *loop) run() {
 				l.serve(l.clients[fd], ev.Events)
 			}
 		}
+		l.submitCalls()
 		l.flushSyncing()
 	}
 }

@@ -98,7 +98,7 @@ func (s *Server) viaUpstream(kind callKind, cmd *command, local handler) handler
 			c.up.wake = make(chan struct{}, 1)
 		}
 		c.up.pending.Add(1)
-		s.up.client.Submit(call)
+		c.submitUpstream(call)
 		return nil
 	}
 }

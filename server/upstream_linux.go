@@ -2,6 +2,25 @@
 
 package server
 
+// submitUpstream sends call to the upstream: a loop's client's at the end of the loop's
+// round, with the calls of its other clients, so that they share a round trip.
+func (c *client) submitUpstream(call *upCall) {
+	if c.loop != nil {
+		c.loop.calls = append(c.loop.calls, call)
+		return
+	}
+	c.s.up.client.Submit(call)
+}
+
+// submitCalls sends the calls the loop's round parked.
+func (l *loop) submitCalls() {
+	if len(l.calls) > 0 {
+		l.s.up.client.Submit(l.calls...)
+		clear(l.calls)
+		l.calls = l.calls[:0]
+	}
+}
+
 // resumeUpstream hands c back once its parked calls are decided: to its event loop, or to
 // the goroutine waiting in flush. It runs on the upstream's dispatcher and never blocks.
 func (c *client) resumeUpstream() {

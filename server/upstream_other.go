@@ -9,3 +9,6 @@ func (c *client) resumeUpstream() {
 	default:
 	}
 }
+
+// submitUpstream sends call to the upstream.
+func (c *client) submitUpstream(call *upCall) { c.s.up.client.Submit(call) }

@@ -25,7 +25,10 @@ type Config struct {
 	Cluster []string
 	// Timeout bounds a round trip; one that takes longer counts as a failure. Default 50ms.
 	Timeout time.Duration
-	// Conns is how many connections (and batches in flight) serve the calls; default 4.
+	// Conns is how many connections (and batches in flight) serve the calls; default 2.
+	// Calls that come while every batch is out wait and go together in the next, so that
+	// batches grow with the load: with 4, P=1 on loopback made a fifth fewer decisions (more,
+	// smaller round trips), and P=16 no more.
 	Conns int
 	// Now, when set, is the clock decisions use instead of the upstream's TIME (tests).
 	Now func() int64
@@ -196,7 +199,7 @@ func New(cfg Config) (*Client, error) {
 		cfg.Timeout = 50 * time.Millisecond
 	}
 	if cfg.Conns <= 0 {
-		cfg.Conns = 4
+		cfg.Conns = 2
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -266,10 +269,12 @@ func (u *Client) Now() int64 { return u.clock.now() }
 // Open reports whether the breaker is open: calls are then decided locally at once.
 func (u *Client) Open() bool { return u.breaker.Load() == open }
 
-// Submit queues c for the dispatcher; c.Done is called once it is decided.
-func (u *Client) Submit(c Call) {
+// Submit queues calls for the dispatcher; each one's Done is called once it is decided.
+// Calls submitted together go out together when a connection is free: a caller with
+// several at hand (an event loop's round of clients) submits them at once.
+func (u *Client) Submit(calls ...Call) {
 	u.mu.Lock()
-	u.queue = append(u.queue, c)
+	u.queue = append(u.queue, calls...)
 	u.mu.Unlock()
 	select {
 	case u.wake <- struct{}{}:
