@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -236,4 +237,15 @@ func TestHandlerPanicBecomesError(t *testing.T) {
 	// The connection, the lock and the server carry on.
 	require.Equal(t, "OK", do(t, rdb, "SET", "k", "v"))
 	require.Equal(t, "v", do(t, rdb, "GET", "k"))
+}
+
+// The binary raises GOMAXPROCS to Procs before serving: the defaults, which CONFIG GET and
+// CONFIG REWRITE compare values with, stay those of the CPUs the process started with.
+func TestProcsKeepsTheDefaults(t *testing.T) {
+	def := DefaultConfig()
+	c := Config{IOThreads: 8}
+	require.Equal(t, def.Procs()-def.IOThreads+8, c.Procs())
+	was := runtime.GOMAXPROCS(c.Procs())
+	t.Cleanup(func() { runtime.GOMAXPROCS(was) })
+	require.Equal(t, def.IOThreads, DefaultConfig().IOThreads)
 }

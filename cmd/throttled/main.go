@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"syscall"
 
@@ -23,6 +24,9 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "throttled:", err)
 		os.Exit(1)
+	}
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(cfg.Procs())
 	}
 	srv, err := server.New(cfg)
 	if err != nil {
