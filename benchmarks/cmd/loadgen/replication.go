@@ -27,6 +27,8 @@ type replRun struct {
 	cpuWith  float64  // ns of the primary's CPU per CL.THROTTLE at P=16, with a replica
 	cpuAlone float64  // the same, alone
 	lags     []lagRun // at P=1 and 16
+	// redisLags is redis-server's own lag on the same machine under INCR, for scale.
+	redisLags []lagRun
 
 	// The same with the replica on a core of its own, as on a host of its own: the primaries
 	// and the load on CPU 0, the replica on CPU 1. Empty on a machine of one core.
@@ -75,7 +77,7 @@ func (r *runner) replication() (replRun, error) {
 	if run.cpuWith, run.cpuAlone, err = r.primaryCPU(with, alone); err != nil {
 		return run, err
 	}
-	if run.lags, err = r.lags(with, replica, -1); err != nil {
+	if run.lags, err = r.lags(with, replica, -1, cl); err != nil {
 		return run, err
 	}
 	if runtime.NumCPU() >= 2 {
@@ -85,7 +87,7 @@ func (r *runner) replication() (replRun, error) {
 		run.pinnedPairs = []pair{{pipeline: 1, a: a, b: b}, {pipeline: 16, a: a, b: b}}
 		err := r.measurePairs(run.pinnedPairs)
 		if err == nil {
-			run.pinnedLags, err = r.lags(with, replica, 1)
+			run.pinnedLags, err = r.lags(with, replica, 1, cl)
 		}
 		all := fmt.Sprintf("0-%d", runtime.NumCPU()-1)
 		if err := errors.Join(err, pinAll(map[*server]string{with: all, alone: all, replica: all}, all)); err != nil {
@@ -114,15 +116,19 @@ func (r *runner) replication() (replRun, error) {
 	}
 	incr := func(k string) []string { return []string{"INCR", k} }
 	run.redis = []pair{{pipeline: 16, a: side{"redis INCR, primary with a replica", rWith, incr}, b: side{"redis INCR, primary alone", rAlone, incr}}}
-	return run, r.measurePairs(run.redis)
+	if err := r.measurePairs(run.redis); err != nil {
+		return run, err
+	}
+	run.redisLags, err = r.lags(rWith, rReplica, -1, incr)
+	return run, err
 }
 
-// lags probes the replication lag at P=1 and 16, the probe's thread on CPU cpu unless it
-// is negative.
-func (r *runner) lags(primary, replica *server, cpu int) ([]lagRun, error) {
+// lags probes the replication lag at P=1 and 16 under the load cmd, the probe's thread on
+// CPU cpu unless it is negative.
+func (r *runner) lags(primary, replica *server, cpu int, cmd func(string) []string) ([]lagRun, error) {
 	var out []lagRun
 	for _, p := range []int{1, 16} {
-		lr, err := r.lag(primary, replica, p, cpu)
+		lr, err := r.lag(primary, replica, p, cpu, cmd)
 		if err != nil {
 			return nil, err
 		}
@@ -210,9 +216,9 @@ func cpuTicks(s *server) (int64, error) {
 	return u + st, nil
 }
 
-// lag probes the replication lag while CL.THROTTLE runs on the primary at P=pipeline, for
-// twice the time of a measurement.
-func (r *runner) lag(primary, replica *server, pipeline, cpu int) (lagRun, error) {
+// lag probes the replication lag while cmd runs on the primary over random keys at
+// P=pipeline, for twice the time of a measurement.
+func (r *runner) lag(primary, replica *server, pipeline, cpu int, cmd func(string) []string) (lagRun, error) {
 	run := lagRun{pipeline: pipeline}
 	if cpu >= 0 {
 		// Off the core the load saturates, or the probe would time its own waits for it.
@@ -226,7 +232,7 @@ func (r *runner) lag(primary, replica *server, pipeline, cpu int) (lagRun, error
 	}
 	reqs := make([][]byte, r.cfg.keys)
 	for k := range reqs {
-		reqs[k] = loadtest.Encode("CL.THROTTLE", fmt.Sprintf("lag:%09d", k), "100", "10", "60", "1")
+		reqs[k] = loadtest.Encode(cmd(fmt.Sprintf("lag:%09d", k))...)
 	}
 	var wg sync.WaitGroup
 	var res *loadtest.Result
@@ -283,7 +289,7 @@ func (r *runner) lag(primary, replica *server, pipeline, cpu int) (lagRun, error
 	}
 	slices.Sort(lags)
 	run.lags, run.load = lags, res.PerSecond()
-	log.Printf("replication lag at P=%d, %.0f req/s: %d probes, p50 %v, p99 %v", pipeline, run.load, len(lags), quantile(lags, 0.5), quantile(lags, 0.99))
+	log.Printf("replication lag of %s at P=%d, %.0f req/s: %d probes, p50 %v, p99 %v", primary.name, pipeline, run.load, len(lags), quantile(lags, 0.5), quantile(lags, 0.99))
 	return run, nil
 }
 
@@ -326,6 +332,11 @@ func replicationSection(cfg config, run replRun) string {
 		}
 		p("\n")
 		lagTable(p, run.pinnedLags)
+	}
+	if len(run.redisLags) > 0 {
+		p("\nFor scale, redis-server's own lag on the same machine, probed the same way under INCR over random keys\n")
+		p("(it writes to its replica in the event loop's round that ran the command):\n\n")
+		lagTable(p, run.redisLags)
 	}
 	return b.String()
 }
