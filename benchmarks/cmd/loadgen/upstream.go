@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"log"
 	"net"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -49,20 +51,15 @@ func (r *runner) upstreamRun() ([]upstreamRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	type side struct {
-		label string
-		srv   *server
-		args  []string
-	}
 	workloads := []struct {
 		name  string
-		sides []side
+		sides []upstreamSide
 	}{
-		{"GCRA 100 burst, 10/60s, random keys", []side{
+		{"GCRA 100 burst, 10/60s, random keys", []upstreamSide{
 			{"redis EVALSHA gcra.lua", redis, []string{"EVALSHA", sc.gcra, "1", "gc:__rand_int__", "100", "10", "60000", "1"}},
 			{"throttled THROTTLE (upstream)", t, []string{"THROTTLE", "th:__rand_int__", "100", "10", "60s"}},
 		}},
-		{"denied key flood (GCRA 0 burst, 1/1h)", []side{
+		{"denied key flood (GCRA 0 burst, 1/1h)", []upstreamSide{
 			{"redis EVALSHA gcra.lua", redis, []string{"EVALSHA", sc.gcra, "1", "gc:denied", "0", "1", "3600000", "1"}},
 			{"throttled THROTTLE (upstream)", t, []string{"THROTTLE", "th:denied", "0", "1", "1h"}},
 			{ceiling, redis, []string{"PING"}},
@@ -71,27 +68,66 @@ func (r *runner) upstreamRun() ([]upstreamRow, error) {
 	var rows []upstreamRow
 	for _, w := range workloads {
 		for _, p := range []int{1, 16} {
-			rates := make([][]float64, len(w.sides))
-			for round := range upstreamRounds {
-				for i := range w.sides {
-					s := w.sides[(i+round)%len(w.sides)]
-					rate, err := benchmark(s.srv, s.args, p, r.cfg.duration)
-					if err != nil {
-						return nil, fmt.Errorf("%s, %s P=%d: %w", w.name, s.label, p, err)
-					}
-					rates[(i+round)%len(w.sides)] = append(rates[(i+round)%len(w.sides)], rate)
-				}
+			got, err := measureSides(w.name, w.sides, p, r.cfg.duration)
+			if err != nil {
+				return nil, err
 			}
-			for i, s := range w.sides {
-				rw := upstreamRow{workload: w.name, side: s.label, pipeline: p, perSecond: median(rates[i])}
-				log.Printf("%-40s %-32s P=%-2d %10.0f req/s", w.name, s.label, p, rw.perSecond)
-				rows = append(rows, rw)
-			}
+			rows = append(rows, got...)
 		}
+	}
+	// The same random keys with throttled on a core of its own, as beside its clients on a
+	// host of their own: for both sides the redis-server and the load share CPU 0, and
+	// throttled alone has CPU 1.
+	all := fmt.Sprintf("0-%d", runtime.NumCPU()-1)
+	if err := pinAll(map[*server]string{redis: "0", t: "1"}, "0"); err != nil {
+		return nil, err
+	}
+	for _, p := range []int{1, 16} {
+		got, err := measureSides(pinnedRandom, workloads[0].sides, p, r.cfg.duration)
+		if err != nil {
+			return nil, errors.Join(err, pinAll(map[*server]string{redis: all, t: all}, all))
+		}
+		rows = append(rows, got...)
+	}
+	if err := pinAll(map[*server]string{redis: all, t: all}, all); err != nil {
+		return nil, err
 	}
 	log.Printf("throttled INFO upstream: round trips %s, conflicts %s, local %s, degraded %s",
 		t.infoField("upstream", "upstream_round_trips"), t.infoField("upstream", "upstream_conflicts"),
 		t.infoField("upstream", "upstream_local_decisions"), t.infoField("upstream", "upstream_degraded_decisions"))
+	return rows, nil
+}
+
+// upstreamSide is one server and command of an upstream workload.
+type upstreamSide struct {
+	label string
+	srv   *server
+	args  []string
+}
+
+// pinnedRandom is the random-keys workload with throttled on a core of its own.
+const pinnedRandom = "GCRA 100 burst, 10/60s, random keys, throttled on a core of its own"
+
+// measureSides runs each side at pipeline p upstreamRounds times, interleaved, and returns
+// each side's median.
+func measureSides(name string, sides []upstreamSide, p int, d time.Duration) ([]upstreamRow, error) {
+	rates := make([][]float64, len(sides))
+	for round := range upstreamRounds {
+		for i := range sides {
+			j := (i + round) % len(sides)
+			rate, err := benchmark(sides[j].srv, sides[j].args, p, d)
+			if err != nil {
+				return nil, fmt.Errorf("%s, %s P=%d: %w", name, sides[j].label, p, err)
+			}
+			rates[j] = append(rates[j], rate)
+		}
+	}
+	var rows []upstreamRow
+	for i, s := range sides {
+		rw := upstreamRow{workload: name, side: s.label, pipeline: p, perSecond: median(rates[i])}
+		log.Printf("%-40s %-32s P=%-2d %10.0f req/s", name, s.label, p, rw.perSecond)
+		rows = append(rows, rw)
+	}
 	return rows, nil
 }
 
@@ -132,7 +168,7 @@ func upstreamTargets(rows []upstreamRow) []target {
 	for _, goal := range []struct {
 		workload string
 		want     float64
-	}{{"GCRA 100 burst, 10/60s, random keys", 0.8}, {"denied key flood (GCRA 0 burst, 1/1h)", 5}} {
+	}{{"GCRA 100 burst, 10/60s, random keys", 0.8}, {pinnedRandom, 0.8}, {"denied key flood (GCRA 0 burst, 1/1h)", 5}} {
 		for _, p := range []int{1, 16} {
 			var lua, up, most float64
 			for _, rw := range rows {
@@ -173,7 +209,9 @@ func upstreamSection(rows []upstreamRow) string {
 	p("script straight to that redis-server. `redis-benchmark -c %d -P <P> -r %d` drives both, the median of\n", upstreamConns, upstreamKeys)
 	p("%d interleaved runs. Random keys: each allowed call is a compare-and-set on the upstream, pipelined with\n", upstreamRounds)
 	p("others. Denied key: throttled answers from the state it last saw, without the upstream; PING on the\n")
-	p("redis-server beside it is the most this client can send at that pipeline depth on this machine.\n\n")
+	p("redis-server beside it is the most this client can send at that pipeline depth on this machine.\n")
+	p("\"On a core of its own\": for both sides the redis-server and the load share CPU 0, and throttled alone\n")
+	p("has CPU 1 (taskset), as it would beside its clients on a host of their own.\n\n")
 	p("| workload | server / command | P | req/s |\n|---|---|--:|--:|\n")
 	for _, rw := range rows {
 		p("| %s | %s | %d | %s |\n", rw.workload, rw.side, rw.pipeline, thousands(rw.perSecond))
