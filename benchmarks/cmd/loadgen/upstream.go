@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -141,17 +142,26 @@ func benchmark(s *server, args []string, pipeline int, d time.Duration) (float64
 	return benchmarkN(s, args, pipeline, max(20000, int(rate*d.Seconds())))
 }
 
+// benchmarkTimeout bounds one redis-benchmark run (sized for seconds): a server that dies
+// mid-run leaves redis-benchmark retrying at full CPU, spoiling every run after it.
+const benchmarkTimeout = time.Minute
+
 // benchmarkN runs redis-benchmark for n requests and returns its rate.
 func benchmarkN(s *server, args []string, pipeline, n int) (float64, error) {
 	host, port, err := net.SplitHostPort(s.addr)
 	if err != nil {
 		return 0, err
 	}
-	cmd := exec.Command("redis-benchmark", append([]string{"-h", host, "-p", port, "-c", strconv.Itoa(upstreamConns),
+	ctx, cancel := context.WithTimeout(context.Background(), benchmarkTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "redis-benchmark", append([]string{"-h", host, "-p", port, "-c", strconv.Itoa(upstreamConns),
 		"-P", strconv.Itoa(pipeline), "-r", strconv.Itoa(upstreamKeys), "-n", strconv.Itoa(n), "--csv"}, args...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return 0, fmt.Errorf("redis-benchmark: no result within %v (is %s up?)", benchmarkTimeout, s.addr)
+		}
 		return 0, fmt.Errorf("redis-benchmark: %w: %s", err, stderr.String())
 	}
 	recs, err := csv.NewReader(&stdout).ReadAll()
