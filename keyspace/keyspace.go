@@ -25,6 +25,9 @@ const (
 	FixedWindow                // WINDOW
 	Concurrency                // CONCURRENCY.ACQUIRE: the holders and their leases, in Bytes
 	Policies                   // the server's policies (package policy's record, in Bytes; Num its version), at one reserved key
+	Hash                       // a Redis hash: Num the fields, Bytes package collection's pack of fields and values
+	ZSet                       // a Redis sorted set: Num the members, Bytes the pack of members and scores in order
+	List                       // a Redis list: Num the elements, Bytes the pack of elements
 )
 
 // maxKind is the largest Kind an entry header can hold.
@@ -53,6 +56,12 @@ func (k Kind) String() string {
 		return "concurrency"
 	case Policies:
 		return "policies"
+	case Hash:
+		return "hash"
+	case ZSet:
+		return "zset"
+	case List:
+		return "list"
 	}
 	return "kind(" + strconv.Itoa(int(k)) + ")"
 }

@@ -85,6 +85,12 @@ func categories(cmd *command) uint64 {
 		add("keyspace")
 	case "string":
 		add("string")
+	case "hash":
+		add("hash")
+	case "sorted-set":
+		add("sortedset")
+	case "list":
+		add("list")
 	case "connection":
 		add("connection")
 	case "transactions":

@@ -35,6 +35,7 @@ type Server struct {
 	clockBase time.Time
 	now       func() time.Time
 	commands  map[string]*command // by lower-case name
+	listpack  listpackLimits      // hash-max-listpack-entries and the rest (collections.go)
 	started   time.Time
 
 	mu        sync.Mutex // guards ln, clients, closed
@@ -134,6 +135,7 @@ func New(cfg Config) (*Server, error) {
 		stopped:   make(chan struct{}),
 	}
 	s.txLocks.seed = maphash.MakeSeed()
+	s.listpack.init()
 	s.password.Store(&cfg.RequirePass)
 	s.levelName.Store(&cfg.LogLevel)
 	s.maxClients.Store(int64(cfg.MaxClients))

@@ -1,0 +1,266 @@
+package collection
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"strconv"
+)
+
+// The element tags; doc.go describes the layout.
+const (
+	tagMaxShort = 0xbf // a string of up to this many bytes has its length in the tag
+	tagLong     = 0xc0 // a string with a uvarint length
+	tagInt      = 0xc0 // tagInt+n: an integer in n bytes, 1 <= n <= 8
+	tagFloat    = 0xc9
+	tagSmall    = 0xca // tagSmall+n: the integer n, 0 <= n <= maxSmall
+	maxSmall    = 0xff - tagSmall
+	// maxScoreInt is the largest magnitude of a score stored as an integer: every integer up
+	// to it is a float64 exactly.
+	maxScoreInt = 1 << 53
+)
+
+// ElemKind says what an element holds.
+type ElemKind uint8
+
+// The kinds of element.
+const (
+	Str   ElemKind = iota // a string: Elem.Str
+	Int                   // an integer, read as its decimal string: Elem.Int
+	Float                 // a float64 score: Elem.Float
+)
+
+// Elem is one element of a pack as Read returns it.
+type Elem struct {
+	Kind  ElemKind
+	Str   []byte // a Str's bytes, aliasing the pack
+	Int   int64
+	Float float64
+}
+
+// Read returns the element at the start of b and the bytes it takes, or n == 0 when b
+// does not start with a whole element (a damaged pack: callers stop there).
+func Read(b []byte) (e Elem, n int) {
+	if len(b) == 0 {
+		return Elem{}, 0
+	}
+	t := b[0]
+	switch {
+	case t <= tagMaxShort:
+		end := 1 + int(t)
+		if end > len(b) {
+			return Elem{}, 0
+		}
+		return Elem{Kind: Str, Str: b[1:end]}, end
+	case t == tagLong:
+		l, k := binary.Uvarint(b[1:])
+		if k <= 0 || l > uint64(len(b)-1-k) {
+			return Elem{}, 0
+		}
+		end := 1 + k + int(l)
+		return Elem{Kind: Str, Str: b[1+k : end]}, end
+	case t <= tagInt+8:
+		w := int(t - tagInt)
+		if 1+w > len(b) {
+			return Elem{}, 0
+		}
+		var u uint64
+		for i := w; i >= 1; i-- {
+			u = u<<8 | uint64(b[i])
+		}
+		shift := 64 - 8*uint(w)
+		return Elem{Kind: Int, Int: int64(u<<shift) >> shift}, 1 + w
+	case t == tagFloat:
+		if len(b) < 9 {
+			return Elem{}, 0
+		}
+		return Elem{Kind: Float, Float: math.Float64frombits(binary.LittleEndian.Uint64(b[1:]))}, 9
+	default:
+		return Elem{Kind: Int, Int: int64(t - tagSmall)}, 1
+	}
+}
+
+// Skip returns the bytes the element at the start of b takes, 0 when b does not start
+// with a whole element.
+func Skip(b []byte) int {
+	if len(b) == 0 {
+		return 0
+	}
+	t := b[0]
+	switch {
+	case t <= tagMaxShort:
+		if int(t) >= len(b) {
+			return 0
+		}
+		return 1 + int(t)
+	case t == tagLong:
+		_, n := Read(b)
+		return n
+	case t <= tagInt+8:
+		if int(t-tagInt) >= len(b) {
+			return 0
+		}
+		return 1 + int(t-tagInt)
+	case t == tagFloat:
+		if len(b) < 9 {
+			return 0
+		}
+		return 9
+	}
+	return 1
+}
+
+// Append appends e's string form: a string's bytes, an integer's decimal, a float's as
+// Redis replies a score (%.17g).
+func (e Elem) Append(dst []byte) []byte {
+	switch e.Kind {
+	case Int:
+		return strconv.AppendInt(dst, e.Int, 10)
+	case Float:
+		return AppendScoreText(dst, e.Float)
+	}
+	return append(dst, e.Str...)
+}
+
+// Len returns the length of e's string form (HSTRLEN).
+func (e Elem) Len() int {
+	if e.Kind == Str {
+		return len(e.Str)
+	}
+	var buf [32]byte
+	return len(e.Append(buf[:0]))
+}
+
+// Equal reports whether e's string form is s.
+func (e Elem) Equal(s []byte) bool {
+	switch e.Kind {
+	case Str:
+		return bytes.Equal(e.Str, s)
+	case Int:
+		n, ok := canonicalInt(s)
+		return ok && n == e.Int
+	}
+	var buf [32]byte
+	return bytes.Equal(e.Append(buf[:0]), s)
+}
+
+// Compare compares e's string form with s, byte by byte as Redis compares members.
+func (e Elem) Compare(s []byte) int {
+	if e.Kind == Str {
+		return bytes.Compare(e.Str, s)
+	}
+	var buf [32]byte
+	return bytes.Compare(e.Append(buf[:0]), s)
+}
+
+// Number returns e as a number: an integer or a float as it is, a string parsed (0 when it
+// is not a number; a score is never stored as a string).
+func (e Elem) Number() float64 {
+	switch e.Kind {
+	case Int:
+		return float64(e.Int)
+	case Float:
+		return e.Float
+	}
+	f, _ := strconv.ParseFloat(string(e.Str), 64)
+	return f
+}
+
+// AppendString appends s as an element: an integer when s is the canonical decimal of one.
+func AppendString(dst, s []byte) []byte {
+	if n, ok := canonicalInt(s); ok {
+		return AppendInt(dst, n)
+	}
+	if len(s) <= tagMaxShort {
+		dst = append(dst, byte(len(s)))
+	} else {
+		dst = append(dst, tagLong)
+		dst = binary.AppendUvarint(dst, uint64(len(s)))
+	}
+	return append(dst, s...)
+}
+
+// AppendInt appends n as an element, in as few bytes as hold it.
+func AppendInt(dst []byte, n int64) []byte {
+	if n >= 0 && n <= maxSmall {
+		return append(dst, byte(tagSmall+n))
+	}
+	w := 1
+	for w < 8 && (n < -1<<(8*w-1) || n >= 1<<(8*w-1)) {
+		w++
+	}
+	dst = append(dst, byte(tagInt+w))
+	for i := 0; i < w; i++ {
+		dst = append(dst, byte(n>>(8*i)))
+	}
+	return dst
+}
+
+// AppendScore appends a sorted set's score: an integer when it is one exactly.
+func AppendScore(dst []byte, f float64) []byte {
+	if f == math.Trunc(f) && math.Abs(f) <= maxScoreInt && !(f == 0 && math.Signbit(f)) {
+		return AppendInt(dst, int64(f))
+	}
+	dst = append(dst, tagFloat)
+	return binary.LittleEndian.AppendUint64(dst, math.Float64bits(f))
+}
+
+// ElemLen returns the bytes AppendString(nil, s) appends.
+func ElemLen(s []byte) int {
+	var buf [10]byte
+	if n, ok := canonicalInt(s); ok {
+		return len(AppendInt(buf[:0], n))
+	}
+	if len(s) <= tagMaxShort {
+		return 1 + len(s)
+	}
+	return 1 + len(binary.AppendUvarint(buf[:0], uint64(len(s)))) + len(s)
+}
+
+// canonicalInt returns the integer s is the canonical decimal form of, as Redis's
+// string2ll accepts it: an optional '-', no leading zero ("0" alone is one, "-0" is not),
+// within int64.
+func canonicalInt(s []byte) (int64, bool) {
+	if len(s) == 0 || len(s) > 20 {
+		return 0, false
+	}
+	digits := s
+	if s[0] == '-' {
+		digits = s[1:]
+	}
+	if len(digits) == 0 || digits[0] < '0' || digits[0] > '9' || digits[0] == '0' && (len(s) > 1) {
+		return 0, false
+	}
+	var u uint64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		if u > (math.MaxUint64-9)/10 {
+			return 0, false
+		}
+		u = u*10 + uint64(c-'0')
+	}
+	if s[0] == '-' {
+		if u > 1<<63 {
+			return 0, false
+		}
+		return int64(-u), true
+	}
+	if u > math.MaxInt64 {
+		return 0, false
+	}
+	return int64(u), true
+}
+
+// AppendScoreText appends f as Redis 7.0 writes a double in a reply: %.17g, and "inf",
+// "-inf" for the infinities.
+func AppendScoreText(dst []byte, f float64) []byte {
+	switch {
+	case math.IsInf(f, 1):
+		return append(dst, "inf"...)
+	case math.IsInf(f, -1):
+		return append(dst, "-inf"...)
+	}
+	return strconv.AppendFloat(dst, f, 'g', 17, 64)
+}

@@ -1,0 +1,75 @@
+package server
+
+import (
+	"sync/atomic"
+
+	"throttled/collection"
+	"throttled/keyspace"
+)
+
+// The glue the collection commands share (hash.go, zset.go, list.go): the operations on
+// the encoded bytes are package collection's.
+
+// getKindLocked returns the live value at key when it holds kind, false when there is
+// none, and keyspace.ErrWrongType when it holds another kind. The shard is locked.
+func getKindLocked(sh *keyspace.Shard, key []byte, kind keyspace.Kind, now int64) (keyspace.Value, bool, error) {
+	v, ok := sh.GetLocked(key, now)
+	if !ok {
+		return v, false, nil
+	}
+	if v.Kind != kind {
+		return v, false, keyspace.ErrWrongType
+	}
+	return v, true, nil
+}
+
+// bigEncoding in a hash's or sorted set's Value.Num2 says it has passed its listpack
+// thresholds (hash-max-listpack-entries and -value, zset-max-...): OBJECT ENCODING then
+// names Redis's hashtable or skiplist, and, as on Redis, it never goes back.
+const bigEncoding = 1
+
+// storeCollectionLocked writes v, a collection of v.Num elements, at key, or deletes the
+// key when v.Num is 0, as Redis deletes an emptied collection.
+func storeCollectionLocked(sh *keyspace.Shard, key []byte, v keyspace.Value) {
+	if v.Num == 0 {
+		sh.DeleteLocked(key)
+		return
+	}
+	sh.SetLocked(key, v)
+}
+
+// listpackLimits are Redis's thresholds past which a small hash or sorted set takes its big
+// encoding: the most entries, and the longest field, value or member.
+type listpackLimits struct {
+	hashEntries, hashValue, zsetEntries, zsetValue atomic.Int64
+}
+
+func (l *listpackLimits) init() {
+	l.hashEntries.Store(128)
+	l.hashValue.Store(64)
+	l.zsetEntries.Store(128)
+	l.zsetValue.Store(64)
+}
+
+// double writes f as Redis 7.0 replies a double: a bulk string of %.17g in RESP2 ("inf",
+// "-inf" for the infinities), a double in RESP3.
+func (w *writer) double(f float64) {
+	if w.proto == 3 {
+		w.b = append(w.b, ',')
+		w.b = collection.AppendScoreText(w.b, f)
+		w.b = append(w.b, '\r', '\n')
+		return
+	}
+	var buf [32]byte
+	w.bulk(collection.AppendScoreText(buf[:0], f))
+}
+
+// elem writes an element of a pack as a bulk string.
+func (w *writer) elem(e collection.Elem) {
+	if e.Kind == collection.Str {
+		w.bulk(e.Str)
+		return
+	}
+	var buf [32]byte
+	w.bulk(e.Append(buf[:0]))
+}

@@ -1,0 +1,6 @@
+package server
+
+// hashCommands returns the hash commands.
+func hashCommands() []*command {
+	return []*command{}
+}

@@ -1,0 +1,6 @@
+package server
+
+// listCommands returns the list commands.
+func listCommands() []*command {
+	return []*command{}
+}

@@ -1,0 +1,6 @@
+package server
+
+// zsetCommands returns the zset commands.
+func zsetCommands() []*command {
+	return []*command{}
+}
