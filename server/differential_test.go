@@ -2,9 +2,9 @@ package server
 
 import (
 	"bufio"
-	"io"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"slices"
