@@ -14,6 +14,9 @@ type Load struct {
 	Pipeline int
 	// Requests are encoded requests; one element measures a single (hot) key.
 	Requests [][]byte
+	// Commands is how many commands each request holds, back to back (a sliding log's ZADD,
+	// ZREMRANGEBYSCORE and ZCARD); 0 means 1. A request counts once, with all its replies.
+	Commands int
 	// Warmup runs before the measurement and is not counted.
 	Warmup time.Duration
 	// Duration is how long the measurement lasts.
@@ -31,6 +34,9 @@ type Result struct {
 	// Latency holds the round trip of each pipeline; with Pipeline 1, of each request.
 	Latency Histogram
 }
+
+// replies returns the replies a pipeline of l waits for.
+func (l Load) replies() int { return l.Pipeline * max(l.Commands, 1) }
 
 // PerSecond returns the requests per second the measurement completed.
 func (r *Result) PerSecond() float64 { return float64(r.Requests) / r.Elapsed.Seconds() }

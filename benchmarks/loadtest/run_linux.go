@@ -93,7 +93,7 @@ func (p *pipe) send(l Load) error {
 	for range l.Pipeline {
 		p.out = append(p.out, l.Requests[p.rng.IntN(len(l.Requests))]...)
 	}
-	p.waiting, p.denied = l.Pipeline, 0
+	p.waiting, p.denied = l.replies(), 0
 	p.sent = time.Now()
 	for b := p.out; len(b) > 0; {
 		n, err := unix.Write(p.fd, b)

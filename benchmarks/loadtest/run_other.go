@@ -52,7 +52,7 @@ func worker(c net.Conn, l Load, seed uint64, start, end time.Time, res *Result) 
 			return fmt.Errorf("loadtest: write: %w", err)
 		}
 		var denied uint64
-		for range l.Pipeline {
+		for range l.replies() {
 			v, err := r.Next()
 			if err != nil {
 				return fmt.Errorf("loadtest: reply: %w", err)

@@ -11,6 +11,7 @@
 //	go run ./benchmarks/cmd/loadgen -only churn [-churn 16s]
 //	go run ./benchmarks/cmd/loadgen -only upstream [-duration 2s]
 //	go run ./benchmarks/cmd/loadgen -only policies [-duration 2s]
+//	go run ./benchmarks/cmd/loadgen -only collections [-duration 2s]
 package main
 
 import (
@@ -19,7 +20,6 @@ import (
 	"log"
 	"os"
 	"os/signal"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -51,7 +51,7 @@ func main() {
 	flag.DurationVar(&cfg.duration, "duration", 2*time.Second, "time of each measurement")
 	flag.IntVar(&cfg.durableKeys, "durablekeys", 1000000, "new keys for the memory measurement with and without persistence")
 	flag.DurationVar(&cfg.churn, "churn", 16*time.Second, "time of each churn measurement")
-	flag.StringVar(&cfg.only, "only", "", "run only this part: churn, durable, policies, replication or upstream (the report goes to -out only if that is given)")
+	flag.StringVar(&cfg.only, "only", "", "run only this part: churn, collections, durable, policies, replication or upstream (the report goes to -out only if that is given)")
 	flag.Parse()
 	outSet := false
 	flag.Visit(func(f *flag.Flag) { outSet = outSet || f.Name == "out" })
@@ -135,19 +135,17 @@ func (r *runner) run() (string, error) {
 	case "policies":
 		ps, err := r.policiesPairs()
 		return policiesSection(r.cfg, ps), err
+	case "collections":
+		run, err := r.collections()
+		return targetTable(collectionsTargets(run)) + collectionsSection(r.cfg, run), err
 	case "replication":
 		run, err := r.replication()
 		return replicationSection(r.cfg, run), err
 	case "upstream":
 		rows, err := r.upstreamRun()
-		var b strings.Builder
-		b.WriteString("| target | measured | met |\n|---|---|---|\n")
-		for _, t := range upstreamTargets(rows) {
-			fmt.Fprintf(&b, "| %s | %s | %s |\n", t.name, t.measured, yesNo(t.met))
-		}
-		return b.String() + upstreamSection(rows), err
+		return targetTable(upstreamTargets(rows)) + upstreamSection(rows), err
 	default:
-		return "", fmt.Errorf("-only %q: the parts that run alone are churn, durable, policies, replication and upstream", r.cfg.only)
+		return "", fmt.Errorf("-only %q: the parts that run alone are churn, collections, durable, policies, replication and upstream", r.cfg.only)
 	}
 	tNo, err := r.track(startThrottled("throttled (appendonly no)", r.cfg.bin, tmp+"/no", "--appendonly", "no"))
 	if err != nil {
@@ -207,10 +205,14 @@ func (r *runner) run() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	coll, err := r.collections()
+	if err != nil {
+		return "", err
+	}
 	log.Print("Go benchmarks of the server's verbs")
 	micro, err := micro()
 	if err != nil {
 		return "", err
 	}
-	return render(r.cfg, machine(tNo, redis), checks, rows, alwaysRows, ps, mem, durable, churn, repl, pol, up, micro), nil
+	return render(r.cfg, machine(tNo, redis), checks, rows, alwaysRows, ps, mem, durable, churn, repl, pol, up, coll, micro), nil
 }

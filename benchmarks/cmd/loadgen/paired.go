@@ -18,11 +18,16 @@ type side struct {
 	label string
 	srv   *server
 	args  func(key string) []string
+	// request, when set, encodes the request for a key instead of args: several commands
+	// back to back (commands of them), or arguments drawn at random.
+	request  func(key string) []byte
+	commands int
 }
 
 // pair is two sides measured alternately at one pipeline depth over random keys: req/s of
 // each round, and the median over the rounds of a's req/s over b's.
 type pair struct {
+	prefix   string // of the keys, when not pairN
 	pipeline int
 	a, b     side
 	ra, rb   []float64
@@ -33,9 +38,9 @@ type pair struct {
 // and CL.THROTTLE with appendfsync everysec against it without persistence at P=1 and 16.
 func pairs(tNo, tSec, redis *server) []pair {
 	cl := func(k string) []string { return []string{"CL.THROTTLE", k, "100", "10", "60", "1"} }
-	no := side{"throttled CL.THROTTLE (appendonly no)", tNo, cl}
-	sec := side{"throttled CL.THROTTLE (everysec)", tSec, cl}
-	incr := side{"redis INCR", redis, func(k string) []string { return []string{"INCR", k} }}
+	no := side{label: "throttled CL.THROTTLE (appendonly no)", srv: tNo, args: cl}
+	sec := side{label: "throttled CL.THROTTLE (everysec)", srv: tSec, args: cl}
+	incr := side{label: "redis INCR", srv: redis, args: func(k string) []string { return []string{"INCR", k} }}
 	return []pair{
 		{pipeline: 1, a: no, b: incr},
 		{pipeline: 1, a: sec, b: no},
@@ -48,17 +53,26 @@ func pairs(tNo, tSec, redis *server) []pair {
 func (r *runner) measurePairs(ps []pair) error {
 	for i := range ps {
 		p := &ps[i]
+		prefix := p.prefix
+		if prefix == "" {
+			prefix = fmt.Sprintf("pair%d", i)
+		}
 		requests := func(s side) [][]byte {
 			out := make([][]byte, r.cfg.keys)
 			for k := range out {
-				out[k] = loadtest.Encode(s.args(fmt.Sprintf("pair%d:%09d", i, k))...)
+				key := fmt.Sprintf("%s:%09d", prefix, k)
+				if s.request != nil {
+					out[k] = s.request(key)
+				} else {
+					out[k] = loadtest.Encode(s.args(key)...)
+				}
 			}
 			return out
 		}
 		reqsA, reqsB := requests(p.a), requests(p.b)
 		measure := func(s side, reqs [][]byte) (float64, error) {
 			res, err := loadtest.Run(loadtest.Load{Addr: s.srv.addr, Conns: r.cfg.conns, Pipeline: p.pipeline,
-				Requests: reqs, Warmup: r.cfg.warmup, Duration: r.cfg.duration})
+				Requests: reqs, Commands: s.commands, Warmup: r.cfg.warmup, Duration: r.cfg.duration})
 			if err != nil {
 				return 0, fmt.Errorf("%s P=%d: %w", s.label, p.pipeline, err)
 			}

@@ -17,8 +17,8 @@ func (r *runner) policiesPairs() ([]pair, error) {
 	if _, err := s.do("POLICY.SET", "api", "THROTTLE", "100", "10", "60"); err != nil {
 		return nil, err
 	}
-	check := side{"throttled CHECK api", s, func(k string) []string { return []string{"CHECK", "api", k} }}
-	throttle := side{"throttled THROTTLE", s, func(k string) []string { return []string{"THROTTLE", k, "100", "10", "60"} }}
+	check := side{label: "throttled CHECK api", srv: s, args: func(k string) []string { return []string{"CHECK", "api", k} }}
+	throttle := side{label: "throttled THROTTLE", srv: s, args: func(k string) []string { return []string{"THROTTLE", k, "100", "10", "60"} }}
 	ps := []pair{{pipeline: 1, a: check, b: throttle}, {pipeline: 16, a: check, b: throttle}}
 	return ps, r.measurePairs(ps)
 }

@@ -68,8 +68,8 @@ func (r *runner) replication() (replRun, error) {
 		}
 	}
 	cl := func(k string) []string { return []string{"CL.THROTTLE", k, "100", "10", "60", "1"} }
-	a := side{"CL.THROTTLE, primary with a replica", with, cl}
-	b := side{"CL.THROTTLE, primary alone", alone, cl}
+	a := side{label: "CL.THROTTLE, primary with a replica", srv: with, args: cl}
+	b := side{label: "CL.THROTTLE, primary alone", srv: alone, args: cl}
 	run.pairs = []pair{{pipeline: 1, a: a, b: b}, {pipeline: 16, a: a, b: b}}
 	if err := r.measurePairs(run.pairs); err != nil {
 		return run, err
@@ -115,7 +115,7 @@ func (r *runner) replication() (replRun, error) {
 		}
 	}
 	incr := func(k string) []string { return []string{"INCR", k} }
-	run.redis = []pair{{pipeline: 16, a: side{"redis INCR, primary with a replica", rWith, incr}, b: side{"redis INCR, primary alone", rAlone, incr}}}
+	run.redis = []pair{{pipeline: 16, a: side{label: "redis INCR, primary with a replica", srv: rWith, args: incr}, b: side{label: "redis INCR, primary alone", srv: rAlone, args: incr}}}
 	if err := r.measurePairs(run.redis); err != nil {
 		return run, err
 	}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"fmt"
+	"log"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+
+	"throttled/benchmarks/loadtest"
+)
+
+// The collections part measures the data types the Lua limiters keep their state in, with
+// the same commands on throttled (appendonly no) and on redis-server: a token bucket's hash
+// of two fields (HSET, HMGET) and a sliding log's sorted set of 100 timestamps (ZADD,
+// ZREMRANGEBYSCORE, ZCARD), in paired rounds at P=1 and 16, and the resident memory of the
+// same data in each.
+
+// logBase is the first timestamp (Unix ms) of the sliding logs; logWindow their window.
+const (
+	logBase    = 1732512345000
+	logWindow  = 60000
+	logMembers = 100
+)
+
+// collRun is what the collections part measured.
+type collRun struct {
+	pairs []pair
+	mem   []memRow
+}
+
+func (r *runner) collections() (collRun, error) {
+	var run collRun
+	t, err := r.track(startThrottled("throttled (collections)", r.cfg.bin, r.tmp+"/coll", "--appendonly", "no"))
+	if err != nil {
+		return run, err
+	}
+	redis, err := r.track(startRedis(r.tmp))
+	if err != nil {
+		return run, err
+	}
+	hset := func(k string) []string { return []string{"HSET", k, "tokens", "99.5", "last_refill", "1732512345123"} }
+	zlog := func(k string) []string { return slidingLog(k) }
+	for _, m := range []struct {
+		name, text string
+		keys       int
+		args       func(k string) []string
+	}{
+		{"hash, 2 fields (a token bucket)", "HSET k tokens 99.5 last_refill 1732512345123", r.cfg.memKeys, hset},
+		{"sorted set, 100 timestamps (a sliding log)", "ZADD k t1 t1 ... t100 t100 (ms)", r.cfg.memKeys / 10, zlog},
+	} {
+		key := func(i int) string { return fmt.Sprintf("mem:%09d", i) }
+		req := func(i int) []byte { return loadtest.Encode(m.args(key(i))...) }
+		tb, err := perKey(t, m.keys, req)
+		if err != nil {
+			return run, fmt.Errorf("memory %s: throttled: %w", m.name, err)
+		}
+		rb, err := perKey(redis, m.keys, req)
+		if err != nil {
+			return run, fmt.Errorf("memory %s: redis: %w", m.name, err)
+		}
+		log.Printf("memory %-44s throttled %7.1f B/key, redis %7.1f B/key", m.name, tb, rb)
+		run.mem = append(run.mem, memRow{name: m.name, verb: m.text, lua: "the same", throttled: tb, redis: rb})
+	}
+	for _, s := range []*server{t, redis} {
+		if err := s.pipe(func(i int) []byte { return loadtest.Encode(zlog(fmt.Sprintf("zs:%09d", i))...) }, r.cfg.keys); err != nil {
+			return run, fmt.Errorf("sliding logs on %s: %w", s.name, err)
+		}
+	}
+	hmget := func(k string) []string { return []string{"HMGET", k, "tokens", "last_refill"} }
+	rng := rand.New(rand.NewPCG(1, 2))
+	admit := func(k string) []byte { // one admission of a sliding log: add, drop what left the window, count
+		now := logBase + logWindow + rng.Int64N(logWindow)
+		ts := strconv.FormatInt(now, 10)
+		return append(append(loadtest.Encode("ZADD", k, ts, ts),
+			loadtest.Encode("ZREMRANGEBYSCORE", k, "-inf", "("+strconv.FormatInt(now-logWindow, 10))...),
+			loadtest.Encode("ZCARD", k)...)
+	}
+	for _, p := range []int{1, 16} {
+		run.pairs = append(run.pairs,
+			pair{prefix: "hs", pipeline: p, a: side{label: "throttled HSET 2 fields", srv: t, args: hset}, b: side{label: "redis HSET 2 fields", srv: redis, args: hset}},
+			pair{prefix: "hs", pipeline: p, a: side{label: "throttled HMGET 2 fields", srv: t, args: hmget}, b: side{label: "redis HMGET 2 fields", srv: redis, args: hmget}},
+			pair{prefix: "zs", pipeline: p, a: side{label: "throttled ZADD+ZREMRANGEBYSCORE+ZCARD", srv: t, request: admit, commands: 3},
+				b: side{label: "redis ZADD+ZREMRANGEBYSCORE+ZCARD", srv: redis, request: admit, commands: 3}})
+	}
+	return run, r.measurePairs(run.pairs)
+}
+
+// slidingLog returns a ZADD of a full sliding log: logMembers admissions over the window,
+// each member its own timestamp.
+func slidingLog(k string) []string {
+	args := []string{"ZADD", k}
+	for j := range logMembers {
+		ts := strconv.FormatInt(logBase+int64(j)*logWindow/logMembers, 10)
+		args = append(args, ts, ts)
+	}
+	return args
+}
+
+func collectionsSection(cfg config, run collRun) string {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	p("\n## Hashes and sorted sets\n\n")
+	p("The state the Lua limiters keep, with the same commands on throttled (`--appendonly no`) and on\n")
+	p("redis-server: a token bucket's hash of 2 fields, and a sliding log's sorted set of %d millisecond\n", logMembers)
+	p("timestamps (one admission: ZADD, ZREMRANGEBYSCORE of what left the window, ZCARD; a request is the\n")
+	p("three). Paired rounds over %d random keys, as above; memory over %d hashes and %d sorted sets.\n\n",
+		cfg.keys, cfg.memKeys, cfg.memKeys/10)
+	p("| comparison | P | throttled, req/s | redis, req/s | ratio per round | median |\n|---|--:|---|---|---|--:|\n")
+	for _, c := range run.pairs {
+		p("| %s | %d | %s | %s | %s | %.3f |\n", strings.TrimPrefix(c.a.label, "throttled "), c.pipeline,
+			rounds(c.ra), rounds(c.rb), ratios(c), c.median)
+	}
+	p("\n| data | commands | throttled bytes/key | redis bytes/key | throttled / redis |\n|---|---|--:|--:|--:|\n")
+	for _, m := range run.mem {
+		p("| %s | `%s` | %.1f | %.1f | %.2f |\n", m.name, m.verb, m.throttled, m.redis, m.throttled/m.redis)
+	}
+	return b.String()
+}
+
+func ratios(c pair) string {
+	out := make([]string, len(c.ra))
+	for i := range c.ra {
+		out[i] = fmt.Sprintf("%.3f", c.ra[i]/c.rb[i])
+	}
+	return strings.Join(out, ", ")
+}
+
+// collectionsTargets: each command at least as fast as Redis; a 2-field hash at most 0.6x
+// Redis's memory, a 100-member sorted set at most 0.8x.
+func collectionsTargets(run collRun) []target {
+	var out []target
+	for _, c := range run.pairs {
+		out = append(out, target{fmt.Sprintf("P=%d: %s at least Redis", c.pipeline, strings.TrimPrefix(c.a.label, "throttled ")),
+			fmt.Sprintf("%.2f (median of %d interleaved rounds)", c.median, len(c.ra)), c.median >= 1})
+	}
+	for i, want := range []float64{0.6, 0.8} {
+		if i < len(run.mem) {
+			m := run.mem[i]
+			out = append(out, target{fmt.Sprintf("memory of a %s at most %.1fx Redis's", m.name, want),
+				fmt.Sprintf("%.1f B against %.1f B (%.2f)", m.throttled, m.redis, m.throttled/m.redis), m.throttled <= want*m.redis})
+		}
+	}
+	return out
+}
