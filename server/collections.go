@@ -1,6 +1,8 @@
 package server
 
 import (
+	"errors"
+	"strconv"
 	"sync/atomic"
 
 	"throttled/collection"
@@ -39,16 +41,50 @@ func storeCollectionLocked(sh *keyspace.Shard, key []byte, v keyspace.Value) {
 }
 
 // listpackLimits are Redis's thresholds past which a small hash or sorted set takes its big
-// encoding: the most entries, and the longest field, value or member.
+// encoding: the most entries, and the longest field, value or member; and the list's node
+// size, kept for CONFIG's sake.
 type listpackLimits struct {
-	hashEntries, hashValue, zsetEntries, zsetValue atomic.Int64
+	hashEntries, hashValue, zsetEntries, zsetValue, listSize atomic.Int64
 }
 
-func (l *listpackLimits) init() {
-	l.hashEntries.Store(128)
-	l.hashValue.Store(64)
-	l.zsetEntries.Store(128)
-	l.zsetValue.Store(64)
+func (l *listpackLimits) init(cfg Config) {
+	l.hashEntries.Store(int64(cfg.HashMaxListpackEntries))
+	l.hashValue.Store(int64(cfg.HashMaxListpackValue))
+	l.zsetEntries.Store(int64(cfg.ZsetMaxListpackEntries))
+	l.zsetValue.Store(int64(cfg.ZsetMaxListpackValue))
+	l.listSize.Store(int64(cfg.ListMaxListpackSize))
+}
+
+// collectionParams are the data types' configuration parameters, under Redis 7's names with
+// the ziplist names of Redis 6 as aliases.
+func (s *Server) collectionParams() []*param {
+	def := DefaultConfig()
+	l := &s.listpack
+	p := func(name, alias string, n *atomic.Int64, d int) *param {
+		return &param{name: name, aliases: []string{alias}, def: strconv.Itoa(d), file: plainValue,
+			get: func() string { return itoa(n.Load()) },
+			set: func(v string) (func(), error) {
+				if name == "list-max-listpack-size" {
+					x, err := strconv.ParseInt(v, 10, 32)
+					if err != nil {
+						return nil, errors.New("argument couldn't be parsed into an integer")
+					}
+					return func() { n.Store(x) }, nil
+				}
+				x, err := ParseSize(v) // a memory value, as Redis takes these
+				if err != nil || x < 0 {
+					return nil, errors.New("argument must be a memory value")
+				}
+				return func() { n.Store(x) }, nil
+			}}
+	}
+	return []*param{
+		p("hash-max-listpack-entries", "hash-max-ziplist-entries", &l.hashEntries, def.HashMaxListpackEntries),
+		p("hash-max-listpack-value", "hash-max-ziplist-value", &l.hashValue, def.HashMaxListpackValue),
+		p("zset-max-listpack-entries", "zset-max-ziplist-entries", &l.zsetEntries, def.ZsetMaxListpackEntries),
+		p("zset-max-listpack-value", "zset-max-ziplist-value", &l.zsetValue, def.ZsetMaxListpackValue),
+		p("list-max-listpack-size", "list-max-ziplist-size", &l.listSize, def.ListMaxListpackSize),
+	}
 }
 
 // double writes f as Redis 7.0 replies a double: a bulk string of %.17g in RESP2 ("inf",

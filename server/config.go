@@ -144,6 +144,21 @@ type Config struct {
 	// at / over HTTP on Bind ("metrics-port"); 0, the default, serves none.
 	MetricsPort int
 
+	// The data types (collections.go), with Redis's names: a hash or a sorted set with more
+	// entries than ...Entries, or a field, value or member longer than ...Value bytes, takes
+	// Redis's big encoding (OBJECT ENCODING hashtable, skiplist) and keeps it.
+	// HashMaxListpackEntries is "hash-max-listpack-entries"; default 512, as Redis 7.0's.
+	HashMaxListpackEntries int
+	// HashMaxListpackValue is "hash-max-listpack-value"; default 64.
+	HashMaxListpackValue int
+	// ZsetMaxListpackEntries is "zset-max-listpack-entries"; default 128.
+	ZsetMaxListpackEntries int
+	// ZsetMaxListpackValue is "zset-max-listpack-value"; default 64.
+	ZsetMaxListpackValue int
+	// ListMaxListpackSize is "list-max-listpack-size", Redis's size of a quicklist node;
+	// default -2. A list here is one pack whatever it is, so it is kept and shown only.
+	ListMaxListpackSize int
+
 	// Logger receives the server's structured logs; nil builds one on stderr at LogLevel.
 	Logger *slog.Logger
 	// Now is the clock; nil uses the wall clock at start plus monotonic time since,
@@ -188,6 +203,12 @@ func DefaultConfig() Config {
 		SlowlogLogSlowerThan:  10000,
 		SlowlogMaxLen:         128,
 		DeniedEventsPerSecond: 1000,
+
+		HashMaxListpackEntries: 512,
+		HashMaxListpackValue:   64,
+		ZsetMaxListpackEntries: 128,
+		ZsetMaxListpackValue:   64,
+		ListMaxListpackSize:    -2,
 
 		UpstreamTimeout:       50 * time.Millisecond,
 		UpstreamFallbackShare: 1,
@@ -286,6 +307,11 @@ func (c Config) Validate() error {
 		{"replica-announce-port", c.ReplicaAnnouncePort},
 		{"min-replicas-to-write", c.MinReplicasToWrite},
 		{"min-replicas-max-lag", c.MinReplicasMaxLag},
+		{"hash-max-listpack-entries", c.HashMaxListpackEntries},
+		{"hash-max-listpack-value", c.HashMaxListpackValue},
+		{"zset-max-listpack-entries", c.ZsetMaxListpackEntries},
+		{"zset-max-listpack-value", c.ZsetMaxListpackValue},
+		{"list-max-listpack-size", c.ListMaxListpackSize},
 	} {
 		if lo, hi := intRange(o.name); int64(o.v) < lo || int64(o.v) > hi {
 			return fmt.Errorf("%s: %d is not between %d and %d", o.name, o.v, lo, hi)
@@ -309,6 +335,10 @@ func intRange(name string) (lo, hi int64) {
 		return 0, math.MaxInt32
 	case "replica-announce-port":
 		return 0, 65535
+	case "hash-max-listpack-entries", "hash-max-listpack-value", "zset-max-listpack-entries", "zset-max-listpack-value":
+		return 0, math.MaxInt64
+	case "list-max-listpack-size":
+		return math.MinInt32, math.MaxInt32
 	}
 	return 0, math.MaxInt32 // replica-priority, min-replicas-to-write, min-replicas-max-lag
 }

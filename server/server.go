@@ -135,7 +135,7 @@ func New(cfg Config) (*Server, error) {
 		stopped:   make(chan struct{}),
 	}
 	s.txLocks.seed = maphash.MakeSeed()
-	s.listpack.init()
+	s.listpack.init(cfg)
 	s.password.Store(&cfg.RequirePass)
 	s.levelName.Store(&cfg.LogLevel)
 	s.maxClients.Store(int64(cfg.MaxClients))
@@ -161,7 +161,7 @@ func New(cfg Config) (*Server, error) {
 		s.closeUpstream()
 		return nil, err
 	}
-	s.params = append(append(s.paramTable(), s.observeParams()...), s.tlsParams()...) // after openStore: appendonly shows whether the store is open
+	s.params = append(append(append(s.paramTable(), s.observeParams()...), s.tlsParams()...), s.collectionParams()...) // after openStore: appendonly shows whether the store is open
 	s.paramsByName, s.paramNames = indexParams(s.params)
 	if err := s.startReplication(); err != nil {
 		s.closeStore()

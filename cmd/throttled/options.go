@@ -212,6 +212,18 @@ func setOption(cfg *server.Config, name string, values []string) error {
 	case "metrics-port":
 		return number(&cfg.MetricsPort)
 
+	// The data types' thresholds, with Redis's names and their older ziplist aliases.
+	case "hash-max-listpack-entries", "hash-max-ziplist-entries":
+		return number(&cfg.HashMaxListpackEntries)
+	case "hash-max-listpack-value", "hash-max-ziplist-value":
+		return number(&cfg.HashMaxListpackValue)
+	case "zset-max-listpack-entries", "zset-max-ziplist-entries":
+		return number(&cfg.ZsetMaxListpackEntries)
+	case "zset-max-listpack-value", "zset-max-ziplist-value":
+		return number(&cfg.ZsetMaxListpackValue)
+	case "list-max-listpack-size", "list-max-ziplist-size":
+		return number(&cfg.ListMaxListpackSize)
+
 	// Replication, with Redis's names and their older aliases. Redis's tuning options of its
 	// own replication (repl-diskless-sync, repl-timeout, ...) are refused as unknown: neither
 	// Sentinel nor throttled's replication needs them, and accepting them would pretend.
