@@ -1,0 +1,74 @@
+package compat
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// collectionState reads every hash, sorted set and list writeCollections wrote, with TTLs
+// to the second.
+func collectionState(t *testing.T, rdb *redis.Client) []string {
+	ctx := context.Background()
+	var out []string
+	for i := range 50 {
+		h, z, l := "h:"+strconv.Itoa(i), "z:"+strconv.Itoa(i), "l:"+strconv.Itoa(i)
+		out = append(out,
+			fmt.Sprint(rdb.HGetAll(ctx, h).Val()), rdb.ObjectEncoding(ctx, h).Val(),
+			fmt.Sprint(rdb.ZRangeWithScores(ctx, z, 0, -1).Val()), rdb.ObjectEncoding(ctx, z).Val(),
+			fmt.Sprint(rdb.LRange(ctx, l, 0, -1).Val()),
+			strconv.Itoa(int(rdb.TTL(ctx, h).Val().Seconds()+0.5)), strconv.Itoa(int(rdb.TTL(ctx, z).Val().Seconds()+0.5)))
+	}
+	return out
+}
+
+// writeCollections writes hashes, sorted sets and lists of every encoding: small ones, and
+// ones past the listpack thresholds; fractional tokens, timestamps, long members.
+func writeCollections(t *testing.T, rdb *redis.Client) {
+	ctx := context.Background()
+	for i := range 50 {
+		h, z, l := "h:"+strconv.Itoa(i), "z:"+strconv.Itoa(i), "l:"+strconv.Itoa(i)
+		require.NoError(t, rdb.HSet(ctx, h, "tokens", 9.5+float64(i)/3, "last_refill", 1732512345123+i).Err())
+		require.NoError(t, rdb.HIncrByFloat(ctx, h, "tokens", 0.1).Err())
+		for j := range i * 3 {
+			require.NoError(t, rdb.ZAdd(ctx, z, redis.Z{Score: float64(1732512345000 + j*600), Member: 1732512345000 + j*600}).Err())
+			require.NoError(t, rdb.RPush(ctx, l, fmt.Sprintf("job-%d-%d", i, j)).Err())
+		}
+		require.NoError(t, rdb.ZAdd(ctx, z, redis.Z{Score: 0.1 * float64(i), Member: fmt.Sprintf("%070d", i)}).Err())
+		require.NoError(t, rdb.LPush(ctx, l, i).Err())
+		if i%2 == 0 {
+			require.NoError(t, rdb.Expire(ctx, h, time.Hour).Err())
+			require.NoError(t, rdb.Expire(ctx, z, 2*time.Hour).Err())
+		}
+	}
+}
+
+// TestCollectionsSurviveKill9AndReachReplicas: hashes, sorted sets and lists written with
+// appendfsync always are all there after kill -9, and on a replica, as written.
+func TestCollectionsSurviveKill9AndReachReplicas(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	primary := launch(t, dir, "--appendfsync", "always")
+	replica := replicaOf(t, t.TempDir(), primary)
+	p := primary.client()
+	writeCollections(t, p)
+	want := collectionState(t, p)
+	require.Equal(t, "listpack", p.ObjectEncoding(ctx, "h:3").Val())
+	require.Equal(t, "skiplist", p.ObjectEncoding(ctx, "z:3").Val(), "a 70-byte member is past zset-max-listpack-value")
+	require.Equal(t, int64(1), p.Do(ctx, "WAIT", 1, 10000).Val())
+	r := replica.client()
+	defer r.Close()
+	require.Equal(t, want, collectionState(t, r))
+	p.Close()
+
+	primary.kill9(t)
+	primary = launchOn(t, primary.port, dir, "--appendfsync", "always")
+	p = primary.client()
+	defer p.Close()
+	require.Equal(t, want, collectionState(t, p))
+}
