@@ -52,6 +52,11 @@ func FuzzCommands(f *testing.F) {
 		"k 1 1 1e11 TOKENS 5", "k v EX 10 GET", "k 10 NX", "0 MATCH * COUNT 5 TYPE gcra", "k 1.5s 0.000000001s",
 		"maxclients 5", "LIB-NAME x", "3 AUTH default pw SETNAME n",
 		"app on >pw ~k* %R~r* &ch +@ratelimit -@dangerous", "app", "ratelimit", "maxmemory-policy allkeys-lru",
+		"k tokens 1.5 last_refill 1732512345123", "k tokens 0.1", "k -3 WITHVALUES", "k 0 MATCH t* COUNT 2",
+		"k NX GT CH INCR 1.5 m", "k 1732512345000 1732512345000 5 m", "k (1 +inf LIMIT 0 5", "k -inf (5",
+		"k 0 -1 WITHSCORES", "k [a (z BYLEX REV LIMIT 1 2", "k 5 BYSCORE REV WITHSCORES", "k 3",
+		"k a b c", "k 0 -1", "k a RANK -1 COUNT 0 MAXLEN 10", "k BEFORE a b", "k k2 LEFT RIGHT",
+		"k v PXAT 1", "k 5 PERSIST", "k k2 REPLACE", "k 0 DB 1",
 	}
 	for i, seed := range seeds {
 		f.Add(uint16(i), seed)
