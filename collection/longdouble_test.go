@@ -136,7 +136,6 @@ func TestLongDoubleLength(t *testing.T) {
 	require.Equal(t, "ERR value is not a valid float", hincrbyfloat("0", long(5113)))
 }
 
-
 func TestLongDoubleFromInt(t *testing.T) {
 	require.Equal(t, "-9223372036854775808", string(AppendLongDouble(nil, LongDoubleFromInt(-1<<63))))
 }
