@@ -62,14 +62,24 @@ func HashGet(h, field []byte) (Elem, bool) {
 // and a new one goes at the end, at its first place in pairs; a field named twice in pairs
 // takes its last value, as HSET setting the pairs one after the other leaves it.
 func HashSet(dst, h []byte, pairs [][]byte) ([]byte, int) {
+	var inH uint64 // bit i: pairs[2i] names a field of h, for the first 64 pairs
 	for rest := h; ; {
 		f, fn, vn, ok := nextPair(rest)
 		if !ok {
 			break
 		}
+		last := -1
+		for i := 0; i+1 < len(pairs); i += 2 {
+			if f.Equal(pairs[i]) {
+				last = i + 1
+				if i/2 < 64 {
+					inH |= 1 << (i / 2)
+				}
+			}
+		}
 		dst = append(dst, rest[:fn]...)
-		if i := lastValue(pairs, f); i >= 0 {
-			dst = AppendString(dst, pairs[i])
+		if last >= 0 {
+			dst = AppendString(dst, pairs[last])
 		} else {
 			dst = append(dst, rest[fn:fn+vn]...)
 		}
@@ -77,21 +87,25 @@ func HashSet(dst, h []byte, pairs [][]byte) ([]byte, int) {
 	}
 	added := 0
 	for i := 0; i+1 < len(pairs); i += 2 {
-		if _, ok := HashGet(h, pairs[i]); ok || namedBefore(pairs[:i], pairs[i]) {
+		if i/2 < 64 && inH&(1<<(i/2)) != 0 || namedBefore(pairs[:i], pairs[i]) {
 			continue
 		}
+		if i/2 >= 64 {
+			if _, ok := HashGet(h, pairs[i]); ok {
+				continue
+			}
+		}
 		dst = AppendString(dst, pairs[i])
-		dst = AppendString(dst, pairs[lastValue(pairs, Elem{Kind: Str, Str: pairs[i]})])
+		dst = AppendString(dst, pairs[lastValue(pairs, pairs[i])])
 		added++
 	}
 	return dst, added
 }
 
-// lastValue returns the index in pairs of the value last given to the field f, -1 when
-// pairs does not name it.
-func lastValue(pairs [][]byte, f Elem) int {
+// lastValue returns the index in pairs of the value last given to field.
+func lastValue(pairs [][]byte, field []byte) int {
 	for i := len(pairs) - 2; i >= 0; i -= 2 {
-		if f.Equal(pairs[i]) {
+		if string(pairs[i]) == string(field) {
 			return i + 1
 		}
 	}

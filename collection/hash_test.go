@@ -3,6 +3,7 @@ package collection
 import (
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -56,6 +57,24 @@ func TestHashSet(t *testing.T) {
 			require.Equal(t, tc.want, flat(got))
 		})
 	}
+}
+
+// TestHashSetMany: past the 64 pairs HashSet keeps a bit for, fields are looked up.
+func TestHashSetMany(t *testing.T) {
+	h := hashOf("f0", "old", "f100", "old", "f64", "old")
+	var pairs, want []string
+	for i := range 130 {
+		pairs = append(pairs, "f"+strconv.Itoa(i), strconv.Itoa(i))
+	}
+	want = []string{"f0", "0", "f100", "100", "f64", "64"}
+	for i := range 130 {
+		if i != 0 && i != 100 && i != 64 {
+			want = append(want, "f"+strconv.Itoa(i), strconv.Itoa(i))
+		}
+	}
+	got, added := HashSet(nil, h, args(pairs...))
+	require.Equal(t, 127, added)
+	require.Equal(t, want, flat(got))
 }
 
 func TestHashGet(t *testing.T) {
@@ -130,14 +149,21 @@ func TestHashAllocs(t *testing.T) {
 func FuzzHash(f *testing.F) {
 	f.Add([]byte("set a 1; set b 2; del a"), uint64(1))
 	f.Add([]byte{0, 1, 2, 3, 4, 5}, uint64(7))
+	f.Add([]byte{0xe0, 0xef, 0xe1, 0xf3}, uint64(3))
 	f.Fuzz(func(t *testing.T, ops []byte, seed uint64) {
 		r := rand.New(rand.NewPCG(seed, uint64(len(ops))))
 		names := []string{"a", "b", "1", "-1", "01", "", "1732512345123", string(make([]byte, 200))}
+		for i := range 70 {
+			names = append(names, "f"+strconv.Itoa(i))
+		}
 		var h []byte
 		model := map[string]string{}
 		var order []string
 		for _, op := range ops {
 			n := 1 + int(op>>4)%3
+			if op&0xe0 == 0xe0 {
+				n = 60 + int(op&0x0f) // past the 64 pairs HashSet keeps a bit for
+			}
 			var list []string
 			for range n {
 				list = append(list, names[r.IntN(len(names))])
