@@ -36,6 +36,10 @@ type diffCmd struct {
 	pairs bool
 	// skip: compare nothing of the reply but that both are errors or neither is.
 	skip bool
+	// shape: compare the reply's types and lengths, not its strings (a random pick).
+	shape bool
+	// scan: the reply is a cursor and an array, the array compared as unordered says.
+	scan bool
 }
 
 func cmd(args ...string) diffCmd { return diffCmd{args: args} }
@@ -148,6 +152,17 @@ func normalize(c diffCmd, reply string) string {
 	if c.skip {
 		return strconv.FormatBool(strings.HasPrefix(reply, "-"))
 	}
+	if c.shape {
+		return shapeOf(reply)
+	}
+	if c.scan && strings.HasPrefix(reply, "*2\r\n") {
+		rd := bufio.NewReader(strings.NewReader(reply[4:]))
+		if cursor, err := readReply(rd); err == nil {
+			rest, _ := io.ReadAll(rd)
+			c.scan = false
+			return reply[:4] + cursor + normalize(c, string(rest))
+		}
+	}
 	if !c.unordered || reply == "" || (reply[0] != '*' && reply[0] != '%' && reply[0] != '~') {
 		return reply
 	}
@@ -174,6 +189,26 @@ func normalize(c diffCmd, reply string) string {
 	}
 	slices.Sort(elems)
 	return head[:1] + strings.Join(elems, "")
+}
+
+// shapeOf returns reply with the bytes of its strings left out.
+func shapeOf(reply string) string {
+	var b strings.Builder
+	for len(reply) > 0 {
+		end := strings.Index(reply, "\r\n")
+		if end < 0 {
+			return b.String() + reply
+		}
+		line := reply[:end+2]
+		reply = reply[end+2:]
+		if n, err := strconv.Atoi(line[1:end]); err == nil && n >= 0 && (line[0] == '$' || line[0] == '=') {
+			b.WriteString("$\r\n")
+			reply = reply[min(n+2, len(reply)):]
+			continue
+		}
+		b.WriteString(line)
+	}
+	return b.String()
 }
 
 func quoteArgs(args []string) string {

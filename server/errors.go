@@ -26,6 +26,10 @@ var (
 	errNotInteger = errors.New("value is not an integer or out of range")
 	// errOverflow is an increment that leaves int64.
 	errOverflow = errors.New("increment or decrement would overflow")
+	// errNotFloat is an argument or value that is not a number as Redis's string2ld reads one.
+	errNotFloat = errors.New("value is not a valid float")
+	// errFloatOverflow is a float increment whose result is infinite or not a number.
+	errFloatOverflow = errors.New("increment would produce NaN or Infinity")
 )
 
 // errorText turns a handler's error into the RESP error line's text; the

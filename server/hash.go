@@ -1,6 +1,520 @@
 package server
 
-// hashCommands returns the hash commands.
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strconv"
+
+	"throttled/collection"
+	"throttled/glob"
+	"throttled/keyspace"
+)
+
+// The hash commands. A hash is a keyspace.Value of Kind Hash: Num its fields, Bytes
+// package collection's pack of fields and values in the order they came, Num2 bigEncoding
+// once it has passed hash-max-listpack-entries or -value. The pack is the storage in both
+// encodings; Num2 only changes what OBJECT ENCODING names.
+
 func hashCommands() []*command {
-	return []*command{}
+	return []*command{
+		{name: "hset", arity: -4, flags: "write denyoom fast", firstKey: 1, lastKey: 1, group: "hash", since: "2.0.0", summary: "Creates or modifies the value of a field in a hash.", syntax: "key field value [field value ...]", handler: hsetHandler("hset")},
+		{name: "hmset", arity: -4, flags: "write denyoom fast", firstKey: 1, lastKey: 1, group: "hash", since: "2.0.0", summary: "Sets the values of multiple fields.", syntax: "key field value [field value ...]", handler: hsetHandler("hmset")},
+		{name: "hsetnx", arity: 4, flags: "write denyoom fast", firstKey: 1, lastKey: 1, group: "hash", since: "2.0.0", summary: "Sets the value of a field in a hash only when the field doesn't exist.", syntax: "key field value", handler: cmdHSetNX},
+		{name: "hget", arity: 3, flags: "readonly fast", firstKey: 1, lastKey: 1, group: "hash", since: "2.0.0", summary: "Returns the value of a field in a hash.", syntax: "key field", handler: cmdHGet},
+		{name: "hmget", arity: -3, flags: "readonly fast", firstKey: 1, lastKey: 1, group: "hash", since: "2.0.0", summary: "Returns the values of all fields in a hash.", syntax: "key field [field ...]", handler: cmdHMGet},
+		{name: "hgetall", arity: 2, flags: "readonly", firstKey: 1, lastKey: 1, group: "hash", since: "2.0.0", summary: "Returns all fields and values in a hash.", syntax: "key", handler: hashListHandler(true, true)},
+		{name: "hkeys", arity: 2, flags: "readonly", firstKey: 1, lastKey: 1, group: "hash", since: "2.0.0", summary: "Returns all fields in a hash.", syntax: "key", handler: hashListHandler(true, false)},
+		{name: "hvals", arity: 2, flags: "readonly", firstKey: 1, lastKey: 1, group: "hash", since: "2.0.0", summary: "Returns all values in a hash.", syntax: "key", handler: hashListHandler(false, true)},
+		{name: "hdel", arity: -3, flags: "write fast", firstKey: 1, lastKey: 1, group: "hash", since: "2.0.0", summary: "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.", syntax: "key field [field ...]", handler: cmdHDel},
+		{name: "hexists", arity: 3, flags: "readonly fast", firstKey: 1, lastKey: 1, group: "hash", since: "2.0.0", summary: "Determines whether a field exists in a hash.", syntax: "key field", handler: cmdHExists},
+		{name: "hlen", arity: 2, flags: "readonly fast", firstKey: 1, lastKey: 1, group: "hash", since: "2.0.0", summary: "Returns the number of fields in a hash.", syntax: "key", handler: cmdHLen},
+		{name: "hstrlen", arity: 3, flags: "readonly fast", firstKey: 1, lastKey: 1, group: "hash", since: "3.2.0", summary: "Returns the length of the value of a field.", syntax: "key field", handler: cmdHStrLen},
+		{name: "hincrby", arity: 4, flags: "write denyoom fast", firstKey: 1, lastKey: 1, group: "hash", since: "2.0.0", summary: "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.", syntax: "key field increment", handler: cmdHIncrBy},
+		{name: "hincrbyfloat", arity: 4, flags: "write denyoom fast", firstKey: 1, lastKey: 1, group: "hash", since: "2.6.0", summary: "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.", syntax: "key field increment", handler: cmdHIncrByFloat},
+		{name: "hrandfield", arity: -2, flags: "readonly", firstKey: 1, lastKey: 1, group: "hash", since: "6.2.0", summary: "Returns one or more random fields from a hash.", syntax: "key [count [WITHVALUES]]", handler: cmdHRandField},
+		{name: "hscan", arity: -3, flags: "readonly", firstKey: 1, lastKey: 1, group: "hash", since: "2.8.0", summary: "Iterates over fields and values of a hash.", syntax: "key cursor [MATCH pattern] [COUNT count]", handler: cmdHScan},
+	}
+}
+
+var (
+	// errHashNotInteger is HINCRBY on a field whose value is not an integer.
+	errHashNotInteger = errors.New("hash value is not an integer")
+	// errHashNotFloat is HINCRBYFLOAT on a field whose value is not a number.
+	errHashNotFloat = errors.New("hash value is not a float")
+	// errIncrNaN is HINCRBYFLOAT with an infinite increment.
+	errIncrNaN = errors.New("value is NaN or Infinity")
+	// errRandCountRange is HRANDFIELD's count of math.MinInt64, which Redis cannot negate.
+	errRandCountRange = errors.New("value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+	// errRandValuesRange is HRANDFIELD WITHVALUES with a count whose reply length, twice it,
+	// would overflow.
+	errRandValuesRange = errors.New("value is out of range")
+)
+
+// hashLocked returns the hash at key, a zero Value when there is none, or
+// keyspace.ErrWrongType. The shard is locked.
+func (c *client) hashLocked(sh *keyspace.Shard, key []byte) (keyspace.Value, bool, error) {
+	v, ok, err := getKindLocked(sh, key, keyspace.Hash, c.now())
+	if !ok {
+		v = keyspace.Value{}
+	}
+	return v, ok, err
+}
+
+// storeHashLocked stores the hash pack of n fields at key, in place of old, keeping old's
+// expiry. longest is the longest field or value the command wrote: past the listpack
+// limits, the hash takes Redis's hashtable encoding, and keeps it, as Redis never converts
+// a hash back.
+func (c *client) storeHashLocked(sh *keyspace.Shard, key []byte, old keyspace.Value, pack []byte, n int64, longest int) {
+	enc := old.Num2
+	if n > c.s.listpack.hashEntries.Load() || int64(longest) > c.s.listpack.hashValue.Load() {
+		enc = bigEncoding
+	}
+	storeCollectionLocked(sh, key, keyspace.Value{Kind: keyspace.Hash, Num: n, Num2: enc, Bytes: pack, Expire: old.Expire})
+}
+
+// hsetHandler makes HSET key field value [field value ...], which replies the number of
+// new fields, and HMSET, the same replying OK.
+func hsetHandler(name string) handler {
+	arity := errors.New("wrong number of arguments for '" + name + "' command")
+	return func(c *client, args [][]byte) error {
+		if len(args)%2 != 0 {
+			return arity
+		}
+		sh := c.s.ks.Shard(args[1])
+		sh.Lock()
+		defer sh.Unlock()
+		v, _, err := c.hashLocked(sh, args[1])
+		if err != nil {
+			return err
+		}
+		longest := 0
+		for _, a := range args[2:] {
+			longest = max(longest, len(a))
+		}
+		var added int
+		c.scratch, added = collection.HashSet(c.scratch[:0], v.Bytes, args[2:])
+		c.storeHashLocked(sh, args[1], v, c.scratch, v.Num+int64(added), longest)
+		if name == "hmset" {
+			c.w.ok()
+		} else {
+			c.w.int(int64(added))
+		}
+		return nil
+	}
+}
+
+// HSETNX key field value
+func cmdHSetNX(c *client, args [][]byte) error {
+	sh := c.s.ks.Shard(args[1])
+	sh.Lock()
+	defer sh.Unlock()
+	v, _, err := c.hashLocked(sh, args[1])
+	if err != nil {
+		return err
+	}
+	if _, ok := collection.HashGet(v.Bytes, args[2]); ok {
+		c.w.int(0)
+		return nil
+	}
+	c.scratch, _ = collection.HashSet(c.scratch[:0], v.Bytes, args[2:4])
+	c.storeHashLocked(sh, args[1], v, c.scratch, v.Num+1, max(len(args[2]), len(args[3])))
+	c.w.int(1)
+	return nil
+}
+
+// HGET key field
+func cmdHGet(c *client, args [][]byte) error {
+	sh := c.s.ks.Shard(args[1])
+	sh.Lock()
+	defer sh.Unlock()
+	v, _, err := c.hashLocked(sh, args[1])
+	if err != nil {
+		return err
+	}
+	if e, ok := collection.HashGet(v.Bytes, args[2]); ok {
+		c.w.elem(e)
+	} else {
+		c.w.null()
+	}
+	return nil
+}
+
+// HMGET key field [field ...]
+func cmdHMGet(c *client, args [][]byte) error {
+	sh := c.s.ks.Shard(args[1])
+	sh.Lock()
+	defer sh.Unlock()
+	v, _, err := c.hashLocked(sh, args[1])
+	if err != nil {
+		return err
+	}
+	c.w.array(len(args) - 2)
+	for _, f := range args[2:] {
+		if e, ok := collection.HashGet(v.Bytes, f); ok {
+			c.w.elem(e)
+		} else {
+			c.w.null()
+		}
+	}
+	return nil
+}
+
+// hashListHandler makes HGETALL key (a map in RESP3), HKEYS key and HVALS key.
+func hashListHandler(fields, values bool) handler {
+	return func(c *client, args [][]byte) error {
+		sh := c.s.ks.Shard(args[1])
+		sh.Lock()
+		defer sh.Unlock()
+		v, _, err := c.hashLocked(sh, args[1])
+		if err != nil {
+			return err
+		}
+		if fields && values {
+			c.w.mapHeader(int(v.Num))
+		} else {
+			c.w.array(int(v.Num))
+		}
+		for f, val := range collection.HashPairs(v.Bytes) {
+			if fields {
+				c.w.elem(f)
+			}
+			if values {
+				c.w.elem(val)
+			}
+		}
+		return nil
+	}
+}
+
+// HDEL key field [field ...]
+func cmdHDel(c *client, args [][]byte) error {
+	sh := c.s.ks.Shard(args[1])
+	sh.Lock()
+	defer sh.Unlock()
+	v, ok, err := c.hashLocked(sh, args[1])
+	if err != nil {
+		return err
+	}
+	if !ok {
+		c.w.int(0)
+		return nil
+	}
+	var removed int
+	c.scratch, removed = collection.HashDel(c.scratch[:0], v.Bytes, args[2:])
+	if removed > 0 {
+		c.storeHashLocked(sh, args[1], v, c.scratch, v.Num-int64(removed), 0)
+	}
+	c.w.int(int64(removed))
+	return nil
+}
+
+// HEXISTS key field
+func cmdHExists(c *client, args [][]byte) error {
+	sh := c.s.ks.Shard(args[1])
+	sh.Lock()
+	defer sh.Unlock()
+	v, _, err := c.hashLocked(sh, args[1])
+	if err != nil {
+		return err
+	}
+	_, ok := collection.HashGet(v.Bytes, args[2])
+	c.w.int(b2i(ok))
+	return nil
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// HLEN key
+func cmdHLen(c *client, args [][]byte) error {
+	sh := c.s.ks.Shard(args[1])
+	sh.Lock()
+	defer sh.Unlock()
+	v, _, err := c.hashLocked(sh, args[1])
+	if err != nil {
+		return err
+	}
+	c.w.int(v.Num)
+	return nil
+}
+
+// HSTRLEN key field
+func cmdHStrLen(c *client, args [][]byte) error {
+	sh := c.s.ks.Shard(args[1])
+	sh.Lock()
+	defer sh.Unlock()
+	v, _, err := c.hashLocked(sh, args[1])
+	if err != nil {
+		return err
+	}
+	e, ok := collection.HashGet(v.Bytes, args[2])
+	if !ok {
+		c.w.int(0)
+		return nil
+	}
+	c.w.int(int64(e.Len()))
+	return nil
+}
+
+// HINCRBY key field increment
+func cmdHIncrBy(c *client, args [][]byte) error {
+	by, ok := parseInt(args[3])
+	if !ok {
+		return errNotInteger
+	}
+	sh := c.s.ks.Shard(args[1])
+	sh.Lock()
+	defer sh.Unlock()
+	v, _, err := c.hashLocked(sh, args[1])
+	if err != nil {
+		return err
+	}
+	cur := int64(0)
+	e, exists := collection.HashGet(v.Bytes, args[2])
+	switch {
+	case exists && e.Kind == collection.Int:
+		cur = e.Int
+	case exists: // a string: never an integer, which the pack stores as one
+		return errHashNotInteger
+	}
+	if by > 0 && cur > math.MaxInt64-by || by < 0 && cur < math.MinInt64-by {
+		return errOverflow
+	}
+	cur += by
+	var buf [20]byte
+	pair := [2][]byte{args[2], strconv.AppendInt(buf[:0], cur, 10)}
+	c.scratch, _ = collection.HashSet(c.scratch[:0], v.Bytes, pair[:])
+	c.storeHashLocked(sh, args[1], v, c.scratch, v.Num+1-b2i(exists), max(len(pair[0]), len(pair[1])))
+	c.w.int(cur)
+	return nil
+}
+
+// HINCRBYFLOAT key field increment: in long double, as Redis (collection.AddLongDouble).
+func cmdHIncrByFloat(c *client, args [][]byte) error {
+	by, ok := collection.ParseLongDouble(args[3])
+	if !ok {
+		return errNotFloat
+	}
+	if by.IsInf() {
+		return errIncrNaN
+	}
+	sh := c.s.ks.Shard(args[1])
+	sh.Lock()
+	defer sh.Unlock()
+	v, _, err := c.hashLocked(sh, args[1])
+	if err != nil {
+		return err
+	}
+	cur := collection.LongDoubleFromInt(0)
+	e, exists := collection.HashGet(v.Bytes, args[2])
+	switch {
+	case exists && e.Kind == collection.Int:
+		cur = collection.LongDoubleFromInt(e.Int)
+	case exists:
+		if cur, ok = collection.ParseLongDouble(e.Str); !ok {
+			return errHashNotFloat
+		}
+	}
+	sum, ok := collection.AddLongDouble(cur, by)
+	if !ok {
+		return errFloatOverflow
+	}
+	pair := [2][]byte{args[2], collection.AppendLongDouble(nil, sum)}
+	c.scratch, _ = collection.HashSet(c.scratch[:0], v.Bytes, pair[:])
+	c.storeHashLocked(sh, args[1], v, c.scratch, v.Num+1-b2i(exists), max(len(pair[0]), len(pair[1])))
+	c.w.bulk(pair[1])
+	return nil
+}
+
+// HRANDFIELD key [count [WITHVALUES]]: without count a field or nil; with a positive count
+// that many distinct fields (all when there are fewer, in the hash's order); with a
+// negative count that many picks that may repeat. In RESP3 WITHVALUES replies pairs.
+func cmdHRandField(c *client, args [][]byte) error {
+	count, withValues := int64(0), false
+	if len(args) >= 3 {
+		var ok bool
+		if count, ok = parseInt(args[2]); !ok {
+			return errNotInteger
+		}
+		if count == math.MinInt64 {
+			return errRandCountRange
+		}
+		switch {
+		case len(args) > 4 || len(args) == 4 && !equalFold(args[3], "withvalues"):
+			return errSyntax
+		case len(args) == 4:
+			withValues = true
+			if count < -math.MaxInt64/2 || count > math.MaxInt64/2 {
+				return errRandValuesRange
+			}
+		}
+	}
+	sh := c.s.ks.Shard(args[1])
+	sh.Lock()
+	defer sh.Unlock()
+	v, ok, err := c.hashLocked(sh, args[1])
+	if err != nil {
+		return err
+	}
+	if len(args) < 3 {
+		if !ok {
+			c.w.null()
+			return nil
+		}
+		offs := collection.HashOffsets(nil, v.Bytes)
+		f, _ := collection.HashPairAt(v.Bytes, offs[rand.IntN(len(offs))])
+		c.w.elem(f)
+		return nil
+	}
+	if !ok || count == 0 {
+		c.w.array(0)
+		return nil
+	}
+	pair := func(f, val collection.Elem) {
+		if withValues && c.w.proto == 3 {
+			c.w.array(2)
+		}
+		c.w.elem(f)
+		if withValues {
+			c.w.elem(val)
+		}
+	}
+	header := func(n int64) {
+		if withValues && c.w.proto != 3 {
+			n *= 2
+		}
+		c.w.array(int(n))
+	}
+	switch {
+	case count < 0 || count == 1: // picks that may repeat, as Redis makes a count of 1 too
+		offs := collection.HashOffsets(nil, v.Bytes)
+		n := -count
+		if count == 1 {
+			n = 1
+		}
+		header(n)
+		for range n {
+			pair(collection.HashPairAt(v.Bytes, offs[rand.IntN(len(offs))]))
+		}
+	case count >= v.Num:
+		header(v.Num)
+		for f, val := range collection.HashPairs(v.Bytes) {
+			pair(f, val)
+		}
+	default: // count distinct fields: each kept with the odds that leave count in the end
+		header(count)
+		left, need := v.Num, count
+		for f, val := range collection.HashPairs(v.Bytes) {
+			if rand.Int64N(left) < need {
+				pair(f, val)
+				need--
+			}
+			left--
+		}
+	}
+	return nil
+}
+
+// HSCAN key cursor [MATCH pattern] [COUNT count]: a hash is scanned whole in one call, as
+// Redis scans a listpack one, so the cursor returned is always 0 and COUNT only checked.
+func cmdHScan(c *client, args [][]byte) error {
+	if !parseScanCursor(args[2]) {
+		return errors.New("invalid cursor")
+	}
+	sh := c.s.ks.Shard(args[1])
+	sh.Lock()
+	defer sh.Unlock()
+	v, ok, err := c.hashLocked(sh, args[1])
+	if err != nil {
+		return err
+	}
+	if !ok { // Redis replies before it reads the options
+		c.w.array(2)
+		c.w.bulkString("0")
+		c.w.array(0)
+		return nil
+	}
+	var pattern []byte
+	for i := 3; i < len(args); i += 2 {
+		switch {
+		case i+1 < len(args) && equalFold(args[i], "count"):
+			n, ok := parseInt(args[i+1])
+			if !ok {
+				return errNotInteger
+			}
+			if n < 1 {
+				return errSyntax
+			}
+		case i+1 < len(args) && equalFold(args[i], "match"):
+			pattern = args[i+1]
+		default:
+			return errSyntax
+		}
+	}
+	var buf [20]byte
+	match := func(f collection.Elem) bool {
+		if pattern == nil {
+			return true
+		}
+		if f.Kind == collection.Str {
+			return glob.Match(pattern, f.Str)
+		}
+		return glob.Match(pattern, f.Append(buf[:0]))
+	}
+	n := 0
+	for f := range collection.HashPairs(v.Bytes) {
+		if match(f) {
+			n++
+		}
+	}
+	c.w.array(2)
+	c.w.bulkString("0")
+	c.w.array(2 * n)
+	for f, val := range collection.HashPairs(v.Bytes) {
+		if match(f) {
+			c.w.elem(f)
+			c.w.elem(val)
+		}
+	}
+	return nil
+}
+
+// parseScanCursor reports whether b is a cursor to Redis, which reads it with strtoul and
+// takes what it takes: digits with a sign, "-1" being the largest cursor, and the empty
+// string; not a leading blank, anything after the digits but a NUL, or an overflow.
+func parseScanCursor(b []byte) bool {
+	for i, ch := range b {
+		if ch == 0 {
+			b = b[:i] // strtoul stops at the NUL, where Redis looks for the end
+			if i == 0 {
+				return true
+			}
+			break
+		}
+	}
+	if len(b) == 0 {
+		return true
+	}
+	if b[0] == '-' || b[0] == '+' {
+		b = b[1:]
+	}
+	if len(b) == 0 {
+		return false
+	}
+	var n uint64
+	for _, ch := range b {
+		if ch < '0' || ch > '9' {
+			return false
+		}
+		if n > (math.MaxUint64-uint64(ch-'0'))/10 {
+			return false
+		}
+		n = n*10 + uint64(ch-'0')
+	}
+	return true
 }
