@@ -15,6 +15,8 @@ import (
 // places. So the arithmetic here is exact, on big integers: a long double is an integer
 // mantissa times a power of two, parsing and adding round once to that grid, and
 // formatting turns the binary value into decimal exactly before rounding to 17 places.
+// The common case, short decimals of moderate size, takes a path without big integers
+// (longdouble_fast.go) that gives the same bytes.
 
 // The long double format.
 const (
@@ -50,6 +52,14 @@ type longDouble struct {
 // incr is not a number as Redis reads one (cur is read first), ErrNaNOrInf when the sum is
 // not finite.
 func AddLongDouble(dst, cur, incr []byte) ([]byte, error) {
+	if out, ok := addFast(dst, cur, incr); ok {
+		return out, nil
+	}
+	return addExact(dst, cur, incr)
+}
+
+// addExact is AddLongDouble on big integers, for every input.
+func addExact(dst, cur, incr []byte) ([]byte, error) {
 	var a, b longDouble
 	if !a.parse(cur) || !b.parse(incr) {
 		return dst, ErrNotFloat

@@ -3,7 +3,9 @@ package collection
 import (
 	"bufio"
 	"encoding/json"
+	"math"
 	"math/big"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -66,7 +68,7 @@ func TestAddLongDoubleAsRedis(t *testing.T) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
-	n := 0
+	n, fast := 0, 0
 	for sc.Scan() {
 		var c [3]*string
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &c))
@@ -74,26 +76,38 @@ func TestAddLongDoubleAsRedis(t *testing.T) {
 		if c[0] != nil {
 			cur = *c[0]
 		}
-		got, err := AddLongDouble(nil, []byte(cur), []byte(*c[1]))
-		if err != nil {
-			require.Equal(t, *c[2], "ERR "+err.Error(), "%q + %q", cur, *c[1])
-		} else {
-			require.Equal(t, *c[2], string(got), "%q + %q", cur, *c[1])
+		for _, add := range []func(dst, cur, incr []byte) ([]byte, error){AddLongDouble, addExact} {
+			got, err := add(nil, []byte(cur), []byte(*c[1]))
+			if err != nil {
+				require.Equal(t, *c[2], "ERR "+err.Error(), "%q + %q", cur, *c[1])
+			} else {
+				require.Equal(t, *c[2], string(got), "%q + %q", cur, *c[1])
+			}
+		}
+		if _, ok := addFast(nil, []byte(cur), []byte(*c[1])); ok {
+			fast++
 		}
 		n++
 	}
 	require.NoError(t, sc.Err())
 	require.Greater(t, n, 3000)
+	require.Greater(t, fast, 500, "cases the fast path took")
 }
 
-// FuzzAddLongDouble: no input panics; a sum parses back as the same long double, and adding
-// 0 to it writes it again the same (a stored result reads back).
+// FuzzAddLongDouble: no input panics; the fast path, when it takes an input, writes what
+// the exact one does; a sum parses back, and adding 0 to it writes it again the same (a
+// stored result reads back).
 func FuzzAddLongDouble(f *testing.F) {
-	for _, s := range [][2]string{{"10.5", "0.1"}, {"0x1p-16445", "-0"}, {"1e4932", "1e4931"}, {"-5e-18", "1e-17"}, {"inf", "1"}, {"0x.8p1", "1."}} {
+	for _, s := range [][2]string{{"10.5", "0.1"}, {"0x1p-16445", "-0"}, {"1e4932", "1e4931"}, {"-5e-18", "1e-17"}, {"inf", "1"}, {"0x.8p1", "1."},
+		{"9223372036854775807", "9223372036854775807"}, {"0.1", "-0.1"}, {"1e-19", "1e19"}, {"-1.5", "0.75"}} {
 		f.Add(s[0], s[1])
 	}
 	f.Fuzz(func(t *testing.T, cur, incr string) {
-		got, err := AddLongDouble(nil, []byte(cur), []byte(incr))
+		got, err := addExact(nil, []byte(cur), []byte(incr))
+		if fast, ok := addFast(nil, []byte(cur), []byte(incr)); ok {
+			require.NoError(t, err, "%q + %q: the fast path found a sum", cur, incr)
+			require.Equal(t, string(got), string(fast), "%q + %q: the fast path", cur, incr)
+		}
 		if err != nil {
 			return
 		}
@@ -101,19 +115,57 @@ func FuzzAddLongDouble(f *testing.F) {
 		again, err := AddLongDouble(nil, got, []byte("0"))
 		require.NoError(t, err)
 		require.Equal(t, string(got), string(again))
-		// Near the value float64 would compute, when that is a plain number: the sum is
-		// right to a few ulps of it or 1e-17.
+		// Near the value float64 would compute, when that is a plain number.
 		a, errA := strconv.ParseFloat(cur, 64)
 		b, errB := strconv.ParseFloat(incr, 64)
 		g, errG := strconv.ParseFloat(string(got), 64)
 		if errA == nil && errB == nil && errG == nil && !strings.ContainsAny(cur+incr, "xX") {
 			want := new(big.Float).Add(big.NewFloat(a), big.NewFloat(b))
 			diff := new(big.Float).Sub(want, big.NewFloat(g))
-			tol := new(big.Float).Mul(new(big.Float).Abs(want), big.NewFloat(1e-15))
-			if tol.Cmp(big.NewFloat(1e-16)) < 0 {
-				tol = big.NewFloat(1e-16)
-			}
+			// float64 holds each operand to a relative 1.1e-16, the 17 places write to 5e-18.
+			tol := big.NewFloat((math.Abs(a) + math.Abs(b) + math.Abs(g)) * 1e-15)
+			tol.Add(tol, big.NewFloat(1e-16))
 			require.True(t, diff.Abs(diff).Cmp(tol) <= 0, "%q + %q = %q", cur, incr, got)
 		}
 	})
+}
+
+// TestFastPathAsExact draws plain decimals of up to 19 digits with every exponent the
+// fast path takes, near integers, near ties and cancelling, and requires the bytes of the
+// exact path.
+func TestFastPathAsExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	num := func() string {
+		digits := make([]byte, 1+r.IntN(19))
+		for i := range digits {
+			digits[i] = byte('0' + r.IntN(10))
+		}
+		s := string(digits)
+		if p := r.IntN(len(s) + 1); p < len(s) && r.IntN(2) == 0 {
+			s = s[:p] + "." + s[p:]
+		}
+		if r.IntN(3) == 0 {
+			s += "e" + strconv.Itoa(r.IntN(41)-20)
+		}
+		if r.IntN(2) == 0 {
+			s = "-" + s
+		}
+		return s
+	}
+	fast := 0
+	for i := 0; i < 200000; i++ {
+		a, b := num(), num()
+		if i%4 == 0 {
+			b = "-" + strings.TrimPrefix(a, "-") // cancels, or doubles
+		}
+		want, err := addExact(nil, []byte(a), []byte(b))
+		got, ok := addFast(nil, []byte(a), []byte(b))
+		if !ok {
+			continue
+		}
+		fast++
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got), "%q + %q", a, b)
+	}
+	require.Greater(t, fast, 100000)
 }

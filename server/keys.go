@@ -322,7 +322,8 @@ func setExpire(sh *keyspace.Shard, key []byte, when, now int64) {
 func renameHandler(nx bool) handler {
 	return func(c *client, args [][]byte) error {
 		src, dst := args[1], args[2]
-		shards := c.s.ks.LockKeys(args[1:3], c.shards[:0])
+		c.shards = c.s.ks.LockKeys(args[1:3], c.shards[:0]) // reused: ALLOF and these two never overlap
+		shards := c.shards
 		defer keyspace.UnlockShards(shards)
 		now := c.now()
 		srcSh, dstSh := c.s.ks.Shard(src), c.s.ks.Shard(dst)
@@ -391,7 +392,8 @@ func cmdCopy(c *client, args [][]byte) error {
 	if string(src) == string(dst) {
 		return errSameObject
 	}
-	shards := c.s.ks.LockKeys(args[1:3], c.shards[:0])
+	c.shards = c.s.ks.LockKeys(args[1:3], c.shards[:0]) // reused: ALLOF and these two never overlap
+	shards := c.shards
 	defer keyspace.UnlockShards(shards)
 	now := c.now()
 	srcSh, dstSh := c.s.ks.Shard(src), c.s.ks.Shard(dst)
