@@ -91,21 +91,20 @@ func cmdType(c *client, args [][]byte) error {
 // key n [NX|XX|GT|LT], with n in units of unit nanoseconds, relative or absolute.
 func expireHandler(unit int64, absolute bool) handler {
 	return func(c *client, args [][]byte) error {
-		name := strings.ToLower(string(args[0]))
 		n, ok := parseInt(args[2])
 		if !ok {
 			return errNotInteger
 		}
 		var nx, xx, gt, lt bool
 		for _, a := range args[3:] {
-			switch strings.ToLower(string(a)) {
-			case "nx":
+			switch {
+			case equalFold(a, "nx"):
 				nx = true
-			case "xx":
+			case equalFold(a, "xx"):
 				xx = true
-			case "gt":
+			case equalFold(a, "gt"):
 				gt = true
-			case "lt":
+			case equalFold(a, "lt"):
 				lt = true
 			default:
 				return errors.New("Unsupported option " + truncate(a, 64))
@@ -120,7 +119,7 @@ func expireHandler(unit int64, absolute bool) handler {
 		now := c.now()
 		when, ok := expireTime(n, unit, absolute, now)
 		if !ok {
-			return errors.New("invalid expire time in '" + name + "' command")
+			return errors.New("invalid expire time in '" + strings.ToLower(string(args[0])) + "' command")
 		}
 		sh := c.s.ks.Shard(args[1])
 		sh.Lock()
@@ -139,7 +138,7 @@ func expireHandler(unit int64, absolute bool) handler {
 		if when <= now {
 			sh.DeleteLocked(args[1])
 		} else {
-			setExpire(sh, args[1], when, now)
+			c.setExpireLocked(sh, args[1], when, now)
 		}
 		c.w.int(1)
 		return nil
@@ -234,7 +233,7 @@ func cmdPersist(c *client, args [][]byte) error {
 		c.w.int(0)
 		return nil
 	}
-	setExpire(sh, args[1], 0, now)
+	c.setExpireLocked(sh, args[1], 0, now)
 	c.w.int(1)
 	return nil
 }
@@ -307,11 +306,12 @@ func cmdScan(c *client, args [][]byte) error {
 	return nil
 }
 
-// setExpire changes the expiry of a live key.
-func setExpire(sh *keyspace.Shard, key []byte, when, now int64) {
+// setExpireLocked changes the expiry of a live key. Its value goes through the client's
+// scratch buffer: Set must not copy from the memory it replaces.
+func (c *client) setExpireLocked(sh *keyspace.Shard, key []byte, when, now int64) {
 	v, _ := sh.GetLocked(key, now)
 	v.Expire = when
-	v.Bytes = append([]byte(nil), v.Bytes...) // Set must not copy from the memory it replaces
+	v.Bytes = append(c.stringBuffer(len(v.Bytes)), v.Bytes...)
 	sh.SetLocked(key, v)
 }
 

@@ -366,9 +366,9 @@ func cmdGetEx(c *client, args [][]byte) error {
 	case o.expire != nil && when <= now:
 		sh.DeleteLocked(args[1]) // EXAT or PXAT in the past
 	case o.expire != nil:
-		setExpire(sh, args[1], when, now)
+		c.setExpireLocked(sh, args[1], when, now)
 	case o.persist && v.Expire != 0:
-		setExpire(sh, args[1], 0, now)
+		c.setExpireLocked(sh, args[1], 0, now)
 	}
 	return nil
 }

@@ -45,6 +45,8 @@ func benchOnStrings(b *testing.B, args ...string) {
 
 func BenchmarkGetEx(b *testing.B)          { benchOnStrings(b, "GETEX", "k") }
 func BenchmarkGetExPersist(b *testing.B)   { benchOnStrings(b, "GETEX", "k", "PERSIST") }
+func BenchmarkGetExPXAT(b *testing.B)      { benchOnStrings(b, "GETEX", "k", "PXAT", "4102444800000") }
+func BenchmarkExpireAt(b *testing.B)       { benchOnStrings(b, "EXPIREAT", "k", "4102444800") }
 func BenchmarkStrlen(b *testing.B)         { benchOnStrings(b, "STRLEN", "k") }
 func BenchmarkGetRange(b *testing.B)       { benchOnStrings(b, "GETRANGE", "k", "0", "-2") }
 func BenchmarkSetRange(b *testing.B)       { benchOnStrings(b, "SETRANGE", "k", "1", "1") }
