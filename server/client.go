@@ -33,6 +33,7 @@ type client struct {
 
 	// Reused by the rate-limit verbs so that a call allocates nothing.
 	scratch   []byte            // a variable-size state being built
+	ldBuf     []byte            // HINCRBYFLOAT's sum, built while scratch holds the new pack
 	limits    []limit           // ALLOF's limits
 	keys      [][]byte          // ALLOF's keys
 	shards    []*keyspace.Shard // ALLOF's locked shards

@@ -148,6 +148,7 @@ func (s *Server) commandTable() map[string]*command {
 		{"pubsub", pubsubSubcommands()},
 		{"slowlog", slowlogSubcommands()},
 		{"acl", aclSubcommands()},
+		{"object", objectSubcommands()},
 	} {
 		cmd := table[parent.name]
 		register(table, cmd, parent.subs)
@@ -594,5 +595,5 @@ func writeHelp(c *client, name string, lines []string) {
 		c.w.simple(l)
 	}
 	c.w.simple("HELP")
-	c.w.simple("    Print this help.")
+	c.w.simple("    Prints this help.")
 }

@@ -295,12 +295,12 @@ func cmdHIncrBy(c *client, args [][]byte) error {
 }
 
 // HINCRBYFLOAT key field increment: in long double, as Redis (collection.AddLongDouble).
+// Redis reads the increment first, then the field.
 func cmdHIncrByFloat(c *client, args [][]byte) error {
-	by, ok := collection.ParseLongDouble(args[3])
-	if !ok {
+	switch ok, inf := collection.LongDoubleInf(args[3]); {
+	case !ok:
 		return errNotFloat
-	}
-	if by.IsInf() {
+	case inf:
 		return errIncrNaN
 	}
 	sh := c.s.ks.Shard(args[1])
@@ -310,24 +310,26 @@ func cmdHIncrByFloat(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	cur := collection.LongDoubleFromInt(0)
+	var buf [24]byte
+	cur := []byte("0")
 	e, exists := collection.HashGet(v.Bytes, args[2])
 	switch {
-	case exists && e.Kind == collection.Int:
-		cur = collection.LongDoubleFromInt(e.Int)
-	case exists:
-		if cur, ok = collection.ParseLongDouble(e.Str); !ok {
+	case exists && e.Kind == collection.Str:
+		if cur = e.Str; !collection.IsLongDouble(cur) {
 			return errHashNotFloat
 		}
+	case exists:
+		cur = e.Append(buf[:0])
 	}
-	sum, ok := collection.AddLongDouble(cur, by)
-	if !ok {
-		return errFloatOverflow
+	sum, err := collection.AddLongDouble(c.ldBuf[:0], cur, args[3])
+	if err != nil {
+		return err
 	}
-	pair := [2][]byte{args[2], collection.AppendLongDouble(nil, sum)}
+	c.ldBuf = sum[:0]
+	pair := [2][]byte{args[2], sum}
 	c.scratch, _ = collection.HashSet(c.scratch[:0], v.Bytes, pair[:])
 	c.storeHashLocked(sh, args[1], v, c.scratch, v.Num+1-b2i(exists), max(len(pair[0]), len(pair[1])))
-	c.w.bulk(pair[1])
+	c.w.bulk(sum)
 	return nil
 }
 

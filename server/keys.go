@@ -26,7 +26,22 @@ func keyCommands() []*command {
 		{name: "pexpiretime", arity: 2, flags: "readonly fast", firstKey: 1, lastKey: 1, group: "keyspace", since: "7.0.0", summary: "Returns the expiration time of a key as a Unix milliseconds timestamp.", syntax: "key", handler: ttlHandler(1e6, true)},
 		{name: "persist", arity: 2, flags: "write fast", firstKey: 1, lastKey: 1, group: "keyspace", since: "2.2.0", summary: "Removes the expiration time of a key.", syntax: "key", handler: cmdPersist},
 		{name: "keys", arity: 2, flags: "readonly", group: "keyspace", since: "1.0.0", summary: "Returns all key names that match a pattern.", syntax: "pattern", handler: cmdKeys},
+		{name: "touch", arity: -2, flags: "readonly fast", firstKey: 1, lastKey: -1, group: "keyspace", since: "3.2.1", summary: "Returns the number of existing keys out of those specified after updating the time they were last accessed.", syntax: "key [key ...]", handler: cmdExists},
+		{name: "rename", arity: 3, flags: "write", firstKey: 1, lastKey: 2, group: "keyspace", since: "1.0.0", summary: "Renames a key and overwrites the destination.", syntax: "key newkey", handler: renameHandler(false)},
+		{name: "renamenx", arity: 3, flags: "write fast", firstKey: 1, lastKey: 2, group: "keyspace", since: "1.0.0", summary: "Renames a key only when the target key name doesn't exist.", syntax: "key newkey", handler: renameHandler(true)},
+		{name: "copy", arity: -3, flags: "write denyoom", firstKey: 1, lastKey: 2, group: "keyspace", since: "6.2.0", summary: "Copies the value of a key to a new key.", syntax: "source destination [DB destination-db] [REPLACE]", handler: cmdCopy},
+		{name: "object", arity: -2, group: "keyspace", since: "2.2.3", summary: "A container for object introspection commands."},
 		{name: "scan", arity: -2, flags: "readonly", group: "keyspace", since: "2.8.0", summary: "Iterates over the key names in the database.", syntax: "cursor [MATCH pattern] [COUNT count] [TYPE type]", handler: cmdScan},
+	}
+}
+
+func objectSubcommands() []*command {
+	return []*command{
+		{name: "encoding", arity: 3, flags: "readonly", firstKey: 2, lastKey: 2, group: "keyspace", since: "2.2.3", summary: "Returns the internal encoding of a Redis object.", syntax: "key", handler: objectHandler(objectEncoding)},
+		{name: "refcount", arity: 3, flags: "readonly", firstKey: 2, lastKey: 2, group: "keyspace", since: "2.2.3", summary: "Returns the reference count of a value of a key.", syntax: "key", handler: objectHandler(objectRefcount)},
+		{name: "idletime", arity: 3, flags: "readonly", firstKey: 2, lastKey: 2, group: "keyspace", since: "2.2.3", summary: "Returns the time since the last access to a Redis object.", syntax: "key", handler: objectHandler(objectIdletime)},
+		{name: "freq", arity: 3, flags: "readonly", firstKey: 2, lastKey: 2, group: "keyspace", since: "4.0.0", summary: "Returns the logarithmic access frequency counter of a Redis object.", syntax: "key", handler: objectHandler(objectFreq)},
+		{name: "help", arity: 2, flags: "loading stale", group: "keyspace", since: "6.2.0", summary: "Returns helpful text about the different subcommands.", handler: cmdObjectHelp},
 	}
 }
 
@@ -76,21 +91,20 @@ func cmdType(c *client, args [][]byte) error {
 // key n [NX|XX|GT|LT], with n in units of unit nanoseconds, relative or absolute.
 func expireHandler(unit int64, absolute bool) handler {
 	return func(c *client, args [][]byte) error {
-		name := strings.ToLower(string(args[0]))
 		n, ok := parseInt(args[2])
 		if !ok {
 			return errNotInteger
 		}
 		var nx, xx, gt, lt bool
 		for _, a := range args[3:] {
-			switch strings.ToLower(string(a)) {
-			case "nx":
+			switch {
+			case equalFold(a, "nx"):
 				nx = true
-			case "xx":
+			case equalFold(a, "xx"):
 				xx = true
-			case "gt":
+			case equalFold(a, "gt"):
 				gt = true
-			case "lt":
+			case equalFold(a, "lt"):
 				lt = true
 			default:
 				return errors.New("Unsupported option " + truncate(a, 64))
@@ -103,9 +117,9 @@ func expireHandler(unit int64, absolute bool) handler {
 			return errors.New("GT and LT options at the same time are not compatible")
 		}
 		now := c.now()
-		when, ok := expireAt(n, unit, absolute, now)
+		when, ok := expireTime(n, unit, absolute, now)
 		if !ok {
-			return errors.New("invalid expire time in '" + name + "' command")
+			return errors.New("invalid expire time in '" + strings.ToLower(string(args[0])) + "' command")
 		}
 		sh := c.s.ks.Shard(args[1])
 		sh.Lock()
@@ -124,14 +138,43 @@ func expireHandler(unit int64, absolute bool) handler {
 		if when <= now {
 			sh.DeleteLocked(args[1])
 		} else {
-			setExpire(sh, args[1], when, now)
+			c.setExpireLocked(sh, args[1], when, now)
 		}
 		c.w.int(1)
 		return nil
 	}
 }
 
-// expireAt turns an EXPIRE-family argument into Unix ns; false when it leaves int64.
+// expireTime turns an EXPIRE-family argument into Unix ns as Redis 7.0 takes it: any
+// time in the past (it deletes the key), but seconds must convert to int64 milliseconds,
+// and the time in milliseconds must fit int64. Past that, a time must fit the keyspace's
+// int64 ns, which end in 2262. A time far in the past comes back clamped, still in the past.
+func expireTime(n, unit int64, absolute bool, now int64) (int64, bool) {
+	ms := n
+	if unit == 1e9 {
+		if n > math.MaxInt64/1000 || n < math.MinInt64/1000 {
+			return 0, false
+		}
+		ms *= 1000
+	}
+	base := int64(0)
+	if !absolute {
+		base = now / 1e6
+	}
+	if ms > math.MaxInt64-base || ms+base >= math.MaxInt64/int64(1e6) {
+		return 0, false
+	}
+	const farPast = math.MinInt64 / int64(2e6)
+	switch {
+	case ms+base < farPast:
+		return farPast * 1e6, true
+	case absolute:
+		return ms * 1e6, true
+	}
+	return now + ms*1e6, true // to the ns, as SET's EX and PX
+}
+
+// expireAt turns a positive expiry of SET or GETEX into Unix ns; false when it leaves int64.
 func expireAt(n, unit int64, absolute bool, now int64) (int64, bool) {
 	if n > math.MaxInt64/unit || n < math.MinInt64/unit {
 		return 0, false
@@ -162,7 +205,11 @@ func ttlHandler(unit int64, absolute bool) handler {
 		case v.Expire == 0:
 			c.w.int(-1)
 		case absolute:
-			c.w.int(v.Expire / unit)
+			ms := v.Expire / 1e6
+			if unit == 1e9 {
+				ms = (ms + 500) / 1000 // Redis rounds to the nearest second
+			}
+			c.w.int(ms)
 		default:
 			ms := (v.Expire - now + 999_999) / 1e6
 			if unit == 1e9 {
@@ -186,7 +233,7 @@ func cmdPersist(c *client, args [][]byte) error {
 		c.w.int(0)
 		return nil
 	}
-	setExpire(sh, args[1], 0, now)
+	c.setExpireLocked(sh, args[1], 0, now)
 	c.w.int(1)
 	return nil
 }
@@ -259,10 +306,229 @@ func cmdScan(c *client, args [][]byte) error {
 	return nil
 }
 
-// setExpire changes the expiry of a live key.
-func setExpire(sh *keyspace.Shard, key []byte, when, now int64) {
+// setExpireLocked changes the expiry of a live key. Its value goes through the client's
+// scratch buffer: Set must not copy from the memory it replaces.
+func (c *client) setExpireLocked(sh *keyspace.Shard, key []byte, when, now int64) {
 	v, _ := sh.GetLocked(key, now)
 	v.Expire = when
-	v.Bytes = append([]byte(nil), v.Bytes...) // Set must not copy from the memory it replaces
+	v.Bytes = append(c.stringBuffer(len(v.Bytes)), v.Bytes...)
 	sh.SetLocked(key, v)
+}
+
+// TOUCH key [key ...] is EXISTS: reading a key is what notes its access for the LRU policies.
+
+// renameHandler makes RENAME key newkey and RENAMENX key newkey: the value moves with its
+// expiry; RENAME replaces newkey, RENAMENX leaves an existing one alone and replies 0.
+func renameHandler(nx bool) handler {
+	return func(c *client, args [][]byte) error {
+		src, dst := args[1], args[2]
+		c.shards = c.s.ks.LockKeys(args[1:3], c.shards[:0]) // reused: ALLOF and these two never overlap
+		shards := c.shards
+		defer keyspace.UnlockShards(shards)
+		now := c.now()
+		srcSh, dstSh := c.s.ks.Shard(src), c.s.ks.Shard(dst)
+		v, ok := srcSh.GetLocked(src, now)
+		if !ok {
+			return errNoSuchKey
+		}
+		if string(src) == string(dst) {
+			if nx {
+				c.w.int(0) // RENAMENX finds the target taken: by the key itself
+			} else {
+				c.w.ok()
+			}
+			return nil
+		}
+		if _, exists := dstSh.GetLocked(dst, now); exists && nx {
+			c.w.int(0)
+			return nil
+		}
+		dstSh.SetLocked(dst, v) // copies the bytes, which alias src's: another key's
+		srcSh.DeleteLocked(src)
+		if nx {
+			c.w.int(1)
+		} else {
+			c.w.ok()
+		}
+		return nil
+	}
+}
+
+var (
+	// errNoSuchKey is RENAME's missing source.
+	errNoSuchKey = errors.New("no such key")
+	// errSameObject is COPY onto itself.
+	errSameObject = errors.New("source and destination objects are the same")
+	// errNotInt32 is an integer argument that Redis reads as a C int.
+	errNotInt32 = errors.New("value is out of range, value must between -2147483648 and 2147483647")
+	// errDBIndex is a database other than 0: this server has one, as SELECT answers.
+	errDBIndex = errors.New("DB index is out of range")
+)
+
+// COPY source destination [DB destination-db] [REPLACE]: the value and its expiry.
+func cmdCopy(c *client, args [][]byte) error {
+	replace := false
+	for i := 3; i < len(args); i++ {
+		switch {
+		case equalFold(args[i], "replace"):
+			replace = true
+		case equalFold(args[i], "db") && i+1 < len(args):
+			n, ok := parseInt(args[i+1])
+			if !ok {
+				return errNotInteger
+			}
+			if n < math.MinInt32 || n > math.MaxInt32 {
+				return errNotInt32 // Redis reads an int
+			}
+			if n != 0 {
+				return errDBIndex
+			}
+			i++
+		default:
+			return errSyntax
+		}
+	}
+	src, dst := args[1], args[2]
+	if string(src) == string(dst) {
+		return errSameObject
+	}
+	c.shards = c.s.ks.LockKeys(args[1:3], c.shards[:0]) // reused: ALLOF and these two never overlap
+	shards := c.shards
+	defer keyspace.UnlockShards(shards)
+	now := c.now()
+	srcSh, dstSh := c.s.ks.Shard(src), c.s.ks.Shard(dst)
+	v, ok := srcSh.GetLocked(src, now)
+	if !ok {
+		c.w.int(0)
+		return nil
+	}
+	if _, exists := dstSh.GetLocked(dst, now); exists && !replace {
+		c.w.int(0)
+		return nil
+	}
+	if v.Kind == keyspace.String && stringEncoding(v) == "int" {
+		v.Num = strOwnInt // Redis duplicates a shared integer into an object of the copy's own
+	}
+	dstSh.SetLocked(dst, v)
+	c.w.int(1)
+	return nil
+}
+
+// objectHandler makes an OBJECT subcommand that reports on the value at args[2]: nil
+// when there is none.
+func objectHandler(report func(c *client, v keyspace.Value) error) handler {
+	return func(c *client, args [][]byte) error {
+		sh := c.s.ks.Shard(args[2])
+		sh.Lock()
+		defer sh.Unlock()
+		v, ok := sh.GetLocked(args[2], c.now())
+		if !ok {
+			c.w.null()
+			return nil
+		}
+		return report(c, v)
+	}
+}
+
+// OBJECT ENCODING key: the name of the representation Redis 7.0 would have chosen.
+func objectEncoding(c *client, v keyspace.Value) error {
+	c.w.bulkString(encodingOf(v))
+	return nil
+}
+
+// encodingOf names v's representation in Redis 7.0. A collection has passed its listpack
+// thresholds when its Num2 has bigEncoding. A rate-limit state is bytes of its own, which
+// Redis would hold as a raw string.
+func encodingOf(v keyspace.Value) string {
+	switch v.Kind {
+	case keyspace.String:
+		return stringEncoding(v)
+	case keyspace.Hash:
+		if v.Num2&bigEncoding != 0 {
+			return "hashtable"
+		}
+		return "listpack"
+	case keyspace.ZSet:
+		if v.Num2&bigEncoding != 0 {
+			return "skiplist"
+		}
+		return "listpack"
+	case keyspace.List:
+		return "quicklist" // 7.0 has no listpack lists (7.2 has)
+	}
+	return "raw"
+}
+
+// embstrMax is the longest string Redis embeds in its object header
+// (OBJ_ENCODING_EMBSTR_SIZE_LIMIT).
+const embstrMax = 44
+
+// stringEncoding names a string's representation by how it was written (strings.go): SET
+// holds the canonical decimal of an int64 as an integer, up to 44 bytes embedded, and
+// longer strings raw.
+func stringEncoding(v keyspace.Value) string {
+	switch v.Num {
+	case strRaw:
+		return "raw"
+	case strNoInt:
+	default:
+		if _, ok := parseInt(v.Bytes); ok {
+			return "int"
+		}
+	}
+	if len(v.Bytes) <= embstrMax {
+		return "embstr"
+	}
+	return "raw"
+}
+
+// sharedRefcount is the refcount Redis reports of an object shared by all (INT_MAX).
+const sharedRefcount = math.MaxInt32
+
+// OBJECT REFCOUNT key: Redis shares one object among the keys holding a small integer
+// (0 to 9999) that SET or INCR wrote, unless maxmemory is set with an LRU policy, which
+// needs an access time per key; any other value has its own.
+func objectRefcount(c *client, v keyspace.Value) error {
+	if v.Kind == keyspace.String && v.Num == strAsSet {
+		n, ok := parseInt(v.Bytes)
+		lru := c.s.mem.max.Load() != 0 && keyspace.Policy(c.s.mem.policy.Load()).LRU()
+		if ok && n >= 0 && n < 10000 && !lru {
+			c.w.int(sharedRefcount)
+			return nil
+		}
+	}
+	c.w.int(1)
+	return nil
+}
+
+// OBJECT IDLETIME key: 0. The keyspace keeps no time of last access (the LRU policies
+// order keys by a counter), so every key counts as just used.
+func objectIdletime(c *client, v keyspace.Value) error {
+	c.w.int(0)
+	return nil
+}
+
+// OBJECT FREQ key: Redis counts accesses only under an LFU policy, which this server does
+// not have: its error.
+func objectFreq(c *client, v keyspace.Value) error {
+	return errors.New("An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+}
+
+// OBJECT HELP
+func cmdObjectHelp(c *client, args [][]byte) error {
+	writeHelp(c, "OBJECT", []string{
+		"ENCODING <key>",
+		"    Return the kind of internal representation used in order to store the value",
+		"    associated with a <key>.",
+		"FREQ <key>",
+		"    Return the access frequency index of the <key>. The returned integer is",
+		"    proportional to the logarithm of the recent access frequency of the key.",
+		"IDLETIME <key>",
+		"    Return the idle time of the <key>, that is the approximated number of",
+		"    seconds elapsed since the last access to the key.",
+		"REFCOUNT <key>",
+		"    Return the number of references of the value associated with the specified",
+		"    <key>.",
+	})
+	return nil
 }

@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"throttled/collection"
+	"throttled/keyspace"
 )
 
 func TestTTLFamily(t *testing.T) {
@@ -185,4 +189,146 @@ func TestScanDuringWrites(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	require.Len(t, seen, 1000)
+}
+
+// putKind stores a value of kind at key straight into the keyspace, for the kinds whose
+// commands live elsewhere.
+func putKind(ts *testServer, key string, v keyspace.Value) {
+	sh := ts.ks.Shard([]byte(key))
+	sh.Lock()
+	sh.SetLocked([]byte(key), v)
+	sh.Unlock()
+}
+
+func TestObject(t *testing.T) {
+	ts := startServer(t)
+	rdb := ts.client(t, 2)
+	pack := collection.AppendString(nil, []byte("a"))
+	putKind(ts, "h", keyspace.Value{Kind: keyspace.Hash, Num: 1, Bytes: collection.AppendString(pack, []byte("1"))})
+	putKind(ts, "H", keyspace.Value{Kind: keyspace.Hash, Num: 1, Num2: bigEncoding, Bytes: collection.AppendString(pack, []byte("1"))})
+	putKind(ts, "z", keyspace.Value{Kind: keyspace.ZSet, Num: 1, Bytes: collection.AppendScore(pack, 1)})
+	putKind(ts, "Z", keyspace.Value{Kind: keyspace.ZSet, Num: 1, Num2: bigEncoding, Bytes: collection.AppendScore(pack, 1)})
+	putKind(ts, "l", keyspace.Value{Kind: keyspace.List, Num: 1, Bytes: pack})
+	do(t, rdb, "THROTTLE", "g", 1, 1, "1m")
+	do(t, rdb, "MSET", "int", "5", "bigint", "10000", "neg", "-1", "emb", strings.Repeat("e", 44), "raw", strings.Repeat("r", 45),
+		"notint", "05", "long", "123456789012345678901")
+	do(t, rdb, "SET", "appended", "1")
+	do(t, rdb, "APPEND", "appended", "2")
+	do(t, rdb, "SETRANGE", "ranged", 0, "7")
+	do(t, rdb, "INCRBYFLOAT", "float", "11")
+	do(t, rdb, "INCRBYFLOAT", "longfloat", "1e50")
+	do(t, rdb, "APPEND", "new", "42") // a new key's APPEND is a SET
+	do(t, rdb, "COPY", "int", "copied")
+	do(t, rdb, "COPY", "emb", "copiedemb")
+	do(t, rdb, "RENAME", "neg", "renamed")
+	do(t, rdb, "SET", "incr", "1")
+	do(t, rdb, "INCRBYFLOAT", "incr", "1")
+	do(t, rdb, "INCR", "incr") // INCR's result is an integer again
+	for _, tc := range []struct {
+		key, encoding string
+		refcount      int64
+	}{
+		{"h", "listpack", 1}, {"H", "hashtable", 1}, {"z", "listpack", 1}, {"Z", "skiplist", 1}, {"l", "quicklist", 1},
+		{"g", "raw", 1}, {"int", "int", 2147483647}, {"bigint", "int", 1}, {"neg", "", 0}, {"renamed", "int", 1},
+		{"emb", "embstr", 1}, {"raw", "raw", 1}, {"notint", "embstr", 1}, {"long", "embstr", 1},
+		{"appended", "raw", 1}, {"ranged", "raw", 1}, {"float", "embstr", 1}, {"longfloat", "raw", 1},
+		{"new", "int", 2147483647}, {"copied", "int", 1}, {"copiedemb", "embstr", 1}, {"incr", "int", 2147483647},
+	} {
+		if tc.encoding == "" {
+			_, err := rdb.Do(context.Background(), "OBJECT", "ENCODING", tc.key).Result()
+			require.ErrorIs(t, err, redis.Nil, tc.key)
+			continue
+		}
+		require.Equal(t, tc.encoding, do(t, rdb, "OBJECT", "ENCODING", tc.key), tc.key)
+		require.Equal(t, tc.refcount, do(t, rdb, "OBJECT", "REFCOUNT", tc.key), tc.key)
+		require.Equal(t, int64(0), do(t, rdb, "OBJECT", "IDLETIME", tc.key), tc.key)
+		require.Equal(t, "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
+			doErr(t, rdb, "OBJECT", "FREQ", tc.key))
+	}
+	_, err := rdb.Do(context.Background(), "OBJECT", "FREQ", "missing").Result()
+	require.ErrorIs(t, err, redis.Nil)
+	require.Len(t, do(t, rdb, "OBJECT", "HELP"), 15)
+	require.Equal(t, "ERR unknown subcommand 'nosuch'. Try OBJECT HELP.", doErr(t, rdb, "OBJECT", "nosuch", "k"))
+	require.Equal(t, "ERR wrong number of arguments for 'object|encoding' command", doErr(t, rdb, "OBJECT", "ENCODING"))
+
+	// Without shared integers: maxmemory with an LRU policy needs an access time per key.
+	do(t, rdb, "CONFIG", "SET", "maxmemory-policy", "allkeys-lru")
+	do(t, rdb, "CONFIG", "SET", "maxmemory", "1000000000")
+	do(t, rdb, "SET", "lru", "5")
+	require.Equal(t, int64(1), do(t, rdb, "OBJECT", "REFCOUNT", "lru"))
+	// Redis decides when it writes: a key written before keeps its shared object there;
+	// here the reply follows the settings of the moment.
+	require.Equal(t, int64(1), do(t, rdb, "OBJECT", "REFCOUNT", "int"))
+}
+
+func TestRenameCopyTouch(t *testing.T) {
+	ts := startServer(t)
+	rdb := ts.client(t, 2)
+	do(t, rdb, "SET", "a", "1", "PX", 5000)
+	do(t, rdb, "SET", "b", "2")
+	require.Equal(t, int64(0), do(t, rdb, "RENAMENX", "a", "b"))
+	require.Equal(t, int64(0), do(t, rdb, "RENAMENX", "a", "a"))
+	require.Equal(t, "OK", do(t, rdb, "RENAME", "a", "a"))
+	require.Equal(t, "OK", do(t, rdb, "RENAME", "a", "b"))
+	require.Equal(t, []any{nil, "1"}, do(t, rdb, "MGET", "a", "b"))
+	require.Equal(t, int64(5000), do(t, rdb, "PTTL", "b"), "the TTL moves with the value")
+	require.Equal(t, int64(1), do(t, rdb, "RENAMENX", "b", "c"))
+	require.Equal(t, int64(5000), do(t, rdb, "PTTL", "c"))
+	require.Equal(t, "ERR no such key", doErr(t, rdb, "RENAME", "b", "d"))
+	require.Equal(t, "ERR no such key", doErr(t, rdb, "RENAMENX", "b", "b"))
+
+	require.Equal(t, int64(1), do(t, rdb, "COPY", "c", "d"))
+	require.Equal(t, int64(5000), do(t, rdb, "PTTL", "d"))
+	require.Equal(t, int64(0), do(t, rdb, "COPY", "c", "d"))
+	do(t, rdb, "SET", "c", "3")
+	require.Equal(t, int64(1), do(t, rdb, "COPY", "c", "d", "DB", 0, "REPLACE"))
+	require.Equal(t, int64(-1), do(t, rdb, "PTTL", "d"))
+	require.Equal(t, "3", do(t, rdb, "GET", "d"))
+	require.Equal(t, int64(0), do(t, rdb, "COPY", "missing", "d"))
+	require.Equal(t, "ERR source and destination objects are the same", doErr(t, rdb, "COPY", "c", "c"))
+	require.Equal(t, "ERR DB index is out of range", doErr(t, rdb, "COPY", "c", "e", "DB", 1))
+	require.Equal(t, "ERR value is out of range, value must between -2147483648 and 2147483647", doErr(t, rdb, "COPY", "c", "e", "DB", "4294967296"))
+	require.Equal(t, "ERR syntax error", doErr(t, rdb, "COPY", "c", "e", "DB"))
+
+	// A rate-limit key moves and copies whole: its state goes on where it was.
+	require.Equal(t, int64(0), do(t, rdb, "THROTTLE", "g", 0, 1, "1m").([]any)[0])
+	require.Equal(t, "OK", do(t, rdb, "RENAME", "g", "g2"))
+	require.Equal(t, int64(1), do(t, rdb, "COPY", "g2", "g3"))
+	require.Equal(t, "gcra", do(t, rdb, "TYPE", "g3"))
+	require.Equal(t, int64(1), do(t, rdb, "THROTTLE", "g3", 0, 1, "1m").([]any)[0], "g3 is as full as g was")
+
+	require.Equal(t, int64(3), do(t, rdb, "TOUCH", "c", "c", "d", "missing"))
+}
+
+// TestKeyCommandsOnEveryKind: the generic key commands work through the keyspace, whatever
+// a key holds.
+func TestKeyCommandsOnEveryKind(t *testing.T) {
+	ts := startServer(t)
+	rdb := ts.client(t, 2)
+	pack := collection.AppendString(nil, []byte("a"))
+	kinds := map[string]keyspace.Value{
+		"hash": {Kind: keyspace.Hash, Num: 1, Bytes: collection.AppendString(pack, []byte("1"))},
+		"zset": {Kind: keyspace.ZSet, Num: 1, Bytes: collection.AppendScore(pack, 1)},
+		"list": {Kind: keyspace.List, Num: 1, Bytes: pack},
+	}
+	for name, v := range kinds {
+		t.Run(name, func(t *testing.T) {
+			putKind(ts, name, v)
+			require.Equal(t, name, do(t, rdb, "TYPE", name))
+			require.Equal(t, []any{name}, do(t, rdb, "SCAN", 0, "COUNT", 1000, "TYPE", name).([]any)[1])
+			require.Equal(t, int64(1), do(t, rdb, "EXISTS", name))
+			require.Equal(t, int64(1), do(t, rdb, "EXPIRE", name, 100))
+			require.Equal(t, int64(100), do(t, rdb, "TTL", name))
+			require.Equal(t, int64(1), do(t, rdb, "PERSIST", name))
+			require.Equal(t, int64(-1), do(t, rdb, "TTL", name))
+			require.Equal(t, int64(1), do(t, rdb, "TOUCH", name))
+			require.Equal(t, "OK", do(t, rdb, "RENAME", name, name+"2"))
+			require.Equal(t, int64(1), do(t, rdb, "COPY", name+"2", name))
+			require.Equal(t, name, do(t, rdb, "TYPE", name))
+			for _, cmd := range [][]any{{"GET", name}, {"APPEND", name, "x"}, {"INCRBYFLOAT", name, 1}, {"GETEX", name}, {"GETDEL", name}, {"STRLEN", name}} {
+				require.Equal(t, "WRONGTYPE Operation against a key holding the wrong kind of value", doErr(t, rdb, cmd...), "%v", cmd)
+			}
+			require.Equal(t, int64(2), do(t, rdb, "DEL", name, name+"2"))
+		})
+	}
 }
