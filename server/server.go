@@ -19,6 +19,7 @@ import (
 	"throttled/persistence"
 	"throttled/pubsub"
 	"throttled/replication"
+	"throttled/scripting"
 )
 
 // Server answers Redis-protocol clients from a sharded keyspace.
@@ -60,7 +61,9 @@ type Server struct {
 	paramNames   []paramNamed      // every name, sorted, for CONFIG GET
 	rewriteMu    sync.Mutex        // one CONFIG REWRITE at a time
 
-	txLocks txLocks // EXEC's stripes by key
+	txLocks txLocks // EXEC's and scripts' stripes by key
+
+	scripts *scripting.Engine // the script cache and interpreters (scripting.go)
 
 	pol policies // the named policies (policy.go)
 
@@ -142,6 +145,7 @@ func New(cfg Config) (*Server, error) {
 	s.lastSave.Store(s.started.Unix())
 	s.replCfg.init(cfg)
 	s.commands = s.commandTable()
+	s.scripts = scripting.New()
 	s.initObserver()
 	if err := s.loadPolicies(); err != nil {
 		return nil, err
