@@ -9,8 +9,11 @@ import (
 // integer but is not the canonical form of one, so that the pack's integer elements meet
 // their look-alikes.
 func listValue(r *rand.Rand) string {
-	if r.IntN(15) == 0 {
+	switch r.IntN(15) {
+	case 0:
 		return pick(r, "01", "-0", "1", "-1", "9223372036854775807", "9223372036854775808", "-9223372036854775808", "+1", "1.0")
+	case 1, 2, 3, 4, 5, 6:
+		return pick(r, "a", "b", "c", "1") // few values, so that LPOS, LREM and LINSERT find many
 	}
 	return diffValue(r)
 }
@@ -31,7 +34,7 @@ func listIndex(r *rand.Rand) string { return diffInt(r, -12, 12) }
 // same keys (WRONGTYPE), DEL and EXPIRE.
 func genList(r *rand.Rand) diffCmd {
 	k := diffKey(r)
-	switch r.IntN(30) {
+	switch r.IntN(31) {
 	case 0, 1, 2:
 		return cmd(append([]string{pick(r, "RPUSH", "LPUSH")}, append([]string{k}, listValues(r)...)...)...)
 	case 3:
@@ -58,8 +61,11 @@ func genList(r *rand.Rand) diffCmd {
 		args := []string{"LPOS", k, listValue(r)}
 		for range r.IntN(4) {
 			switch r.IntN(8) {
-			case 0, 1:
+			case 0:
 				args = append(args, pick(r, "RANK", "rank"), diffInt(r, -4, 4))
+			case 1:
+				// -2^63 negates to itself in Redis: a case of its own.
+				args = append(args, "RANK", pick(r, "-1", "-9223372036854775808", "9223372036854775807"))
 			case 2, 3:
 				args = append(args, pick(r, "COUNT", "count"), diffInt(r, -1, 4))
 			case 4, 5:
@@ -78,8 +84,11 @@ func genList(r *rand.Rand) diffCmd {
 	case 21:
 		return cmd("RPOPLPUSH", k, diffKey(r))
 	case 22:
-		return cmd("SET", k, diffValue(r))
-	case 23:
+		if r.IntN(5) == 0 { // rarely, or the keys would be strings much of the time
+			return cmd("SET", k, diffValue(r))
+		}
+		return cmd("RPUSH", k, listValue(r), listValue(r), listValue(r), listValue(r), listValue(r))
+	case 23, 29:
 		return cmd("DEL", k)
 	case 24:
 		return cmd("EXPIRE", k, diffInt(r, 100, 1000))
@@ -88,7 +97,10 @@ func genList(r *rand.Rand) diffCmd {
 	case 26:
 		return cmd("TYPE", k)
 	case 27:
-		return cmd("GET", k)
+		if r.IntN(3) == 0 {
+			return cmd("GET", k)
+		}
+		return cmd("LPUSH", k, listValue(r), listValue(r), listValue(r), listValue(r))
 	case 28:
 		return cmd("LTRIM", k, "0", diffInt(r, 0, 6))
 	}
