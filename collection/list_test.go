@@ -60,8 +60,8 @@ func TestListPush(t *testing.T) {
 func TestListRange(t *testing.T) {
 	for _, tc := range []struct {
 		n, start, stop int64
-		from, to        int64
-		ok              bool
+		from, to       int64
+		ok             bool
 	}{
 		{5, 0, -1, 0, 4, true},
 		{5, -100, 100, 0, 4, true},
