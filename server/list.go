@@ -137,8 +137,7 @@ func popHandler(head bool) handler {
 			}
 			rest = pack[:off]
 		}
-		c.scratch = append(c.scratch[:0], rest...)
-		storeList(sh, args[1], c.scratch, v.Num-count, v.Expire)
+		storeList(sh, args[1], rest, v.Num-count, v.Expire) // SetLocked copies what aliases it
 		return nil
 	}
 }
@@ -235,8 +234,7 @@ func cmdLTrim(c *client, args [][]byte) error {
 	}
 	off := collection.ListOffset(v.Bytes, from)
 	end := off + collection.ListOffset(v.Bytes[off:], to-from+1)
-	c.scratch = append(c.scratch[:0], v.Bytes[off:end]...)
-	storeList(sh, args[1], c.scratch, to-from+1, v.Expire)
+	storeList(sh, args[1], v.Bytes[off:end], to-from+1, v.Expire)
 	return nil
 }
 
@@ -460,7 +458,6 @@ func lmove(c *client, src, dst []byte, from, to bool) error {
 	// dst first: src's bytes stay valid while another key is written.
 	c.scratch = collection.ListPushRaw(c.scratch[:0], dv.Bytes, to, raw)
 	storeList(dsh, dst, c.scratch, dv.Num+1, dv.Expire)
-	c.scratch = append(c.scratch[:0], rest...)
-	storeList(ssh, src, c.scratch, sv.Num-1, sv.Expire)
+	storeList(ssh, src, rest, sv.Num-1, sv.Expire)
 	return nil
 }
