@@ -33,8 +33,6 @@ func listCommands() []*command {
 var (
 	// errNotPositive is a count that is negative or not an integer (LPOP, RPOP).
 	errNotPositive = errors.New("value is out of range, must be positive")
-	// errNoSuchKey is LSET on a missing key.
-	errNoSuchKey = errors.New("no such key")
 	// errIndexRange is LSET past either end of the list.
 	errIndexRange = errors.New("index out of range")
 	// errRankZero is LPOS's RANK 0.
