@@ -2,6 +2,7 @@ package collection
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
 )
 
@@ -67,24 +68,80 @@ func ZOffsets(dst []int, z []byte) []int {
 	return dst
 }
 
-// memberKey is a member as a scan compares it with the pack's: an integer when the pack
-// stores it as one (AppendString), so that equality needs no decoding to text.
+// readScore reads the score at the start of z and the bytes it takes (0 when there is
+// none), without building an Elem: the scans' inner loop.
+func readScore(z []byte) (float64, int) {
+	if len(z) == 0 {
+		return 0, 0
+	}
+	t := z[0]
+	switch {
+	case t >= tagSmall:
+		return float64(t - tagSmall), 1
+	case t > tagInt && t <= tagInt+8:
+		w := int(t - tagInt)
+		if w >= len(z) {
+			return 0, 0
+		}
+		var u uint64
+		if len(z) >= 9 {
+			u = binary.LittleEndian.Uint64(z[1:]) // one load; the bytes past the integer shift out
+		} else {
+			for i := w; i >= 1; i-- {
+				u = u<<8 | uint64(z[i])
+			}
+		}
+		shift := 64 - 8*uint(w)
+		return float64(int64(u<<shift) >> shift), 1 + w
+	case t == tagFloat:
+		if len(z) < 9 {
+			return 0, 0
+		}
+		return math.Float64frombits(binary.LittleEndian.Uint64(z[1:])), 9
+	}
+	return 0, 0
+}
+
+// memberKey is a member as a scan compares it with the pack's: as its encoding
+// (AppendString's, which is canonical: equal members, equal bytes), so that finding it
+// needs no decoding: the encoding's head (its tag, length or whole integer) and its body.
 type memberKey struct {
-	s     []byte
-	n     int64
-	isInt bool
+	head [10]byte
+	n    int
+	body []byte
 }
 
 func keyOf(member []byte) memberKey {
-	n, ok := canonicalInt(member)
-	return memberKey{s: member, n: n, isInt: ok}
+	var k memberKey
+	if n, ok := canonicalInt(member); ok {
+		k.n = len(AppendInt(k.head[:0], n))
+		return k
+	}
+	if len(member) <= tagMaxShort {
+		k.head[0] = byte(len(member))
+		k.n = 1
+	} else {
+		k.head[0] = tagLong
+		k.n = 1 + len(binary.AppendUvarint(k.head[1:1], uint64(len(member))))
+	}
+	k.body = member
+	return k
 }
 
-func (k memberKey) equal(e Elem) bool {
-	if k.isInt {
-		return e.Kind == Int && e.Int == k.n
+// equal reports whether raw, a member's element in a pack, is the member's.
+func (k *memberKey) equal(raw []byte) bool {
+	return len(raw) == k.n+len(k.body) && raw[0] == k.head[0] &&
+		bytes.Equal(raw[1:k.n], k.head[1:k.n]) && bytes.Equal(raw[k.n:], k.body)
+}
+
+// after reports whether the entry at the start of z, whose score is s, goes after an
+// entry of score and member.
+func after(z []byte, s, score float64, member []byte) bool {
+	if s != score {
+		return s > score
 	}
-	return e.Kind == Str && bytes.Equal(e.Str, k.s)
+	m, _ := Read(z)
+	return m.Compare(member) > 0
 }
 
 // ZLoc is what ZLocate finds in a pack.
@@ -104,23 +161,27 @@ func ZLocate(z, member []byte, score float64) ZLoc {
 	loc := ZLoc{Ins: -1}
 	rank := 0
 	for off := 0; off < len(z); rank++ {
-		m, s, n := ZNext(z[off:])
-		if n == 0 {
+		k := Skip(z[off:])
+		if k == 0 {
 			break
 		}
-		if loc.Ins < 0 && (s > score || s == score && m.Compare(member) > 0) {
+		s, j := readScore(z[off+k:])
+		if j == 0 {
+			break
+		}
+		if loc.Ins < 0 && s >= score && after(z[off:], s, score, member) {
 			loc.Ins = off
 			if loc.Found {
 				return loc
 			}
 		}
-		if !loc.Found && key.equal(m) {
-			loc.Found, loc.At, loc.End, loc.Rank, loc.Score = true, off, off+n, rank, s
+		if !loc.Found && key.equal(z[off:off+k]) {
+			loc.Found, loc.At, loc.End, loc.Rank, loc.Score = true, off, off+k+j, rank, s
 			if loc.Ins >= 0 {
 				return loc
 			}
 		}
-		off += n
+		off += k + j
 	}
 	if loc.Ins < 0 {
 		loc.Ins = len(z)
@@ -133,14 +194,22 @@ func ZFind(z, member []byte) ZLoc {
 	key := keyOf(member)
 	rank := 0
 	for off := 0; off < len(z); rank++ {
-		m, s, n := ZNext(z[off:])
-		if n == 0 {
+		k := Skip(z[off:])
+		if k == 0 {
 			break
 		}
-		if key.equal(m) {
-			return ZLoc{Found: true, At: off, End: off + n, Rank: rank, Score: s}
+		if key.equal(z[off : off+k]) {
+			s, j := readScore(z[off+k:])
+			if j == 0 {
+				break
+			}
+			return ZLoc{Found: true, At: off, End: off + k + j, Rank: rank, Score: s}
 		}
-		off += n
+		j := Skip(z[off+k:])
+		if j == 0 {
+			break
+		}
+		off += k + j
 	}
 	return ZLoc{}
 }
@@ -148,14 +217,15 @@ func ZFind(z, member []byte) ZLoc {
 // zinsertPos returns where an entry of score and member goes in z.
 func zinsertPos(z, member []byte, score float64) int {
 	for off := 0; off < len(z); {
-		m, s, n := ZNext(z[off:])
-		if n == 0 {
+		k := Skip(z[off:])
+		if k == 0 {
 			return off
 		}
-		if s > score || s == score && m.Compare(member) > 0 {
+		s, j := readScore(z[off+k:])
+		if j == 0 || s >= score && after(z[off:], s, score, member) {
 			return off
 		}
-		off += n
+		off += k + j
 	}
 	return len(z)
 }
@@ -352,13 +422,15 @@ func ZScoreSpan(z []byte, r ScoreRange) (from, to int, n int64, rank int) {
 		return 0, 0, 0, 0
 	}
 	for off := 0; off < len(z); {
-		_, s, k := ZNext(z[off:])
-		if k == 0 {
+		m := Skip(z[off:])
+		if m == 0 {
 			break
 		}
-		if !r.LteMax(s) {
+		s, j := readScore(z[off+m:])
+		if j == 0 || !r.LteMax(s) {
 			break
 		}
+		k := m + j
 		if from < 0 {
 			if r.GteMin(s) {
 				from = off
