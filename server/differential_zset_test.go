@@ -114,12 +114,16 @@ func genZSet(r *rand.Rand) diffCmd {
 				args = append(args, opt)
 			}
 		}
-		n := 1 + r.IntN(3)
-		if !zsetSmallKey(k) && r.IntN(15) == 0 {
-			n = 20 + r.IntN(120)
+		n, many := 1+r.IntN(3), false
+		if !zsetSmallKey(k) && r.IntN(8) == 0 {
+			n, many = 20+r.IntN(120), true // past the listpack's 128 entries now and then
 		}
 		for range n {
-			args = append(args, zsetScore(r, k), zsetMember(r, k))
+			m := zsetMember(r, k)
+			if many && r.IntN(4) > 0 {
+				m = "m" + strconv.Itoa(r.IntN(1000))
+			}
+			args = append(args, zsetScore(r, k), m)
 		}
 		if r.IntN(40) == 0 {
 			args = args[:len(args)-1] // a score without its member
@@ -228,16 +232,46 @@ func genZSet(r *rand.Rand) diffCmd {
 			k = "k1"
 		}
 		return cmd("ZREMRANGEBYLEX", k, zsetLexBound(r, k), zsetLexBound(r, k))
-	case 30:
-		return cmd("SET", k, diffValue(r))
-	case 31:
+	case 30, 31:
+		if !zsetSmallKey(k) && r.IntN(6) > 0 {
+			return cmd("ZCARD", k) // big sets live longer
+		}
+		if r.IntN(2) == 0 {
+			return cmd("SET", k, diffValue(r))
+		}
 		return cmd("DEL", k)
 	case 32:
 		return cmd("EXPIRE", k, diffInt(r, 100, 1000))
 	case 33:
 		return cmd("TYPE", k)
+	case 34, 35:
+		// The sliding log on {k}5: a millisecond timestamp as member and score, the
+		// entries before a window cut, the count and the oldest entry.
+		now := 1732512345000 + int64(r.IntN(5000))
+		ts := strconv.FormatInt(now, 10)
+		switch r.IntN(4) {
+		case 0:
+			return cmd("ZADD", "{k}5", ts, ts)
+		case 1:
+			return cmd("ZREMRANGEBYSCORE", "{k}5", "-inf", "("+strconv.FormatInt(now-1000, 10))
+		case 2:
+			return cmd("ZCARD", "{k}5")
+		}
+		return cmd("ZRANGE", "{k}5", "0", "0", "WITHSCORES")
 	}
 	return cmd("ZRANGE", k, "0", "-1", "WITHSCORES")
 }
 
-func TestDifferentialZSet(t *testing.T) { runDifferential(t, genZSet) }
+func TestDifferentialZSet(t *testing.T) {
+	runDifferential(t, func(r *rand.Rand) diffCmd {
+		c := genZSet(r)
+		if r.IntN(8) == 0 { // options and command names in any case
+			for i, a := range c.args {
+				if i != 1 && a != strings.ToLower(a) && strings.Trim(a, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") == "" {
+					c.args[i] = strings.ToLower(a)
+				}
+			}
+		}
+		return c
+	})
+}
