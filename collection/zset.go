@@ -8,11 +8,11 @@ import (
 
 // A sorted set's pack is its entries back to back, each a member (AppendString) and its
 // score (AppendScore), in order of score, then of member by bytes (shorter first on a common
-// prefix), as Redis orders them. Nothing indexes it: every operation is a scan from the
-// front, which for the sets rate limiters keep (a sliding log of up to a few hundred
-// timestamps) costs less than the hash table and skip list Redis builds past its listpack.
-// A scan reads a member without decoding it unless it needs its bytes, and stops as soon
-// as order tells it the rest cannot matter.
+// prefix), as Redis orders them. Nothing indexes it: every operation is a walk from the
+// front, as on Redis's listpack, which for the sets rate limiters keep (a sliding log of
+// up to a few hundred timestamps) is short. The walks compare a member as its encoded
+// bytes and read a score without building an Elem, and stop as soon as order tells them
+// the rest cannot matter: removing the oldest entries reads only those.
 
 // ZNext returns the entry at the start of z: its member, its score and the bytes both take,
 // or n == 0 when z does not start with a whole entry (its end, or a damaged pack).
@@ -288,7 +288,8 @@ func (e *ZEditor) own() {
 
 // Add sets member's score as ZADD does with flags f (Incr: adds score to it), and returns
 // the member's score after it (what ZADD INCR replies) and what it did. A small set keeps a
-// score of -0 as 0, as a listpack does (its text is "0"); a big one keeps -0.
+// score of -0 as 0, as Redis's listpack does (it holds a whole score as an integer); a big
+// one keeps -0, as Redis's skip list does.
 func (e *ZEditor) Add(member []byte, score float64, f ZAddFlags) (float64, ZAddOutcome) {
 	if math.IsNaN(score) {
 		return 0, ZNaN

@@ -158,3 +158,53 @@ func TestZSetBig(t *testing.T) {
 	do(t, rdb, "ZADD", "long", "1", strings.Repeat("x", 65))
 	require.True(t, big("long"))
 }
+
+// TestZSetNoAllocs: on a set of 100 members, the commands allocate nothing once the
+// client's buffers have grown, the ranges written backwards included.
+func TestZSetNoAllocs(t *testing.T) {
+	s, c := fuzzServer(t)
+	request := func(args ...string) [][]byte {
+		req := make([][]byte, len(args))
+		for i, a := range args {
+			req[i] = []byte(a)
+		}
+		return req
+	}
+	send := func(req [][]byte) {
+		s.run(c, req)
+		if c.w.b[0] == '-' {
+			t.Fatalf("%q: %s", req, c.w.b)
+		}
+		c.w.b = c.w.b[:0]
+	}
+	run := func(args ...string) { send(request(args...)) }
+	for i := range 100 {
+		ts := strconv.Itoa(1732512345000 + i)
+		run("ZADD", "z", ts, ts)
+	}
+	for _, args := range [][]string{
+		{"ZADD", "z", "1732512345050.5", "1732512345050"},
+		{"ZADD", "z", "XX", "CH", "1732512345050", "1732512345050"},
+		{"ZINCRBY", "z", "0", "1732512345001"},
+		{"ZSCORE", "z", "1732512345099"},
+		{"ZMSCORE", "z", "1732512345099", "x"},
+		{"ZRANK", "z", "1732512345050"},
+		{"ZCOUNT", "z", "(1732512345010", "+inf"},
+		{"ZRANGE", "z", "0", "-1", "WITHSCORES"},
+		{"ZRANGE", "z", "0", "-1", "REV", "WITHSCORES"},
+		{"ZRANGE", "z", "+inf", "-inf", "BYSCORE", "REV", "LIMIT", "1", "10"},
+		{"ZRANGEBYSCORE", "z", "-inf", "1732512345020", "WITHSCORES"},
+		{"ZRANGEBYLEX", "z", "-", "+"},
+		{"ZREVRANGEBYLEX", "z", "+", "-"},
+		{"ZSCAN", "z", "0", "MATCH", "*5"},
+		{"ZADD", "z", "1", "x"},
+		{"ZPOPMIN", "z"},
+		{"ZADD", "z", "1732512346000", "y"},
+		{"ZPOPMAX", "z", "1"},
+		{"ZREM", "z", "1732512345000", "x"},
+	} {
+		req := request(args...)
+		send(req) // grows the buffers
+		require.Zero(t, testing.AllocsPerRun(100, func() { send(req) }), "%q", args)
+	}
+}
