@@ -68,9 +68,9 @@ func ZOffsets(dst []int, z []byte) []int {
 	return dst
 }
 
-// readScore reads the score at the start of z and the bytes it takes (0 when there is
+// zreadScore reads the score at the start of z and the bytes it takes (0 when there is
 // none), without building an Elem: the scans' inner loop.
-func readScore(z []byte) (float64, int) {
+func zreadScore(z []byte) (float64, int) {
 	if len(z) == 0 {
 		return 0, 0
 	}
@@ -102,17 +102,17 @@ func readScore(z []byte) (float64, int) {
 	return 0, 0
 }
 
-// memberKey is a member as a scan compares it with the pack's: as its encoding
+// zmemberKey is a member as a scan compares it with the pack's: as its encoding
 // (AppendString's, which is canonical: equal members, equal bytes), so that finding it
 // needs no decoding: the encoding's head (its tag, length or whole integer) and its body.
-type memberKey struct {
+type zmemberKey struct {
 	head [10]byte
 	n    int
 	body []byte
 }
 
-func keyOf(member []byte) memberKey {
-	var k memberKey
+func zkeyOf(member []byte) zmemberKey {
+	var k zmemberKey
 	if n, ok := canonicalInt(member); ok {
 		k.n = len(AppendInt(k.head[:0], n))
 		return k
@@ -129,14 +129,14 @@ func keyOf(member []byte) memberKey {
 }
 
 // equal reports whether raw, a member's element in a pack, is the member's.
-func (k *memberKey) equal(raw []byte) bool {
+func (k *zmemberKey) equal(raw []byte) bool {
 	return len(raw) == k.n+len(k.body) && raw[0] == k.head[0] &&
 		bytes.Equal(raw[1:k.n], k.head[1:k.n]) && bytes.Equal(raw[k.n:], k.body)
 }
 
-// after reports whether the entry at the start of z, whose score is s, goes after an
+// zafter reports whether the entry at the start of z, whose score is s, goes after an
 // entry of score and member.
-func after(z []byte, s, score float64, member []byte) bool {
+func zafter(z []byte, s, score float64, member []byte) bool {
 	if s != score {
 		return s > score
 	}
@@ -157,7 +157,7 @@ type ZLoc struct {
 
 // ZLocate finds member in z, and where an entry of score for it goes, in one pass.
 func ZLocate(z, member []byte, score float64) ZLoc {
-	key := keyOf(member)
+	key := zkeyOf(member)
 	loc := ZLoc{Ins: -1}
 	rank := 0
 	for off := 0; off < len(z); rank++ {
@@ -165,11 +165,11 @@ func ZLocate(z, member []byte, score float64) ZLoc {
 		if k == 0 {
 			break
 		}
-		s, j := readScore(z[off+k:])
+		s, j := zreadScore(z[off+k:])
 		if j == 0 {
 			break
 		}
-		if loc.Ins < 0 && s >= score && after(z[off:], s, score, member) {
+		if loc.Ins < 0 && s >= score && zafter(z[off:], s, score, member) {
 			loc.Ins = off
 			if loc.Found {
 				return loc
@@ -191,7 +191,7 @@ func ZLocate(z, member []byte, score float64) ZLoc {
 
 // ZFind finds member in z: its entry, rank and score.
 func ZFind(z, member []byte) ZLoc {
-	key := keyOf(member)
+	key := zkeyOf(member)
 	rank := 0
 	for off := 0; off < len(z); rank++ {
 		k := Skip(z[off:])
@@ -199,7 +199,7 @@ func ZFind(z, member []byte) ZLoc {
 			break
 		}
 		if key.equal(z[off : off+k]) {
-			s, j := readScore(z[off+k:])
+			s, j := zreadScore(z[off+k:])
 			if j == 0 {
 				break
 			}
@@ -221,8 +221,8 @@ func zinsertPos(z, member []byte, score float64) int {
 		if k == 0 {
 			return off
 		}
-		s, j := readScore(z[off+k:])
-		if j == 0 || s >= score && after(z[off:], s, score, member) {
+		s, j := zreadScore(z[off+k:])
+		if j == 0 || s >= score && zafter(z[off:], s, score, member) {
 			return off
 		}
 		off += k + j
@@ -336,8 +336,8 @@ func (e *ZEditor) Add(member []byte, score float64, f ZAddFlags) (float64, ZAddO
 	return score, ZAdded
 }
 
-// stored returns the score as the set keeps it: a listpack writes a score as text, and
-// the text of -0 is "0".
+// stored returns the score as the set keeps it: a listpack holds a whole score as an
+// integer, and -0 as 0.
 func (e *ZEditor) stored(score float64) float64 {
 	if !e.Big && score == 0 {
 		return 0
@@ -427,7 +427,7 @@ func ZScoreSpan(z []byte, r ScoreRange) (from, to int, n int64, rank int) {
 		if m == 0 {
 			break
 		}
-		s, j := readScore(z[off+m:])
+		s, j := zreadScore(z[off+m:])
 		if j == 0 || !r.LteMax(s) {
 			break
 		}
@@ -462,8 +462,8 @@ type LexBound struct {
 // LexRange is a range of members from Min to Max.
 type LexRange struct{ Min, Max LexBound }
 
-// cmpBounds orders two bounds as Redis's sdscmplex: "-" and "+" equal only themselves.
-func cmpBounds(a, b LexBound) int {
+// lexCmpBounds orders two bounds as Redis's sdscmplex: "-" and "+" equal only themselves.
+func lexCmpBounds(a, b LexBound) int {
 	switch {
 	case a.Inf != 0 && a.Inf == b.Inf:
 		return 0
@@ -475,8 +475,8 @@ func cmpBounds(a, b LexBound) int {
 	return bytes.Compare(a.S, b.S)
 }
 
-// cmpMember compares a member with a bound.
-func cmpMember(m Elem, b LexBound) int {
+// lexCmpMember compares a member with a bound.
+func lexCmpMember(m Elem, b LexBound) int {
 	if b.Inf != 0 {
 		return -int(b.Inf)
 	}
@@ -485,7 +485,7 @@ func cmpMember(m Elem, b LexBound) int {
 
 // GteMin reports whether m is not below the range.
 func (r LexRange) GteMin(m Elem) bool {
-	c := cmpMember(m, r.Min)
+	c := lexCmpMember(m, r.Min)
 	if r.Min.Ex {
 		return c > 0
 	}
@@ -494,7 +494,7 @@ func (r LexRange) GteMin(m Elem) bool {
 
 // LteMax reports whether m is not above the range.
 func (r LexRange) LteMax(m Elem) bool {
-	c := cmpMember(m, r.Max)
+	c := lexCmpMember(m, r.Max)
 	if r.Max.Ex {
 		return c < 0
 	}
@@ -503,7 +503,7 @@ func (r LexRange) LteMax(m Elem) bool {
 
 // Empty reports whether no member can be in the range.
 func (r LexRange) Empty() bool {
-	c := cmpBounds(r.Min, r.Max)
+	c := lexCmpBounds(r.Min, r.Max)
 	return c > 0 || c == 0 && (r.Min.Ex || r.Max.Ex)
 }
 

@@ -15,7 +15,7 @@ import (
 // of b as strtod reads it, with no leading blank, not NaN, and not so large that it
 // overflows to an infinity nor so small that it underflows to 0 ("inf" itself is a score).
 func ParseScore(b []byte) (float64, bool) {
-	if len(b) == 0 || isSpace(b[0]) {
+	if len(b) == 0 || cIsSpace(b[0]) {
 		return 0, false
 	}
 	if n, ok := canonicalInt(b); ok && n >= -maxScoreInt && n <= maxScoreInt {
@@ -86,16 +86,16 @@ func parseLexBound(b []byte) (LexBound, bool) {
 	return LexBound{}, false
 }
 
-func isSpace(c byte) bool {
+func cIsSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
 }
 
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+func cIsDigit(c byte) bool { return c >= '0' && c <= '9' }
 
-func isHex(c byte) bool { return isDigit(c) || c|0x20 >= 'a' && c|0x20 <= 'f' }
+func cIsXDigit(c byte) bool { return cIsDigit(c) || c|0x20 >= 'a' && c|0x20 <= 'f' }
 
-// hasPrefixFold reports whether b starts with lower, ignoring ASCII case.
-func hasPrefixFold(b []byte, lower string) bool {
+// cHasPrefixFold reports whether b starts with lower, ignoring ASCII case.
+func cHasPrefixFold(b []byte, lower string) bool {
 	if len(b) < len(lower) {
 		return false
 	}
@@ -112,7 +112,7 @@ func hasPrefixFold(b []byte, lower string) bool {
 // an overflow to an infinity, or an underflow to 0).
 func strtod(b []byte) (f float64, n int, erange bool) {
 	i := 0
-	for i < len(b) && isSpace(b[i]) {
+	for i < len(b) && cIsSpace(b[i]) {
 		i++
 	}
 	start := i
@@ -122,20 +122,20 @@ func strtod(b []byte) (f float64, n int, erange bool) {
 		i++
 	}
 	switch {
-	case hasPrefixFold(b[i:], "inf"):
+	case cHasPrefixFold(b[i:], "inf"):
 		f = math.Inf(1)
 		if neg {
 			f = -f
 		}
-		if hasPrefixFold(b[i:], "infinity") {
+		if cHasPrefixFold(b[i:], "infinity") {
 			return f, i + 8, false
 		}
 		return f, i + 3, false
-	case hasPrefixFold(b[i:], "nan"):
+	case cHasPrefixFold(b[i:], "nan"):
 		j := i + 3
 		if j < len(b) && b[j] == '(' {
 			k := j + 1
-			for k < len(b) && (isDigit(b[k]) || b[k]|0x20 >= 'a' && b[k]|0x20 <= 'z' || b[k] == '_') {
+			for k < len(b) && (cIsDigit(b[k]) || b[k]|0x20 >= 'a' && b[k]|0x20 <= 'z' || b[k] == '_') {
 				k++
 			}
 			if k < len(b) && b[k] == ')' {
@@ -144,20 +144,20 @@ func strtod(b []byte) (f float64, n int, erange bool) {
 		}
 		return math.NaN(), j, false
 	case i+1 < len(b) && b[i] == '0' && b[i+1]|0x20 == 'x':
-		if f, n, erange, ok := hexFloat(b, start, i+2); ok {
+		if f, n, erange, ok := strtodHex(b, start, i+2); ok {
 			return f, n, erange
 		}
 		// "0x" without a hexadecimal digit is the number 0, then an 'x'.
 	}
 	j := i
 	digits, nonzero := 0, false
-	for ; j < len(b) && isDigit(b[j]); j++ {
+	for ; j < len(b) && cIsDigit(b[j]); j++ {
 		digits++
 		nonzero = nonzero || b[j] != '0'
 	}
 	if j < len(b) && b[j] == '.' {
 		j++
-		for ; j < len(b) && isDigit(b[j]); j++ {
+		for ; j < len(b) && cIsDigit(b[j]); j++ {
 			digits++
 			nonzero = nonzero || b[j] != '0'
 		}
@@ -165,23 +165,23 @@ func strtod(b []byte) (f float64, n int, erange bool) {
 	if digits == 0 {
 		return 0, 0, false
 	}
-	j = exponent(b, j, 'e')
+	j = strtodExponent(b, j, 'e')
 	f, err := strconv.ParseFloat(string(b[start:j]), 64)
 	return f, j, err != nil || f == 0 && nonzero
 }
 
-// hexFloat reads the hexadecimal number whose digits start at b[i] (after "0x"; the sign
+// strtodHex reads the hexadecimal number whose digits start at b[i] (after "0x"; the sign
 // and the 0 start at b[start]); ok is false when there is no hexadecimal digit.
-func hexFloat(b []byte, start, i int) (f float64, n int, erange, ok bool) {
+func strtodHex(b []byte, start, i int) (f float64, n int, erange, ok bool) {
 	j := i
 	digits, nonzero := 0, false
-	for ; j < len(b) && isHex(b[j]); j++ {
+	for ; j < len(b) && cIsXDigit(b[j]); j++ {
 		digits++
 		nonzero = nonzero || b[j] != '0'
 	}
 	if j < len(b) && b[j] == '.' {
 		j++
-		for ; j < len(b) && isHex(b[j]); j++ {
+		for ; j < len(b) && cIsXDigit(b[j]); j++ {
 			digits++
 			nonzero = nonzero || b[j] != '0'
 		}
@@ -189,7 +189,7 @@ func hexFloat(b []byte, start, i int) (f float64, n int, erange, ok bool) {
 	if digits == 0 {
 		return 0, 0, false, false
 	}
-	end := exponent(b, j, 'p')
+	end := strtodExponent(b, j, 'p')
 	text := string(b[start:end])
 	if end == j {
 		text += "p0" // strconv wants the binary exponent that C takes as optional
@@ -198,9 +198,9 @@ func hexFloat(b []byte, start, i int) (f float64, n int, erange, ok bool) {
 	return f, end, err != nil || f == 0 && nonzero, true
 }
 
-// exponent returns where the number ending at b[j] ends with its exponent: the letter e
+// strtodExponent returns where the number ending at b[j] ends with its exponent: the letter e
 // (or p), an optional sign and at least one decimal digit; otherwise there is none.
-func exponent(b []byte, j int, letter byte) int {
+func strtodExponent(b []byte, j int, letter byte) int {
 	if j >= len(b) || b[j]|0x20 != letter {
 		return j
 	}
@@ -208,10 +208,10 @@ func exponent(b []byte, j int, letter byte) int {
 	if k < len(b) && (b[k] == '+' || b[k] == '-') {
 		k++
 	}
-	if k >= len(b) || !isDigit(b[k]) {
+	if k >= len(b) || !cIsDigit(b[k]) {
 		return j
 	}
-	for k < len(b) && isDigit(b[k]) {
+	for k < len(b) && cIsDigit(b[k]) {
 		k++
 	}
 	return k
