@@ -31,7 +31,7 @@ func TestValueRoom(t *testing.T) {
 	ks := New(1)
 	s := ks.shards[0]
 	key := []byte("sl:000000042")
-	exact := func(n int) int { return entrySize(len(key), n, 0, false) }
+	exact := func(n int) int { return entrySize(len(key), n, 0, Value{Num: 1}) }
 	s.Lock()
 	defer s.Unlock()
 
@@ -155,7 +155,7 @@ func TestValueRoomMemory(t *testing.T) {
 	key := []byte("sl:000000042") // 14-byte keys, as the load tests use, hold 12 bytes of name here
 	s.Lock()
 	defer s.Unlock()
-	exact := func(n int) int { return entrySize(len(key), n, 0, false) }
+	exact := func(n int) int { return entrySize(len(key), n, 0, Value{Num: 1, Expire: 2}) }
 	log := []byte{0}
 	s.SetLocked(key, Value{Kind: SlidingLog, Num: 1, Expire: 2, Bytes: log})
 	_, size, _ := entryOf(t, s, key)
