@@ -699,9 +699,20 @@ func (s *Shard) replaceSized(pos int, off uint32, key []byte, v Value) {
 		off = s.ids[id] // compacting the old tail block may have moved the entry
 	}
 	writeEntry(ne, id, key, v, room)
+	slide := newOff == off+uint32(size)
+	if slide {
+		// The old entry ends the tail block where the new one starts: the new one takes its
+		// place, so that a key that changes size right after it was written (HSET, then
+		// PEXPIRE: Expire takes bytes now) leaves no dead bytes behind.
+		copy(s.blocks[s.tail][off&blockMask:], ne)
+		s.meta[s.tail].used -= int32(size)
+		newOff = off
+	}
 	s.ids[id] = newOff
 	s.index[pos] = s.index[pos]&^math.MaxUint32 | uint64(newOff+1)
-	s.kill(off, size)
+	if !slide {
+		s.kill(off, size) // after the id moved: a compaction it starts sees the old entry dead
+	}
 	switch {
 	case big:
 		s.setBig(id, v.Bytes)
