@@ -110,6 +110,20 @@ func Skip(b []byte) int {
 	return 1
 }
 
+// Count returns the elements of pack (a damaged pack: those before the damage).
+func Count(pack []byte) int {
+	n := 0
+	for len(pack) > 0 {
+		k := Skip(pack)
+		if k == 0 {
+			break
+		}
+		pack = pack[k:]
+		n++
+	}
+	return n
+}
+
 // Append appends e's string form: a string's bytes, an integer's decimal, a float's as
 // Redis replies a score (%.17g).
 func (e Elem) Append(dst []byte) []byte {

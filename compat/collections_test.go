@@ -11,8 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// collectionState reads every hash, sorted set and list writeCollections wrote, with TTLs
-// to the second.
+// collectionState reads every hash, sorted set and list writeCollections wrote.
 func collectionState(t *testing.T, rdb *redis.Client) []string {
 	ctx := context.Background()
 	var out []string
@@ -21,10 +20,23 @@ func collectionState(t *testing.T, rdb *redis.Client) []string {
 		out = append(out,
 			fmt.Sprint(rdb.HGetAll(ctx, h).Val()), rdb.ObjectEncoding(ctx, h).Val(),
 			fmt.Sprint(rdb.ZRangeWithScores(ctx, z, 0, -1).Val()), rdb.ObjectEncoding(ctx, z).Val(),
-			fmt.Sprint(rdb.LRange(ctx, l, 0, -1).Val()),
-			strconv.Itoa(int(rdb.TTL(ctx, h).Val().Seconds()+0.5)), strconv.Itoa(int(rdb.TTL(ctx, z).Val().Seconds()+0.5)))
+			fmt.Sprint(rdb.LRange(ctx, l, 0, -1).Val()))
 	}
 	return out
+}
+
+// requireTTLs checks the expiries writeCollections set, to within a few seconds.
+func requireTTLs(t *testing.T, rdb *redis.Client) {
+	ctx := context.Background()
+	for i := range 50 {
+		h, z := "h:"+strconv.Itoa(i), "z:"+strconv.Itoa(i)
+		if i%2 == 0 {
+			require.InDelta(t, time.Hour.Seconds(), rdb.TTL(ctx, h).Val().Seconds(), 10, h)
+			require.InDelta(t, 2*time.Hour.Seconds(), rdb.TTL(ctx, z).Val().Seconds(), 10, z)
+		} else {
+			require.Equal(t, time.Duration(-1), rdb.TTL(ctx, h).Val(), h)
+		}
+	}
 }
 
 // writeCollections writes hashes, sorted sets and lists of every encoding: small ones, and
@@ -64,6 +76,7 @@ func TestCollectionsSurviveKill9AndReachReplicas(t *testing.T) {
 	r := replica.client()
 	defer r.Close()
 	require.Equal(t, want, collectionState(t, r))
+	requireTTLs(t, r)
 	p.Close()
 
 	primary.kill9(t)
@@ -71,4 +84,5 @@ func TestCollectionsSurviveKill9AndReachReplicas(t *testing.T) {
 	p = primary.client()
 	defer p.Close()
 	require.Equal(t, want, collectionState(t, p))
+	requireTTLs(t, p)
 }

@@ -17,10 +17,13 @@
 //     compares hashes without touching keys, a lookup touches one slot and one entry, and
 //     resizing reads no key.
 //   - arena: 8 KiB blocks of entries, one per key: a header (the Kind and two flags), the
-//     record id, Expire, Num, Num2 only when it is not zero (a GCRA key needs none), the
-//     key's length and the key, then the byte value's length and the bytes when there are
-//     any. Reads and in-place updates of the fields need no decoding. An entry that dies
-//     or changes size is written anew at the tail and leaves dead bytes behind; a block
+//     record id, then Expire, Num and Num2, each only when it is not zero (a GCRA key has
+//     the first two; a hash without an expiry, none), the key's length and the key, then
+//     the byte value's length and the bytes when there are any. Reads and in-place updates
+//     of the fields need no decoding. An entry that dies or changes size is written anew
+//     at the tail and leaves dead bytes behind (unless it ended the tail block: then it is
+//     rewritten where it was, so a key given an expiry right after it was written leaves
+//     none); a block
 //     more than half dead has its live entries moved to the tail block and is freed, so
 //     compaction is incremental. A byte value that outgrows its entry moves with 32 bytes
 //     of room after it (growRoom), so that a sliding log, 3 bytes longer at each

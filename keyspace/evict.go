@@ -135,7 +135,7 @@ func (s *Shard) evictLocked(p Policy, samples int, now int64) bool {
 		}
 		off := uint32(slot) - 1
 		e := s.entry(off)
-		exp := getInt(e, eExpire)
+		exp := expireOf(e)
 		if p.volatile() && exp == 0 {
 			continue
 		}

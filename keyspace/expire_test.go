@@ -89,7 +89,7 @@ func setExpiries(ks *Keyspace, exp func(rank int) int64) {
 		rank := 0
 		for _, e := range s.index {
 			if e != 0 {
-				putInt(s.entry(uint32(e)-1), eExpire, exp(rank))
+				putInt(s.entry(uint32(e)-1), eFields, exp(rank)) // Expire comes first
 				rank++
 			}
 		}

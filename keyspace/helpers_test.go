@@ -90,7 +90,7 @@ func (s *Shard) check() error {
 		}
 		live++
 		liveAt[off] = true
-		if getInt(e, eExpire) != 0 {
+		if expireOf(e) != 0 {
 			withExp++
 		}
 		if e[0]&hdrBytes != 0 {
@@ -112,13 +112,13 @@ func (s *Shard) check() error {
 		} else if hasRoom(e) {
 			return fmt.Errorf("id %d: room without a value", id)
 		}
-		if klen, _ := uvarint(e[fixedLen(e[0]):]); klen > maxInlineKey {
+		if klen, _ := uvarint(e[fixedLen(e):]); klen > maxInlineKey {
 			big++
 			if len(s.big[uint32(id)]) != klen {
 				return fmt.Errorf("id %d: big key of %d bytes, want %d", id, len(s.big[uint32(id)]), klen)
 			}
 		}
-		if e[0]&hdrWide != 0 && getInt(e, eNum2) == 0 {
+		if _, _, num2 := fields(e); e[0]&hdrWide != 0 && num2 == 0 {
 			return fmt.Errorf("id %d: wide entry with Num2 0", id)
 		}
 		if Kind(e[0]&hdrKind) == None {

@@ -31,7 +31,7 @@ func TestValueRoom(t *testing.T) {
 	ks := New(1)
 	s := ks.shards[0]
 	key := []byte("sl:000000042")
-	exact := func(n int) int { return entrySize(len(key), n, 0, false) }
+	exact := func(n int) int { return entrySize(len(key), n, 0, Value{Num: 1}) }
 	s.Lock()
 	defer s.Unlock()
 
@@ -58,6 +58,9 @@ func TestValueRoom(t *testing.T) {
 		{"shrinks by one: in place, the length byte of a room of 0", 1, false, 0},
 	}
 	for i, st := range steps {
+		// Another key after it, so that the entry does not end the tail block (where it
+		// would be rewritten in place: TestTailEntryGrowsInPlace).
+		s.SetLocked([]byte{'f', byte(i)}, Value{Kind: String, Bytes: []byte("x")})
 		// Rebuilt from the stored bytes, as the algorithms do: in a scratch buffer.
 		v, ok := s.GetLocked(key, 0)
 		require.True(t, ok)
@@ -80,6 +83,31 @@ func TestValueRoom(t *testing.T) {
 		require.Equal(t, len(got.Bytes), cap(got.Bytes), "%s: appending to the bytes lent must not write into the room", st.name)
 		require.NoError(t, s.check(), st.name)
 	}
+}
+
+// TestTailEntryGrowsInPlace: an entry that ends the tail block and changes size (a hash
+// written, then given an expiry) is rewritten where it is, leaving no dead bytes; one that
+// does not end it moves.
+func TestTailEntryGrowsInPlace(t *testing.T) {
+	ks := New(1)
+	s := ks.shards[0]
+	s.Lock()
+	defer s.Unlock()
+	key := []byte("tb:000000042")
+	s.SetLocked(key, Value{Kind: String, Bytes: []byte("tokens")})
+	off, _, _ := entryOf(t, s, key)
+	s.SetLocked(key, Value{Kind: String, Bytes: []byte("tokens"), Expire: 5})
+	newOff, size, _ := entryOf(t, s, key)
+	require.Equal(t, off, newOff)
+	require.Equal(t, entrySize(len(key), 6, 0, Value{Expire: 5}), size)
+	require.Equal(t, blockMeta{used: int32(size)}, s.meta[s.tail])
+
+	s.SetLocked([]byte("other"), Value{Kind: String, Bytes: []byte("x")})
+	s.SetLocked(key, Value{Kind: String, Bytes: []byte("tokens"), Expire: 5, Num: 1})
+	newOff, _, _ = entryOf(t, s, key)
+	require.NotEqual(t, off, newOff)
+	require.Equal(t, int32(size), s.meta[s.tail].dead)
+	require.NoError(t, s.check())
 }
 
 // TestValueRoomAliasing writes values that alias the stored bytes (a log dropping its
@@ -155,7 +183,7 @@ func TestValueRoomMemory(t *testing.T) {
 	key := []byte("sl:000000042") // 14-byte keys, as the load tests use, hold 12 bytes of name here
 	s.Lock()
 	defer s.Unlock()
-	exact := func(n int) int { return entrySize(len(key), n, 0, false) }
+	exact := func(n int) int { return entrySize(len(key), n, 0, Value{Num: 1, Expire: 2}) }
 	log := []byte{0}
 	s.SetLocked(key, Value{Kind: SlidingLog, Num: 1, Expire: 2, Bytes: log})
 	_, size, _ := entryOf(t, s, key)

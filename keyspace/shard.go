@@ -14,10 +14,10 @@ import (
 // An entry holds one key and its state in a block of the shard's arena:
 //
 //	offset 0   header: the Kind (6 bits), hdrWide, hdrBytes
-//	       1   record id, uint32 little-endian, with idRoom in its top bit
-//	       5   Expire, int64 little-endian
-//	      13   Num, int64 little-endian
-//	      21   Num2, int64 little-endian, only when hdrWide
+//	       1   record id, uint32 little-endian, with idRoom, idExpire and idNum in its top bits
+//	       5   Expire, int64 little-endian, only when idExpire (it is not 0)
+//	    then   Num, int64 little-endian, only when idNum (it is not 0)
+//	    then   Num2, int64 little-endian, only when hdrWide (it is not 0)
 //	    then   the key's length, uvarint
 //	    then   the key, unless longer than maxInlineKey (then it is in Shard.big)
 //	    then   only when hdrBytes, the byte value: its length, uvarint; only when idRoom,
@@ -25,8 +25,9 @@ import (
 //	           longer than maxInlineValue is in Shard.vals, and its length is written 0
 //
 // The fields come first so that reading and updating them needs no decoding; a lookup
-// touches the index slot and this entry and nothing else. A write that changes the size
-// of an entry (Num2 turning zero or not, a byte value outgrowing its room, shrinking so
+// touches the index slot and this entry and nothing else. A field that is 0 takes no bytes:
+// a key without an expiry, a hash or a string saves 8 bytes each for Expire and Num. A write
+// that changes the size of an entry (a field turning zero or not, a byte value outgrowing its room, shrinking so
 // much that more than maxRoom bytes would be left over, or going in or out of Shard.vals)
 // moves it to the tail; any other write is made in place. A byte value that grows moves
 // with room after it (growRoom), so that a value growing a few bytes at every write (a
@@ -34,17 +35,18 @@ import (
 // each move leaves dead bytes behind, and compacting them moves other entries too.
 const (
 	eID      = 1
-	eExpire  = 5
-	eNum     = 13
-	eNum2    = 21
-	eNarrow  = 21 // the length of the fixed part without Num2
-	eWide    = 29 // and with
+	eFields  = 5 // where Expire, Num and Num2 start, those present
 	hdrKind  = 0x3f
 	hdrWide  = 0x40 // Num2 != 0: the entry has its 8 bytes
 	hdrBytes = 0x80 // the key has a byte value (Value.Bytes is not empty)
 	// idRoom, the top bit of the record id word, says the inline byte value has room after
 	// it, and the byte before the value says how much. Record ids stay below it.
 	idRoom = 1 << 31
+	// idExpire and idNum, the next bits of the record id word, say that Expire and Num are
+	// in the entry: they are not 0.
+	idExpire = 1 << 30
+	idNum    = 1 << 29
+	idFlags  = idRoom | idExpire | idNum
 	// growRoom is the room a byte value that grew past its room gets when it moves: a
 	// sliding log's next ten admissions over a one-minute window (3 bytes each), so that
 	// it moves at one admission in eleven. maxRoom is the most room a value keeps in
@@ -75,8 +77,8 @@ const (
 	maxBlocks = 1<<(32-blockShift) - 1
 	// freeID marks a free record id in Shard.ids. No entry starts there.
 	freeID = math.MaxUint32
-	// maxIDs keeps record ids below idRoom (and freeID).
-	maxIDs = idRoom - 1
+	// maxIDs keeps record ids below the id word's flags (and freeID).
+	maxIDs = idNum - 1
 
 	// minIndex is the smallest index. Indexes grow past load maxLoadNum/maxLoadDen and
 	// shrink below minLoadNum/minLoadDen, to about 4/7 (targetIndex).
@@ -191,7 +193,7 @@ func (s *Shard) GetLocked(key []byte, now int64) (Value, bool) {
 		return Value{}, false
 	}
 	e := s.entry(off)
-	exp := getInt(e, eExpire)
+	exp, num, num2 := fields(e)
 	if exp != 0 && now >= exp {
 		s.remove(pos, off)
 		s.expired.Add(1)
@@ -199,10 +201,6 @@ func (s *Shard) GetLocked(key []byte, now int64) (Value, bool) {
 	}
 	// As in value, inlined: returning value's result costs a copy through memory.
 	hdr := e[0]
-	var num2 int64
-	if hdr&hdrWide != 0 {
-		num2 = getInt(e, eNum2)
-	}
 	var b []byte
 	if hdr&hdrBytes != 0 {
 		b = s.bytesOf(e)
@@ -211,7 +209,7 @@ func (s *Shard) GetLocked(key []byte, now int64) (Value, bool) {
 	if s.lru != nil {
 		s.touchLRU(getID(e))
 	}
-	return Value{Kind: Kind(hdr & hdrKind), Expire: exp, Num: getInt(e, eNum), Num2: num2, Bytes: b}, true
+	return Value{Kind: Kind(hdr & hdrKind), Expire: exp, Num: num, Num2: num2, Bytes: b}, true
 }
 
 // SetLocked stores v at key, replacing what was there (an expired key is replaced too).
@@ -243,7 +241,7 @@ func (s *Shard) SetLocked(key []byte, v Value) {
 		s.resize(targetIndex(s.count + 1))
 		pos, _, _ = s.find(key, h)
 	}
-	off, e := s.appendEntry(entrySize(len(key), len(v.Bytes), 0, v.Num2 != 0)) // may compact: only then take the id
+	off, e := s.appendEntry(entrySize(len(key), len(v.Bytes), 0, v)) // may compact: only then take the id
 	id := s.allocID()
 	writeEntry(e, id, key, v, 0)
 	s.ids[id] = off
@@ -290,7 +288,7 @@ func (s *Shard) DeleteAtLocked(key []byte, now int64) bool {
 	if !ok {
 		return false
 	}
-	exp := getInt(s.entry(off), eExpire)
+	exp := expireOf(s.entry(off))
 	s.remove(pos, off)
 	if exp != 0 && now >= exp {
 		s.expired.Add(1)
@@ -317,27 +315,84 @@ func (s *Shard) entry(off uint32) []byte {
 
 func getInt(e []byte, at int) int64    { return int64(binary.LittleEndian.Uint64(e[at:])) }
 func putInt(e []byte, at int, v int64) { binary.LittleEndian.PutUint64(e[at:], uint64(v)) }
-func getID(e []byte) uint32            { return binary.LittleEndian.Uint32(e[eID:]) &^ idRoom }
+func getID(e []byte) uint32            { return binary.LittleEndian.Uint32(e[eID:]) &^ idFlags }
+
+// idFlag reports whether entry e's id word has flag, one of idRoom, idExpire, idNum.
+func idFlag(e []byte, flag uint32) bool { return e[eID+3]&byte(flag>>24) != 0 }
+
+// fields returns entry e's Expire, Num and Num2, 0 for those it has not.
+func fields(e []byte) (exp, num, num2 int64) {
+	at := eFields
+	if idFlag(e, idExpire) {
+		exp = getInt(e, at)
+		at += 8
+	}
+	if idFlag(e, idNum) {
+		num = getInt(e, at)
+		at += 8
+	}
+	if e[0]&hdrWide != 0 {
+		num2 = getInt(e, at)
+	}
+	return exp, num, num2
+}
+
+// expireOf returns entry e's Expire, 0 when it has none.
+func expireOf(e []byte) int64 {
+	if idFlag(e, idExpire) {
+		return getInt(e, eFields)
+	}
+	return 0
+}
+
+// layoutOf returns the id word's flags and the header's hdrWide that an entry of v has.
+func layoutOf(v Value) (flags uint32, hdr byte) {
+	if v.Expire != 0 {
+		flags |= idExpire
+	}
+	if v.Num != 0 {
+		flags |= idNum
+	}
+	if v.Num2 != 0 {
+		hdr = hdrWide
+	}
+	return flags, hdr
+}
+
+// sameLayout reports whether v's fields fit entry e's as they are: each zero or not alike.
+func sameLayout(e []byte, v Value) bool {
+	flags, hdr := layoutOf(v)
+	return binary.LittleEndian.Uint32(e[eID:])&(idExpire|idNum) == flags && e[0]&hdrWide == hdr
+}
+
+// fixedSize is the length of the fixed part of an entry with these fields.
+func fixedSize(flags uint32, hdr byte) int {
+	n := eFields
+	if flags&idExpire != 0 {
+		n += 8
+	}
+	if flags&idNum != 0 {
+		n += 8
+	}
+	if hdr&hdrWide != 0 {
+		n += 8
+	}
+	return n
+}
 
 // hasRoom reports whether entry e has idRoom: the byte before its inline value's bytes
 // gives the length of the room after them.
-func hasRoom(e []byte) bool { return e[eID+3]&(idRoom>>24) != 0 }
+func hasRoom(e []byte) bool { return idFlag(e, idRoom) }
 
-// fixedLen is the length of an entry's fixed part.
-func fixedLen(hdr byte) int {
-	if hdr&hdrWide != 0 {
-		return eWide
-	}
-	return eNarrow
+// fixedLen is the length of entry e's fixed part.
+func fixedLen(e []byte) int {
+	return fixedSize(binary.LittleEndian.Uint32(e[eID:])&(idExpire|idNum), e[0]&hdrWide)
 }
 
-// entrySize is the size of the entry of a key of klen bytes with a byte value of vlen and,
-// when it is inline, room bytes of room.
-func entrySize(klen, vlen, room int, wide bool) int {
-	n := eNarrow + uvarintLen(klen)
-	if wide {
-		n = eWide + uvarintLen(klen)
-	}
+// entrySize is the size of the entry of a key of klen bytes with v's fields, a byte value
+// of vlen and, when it is inline, room bytes of room.
+func entrySize(klen, vlen, room int, v Value) int {
+	n := fixedSize(layoutOf(v)) + uvarintLen(klen)
 	if klen <= maxInlineKey {
 		n += klen
 	}
@@ -355,7 +410,7 @@ func entrySize(klen, vlen, room int, wide bool) int {
 
 // keyEnd returns where the key of entry e ends: where its byte value starts, if it has one.
 func keyEnd(e []byte) int {
-	at := fixedLen(e[0])
+	at := fixedLen(e)
 	klen, n := uvarint(e[at:])
 	at += n
 	if klen <= maxInlineKey {
@@ -395,16 +450,10 @@ func inVals(e []byte) bool {
 // value with room bytes of room. A byte value longer than maxInlineValue is left for the
 // caller to put in Shard.vals.
 func writeEntry(e []byte, id uint32, key []byte, v Value, room int) {
-	e[0] = byte(v.Kind)
-	binary.LittleEndian.PutUint32(e[eID:], id)
-	putInt(e, eExpire, v.Expire)
-	putInt(e, eNum, v.Num)
-	at := eNarrow
-	if v.Num2 != 0 {
-		e[0] |= hdrWide
-		putInt(e, eNum2, v.Num2)
-		at = eWide
-	}
+	flags, hdr := layoutOf(v)
+	e[0] = byte(v.Kind) | hdr
+	binary.LittleEndian.PutUint32(e[eID:], id|flags)
+	at := putFields(e, v)
 	at += binary.PutUvarint(e[at:], uint64(len(key)))
 	if len(key) <= maxInlineKey {
 		at += copy(e[at:], key)
@@ -427,7 +476,7 @@ func writeEntry(e []byte, id uint32, key []byte, v Value, room int) {
 
 // keyIn returns the key of entry e, aliasing the shard's memory.
 func (s *Shard) keyIn(e []byte) []byte {
-	at := fixedLen(e[0])
+	at := fixedLen(e)
 	klen, n := uvarint(e[at:])
 	if klen > maxInlineKey {
 		return s.big[getID(e)]
@@ -455,15 +504,12 @@ func (s *Shard) bytesOf(e []byte) []byte {
 // value assembles the Value of entry e.
 func (s *Shard) value(e []byte) Value {
 	hdr := e[0]
-	var num2 int64
-	if hdr&hdrWide != 0 {
-		num2 = getInt(e, eNum2)
-	}
+	exp, num, num2 := fields(e)
 	var b []byte
 	if hdr&hdrBytes != 0 {
 		b = s.bytesOf(e)
 	}
-	return Value{Kind: Kind(hdr & hdrKind), Expire: getInt(e, eExpire), Num: getInt(e, eNum), Num2: num2, Bytes: b}
+	return Value{Kind: Kind(hdr & hdrKind), Expire: exp, Num: num, Num2: num2, Bytes: b}
 }
 
 // find returns the index slot holding key and its entry's offset, or the empty slot where
@@ -569,10 +615,10 @@ func (s *Shard) removeKeepingIndex(pos int, off uint32) {
 	if inVals(e) {
 		delete(s.vals, id)
 	}
-	if klen, _ := uvarint(e[fixedLen(e[0]):]); klen > maxInlineKey {
+	if klen, _ := uvarint(e[fixedLen(e):]); klen > maxInlineKey {
 		delete(s.big, id)
 	}
-	if getInt(e, eExpire) != 0 {
+	if idFlag(e, idExpire) {
 		s.expires.Add(-1)
 	}
 	s.unlink(pos)
@@ -594,7 +640,7 @@ func (s *Shard) fitIndex() {
 // replace writes v over the key whose entry is at off and index slot pos.
 func (s *Shard) replace(pos int, off uint32, key []byte, v Value) {
 	e := s.entry(off)
-	if oldExp := getInt(e, eExpire); (oldExp != 0) != (v.Expire != 0) {
+	if idFlag(e, idExpire) != (v.Expire != 0) {
 		if v.Expire != 0 {
 			s.expires.Add(1)
 		} else {
@@ -602,15 +648,10 @@ func (s *Shard) replace(pos int, off uint32, key []byte, v Value) {
 		}
 	}
 	id := getID(e)
-	wide := v.Num2 != 0
-	if e[0]&hdrBytes == 0 && len(v.Bytes) == 0 && (e[0]&hdrWide != 0) == wide {
+	if e[0]&hdrBytes == 0 && len(v.Bytes) == 0 && sameLayout(e, v) {
 		// The fixed-size kinds' path: no sizes to work out.
 		e[0] = e[0]&hdrWide | byte(v.Kind)
-		putInt(e, eExpire, v.Expire)
-		putInt(e, eNum, v.Num)
-		if wide {
-			putInt(e, eNum2, v.Num2)
-		}
+		putFields(e, v)
 	} else {
 		s.replaceSized(pos, off, key, v)
 		off = s.ids[id] // it may have moved
@@ -634,15 +675,15 @@ func (s *Shard) replaceSized(pos int, off uint32, key []byte, v Value) {
 	}
 	wasBig, big := e[0]&hdrBytes != 0 && vlen == 0, len(v.Bytes) > maxInlineValue
 	size, room := at+field, 0
-	if (e[0]&hdrWide != 0) == (v.Num2 != 0) {
+	if sameLayout(e, v) {
 		switch {
 		case wasBig && big:
-			s.putFields(e, v)
+			setFields(e, v)
 			s.setBig(id, v.Bytes)
 			return
 		case vlen > 0 && len(v.Bytes) > 0 && !big: // inline before and after
 			if putInline(e, at, field, vlen, v.Bytes) {
-				s.putFields(e, v)
+				setFields(e, v)
 				return
 			}
 			if len(v.Bytes) > vlen {
@@ -653,14 +694,25 @@ func (s *Shard) replaceSized(pos int, off uint32, key []byte, v Value) {
 	// v.Bytes may alias the old entry, which appendEntry may move: its bytes stay intact
 	// all the same, since GetLocked lent them (see loanSpare).
 	tail := s.tail
-	newOff, ne := s.appendEntry(entrySize(len(key), len(v.Bytes), room, v.Num2 != 0))
+	newOff, ne := s.appendEntry(entrySize(len(key), len(v.Bytes), room, v))
 	if s.tail != tail {
 		off = s.ids[id] // compacting the old tail block may have moved the entry
 	}
 	writeEntry(ne, id, key, v, room)
+	slide := newOff == off+uint32(size)
+	if slide {
+		// The old entry ends the tail block where the new one starts: the new one takes its
+		// place, so that a key that changes size right after it was written (HSET, then
+		// PEXPIRE: Expire takes bytes now) leaves no dead bytes behind.
+		copy(s.blocks[s.tail][off&blockMask:], ne)
+		s.meta[s.tail].used -= int32(size)
+		newOff = off
+	}
 	s.ids[id] = newOff
 	s.index[pos] = s.index[pos]&^math.MaxUint32 | uint64(newOff+1)
-	s.kill(off, size)
+	if !slide {
+		s.kill(off, size) // after the id moved: a compaction it starts sees the old entry dead
+	}
 	switch {
 	case big:
 		s.setBig(id, v.Bytes)
@@ -669,15 +721,23 @@ func (s *Shard) replaceSized(pos int, off uint32, key []byte, v Value) {
 	}
 }
 
-// putFields writes the Kind and the fields of v over entry e, whose layout stays: hdrWide
-// as it is.
-func (s *Shard) putFields(e []byte, v Value) {
+// setFields writes the Kind and the fields of v over entry e, whose layout stays
+// (sameLayout).
+func setFields(e []byte, v Value) {
 	e[0] = e[0]&(hdrWide|hdrBytes) | byte(v.Kind)
-	putInt(e, eExpire, v.Expire)
-	putInt(e, eNum, v.Num)
-	if v.Num2 != 0 {
-		putInt(e, eNum2, v.Num2)
+	putFields(e, v)
+}
+
+// putFields writes v's fields that are not 0 from eFields on and returns where they end.
+func putFields(e []byte, v Value) int {
+	at := eFields
+	for _, x := range [...]int64{v.Expire, v.Num, v.Num2} {
+		if x != 0 {
+			putInt(e, at, x)
+			at += 8
+		}
 	}
+	return at
 }
 
 // putInline writes b, 1 to maxInlineValue bytes, as the inline byte value of entry e whose
@@ -923,7 +983,7 @@ func (s *Shard) scanLocked(id uint32, now int64, want, budget int, fn func([]byt
 			continue
 		}
 		e := s.entry(off)
-		if exp := getInt(e, eExpire); exp != 0 && now >= exp {
+		if exp := expireOf(e); exp != 0 && now >= exp {
 			continue
 		}
 		fn(s.keyIn(e), s.value(e))
@@ -972,7 +1032,7 @@ func (s *Shard) expireLocked(now int64, budget int, r *expireRound) (removed, wo
 			r.keys++
 			work++
 			off := uint32(e) - 1
-			if exp := getInt(s.entry(off), eExpire); exp != 0 {
+			if exp := expireOf(s.entry(off)); exp != 0 {
 				r.sampled++
 				if gone = now >= exp; gone {
 					// The slot then holds the next key of its run, if any: the walk stays.

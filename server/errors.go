@@ -24,6 +24,8 @@ var (
 	errSyntax = errors.New("syntax error")
 	// errNotInteger is an argument or value that is not a 64-bit integer.
 	errNotInteger = errors.New("value is not an integer or out of range")
+	// errNoSuchKey is RENAME's missing source, LSET's missing list.
+	errNoSuchKey = errors.New("no such key")
 	// errOverflow is an increment that leaves int64.
 	errOverflow = errors.New("increment or decrement would overflow")
 	// errNotFloat is an argument or value that is not a number as Redis's string2ld reads one.

@@ -355,8 +355,6 @@ func renameHandler(nx bool) handler {
 }
 
 var (
-	// errNoSuchKey is RENAME's missing source.
-	errNoSuchKey = errors.New("no such key")
 	// errSameObject is COPY onto itself.
 	errSameObject = errors.New("source and destination objects are the same")
 	// errNotInt32 is an integer argument that Redis reads as a C int.

@@ -64,13 +64,16 @@ func (r *runner) memory(sc scripts) ([]memRow, error) {
 }
 
 // perKey sends n requests and returns the growth of the resident set per request.
-func perKey(s *server, n int, req func(i int) []byte) (float64, error) {
+func perKey(s *server, n int, req func(i int) []byte) (float64, error) { return perKeyN(s, n, 1, req) }
+
+// perKeyN is perKey with requests of several commands each.
+func perKeyN(s *server, n, commands int, req func(i int) []byte) (float64, error) {
 	time.Sleep(500 * time.Millisecond)
 	before, err := s.rss()
 	if err != nil {
 		return 0, err
 	}
-	if err := s.pipe(req, n); err != nil {
+	if err := s.pipeN(req, n, commands); err != nil {
 		return 0, err
 	}
 	time.Sleep(time.Second) // let the allocator settle, as memory.sh does

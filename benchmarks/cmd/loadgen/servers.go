@@ -83,7 +83,10 @@ func (s *server) do(args ...string) (any, error) {
 }
 
 // pipe sends every request in reqs on one connection, in batches, and fails on any error reply.
-func (s *server) pipe(reqs func(i int) []byte, n int) error {
+func (s *server) pipe(reqs func(i int) []byte, n int) error { return s.pipeN(reqs, n, 1) }
+
+// pipeN is pipe with requests of several commands each.
+func (s *server) pipeN(reqs func(i int) []byte, n, commands int) error {
 	c, err := net.Dial("tcp", s.addr)
 	if err != nil {
 		return err
@@ -101,7 +104,7 @@ func (s *server) pipe(reqs func(i int) []byte, n int) error {
 		if _, err := c.Write(buf); err != nil {
 			return err
 		}
-		for range m {
+		for range m * commands {
 			if _, err := r.Next(); err != nil {
 				return err
 			}
