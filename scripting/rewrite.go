@@ -12,19 +12,26 @@ import (
 //     numbers with Go's shortest form (0.3333333333333333), Lua 5.1 with "%.14g"
 //     (0.33333333333333), and scripts build keys and replies that way;
 //   - every loop body and function body starts with a call of the tick function, so that a
-//     script that never calls Redis can still be stopped (SCRIPT KILL).
+//     script that never calls Redis can still be stopped (SCRIPT KILL);
+//   - a call with more arguments than gopher-lua has registers for (it has 200, Lua 5.1
+//     250) passes them in a table that the unpack function spreads again:
+//     redis.call('ZADD', k, s1, m1, ... s150, m150) compiles as on Redis.
 //
-// Both functions reach the script as upvalues: the chunk compiled is
+// The functions reach the script as upvalues: the chunk compiled is
 //
-//	local (concat), (tick) = ...
+//	local (concat), (tick), (unpack) = ...
 //	return function(...) <the script> end
 //
-// and each interpreter calls it once with its two Go functions to get the script's
-// function. Their names cannot be written in Lua, so no script can shadow or reach them.
+// and each interpreter calls it once with its Go functions to get the script's function.
+// Their names cannot be written in Lua, so no script can shadow or reach them.
 
 const (
 	concatName = "(concat)"
 	tickName   = "(tick)"
+	unpackName = "(unpack)"
+	// maxDirectArgs is the most arguments a call keeps; past it they go in a table,
+	// leaving gopher-lua's registers for the locals and temporaries around the call.
+	maxDirectArgs = 100
 )
 
 // wrapChunk rewrites the script's statements and wraps them as above.
@@ -35,7 +42,7 @@ func wrapChunk(chunk []ast.Stmt) []ast.Stmt {
 	if len(chunk) > 0 {
 		fn.SetLastLine(chunk[len(chunk)-1].LastLine())
 	}
-	locals := &ast.LocalAssignStmt{Names: []string{concatName, tickName}, Exprs: []ast.Expr{&ast.Comma3Expr{}}}
+	locals := &ast.LocalAssignStmt{Names: []string{concatName, tickName, unpackName}, Exprs: []ast.Expr{&ast.Comma3Expr{}}}
 	return []ast.Stmt{locals, &ast.ReturnStmt{Exprs: []ast.Expr{fn}}}
 }
 
@@ -107,6 +114,9 @@ func rewriteStmt(s ast.Stmt) ast.Stmt {
 		rewriteFunction(s.Func)
 	case *ast.ReturnStmt:
 		rewriteExprs(s.Exprs)
+		if len(s.Exprs) > maxDirectArgs && !isOpen(s.Exprs[len(s.Exprs)-1]) {
+			s.Exprs = packArgs(s.Exprs, s.Line())
+		}
 	}
 	return s
 }
@@ -141,6 +151,9 @@ func rewriteExpr(e ast.Expr) ast.Expr {
 			e.Receiver = rewriteExpr(e.Receiver)
 		}
 		rewriteExprs(e.Args)
+		if len(e.Args) > maxDirectArgs && !isOpen(e.Args[len(e.Args)-1]) {
+			e.Args = packArgs(e.Args, e.Line())
+		}
 	case *ast.LogicalOpExpr:
 		e.Lhs = rewriteExpr(e.Lhs)
 		e.Rhs = rewriteExpr(e.Rhs)
@@ -179,6 +192,43 @@ func rewriteExpr(e ast.Expr) ast.Expr {
 		return call
 	}
 	return e
+}
+
+// isOpen reports whether e gives all its values (a call or "..." last in a list).
+func isOpen(e ast.Expr) bool {
+	switch e := e.(type) {
+	case *ast.FuncCallExpr:
+		return !e.AdjustRet
+	case *ast.Comma3Expr:
+		return !e.AdjustRet
+	}
+	return false
+}
+
+// packArgs is args as one call of the unpack function on a table of them.
+func packArgs(args []ast.Expr, line int) []ast.Expr {
+	t := &ast.TableExpr{}
+	t.SetLine(line)
+	for _, a := range args {
+		t.Fields = append(t.Fields, &ast.Field{Value: a})
+	}
+	n := &ast.NumberExpr{Value: itoa(len(args))}
+	n.SetLine(line)
+	id := &ast.IdentExpr{Value: unpackName}
+	id.SetLine(line)
+	call := &ast.FuncCallExpr{Func: id, Args: []ast.Expr{t, n}}
+	call.SetLine(line)
+	return []ast.Expr{call}
+}
+
+// unpack is the unpack function: t[1] to t[n].
+func unpackArgs(L *lua.LState) int {
+	t := L.CheckTable(1)
+	n := L.CheckInt(2)
+	for i := 1; i <= n; i++ {
+		L.Push(t.RawGetInt(i))
+	}
+	return n
 }
 
 // concat is the concat function: Lua 5.1's concatenation, numbers as "%.14g".

@@ -38,6 +38,7 @@ type state struct {
 	pcallH   *lua.LFunction             // pcall's: it only words errors (translate)
 	concatFn *lua.LFunction             // the concat function scripts call (rewrite.go)
 	tickFn   *lua.LFunction             // the tick function
+	unpackFn *lua.LFunction             // the unpack function
 	catBuf   []byte                     // concat's buffer, reused
 	fns      map[*Script]*lua.LFunction // each script's function, made once per state
 	sources  map[string]string          // loadstring's chunks by name: their source, for errors
@@ -139,6 +140,7 @@ func newState(e *Engine) *state {
 	})
 	st.concatFn = L.NewFunction(st.concat)
 	st.tickFn = L.NewFunction(st.tick)
+	st.unpackFn = L.NewFunction(unpackArgs)
 	return st
 }
 
@@ -469,7 +471,8 @@ func (st *state) instantiate(proto *lua.FunctionProto) *lua.LFunction {
 	L.Push(L.NewFunctionFromProto(proto))
 	L.Push(st.concatFn)
 	L.Push(st.tickFn)
-	L.Call(2, 1)
+	L.Push(st.unpackFn)
+	L.Call(3, 1)
 	fn := L.Get(-1).(*lua.LFunction)
 	L.Pop(1)
 	fn.Env = st.gv

@@ -88,6 +88,8 @@ type syntaxError struct{ msg string }
 const (
 	maxCCalls = 200 // LUAI_MAXCCALLS: nesting of blocks and expressions
 	maxVars   = 200 // LUAI_MAXVARS: active locals in a function
+	maxStack  = 250 // MAXSTACK: registers of a function
+	perFlush  = 50  // LFIELDS_PER_FLUSH: list items a constructor holds in registers
 )
 
 // lexer reads Lua 5.1 tokens.
@@ -116,6 +118,7 @@ type funcState struct {
 	prev    *funcState
 	vararg  bool
 	actvars int
+	freereg int // registers in use: the locals, then the values being built
 	blocks  []blockState
 	line    int // where the function starts; 0 for the main chunk
 }
@@ -540,8 +543,22 @@ func (ls *lexer) chunk2() {
 	for last := false; !last && !blockFollow(ls.tok); {
 		last = ls.statement()
 		ls.testNext(';')
+		ls.fn.freereg = ls.fn.actvars
 	}
 	ls.leaveLevel()
+}
+
+// reserve takes n registers, as luaK_reserveregs: a function needs its values in
+// registers (a call's function and arguments, a constructor's list items), and past
+// MAXSTACK it does not compile. Only those uses are counted: an operator's temporaries
+// are not, so a script that runs out of registers only through deep expressions is
+// accepted here (gopher-lua then refuses it in its own words).
+func (ls *lexer) reserve(n int) {
+	fs := ls.fn
+	if fs.freereg+n >= maxStack {
+		ls.syntaxErr("function or expression too complex")
+	}
+	fs.freereg += n
 }
 
 func (ls *lexer) block() {
@@ -615,15 +632,19 @@ func (ls *lexer) statement() bool {
 					break
 				}
 			}
+			nexps, open := 0, false
 			if ls.testNext('=') {
-				ls.exprList()
+				nexps, open = ls.exprList()
 			}
+			ls.adjustAssign(n, nexps, open)
 			ls.fn.actvars += n
 		}
 	case tkReturn:
 		ls.advance()
 		if !blockFollow(ls.tok) && ls.tok != ';' {
-			ls.exprList()
+			if n, open := ls.exprList(); n > 1 && !open {
+				ls.reserve(1)
+			}
 		}
 		return true
 	case tkBreak:
@@ -740,10 +761,35 @@ func (ls *lexer) body(line int) {
 	ls.fn = fs.prev
 }
 
-func (ls *lexer) exprList() {
-	ls.expr()
+// exprList parses a list of expressions whose values go to consecutive registers, one
+// taken at each comma for the value before it; it returns their count and whether the
+// last is open (a call or "...", whose values are not counted).
+func (ls *lexer) exprList() (n int, open bool) {
+	open = ls.expr()
+	n = 1
 	for ls.testNext(',') {
-		ls.expr()
+		ls.reserve(1)
+		open = ls.expr()
+		n++
+	}
+	return n, open
+}
+
+// adjustAssign takes the registers of nvars values from nexps expressions, as Lua's
+// adjust_assign.
+func (ls *lexer) adjustAssign(nvars, nexps int, open bool) {
+	extra := nvars - nexps
+	if open {
+		if extra+1 > 1 {
+			ls.reserve(extra)
+		}
+		return
+	}
+	if nexps > 0 {
+		ls.reserve(1)
+	}
+	if extra > 0 {
+		ls.reserve(extra)
 	}
 }
 
@@ -756,6 +802,7 @@ const (
 
 func (ls *lexer) primaryExp() int {
 	kind := expVar
+	base := ls.fn.freereg
 	switch ls.tok {
 	case '(':
 		line := ls.line
@@ -782,10 +829,16 @@ func (ls *lexer) primaryExp() int {
 		case ':':
 			ls.advance()
 			ls.checkName()
+			ls.fn.freereg = base
+			ls.reserve(2) // the function and self
 			ls.funcArgs()
+			ls.fn.freereg = base + 1
 			kind = expCall
 		case '(', tkString, '{':
+			ls.fn.freereg = base
+			ls.reserve(1) // the function
 			ls.funcArgs()
+			ls.fn.freereg = base + 1
 			kind = expCall
 		default:
 			return kind
@@ -801,14 +854,20 @@ func (ls *lexer) funcArgs() {
 			ls.syntaxErr("ambiguous syntax (function call x new statement)")
 		}
 		ls.advance()
+		last := false // a last argument that goes to a register after the ')'
 		if ls.tok != ')' {
-			ls.exprList()
+			_, open := ls.exprList()
+			last = !open
 		}
 		ls.checkMatch(')', '(', line)
+		if last {
+			ls.reserve(1)
+		}
 	case '{':
 		ls.constructor()
 	case tkString:
 		ls.advance()
+		ls.reserve(1)
 	default:
 		ls.syntaxErr("function arguments expected")
 	}
@@ -817,11 +876,24 @@ func (ls *lexer) funcArgs() {
 func (ls *lexer) constructor() {
 	line := ls.line
 	ls.checkNext('{')
+	base := ls.fn.freereg
+	ls.reserve(1) // the table
+	item, open, pending := false, false, 0
 	for ls.tok != '}' {
+		if item { // the list item before goes to a register; every 50 are stored
+			ls.reserve(1)
+			item = false
+			if pending == perFlush {
+				ls.fn.freereg = base + 1
+				pending = 0
+			}
+		}
 		switch ls.tok {
 		case tkName:
 			if ls.lookahead() != '=' {
-				ls.expr()
+				open = ls.expr()
+				item = true
+				pending++
 			} else {
 				ls.advance()
 				ls.checkNext('=')
@@ -834,16 +906,23 @@ func (ls *lexer) constructor() {
 			ls.checkNext('=')
 			ls.expr()
 		default:
-			ls.expr()
+			open = ls.expr()
+			item = true
+			pending++
 		}
 		if !ls.testNext(',') && !ls.testNext(';') {
 			break
 		}
 	}
 	ls.checkMatch('}', '{', line)
+	if pending > 0 && item && !open {
+		ls.reserve(1)
+	}
+	ls.fn.freereg = base + 1
 }
 
-func (ls *lexer) simpleExp() {
+// simpleExp parses a simple expression and reports whether it is open (a call or "...").
+func (ls *lexer) simpleExp() bool {
 	switch ls.tok {
 	case tkNumber, tkString, tkNil, tkTrue, tkFalse:
 		ls.advance()
@@ -852,14 +931,16 @@ func (ls *lexer) simpleExp() {
 			ls.syntaxErr("cannot use '...' outside a vararg function")
 		}
 		ls.advance()
+		return true
 	case '{':
 		ls.constructor()
 	case tkFunction:
 		ls.advance()
 		ls.body(ls.line)
 	default:
-		ls.primaryExp()
+		return ls.primaryExp() == expCall
 	}
+	return false
 }
 
 // binaryPriority is Lua 5.1's left and right priority of a binary operator; ok is false
@@ -886,25 +967,28 @@ func binaryPriority(t int) (left, right int, ok bool) {
 
 const unaryPriority = 8
 
-func (ls *lexer) expr() { ls.subExpr(0) }
+// expr parses an expression and reports whether it is open (a call or "...").
+func (ls *lexer) expr() bool { return ls.subExpr(0) }
 
-func (ls *lexer) subExpr(limit int) {
+func (ls *lexer) subExpr(limit int) (open bool) {
 	ls.enterLevel()
 	if ls.tok == tkNot || ls.tok == '-' || ls.tok == '#' {
 		ls.advance()
 		ls.subExpr(unaryPriority)
 	} else {
-		ls.simpleExp()
+		open = ls.simpleExp()
 	}
 	for {
 		left, right, ok := binaryPriority(ls.tok)
 		if !ok || left <= limit {
 			break
 		}
+		open = false
 		ls.advance()
 		ls.subExpr(right)
 	}
 	ls.leaveLevel()
+	return open
 }
 
 // syntaxMessage words a compile error gopher-lua found and the check above did not (a

@@ -478,14 +478,20 @@ func genScripts(r *rand.Rand) diffCmd {
 	return c
 }
 
-// genOther draws a command of the string or hash family. The hash generator's relative
-// EXPIRE becomes an absolute one, as the string generator's are: its PEXPIRETIME compares
-// exactly only so.
+// genOther draws a command of another family. A relative EXPIRE becomes an absolute one,
+// as the string generator's are: its PEXPIRETIME compares exactly only so.
 func genOther(r *rand.Rand) diffCmd {
-	if r.IntN(2) == 0 {
+	var c diffCmd
+	switch r.IntN(4) {
+	case 0:
 		return genStrings(r)
+	case 1:
+		c = genHash(r)
+	case 2:
+		c = genZSet(r)
+	default:
+		c = genList(r)
 	}
-	c := genHash(r)
 	if c.args[0] == "EXPIRE" {
 		c.args = []string{"EXPIREAT", c.args[1], diffFutureTime(r, false)}
 	}
