@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -344,8 +345,37 @@ func translate(L *lua.LState, obj lua.LValue) lua.LValue {
 			pos, text := splitPosition(string(s))
 			return lua.LString(pos + vmError(L, 1, text))
 		}
+		pos, text := splitPosition(string(s))
+		return lua.LString(argError(L, pos, luaMessage(text)))
 	}
 	return lua.LString(luaMessage(string(s)))
+}
+
+// argError rewrites a library function's "bad argument" error as Lua 5.1 words it, from
+// an error handler while its frame (level 1) is there: an argument past those given is
+// "no value", not nil; a function called from Go (pcall(string.rep)) has no name ('?')
+// and its error no position, since in C Lua luaL_where finds a C function there.
+func argError(L *lua.LState, pos, text string) string {
+	if !strings.HasPrefix(text, "bad argument #") {
+		return pos + text
+	}
+	if n, ok := goFrameArgs(L, 1); ok {
+		var arg int
+		if _, err := fmt.Sscanf(text, "bad argument #%d", &arg); err == nil && arg > n {
+			text = strings.Replace(text, "got nil)", "got no value)", 1)
+		}
+	}
+	if dbg, ok := L.GetStack(2); ok {
+		if _, err := L.GetInfo("S", dbg, lua.LNil); err == nil && dbg.What == "G" {
+			if i := strings.Index(text, " to '"); i >= 0 {
+				if j := strings.Index(text[i+5:], "'"); j >= 0 {
+					text = text[:i+5] + "?" + text[i+5+j:]
+				}
+			}
+			return text
+		}
+	}
+	return pos + text
 }
 
 // sourceOf is a function's source as Redis's error handler shows it.

@@ -27,12 +27,15 @@ func stringFormat(L *lua.LState) int {
 			b.WriteByte('%')
 			continue
 		}
+		arg++
+		if arg > L.GetTop() {
+			L.ArgError(arg, "no value")
+		}
 		spec, n := parseSpec(L, format[i:])
 		i += n
 		if i >= len(format) {
-			L.RaiseError("invalid option '%%' to 'format'")
+			L.RaiseError("invalid option '%%\x00' to 'format'") // C reads the string's NUL
 		}
-		arg++
 		spec.verb = format[i]
 		switch spec.verb {
 		case 'c':

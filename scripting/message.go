@@ -42,6 +42,8 @@ func luaMessage(msg string) string {
 		if i := strings.IndexByte(typ, ')'); i >= 0 {
 			text = "attempt to index a " + typ[:i] + " value"
 		}
+	case strings.HasPrefix(text, "invalid value (") && strings.HasSuffix(text, " in table for concat"):
+		text = strings.TrimSuffix(text, "concat") + "'concat'"
 	case text == "attempt to call a non-function object":
 		text = "attempt to call a nil value"
 	case strings.HasPrefix(text, "attempt to compare "):

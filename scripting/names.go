@@ -96,6 +96,28 @@ func luaFrame(L *lua.LState, level int) (f frame, ok bool) {
 	return f, f.pc >= 0 && f.pc < len(fn.Proto.Code)
 }
 
+// goFrameArgs returns how many arguments the Go function at level was given.
+func goFrameArgs(L *lua.LState, level int) (n int, ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	dbg, found := L.GetStack(level)
+	if !found {
+		return 0, false
+	}
+	fv := reflect.ValueOf(dbg).Elem().FieldByName("frame")
+	if !fv.IsValid() || fv.Kind() != reflect.Pointer || fv.IsNil() {
+		return 0, false
+	}
+	nv := fv.Elem().FieldByName("NArgs")
+	if !nv.IsValid() {
+		return 0, false
+	}
+	return int(nv.Int()), true
+}
+
 // register reads register reg of f.
 func (f frame) register(L *lua.LState, reg int) (v lua.LValue) {
 	defer func() {

@@ -252,8 +252,10 @@ func (st *state) setBase() {
 	}
 }
 
-// setLibraries patches the libraries: the table functions refuse read-only tables, and the
-// string functions that build strings bound what they build.
+// setLibraries completes and patches the libraries: table.foreach and the like that
+// gopher-lua lacks, string functions that bound what they build, math.max and min as C
+// compares. table.insert and the like write into a view like any table (Redis refuses):
+// the view is found written after the run and its interpreter dropped.
 func (st *state) setLibraries() {
 	L, g := st.L, st.g
 	if tl, ok := g.RawGetString("table").(*lua.LTable); ok {
@@ -263,21 +265,7 @@ func (st *state) setLibraries() {
 			L.RaiseError("'setn' is obsolete")
 			return 0
 		}))
-		for _, name := range []string{"insert", "remove", "sort", "setn"} {
-			orig, ok := tl.RawGetString(name).(*lua.LFunction)
-			if !ok {
-				continue
-			}
-			tl.RawSetString(name, L.NewFunction(func(L *lua.LState) int {
-				if t, ok := L.Get(1).(*lua.LTable); ok && st.protected[t] {
-					L.RaiseError(errReadonly)
-				}
-				n := L.GetTop()
-				L.Insert(orig, 1)
-				L.Call(n, lua.MultRet)
-				return L.GetTop()
-			}))
-		}
+
 	}
 	if sl, ok := g.RawGetString("string").(*lua.LTable); ok {
 		sl.RawSetString("rep", L.NewFunction(stringRep))
@@ -419,7 +407,11 @@ func (st *state) rawget(L *lua.LState) int {
 
 func (st *state) next(L *lua.LState) int {
 	t := st.see(L.CheckTable(1))
-	k, v := t.Next(L.Get(2))
+	key := L.Get(2)
+	if key != lua.LNil && t.RawGet(key) == lua.LNil {
+		L.Error(lua.LString("invalid key to 'next'"), 0)
+	}
+	k, v := t.Next(key)
 	if k == lua.LNil {
 		L.Push(lua.LNil)
 		return 1

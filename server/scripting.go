@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math/bits"
 	"strings"
+	"sync"
+	"time"
 
 	"throttled/scripting"
 )
@@ -222,7 +224,8 @@ func (r *scriptRun) lockAll(set uint64) {
 // stripe above every one it holds is waited for (stripes are taken in ascending order, so
 // that cannot deadlock); one below is taken only if free. When it is not, a script that
 // has changed nothing yet stops and runs again holding it from the start; one that has
-// goes on without it (scripting's doc.go says why).
+// waits for it a while (lockWait), and past that goes on without it (scripting's doc.go
+// says why).
 func (r *scriptRun) lock(need uint64) error {
 	missing := need &^ r.held
 	for rest := missing; rest != 0; rest &= rest - 1 {
@@ -236,12 +239,31 @@ func (r *scriptRun) lock(need uint64) error {
 		case !r.dirty && r.txHeld == 0:
 			r.want = r.held | missing
 			return errRestart
-		default:
+		case !tryLockFor(mu, lockWait):
 			continue
 		}
 		r.held |= bit
 	}
 	return nil
+}
+
+// lockWait is how long a script that has written waits for a stripe below those it holds
+// before it goes on without: its holder is most often a script or EXEC that ends in
+// microseconds; waiting longer could only be a wait in a cycle, or behind a slow script.
+const lockWait = 10 * time.Millisecond
+
+// tryLockFor takes mu if it comes free within d.
+func tryLockFor(mu *sync.Mutex, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for pause := time.Microsecond; ; pause = min(2*pause, 200*time.Microsecond) {
+		if mu.TryLock() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(pause)
+	}
 }
 
 // The errors Redis gives a script before a command it calls runs.
