@@ -139,7 +139,7 @@ func TestStr2Number(t *testing.T) {
 func TestReplies(t *testing.T) {
 	e := New()
 	for _, tc := range []struct {
-		body       string
+		body         string
 		resp2, resp3 string
 	}{
 		{"return 3.99", ":3\r\n", ":3\r\n"},
