@@ -264,9 +264,11 @@ func (e *Engine) Run(dst []byte, s *Script, call *Call) ([]byte, error) {
 	fn := st.function(s)
 	L := st.L
 	L.Env = st.gv
-	fn.Env = st.gv
-	st.g.RawSetString("KEYS", st.array(call.Keys))
-	st.g.RawSetString("ARGV", st.array(call.Args))
+	fn.Env = st.g
+	st.keys = st.fill(st.keys, call.Keys, false)
+	st.argv = st.fill(st.argv, call.Args, true)
+	st.g.RawSetString("KEYS", st.keys)
+	st.g.RawSetString("ARGV", st.argv)
 	st.run = run{script: s, host: call.Host, resp: 2}
 	st.errInfo = errInfo{}
 	L.Push(fn)
@@ -281,22 +283,67 @@ func (e *Engine) Run(dst []byte, s *Script, call *Call) ([]byte, error) {
 		dst = st.appendLuaReply(dst, L.Get(-1), call.Proto, st.run.resp, 2)
 	}
 	L.SetTop(0)
-	st.g.RawSetString("KEYS", lua.LNil)
-	st.g.RawSetString("ARGV", lua.LNil)
 	st.run = run{}
+	st.recycle()
 	if stop != nil {
 		return dst[:mark], stop
 	}
 	return dst, nil
 }
 
-// array makes the KEYS or ARGV table.
-func (st *state) array(items [][]byte) *lua.LTable {
-	t := st.L.CreateTable(len(items), 0)
+// fill makes t the KEYS or ARGV table of items. The table of the last run is reused when
+// that run left it as it was given (a script may add to it; the next must not see that).
+// ARGV's strings come from a small cache: a limiter's arguments but its clock repeat.
+func (st *state) fill(t *lua.LTable, items [][]byte, cache bool) *lua.LTable {
+	if t == nil || !st.untouched(t) {
+		t = st.L.CreateTable(len(items), 0)
+	}
 	for i, it := range items {
-		t.RawSetInt(i+1, lua.LString(it))
+		var s lua.LString
+		if cache {
+			s = st.interned(it)
+		} else {
+			s = lua.LString(it)
+		}
+		t.RawSetInt(i+1, s)
+	}
+	for i := len(items) + 1; i <= st.filled(t); i++ {
+		t.RawSetInt(i, lua.LNil)
 	}
 	return t
+}
+
+// untouched reports whether a KEYS or ARGV table holds nothing but its array of strings,
+// with no metatable.
+func (st *state) untouched(t *lua.LTable) bool {
+	if t.Metatable != lua.LNil {
+		return false
+	}
+	n := t.Len()
+	var last lua.LValue = lua.LNil
+	if n > 0 {
+		last = lua.LNumber(n)
+	}
+	k, _ := t.Next(last)
+	return k == lua.LNil
+}
+
+// filled is how many items the table holds from 1 on.
+func (st *state) filled(t *lua.LTable) int { return t.Len() }
+
+// interned returns b as a Lua string, from the cache when it was seen lately.
+func (st *state) interned(b []byte) lua.LString {
+	if s, ok := st.strs[string(b)]; ok {
+		return s
+	}
+	s := lua.LString(b)
+	if len(b) <= 64 {
+		if len(st.strs) >= 256 {
+			clear(st.strs)
+		}
+		st.strs[string(s)] = s
+	}
+	return s
 }
 
 // run is what the redis API needs of the call in progress.

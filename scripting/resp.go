@@ -265,9 +265,7 @@ func (st *state) parseReply(b []byte) (lua.LValue, int) {
 	next := end + 2
 	switch b[0] {
 	case '+':
-		t := st.L.CreateTable(0, 1)
-		t.RawSetString("ok", lua.LString(line))
-		return t, next
+		return st.statusTable(lua.LString(line)), next
 	case '-':
 		return errorTable(st.L, string(line)), next
 	case ':':
@@ -358,6 +356,44 @@ func (st *state) parseReply(b []byte) (lua.LValue, int) {
 }
 
 var crlf = []byte("\r\n")
+
+// Status reply tables are recycled from run to run: {ok=...} costs gopher-lua a table, two
+// maps and a slice, which would be most of what a SET in a script allocates.
+// A table handed out in a run is only taken back once the run is over, when nothing can
+// reach it any more (the state's own tables are checked for what a script left in them),
+// and only if it is still as it was given; within a run each reply has a table of its own.
+
+// statusTable returns {ok=s}.
+func (st *state) statusTable(s lua.LString) *lua.LTable {
+	var t *lua.LTable
+	if n := len(st.okFree); n > 0 {
+		t = st.okFree[n-1]
+		st.okFree = st.okFree[:n-1]
+	} else {
+		t = st.L.CreateTable(0, 1)
+	}
+	t.RawSetString("ok", s)
+	st.okUsed = append(st.okUsed, t)
+	return t
+}
+
+// recycle takes back the status tables of the run that ended, those still as they were.
+func (st *state) recycle() {
+	for _, t := range st.okUsed {
+		if t.Metatable == lua.LNil {
+			if k, _ := t.Next(lua.LNil); k == lua.LString("ok") {
+				if k2, _ := t.Next(k); k2 == lua.LNil && len(st.okFree) < maxPooledTables {
+					st.okFree = append(st.okFree, t)
+				}
+			}
+		}
+	}
+	clear(st.okUsed)
+	st.okUsed = st.okUsed[:0]
+}
+
+// maxPooledTables bounds each free list.
+const maxPooledTables = 64
 
 // errorTable is the table an error reply becomes, {err="CODE message"}: a text without a
 // code (no blank) gets ERR, as luaPushErrorBuff does.

@@ -34,12 +34,17 @@ type state struct {
 	real      map[*lua.LTable]*lua.LTable
 	views     []*lua.LTable
 
-	handler  *lua.LFunction             // the error handler of a run (errorHandler)
-	pcallH   *lua.LFunction             // pcall's: it only words errors (translate)
-	concatFn *lua.LFunction             // the concat function scripts call (rewrite.go)
-	tickFn   *lua.LFunction             // the tick function
-	unpackFn *lua.LFunction             // the unpack function
-	catBuf   []byte                     // concat's buffer, reused
+	handler  *lua.LFunction // the error handler of a run (errorHandler)
+	pcallH   *lua.LFunction // pcall's: it only words errors (translate)
+	concatFn *lua.LFunction // the concat function scripts call (rewrite.go)
+	tickFn   *lua.LFunction // the tick function
+	unpackFn *lua.LFunction // the unpack function
+	catBuf   []byte         // concat's buffer, reused
+	keys     *lua.LTable    // KEYS and ARGV of the last run, reused (fill)
+	argv     *lua.LTable
+	strs     map[string]lua.LString     // ARGV's strings seen lately (interned)
+	okFree   []*lua.LTable              // status reply tables to reuse (resp.go)
+	okUsed   []*lua.LTable              // those handed out in this run
 	fns      map[*Script]*lua.LFunction // each script's function, made once per state
 	sources  map[string]string          // loadstring's chunks by name: their source, for errors
 	gen      uint64                     // the Engine.flushes fns belongs to
@@ -78,6 +83,7 @@ func newState(e *Engine) *state {
 		real:      make(map[*lua.LTable]*lua.LTable),
 		fns:       make(map[*Script]*lua.LFunction),
 		sources:   make(map[string]string),
+		strs:      make(map[string]lua.LString),
 		gen:       e.flushes.Load(),
 	}
 	st.run.resp = 2
@@ -226,6 +232,7 @@ func (st *state) setBase() {
 	set("next", st.next)
 	set("setmetatable", st.setmetatable)
 	set("loadstring", st.loadstring)
+	set("load", st.load)
 	set("gcinfo", func(L *lua.LState) int { L.Push(lua.LNumber(0)); return 1 })
 	set("collectgarbage", func(L *lua.LState) int { L.Push(lua.LNumber(0)); return 1 })
 	pairsIter := L.NewFunction(st.next)
@@ -457,6 +464,50 @@ func (st *state) loadstring(L *lua.LState) int {
 	return 1
 }
 
+// load is Lua 5.1's load(reader [, name]): the chunk is read piece by piece from reader,
+// then compiled as loadstring's.
+func (st *state) load(L *lua.LState) int {
+	reader := L.CheckFunction(1)
+	name := L.OptString(2, "=(load)")
+	var b strings.Builder
+	for {
+		L.Push(reader)
+		L.Call(0, 1)
+		piece := L.Get(-1)
+		L.Pop(1)
+		if piece == lua.LNil {
+			break
+		}
+		s, ok := piece.(lua.LString)
+		if !ok {
+			if n, isNum := piece.(lua.LNumber); isNum {
+				s = lua.LString(luaNumberString(float64(n)))
+			} else {
+				L.Push(lua.LNil)
+				L.Push(lua.LString("reader function must return a string"))
+				return 2
+			}
+		}
+		if len(s) == 0 {
+			break
+		}
+		b.WriteString(string(s))
+		if b.Len() > maxString {
+			L.RaiseError("not enough memory")
+		}
+	}
+	id := chunkID(name)
+	proto, msg := compileChunk(b.String(), id)
+	if msg != "" {
+		L.Push(lua.LNil)
+		L.Push(lua.LString(msg))
+		return 2
+	}
+	st.sources[id] = name
+	L.Push(st.instantiate(proto))
+	return 1
+}
+
 // instantiate makes a compiled chunk (wrapChunk's) into its function in this interpreter.
 func (st *state) instantiate(proto *lua.FunctionProto) *lua.LFunction {
 	L := st.L
@@ -464,10 +515,11 @@ func (st *state) instantiate(proto *lua.FunctionProto) *lua.LFunction {
 	L.Push(st.concatFn)
 	L.Push(st.tickFn)
 	L.Push(st.unpackFn)
-	L.Call(3, 1)
+	L.Push(st.gv)
+	L.Call(4, 1)
 	fn := L.Get(-1).(*lua.LFunction)
 	L.Pop(1)
-	fn.Env = st.gv
+	fn.Env = st.g // reads go straight to the globals; writes go through the view (rewrite.go)
 	return fn
 }
 

@@ -1023,5 +1023,8 @@ func compileChunk(src, id string) (proto *lua.FunctionProto, msg string) {
 	if err != nil {
 		return nil, syntaxMessage(err, id)
 	}
+	// The script's function takes "..." as a main chunk does; gopher-lua would also give
+	// it Lua 5.0's "arg" table, built at every call, when it does not use "...".
+	proto.FunctionPrototypes[0].IsVarArg &^= lua.VarArgNeedsArg
 	return proto, ""
 }

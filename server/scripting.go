@@ -341,16 +341,22 @@ func (r *scriptRun) Call(dst []byte, args [][]byte, resp int) ([]byte, error) {
 // stripesOf is the set of stripes a command touches: its keys', or all of them for a write
 // whose keys its arguments do not show (FLUSHALL, ALLOF), as EXEC takes them.
 func (r *scriptRun) stripesOf(cmd *command, args [][]byte) uint64 {
-	keys := commandKeys(cmd, args)
-	if len(keys) == 0 {
-		if cmd.has(flagWrite) {
-			return ^uint64(0)
-		}
-		return 0
-	}
 	var set uint64
-	for _, k := range keys {
-		set |= r.s.txStripe(k)
+	if cmd.keysOf == nil && cmd.firstKey > 0 { // commandKeys without its slice
+		last := cmd.lastKey
+		if last < 0 {
+			last += len(args)
+		}
+		for i := cmd.firstKey; i <= last && i < len(args); i += cmd.keyStep {
+			set |= r.s.txStripe(args[i])
+		}
+	} else {
+		for _, k := range commandKeys(cmd, args) {
+			set |= r.s.txStripe(k)
+		}
+	}
+	if set == 0 && cmd.has(flagWrite) {
+		return ^uint64(0)
 	}
 	return set
 }
