@@ -215,12 +215,8 @@ func (e *Engine) get() *state {
 	return newState(e)
 }
 
-// put returns an interpreter to the pool, unless it is not clean or the pool is full.
+// put returns an interpreter to the pool, unless the pool is full.
 func (e *Engine) put(st *state) {
-	if !st.clean() {
-		st.L.Close()
-		return
-	}
 	e.poolMu.Lock()
 	if len(e.idle) < e.maxIdle {
 		e.idle = append(e.idle, st)

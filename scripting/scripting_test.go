@@ -258,11 +258,34 @@ func TestSandbox(t *testing.T) {
 		{"local n = 0 for k in pairs(redis) do n = n + 1 end return n", ":23\r\n"}, // as on Redis 7.0
 		{"return type(print)", "-ERR user_script:1: Script attempted to access nonexistent global variable 'print' script: " + sha("return type(print)") + ", on @user_script:1.\r\n"},
 		{"return server.call == redis.call", ":1\r\n"},
-		{"table.insert(string, 'x')", "$-1\r\n"},
+		{"table.insert(string, 'x')", "-ERR Attempt to modify a readonly table script: " + sha("table.insert(string, 'x')") + ", on @user_script:1.\r\n"},
+		{"return {pcall(table.sort, redis)}", "*2\r\n$-1\r\n$34\r\nAttempt to modify a readonly table\r\n"},
 		{"return #string", ":0\r\n"},
 	} {
 		t.Run(tc.body, func(t *testing.T) {
 			require.Equal(t, tc.want, runScript(t, e, h, 2, tc.body, nil, nil))
+			st := e.get()
+			require.True(t, st.clean(), "a view was written")
+			e.put(st)
+		})
+	}
+}
+
+// TestSort checks Lua 5.1's sort: the order of elements a comparator finds equal, and its
+// error for an inconsistent comparator.
+func TestSort(t *testing.T) {
+	e := New()
+	for _, tc := range []struct{ body, want string }{
+		{"local t = {5, 3, 8, 1, 9, 2, 7} table.sort(t) return t", "*7\r\n:1\r\n:2\r\n:3\r\n:5\r\n:7\r\n:8\r\n:9\r\n"},
+		{"local t = {5, 3, 8, 1, 9, 2, 7} table.sort(t, function(a, b) return a > b end) return t", "*7\r\n:9\r\n:8\r\n:7\r\n:5\r\n:3\r\n:2\r\n:1\r\n"},
+		// Ties by the first letter: Redis 7.0.15's order.
+		{"local t = {'b1', 'a1', 'b2', 'a2', 'c1', 'a3', 'b3', 'c2'} table.sort(t, function(x, y) return x:sub(1, 1) < y:sub(1, 1) end) return table.concat(t, ' ')",
+			bulk("a2 a3 a1 b3 b1 b2 c1 c2")},
+		{"local t = {3, 1, 2, 5, 4} table.sort(t, function(a, b) return true end) return t", "-ERR user_script:1: invalid order function for sorting script: " +
+			sha1hex([]byte("local t = {3, 1, 2, 5, 4} table.sort(t, function(a, b) return true end) return t")) + ", on @user_script:1.\r\n"},
+	} {
+		t.Run(tc.body, func(t *testing.T) {
+			require.Equal(t, tc.want, runScript(t, e, &fakeHost{}, 2, tc.body, nil, nil))
 		})
 	}
 }
