@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	lua "github.com/yuin/gopher-lua"
 )
@@ -26,6 +27,9 @@ type Host interface {
 	Allowed(args [][]byte) (allowed, known bool)
 	// Log writes redis.log's message at a Redis log level (LOG_DEBUG 0 to LOG_WARNING 3).
 	Log(level int, msg string)
+	// Busy tells that the script has run for Call.BusyAfter (busy-reply-threshold): from
+	// now on it may be killed. Called once a run, from the script's goroutine.
+	Busy()
 }
 
 // Script is a script in the cache: compiled once, run by every interpreter.
@@ -66,8 +70,13 @@ type Engine struct {
 	// within reason.
 	maxIdle int
 
-	calls atomic.Int64 // runs
+	calls   atomic.Int64 // runs
+	closing atomic.Bool  // Close was called: running scripts are killed
 }
+
+// Close kills the scripts running and any started from now on: the server is stopping
+// (SHUTDOWN NOSAVE must end even a script in an endless loop).
+func (e *Engine) Close() { e.closing.Store(true) }
 
 // New returns an empty engine.
 func New() *Engine {
@@ -247,8 +256,14 @@ func (st *state) function(s *Script) *lua.LFunction {
 type Call struct {
 	Keys, Args [][]byte
 	Host       Host
-	Proto      int // the caller's protocol, 2 or 3: the reply's
+	Proto      int           // the caller's protocol, 2 or 3: the reply's
+	BusyAfter  time.Duration // when Host.Busy is called; 0 for never
+	kill       atomic.Bool
 }
+
+// Kill stops the run at its next loop, function call or command, as SCRIPT KILL does: it
+// replies "Script killed by user with SCRIPT KILL...". Any goroutine may call it.
+func (c *Call) Kill() { c.kill.Store(true) }
 
 // Run runs s and appends its reply (an error reply when the script fails) to dst. It
 // returns an error only when the host stopped the script (Host.Call); dst is then as it
@@ -265,7 +280,8 @@ func (e *Engine) Run(dst []byte, s *Script, call *Call) ([]byte, error) {
 	st.argv = st.fill(st.argv, call.Args, true)
 	st.g.RawSetString("KEYS", st.keys)
 	st.g.RawSetString("ARGV", st.argv)
-	st.run = run{script: s, host: call.Host, resp: 2}
+	call.kill.Store(false)
+	st.run = run{script: s, host: call.Host, call: call, resp: 2, start: time.Now()}
 	st.errInfo = errInfo{}
 	L.Push(fn)
 	err := L.PCall(0, 1, st.handler)
@@ -273,6 +289,8 @@ func (e *Engine) Run(dst []byte, s *Script, call *Call) ([]byte, error) {
 	mark := len(dst)
 	switch {
 	case stop != nil:
+	case st.run.killed:
+		dst = st.appendError(dst, st.killErr, s.SHA)
 	case err != nil:
 		dst = st.appendError(dst, errorObject(err), s.SHA)
 	default:
@@ -346,8 +364,13 @@ func (st *state) interned(b []byte) lua.LString {
 type run struct {
 	script *Script
 	host   Host
+	call   *Call
 	resp   int   // redis.setresp: the protocol of the commands' replies
 	stop   error // set once the host stops the script
+	killed bool  // set once the script is killed
+	busy   bool  // Host.Busy was called
+	start  time.Time
+	ticks  uint32 // tick calls: the clock is read every so many
 }
 
 // errorHandler notes where an uncaught error comes from, as Redis's __redis__err__handler

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -15,6 +16,7 @@ type fakeHost struct {
 	calls [][]string
 	stop  error
 	logs  []string
+	busy  int
 }
 
 func (h *fakeHost) Call(dst []byte, args [][]byte, resp int) ([]byte, error) {
@@ -31,6 +33,7 @@ func (h *fakeHost) Call(dst []byte, args [][]byte, resp int) ([]byte, error) {
 
 func (h *fakeHost) Allowed(args [][]byte) (bool, bool) { return string(args[0]) != "flushall", true }
 func (h *fakeHost) Log(level int, msg string)          { h.logs = append(h.logs, msg) }
+func (h *fakeHost) Busy()                              { h.busy++ }
 
 // runScript evaluates body with keys and argv through e, in proto, and returns the reply.
 func runScript(t *testing.T, e *Engine, h *fakeHost, proto int, body string, keys, argv []string) string {
@@ -369,6 +372,37 @@ func TestRuntimeErrors(t *testing.T) {
 		t.Run(tc.body, func(t *testing.T) {
 			out := runScript(t, e, &fakeHost{}, 2, "local ok, e = pcall(function() "+tc.body+" end) return e", nil, []string{"abc"})
 			require.Equal(t, bulk(tc.want), out)
+		})
+	}
+}
+
+// killHost kills the run when it becomes busy.
+type killHost struct {
+	fakeHost
+	call *Call
+}
+
+func (h *killHost) Busy() { h.busy++; h.call.Kill() }
+
+// TestKill checks that a killed script ends with Redis's error, whatever it catches.
+func TestKill(t *testing.T) {
+	e := New()
+	for _, body := range []string{
+		"while true do end",
+		"local ok = pcall(function() while true do end end) return 'after'",
+		"local function f() return f() end return f()",
+		"for i = 1, 1e12 do redis.pcall('PING') end",
+	} {
+		t.Run(body, func(t *testing.T) {
+			s, err := e.Load([]byte(body))
+			require.NoError(t, err)
+			h := &killHost{fakeHost: fakeHost{reply: "+PONG\r\n"}}
+			call := &Call{Host: h, Proto: 2, BusyAfter: time.Millisecond}
+			h.call = call
+			out, err := e.Run(nil, s, call)
+			require.NoError(t, err)
+			require.Equal(t, "-ERR Script killed by user with SCRIPT KILL... script: "+sha1hex([]byte(body))+", on @user_script:1.\r\n", string(out))
+			require.Equal(t, 1, h.busy)
 		})
 	}
 }

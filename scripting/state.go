@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"strings"
+	"time"
 	"unsafe"
 
 	lua "github.com/yuin/gopher-lua"
@@ -53,6 +54,7 @@ type state struct {
 	numAt    []int                      // where each number lies in nums: arg, start, end
 	reply    []byte                     // the reply to redis.call, reused
 	errInfo  errInfo                    // what the error handler learnt of the last error
+	killErr  *lua.LTable                // the error a killed script ends with
 }
 
 // errInfo is where a script's uncaught error came from, as Redis's error handler reports it.
@@ -146,6 +148,7 @@ func newState(e *Engine) *state {
 	st.concatFn = L.NewFunction(st.concat)
 	st.tickFn = L.NewFunction(st.tick)
 	st.unpackFn = L.NewFunction(unpackArgs)
+	st.killErr = plainError(L, "Script killed by user with SCRIPT KILL...")
 	return st
 }
 
@@ -523,10 +526,31 @@ func (st *state) instantiate(proto *lua.FunctionProto) *lua.LFunction {
 	return fn
 }
 
-// tick runs at the top of every loop and function body: it stops a stopped script.
+// tick runs at the top of every loop and function body: it stops a stopped script, and
+// now and then looks whether it was killed or has become busy.
 func (st *state) tick(L *lua.LState) int {
 	st.stopIfStopped(L)
+	if st.run.ticks++; st.run.ticks&1023 == 0 {
+		st.watch(L)
+	}
 	return 0
+}
+
+// watch kills the script when it was asked to (SCRIPT KILL, shutdown), and tells the host
+// once it has run past its busy time.
+func (st *state) watch(L *lua.LState) {
+	r := &st.run
+	if r.call == nil {
+		return
+	}
+	if r.call.kill.Load() || st.e.closing.Load() {
+		r.killed = true
+		st.stopIfStopped(L)
+	}
+	if !r.busy && r.call.BusyAfter > 0 && time.Since(r.start) >= r.call.BusyAfter {
+		r.busy = true
+		r.host.Busy()
+	}
 }
 
 // chunkID is Lua 5.1's luaO_chunkid: how a chunk's name shows in error positions.
@@ -563,7 +587,10 @@ func chunkID(source string) string {
 // stopIfStopped raises the run's stop again: once the host stopped a script (to run it
 // again, or SCRIPT KILL), no pcall may swallow that.
 func (st *state) stopIfStopped(L *lua.LState) {
-	if st.run.stop != nil {
+	switch {
+	case st.run.killed:
+		L.Error(st.killErr, 0)
+	case st.run.stop != nil:
 		L.Error(stopValue, 0)
 	}
 }

@@ -87,7 +87,7 @@ func benchScript(b *testing.B, body string, argv func(i int) []string) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
-	sc, err := s.scripts.Load([]byte(body))
+	sc, err := s.scripts.eng.Load([]byte(body))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -60,10 +60,11 @@ const (
 	flagNoAuth uint32 = 1 << iota
 	flagWrite
 	flagRatelimit
-	flagNoMulti  // refused inside MULTI: it cannot run within EXEC (SUBSCRIBE, WAIT, PSYNC)
-	flagNoQueue  // runs at once inside MULTI instead of being queued (MULTI, EXEC, WATCH, QUIT, RESET); set in bits, not a Redis flag
-	flagDenyOOM  // may add data: refused or preceded by evictions over maxmemory (memory.go)
-	flagNoScript // refused inside scripts (scripting.go)
+	flagNoMulti   // refused inside MULTI: it cannot run within EXEC (SUBSCRIBE, WAIT, PSYNC)
+	flagNoQueue   // runs at once inside MULTI instead of being queued (MULTI, EXEC, WATCH, QUIT, RESET); set in bits, not a Redis flag
+	flagDenyOOM   // may add data: refused or preceded by evictions over maxmemory (memory.go)
+	flagNoScript  // refused inside scripts (scripting.go)
+	flagAllowBusy // runs while a script is busy (scripting.go)
 )
 
 var flagBits = map[string]uint32{"no-auth": flagNoAuth, "write": flagWrite, "ratelimit": flagRatelimit, "no-multi": flagNoMulti, "denyoom": flagDenyOOM, "noscript": flagNoScript}

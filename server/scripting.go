@@ -3,8 +3,10 @@ package server
 import (
 	"errors"
 	"math/bits"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"throttled/scripting"
@@ -37,6 +39,47 @@ func scriptSubcommands() []*command {
 	}
 }
 
+// luaScripts is the server's scripting: the engine, and the scripts that have run past
+// busy-reply-threshold.
+type luaScripts struct {
+	eng       *scripting.Engine
+	busyAfter atomic.Int64 // busy-reply-threshold, in milliseconds; 0 for never
+
+	mu    sync.Mutex // guards busy
+	busy  map[*scriptRun]struct{}
+	nbusy atomic.Int32 // len(busy): commands of other clients get BUSY while it is not 0
+}
+
+func (l *luaScripts) init() {
+	l.eng = scripting.New()
+	l.busy = make(map[*scriptRun]struct{})
+	l.busyAfter.Store(defaultBusyReplyThreshold)
+}
+
+// defaultBusyReplyThreshold is Redis's busy-reply-threshold, in milliseconds.
+const defaultBusyReplyThreshold = 5000
+
+// scriptParams are the scripting configuration parameters: busy-reply-threshold, and its
+// older name lua-time-limit.
+func (s *Server) scriptParams() []*param {
+	n := &s.scripts.busyAfter
+	return []*param{{name: "busy-reply-threshold", aliases: []string{"lua-time-limit"}, def: itoa(defaultBusyReplyThreshold), file: plainValue,
+		get: func() string { return itoa(n.Load()) },
+		set: func(v string) (func(), error) {
+			x, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return nil, errors.New("argument couldn't be parsed into an integer")
+			}
+			if x < 0 {
+				return nil, errors.New("argument must be between 0 and 9223372036854775807 inclusive")
+			}
+			return func() { n.Store(x) }, nil
+		}}}
+}
+
+// allowBusyCommands run while a script is busy, as Redis's allow_busy flag says.
+var allowBusyCommands = []string{"auth", "discard", "hello", "multi", "quit", "replconf", "reset", "shutdown", "unwatch", "watch"}
+
 // noScriptCommands are refused inside scripts, as Redis's noscript flag refuses them; the
 // table's flags do not all say so.
 var noScriptCommands = []string{
@@ -64,6 +107,16 @@ func initScripting(table map[string]*command) {
 	for _, cmd := range table {
 		if cmd.detach {
 			cmd.bits |= flagNoScript
+		}
+	}
+	for _, name := range allowBusyCommands {
+		if cmd := table[name]; cmd != nil {
+			cmd.bits |= flagAllowBusy
+		}
+	}
+	if script := table["script"]; script != nil {
+		if kill := script.subcommands["kill"]; kill != nil {
+			kill.bits |= flagAllowBusy
 		}
 	}
 }
@@ -96,6 +149,10 @@ var (
 	errScriptOOM = &codedError{"OOM", "allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'"}
 	// errRestart stops a script that must run again with more stripes (scriptRun.lock).
 	errRestart = errors.New("scripting: restart with more stripes")
+	// errBusy is any other command while a script has run past busy-reply-threshold.
+	errBusy = &codedError{"BUSY", "Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."}
+	// errUnkillable is SCRIPT KILL of busy scripts that have all written.
+	errUnkillable = &codedError{"UNKILLABLE", "Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command."}
 )
 
 // evalHandler makes EVAL (byDigest false) and EVALSHA, and their read-only variants.
@@ -110,7 +167,7 @@ func evalHandler(byDigest, readOnly bool) handler {
 		case numkeys < 0:
 			return errKeysNegative
 		}
-		eng := c.s.scripts
+		eng := c.s.scripts.eng
 		var sc *scripting.Script
 		if byDigest {
 			if d, ok := scripting.Digest(args[1]); ok {
@@ -160,11 +217,12 @@ type scriptRun struct {
 	c      *client // the script's own client: runs its commands, collects their replies
 	call   scripting.Call
 
-	readOnly bool   // EVAL_RO, or a no-writes shebang: write commands are refused
-	dirty    bool   // a command that changes state ran: no restart from here
-	held     uint64 // the transaction stripes held, as a set
-	txHeld   uint64 // those the caller's EXEC holds: not this script's to take or release
-	want     uint64 // the stripes the next try starts with
+	readOnly bool        // EVAL_RO, or a no-writes shebang: write commands are refused
+	dirty    atomic.Bool // a command that changes state ran: no restart, no SCRIPT KILL from here
+	busy     bool        // it has run past busy-reply-threshold: in luaScripts.busy
+	held     uint64      // the transaction stripes held, as a set
+	txHeld   uint64      // those the caller's EXEC holds: not this script's to take or release
+	want     uint64      // the stripes the next try starts with
 }
 
 // runScript runs sc for c: it takes the stripes of keys, runs, and runs again with more
@@ -186,13 +244,19 @@ func (c *client) runScript(sc *scripting.Script, keys, argv [][]byte, readOnly b
 	for _, k := range keys {
 		r.want |= c.s.txStripe(k)
 	}
-	defer func() { r.call.Keys, r.call.Args = nil, nil }()
+	r.call.BusyAfter = time.Duration(c.s.scripts.busyAfter.Load()) * time.Millisecond
+	defer func() {
+		r.call.Keys, r.call.Args = nil, nil
+		if r.busy {
+			c.s.scripts.unbusy(r)
+		}
+	}()
 	for {
-		r.dirty = false
+		r.dirty.Store(false)
 		r.held = r.txHeld
 		r.lockAll(r.want &^ r.txHeld)
 		mark := len(c.w.b)
-		out, err := c.s.scripts.Run(c.w.b, sc, &r.call)
+		out, err := c.s.scripts.eng.Run(c.w.b, sc, &r.call)
 		c.s.unlockTx(r.held &^ r.txHeld)
 		if err == errRestart {
 			continue
@@ -236,7 +300,7 @@ func (r *scriptRun) lock(need uint64) error {
 		case r.held < bit:
 			mu.Lock()
 		case mu.TryLock():
-		case !r.dirty && r.txHeld == 0:
+		case !r.dirty.Load() && r.txHeld == 0:
 			r.want = r.held | missing
 			return errRestart
 		case !tryLockFor(mu, lockWait):
@@ -318,7 +382,7 @@ func (r *scriptRun) Call(dst []byte, args [][]byte, resp int) ([]byte, error) {
 			return appendErrorReply(dst, errReadOnly), nil
 		}
 	}
-	if cmd.has(flagDenyOOM) && !r.dirty && s.mem.full.Load() {
+	if cmd.has(flagDenyOOM) && !r.dirty.Load() && s.mem.full.Load() {
 		if err := s.makeRoom(); err != nil {
 			return appendErrorReply(dst, err), nil
 		}
@@ -327,7 +391,7 @@ func (r *scriptRun) Call(dst []byte, args [][]byte, resp int) ([]byte, error) {
 		return dst, err
 	}
 	if changes {
-		r.dirty = true
+		r.dirty.Store(true)
 	}
 	sc.w.b, sc.w.proto = dst, resp
 	sc.tick = r.caller.tick // the script's commands all see the time it started at
@@ -384,6 +448,27 @@ func (r *scriptRun) Allowed(args [][]byte) (allowed, known bool) {
 	return p.All || s.checkACL(r.c, p, cmd, args) == nil, true
 }
 
+// Busy registers the script as busy: it has run past busy-reply-threshold (scripting.Host).
+func (r *scriptRun) Busy() {
+	l := &r.s.scripts
+	l.mu.Lock()
+	l.busy[r] = struct{}{}
+	l.nbusy.Store(int32(len(l.busy)))
+	l.mu.Unlock()
+	r.busy = true
+	r.s.log.Warn("Slow script detected: still in execution after busy-reply-threshold. You can try killing the script using the SCRIPT KILL command.",
+		"ms", l.busyAfter.Load())
+}
+
+// unbusy forgets a busy script that has ended.
+func (l *luaScripts) unbusy(r *scriptRun) {
+	l.mu.Lock()
+	delete(l.busy, r)
+	l.nbusy.Store(int32(len(l.busy)))
+	l.mu.Unlock()
+	r.busy = false
+}
+
 // Log writes redis.log's message at its level (scripting.Host).
 func (r *scriptRun) Log(level int, msg string) {
 	switch level {
@@ -398,7 +483,7 @@ func (r *scriptRun) Log(level int, msg string) {
 
 // SCRIPT LOAD script
 func cmdScriptLoad(c *client, args [][]byte) error {
-	sc, err := c.s.scripts.Load(args[2])
+	sc, err := c.s.scripts.eng.Load(args[2])
 	if err != nil {
 		return err
 	}
@@ -411,7 +496,7 @@ func cmdScriptExists(c *client, args [][]byte) error {
 	c.w.array(len(args) - 2)
 	for _, sha := range args[2:] {
 		d, ok := scripting.Digest(sha)
-		if ok && c.s.scripts.Lookup(d) != nil {
+		if ok && c.s.scripts.eng.Lookup(d) != nil {
 			c.w.int(1)
 		} else {
 			c.w.int(0)
@@ -425,14 +510,34 @@ func cmdScriptFlush(c *client, args [][]byte) error {
 	if len(args) > 3 || (len(args) == 3 && !strings.EqualFold(string(args[2]), "sync") && !strings.EqualFold(string(args[2]), "async")) {
 		return errors.New("SCRIPT FLUSH only support SYNC|ASYNC option")
 	}
-	c.s.scripts.Flush()
+	c.s.scripts.eng.Flush()
 	c.w.ok()
 	return nil
 }
 
 // SCRIPT KILL
+//
+// It kills the busy scripts (those past busy-reply-threshold) that have not written, as
+// Redis kills its one script; UNKILLABLE when every busy script has written.
 func cmdScriptKill(c *client, args [][]byte) error {
-	return errNotBusy
+	l := &c.s.scripts
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.busy) == 0 {
+		return errNotBusy
+	}
+	killed := 0
+	for r := range l.busy {
+		if !r.dirty.Load() {
+			r.call.Kill()
+			killed++
+		}
+	}
+	if killed == 0 {
+		return errUnkillable
+	}
+	c.w.ok()
+	return nil
 }
 
 // SCRIPT DEBUG YES|SYNC|NO

@@ -200,3 +200,42 @@ func TestScriptCache(t *testing.T) {
 	c.send(t, "SCRIPT FLUSH\r\nEVALSHA "+sha+" 0\r\nSCRIPT KILL\r\n")
 	expect("+OK", "-NOSCRIPT No matching script. Please use EVAL.", "-NOTBUSY No scripts in execution right now.")
 }
+
+// TestScriptBusy runs a script that never ends: past busy-reply-threshold other clients get
+// BUSY, SCRIPT KILL stops it when it has not written, UNKILLABLE when it has, and
+// SHUTDOWN NOSAVE still stops the server.
+func TestScriptBusy(t *testing.T) {
+	ts := startServer(t, func(c *Config) { c.IOThreads = 2 })
+	runner, other := ts.raw(t), ts.raw(t) // on different event loops
+	expect := func(c *rawConn, lines ...string) {
+		t.Helper()
+		for _, want := range lines {
+			require.Equal(t, want, c.line(t))
+		}
+	}
+	other.send(t, "CONFIG SET lua-time-limit 100\r\nCONFIG GET busy-reply-threshold\r\nSCRIPT KILL\r\n")
+	expect(other, "+OK", "*2", "$20", "busy-reply-threshold", "$3", "100", "-NOTBUSY No scripts in execution right now.")
+
+	const loop = "local i = 0 while true do i = i + 1 end"
+	runner.send(t, "EVAL \""+loop+"\" 0\r\n")
+	time.Sleep(300 * time.Millisecond)
+	other.send(t, "PING\r\nGET k\r\nSCRIPT KILL\r\n")
+	expect(other, "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
+		"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.", "+OK")
+	expect(runner, "-ERR Script killed by user with SCRIPT KILL... script: "+scriptSHA(loop)+", on @user_script:1.")
+	other.send(t, "PING\r\n")
+	expect(other, "+PONG")
+
+	// A script that wrote cannot be killed; pcall cannot catch a kill either.
+	const wrote = "redis.call('SET', 'w', '1') while true do end"
+	runner.send(t, "EVAL \""+wrote+"\" 0\r\n")
+	time.Sleep(300 * time.Millisecond)
+	other.send(t, "SCRIPT KILL\r\n")
+	expect(other, "-UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.")
+	other.send(t, "SHUTDOWN NOSAVE\r\n")
+	select {
+	case <-ts.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("SHUTDOWN NOSAVE did not stop the server")
+	}
+}

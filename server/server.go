@@ -19,7 +19,6 @@ import (
 	"throttled/persistence"
 	"throttled/pubsub"
 	"throttled/replication"
-	"throttled/scripting"
 )
 
 // Server answers Redis-protocol clients from a sharded keyspace.
@@ -63,7 +62,7 @@ type Server struct {
 
 	txLocks txLocks // EXEC's and scripts' stripes by key
 
-	scripts *scripting.Engine // the script cache and interpreters (scripting.go)
+	scripts luaScripts // the script cache, interpreters and busy scripts (scripting.go)
 
 	pol policies // the named policies (policy.go)
 
@@ -145,7 +144,7 @@ func New(cfg Config) (*Server, error) {
 	s.lastSave.Store(s.started.Unix())
 	s.replCfg.init(cfg)
 	s.commands = s.commandTable()
-	s.scripts = scripting.New()
+	s.scripts.init()
 	s.initObserver()
 	if err := s.loadPolicies(); err != nil {
 		return nil, err
@@ -165,7 +164,7 @@ func New(cfg Config) (*Server, error) {
 		s.closeUpstream()
 		return nil, err
 	}
-	s.params = append(append(append(s.paramTable(), s.observeParams()...), s.tlsParams()...), s.collectionParams()...) // after openStore: appendonly shows whether the store is open
+	s.params = append(append(append(append(s.paramTable(), s.observeParams()...), s.tlsParams()...), s.collectionParams()...), s.scriptParams()...) // after openStore: appendonly shows whether the store is open
 	s.paramsByName, s.paramNames = indexParams(s.params)
 	if err := s.startReplication(); err != nil {
 		s.closeStore()
@@ -316,6 +315,7 @@ func (s *Server) Close() error {
 		return s.closeErr
 	}
 	s.closed = true
+	s.scripts.eng.Close() // a script in an endless loop must not hold the shutdown
 	close(s.shutdown)
 	if s.ln != nil {
 		s.ln.Close()
@@ -431,6 +431,10 @@ func (s *Server) run(c *client, args [][]byte) {
 			s.reject(c, err)
 			return
 		}
+	}
+	if s.scripts.nbusy.Load() > 0 && !cmd.has(flagAllowBusy) {
+		s.reject(c, errBusy) // a script has run past busy-reply-threshold (scripting.go)
+		return
 	}
 	if cmd.bits&flagDenyOOM != 0 && s.mem.full.Load() {
 		if err := s.makeRoom(); err != nil {
