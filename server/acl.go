@@ -95,6 +95,8 @@ func categories(cmd *command) uint64 {
 		add("connection")
 	case "transactions":
 		add("transaction")
+	case "scripting":
+		add("scripting")
 	}
 	if dangerous[cmd.name] {
 		add("dangerous")
@@ -264,6 +266,12 @@ func (s *Server) checkACL(c *client, p *acl.Perms, cmd *command, args [][]byte) 
 		return &codedError{"NOPERM", "User " + c.user.Load().Name() + " has no permissions to run the '" + cmd.fullName() + "' command"}
 	}
 	switch {
+	case cmd.keysOf != nil:
+		for _, k := range cmd.keysOf(args) {
+			if !p.CanKey(k, cmd.keyUse) {
+				return errNoPermKey
+			}
+		}
 	case cmd.firstKey > 0 && cmd.firstKey < len(args):
 		last := cmd.lastKey
 		if last < 0 {

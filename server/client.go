@@ -43,6 +43,8 @@ type client struct {
 	checkKeys []byte            // CHECK: the keys it derives, end to end
 
 	tx      *transaction        // between MULTI and EXEC or DISCARD; nil otherwise
+	txHeld  uint64              // the transaction stripes EXEC holds while it runs (scripting.go)
+	script  *scriptRun          // the client's script run, kept for the next (scripting.go)
 	watch   keyspace.Watch      // marked when a watched key changes
 	watched map[string]struct{} // the keys WATCHed
 

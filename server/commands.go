@@ -27,6 +27,9 @@ type command struct {
 	summary  string
 	syntax   string // the arguments after the name, as in the docs: "key [COST n]"
 	handler  handler
+	// keysOf returns the keys of a request whose keys are not at fixed positions (EVAL's
+	// numkeys); nil when firstKey and lastKey say where they are.
+	keysOf func(args [][]byte) [][]byte
 	// detach: the command needs the client on a goroutine of its own, with an output that
 	// other goroutines may queue on (SUBSCRIBE: messages arrive at any time; commands that
 	// block). An event loop hands such a client over before it runs the command.
@@ -57,12 +60,14 @@ const (
 	flagNoAuth uint32 = 1 << iota
 	flagWrite
 	flagRatelimit
-	flagNoMulti // refused inside MULTI: it cannot run within EXEC (SUBSCRIBE, WAIT, PSYNC)
-	flagNoQueue // runs at once inside MULTI instead of being queued (MULTI, EXEC, WATCH, QUIT, RESET); set in bits, not a Redis flag
-	flagDenyOOM // may add data: refused or preceded by evictions over maxmemory (memory.go)
+	flagNoMulti   // refused inside MULTI: it cannot run within EXEC (SUBSCRIBE, WAIT, PSYNC)
+	flagNoQueue   // runs at once inside MULTI instead of being queued (MULTI, EXEC, WATCH, QUIT, RESET); set in bits, not a Redis flag
+	flagDenyOOM   // may add data: refused or preceded by evictions over maxmemory (memory.go)
+	flagNoScript  // refused inside scripts (scripting.go)
+	flagAllowBusy // runs while a script is busy (scripting.go)
 )
 
-var flagBits = map[string]uint32{"no-auth": flagNoAuth, "write": flagWrite, "ratelimit": flagRatelimit, "no-multi": flagNoMulti, "denyoom": flagDenyOOM}
+var flagBits = map[string]uint32{"no-auth": flagNoAuth, "write": flagWrite, "ratelimit": flagRatelimit, "no-multi": flagNoMulti, "denyoom": flagDenyOOM, "noscript": flagNoScript}
 
 func (cmd *command) has(bit uint32) bool { return cmd.bits&bit != 0 }
 
@@ -138,6 +143,7 @@ func (s *Server) commandTable() map[string]*command {
 	register(table, nil, pubsubCommands())
 	register(table, nil, observeCommands())
 	register(table, nil, aclCommands())
+	register(table, nil, scriptCommands())
 	for _, parent := range []struct {
 		name string
 		subs []*command
@@ -149,6 +155,7 @@ func (s *Server) commandTable() map[string]*command {
 		{"slowlog", slowlogSubcommands()},
 		{"acl", aclSubcommands()},
 		{"object", objectSubcommands()},
+		{"script", scriptSubcommands()},
 	} {
 		cmd := table[parent.name]
 		register(table, cmd, parent.subs)
@@ -157,6 +164,7 @@ func (s *Server) commandTable() map[string]*command {
 			cmd.handler = func(c *client, args [][]byte) error { return unknownSubcommand(args[1], upper) }
 		}
 	}
+	initScripting(table)
 	return table
 }
 
@@ -560,6 +568,9 @@ func cmdCommandGetKeys(c *client, args [][]byte) error {
 
 // commandKeys returns the key arguments of a request for cmd.
 func commandKeys(cmd *command, args [][]byte) [][]byte {
+	if cmd.keysOf != nil {
+		return cmd.keysOf(args)
+	}
 	if cmd.firstKey == 0 || cmd.firstKey >= len(args) {
 		return nil
 	}

@@ -100,7 +100,11 @@ func cmdExec(c *client, args [][]byte) error {
 	}
 	s := c.s
 	locked := s.lockTx(c, tx)
-	defer s.unlockTx(locked)
+	c.txHeld = locked // a script inside takes only the stripes EXEC does not hold
+	defer func() {
+		c.txHeld = 0
+		s.unlockTx(locked)
+	}()
 	changed := c.watchChanged()
 	c.unwatchAll()
 	if changed {

@@ -60,7 +60,9 @@ type Server struct {
 	paramNames   []paramNamed      // every name, sorted, for CONFIG GET
 	rewriteMu    sync.Mutex        // one CONFIG REWRITE at a time
 
-	txLocks txLocks // EXEC's stripes by key
+	txLocks txLocks // EXEC's and scripts' stripes by key
+
+	scripts luaScripts // the script cache, interpreters and busy scripts (scripting.go)
 
 	pol policies // the named policies (policy.go)
 
@@ -142,6 +144,7 @@ func New(cfg Config) (*Server, error) {
 	s.lastSave.Store(s.started.Unix())
 	s.replCfg.init(cfg)
 	s.commands = s.commandTable()
+	s.scripts.init()
 	s.initObserver()
 	if err := s.loadPolicies(); err != nil {
 		return nil, err
@@ -161,7 +164,7 @@ func New(cfg Config) (*Server, error) {
 		s.closeUpstream()
 		return nil, err
 	}
-	s.params = append(append(append(s.paramTable(), s.observeParams()...), s.tlsParams()...), s.collectionParams()...) // after openStore: appendonly shows whether the store is open
+	s.params = append(append(append(append(s.paramTable(), s.observeParams()...), s.tlsParams()...), s.collectionParams()...), s.scriptParams()...) // after openStore: appendonly shows whether the store is open
 	s.paramsByName, s.paramNames = indexParams(s.params)
 	if err := s.startReplication(); err != nil {
 		s.closeStore()
@@ -312,6 +315,7 @@ func (s *Server) Close() error {
 		return s.closeErr
 	}
 	s.closed = true
+	s.scripts.eng.Close() // a script in an endless loop must not hold the shutdown
 	close(s.shutdown)
 	if s.ln != nil {
 		s.ln.Close()
@@ -427,6 +431,10 @@ func (s *Server) run(c *client, args [][]byte) {
 			s.reject(c, err)
 			return
 		}
+	}
+	if s.scripts.nbusy.Load() > 0 && !cmd.has(flagAllowBusy) {
+		s.reject(c, errBusy) // a script has run past busy-reply-threshold (scripting.go)
+		return
 	}
 	if cmd.bits&flagDenyOOM != 0 && s.mem.full.Load() {
 		if err := s.makeRoom(); err != nil {

@@ -1,0 +1,50 @@
+// Package scripting runs Redis's Lua scripts (EVAL, EVALSHA) as Redis 7.0 runs them, on
+// gopher-lua, a Lua 5.1 in Go. It knows nothing of the server: each script reaches the
+// server through a Host, which runs a command and hands back its reply in RESP.
+//
+// A call's path through it. The server's EVAL handler gets the Script from the Engine:
+// Load compiles a body the first time its SHA1 is seen and caches it (SCRIPT LOAD, EXISTS
+// and FLUSH work on that cache; EVALSHA only looks it up), so a script is compiled once
+// per digest into a gopher-lua FunctionProto that every interpreter shares. Compiling is
+// in three steps: a Lua 5.1 lexer and parser of our own check the body and, when it does
+// not compile, give Lua 5.1's message ("user_script:1: '=' expected near '<eof>'",
+// syntax.go); gopher-lua parses it; the syntax tree is rewritten where gopher-lua's VM
+// would not behave as Lua 5.1's (rewrite.go: concatenation, loop ticks) and compiled.
+//
+// Run then takes an interpreter from a pool (a state: an LState with Redis's sandbox, built
+// once and reused, since building one costs far more than running a script), sets KEYS
+// and ARGV, and calls the script's function under an error handler. Each redis.call turns
+// its Lua arguments into a command (a number as "%.17g", as Redis writes it: a bucket's
+// 1.0140000000000002 tokens are stored as those bytes), and Host.Call runs it through the
+// server's command table and handlers on a client of the script's own; its RESP reply is
+// parsed back into Lua values (resp.go has both directions of the conversion, with Redis's
+// rules for RESP2 and RESP3 and redis.setresp). An error reply is raised as a Lua error
+// by redis.call and returned as a table by redis.pcall. When the script returns, its value
+// becomes the reply to EVAL, in the caller's protocol; when it fails, the error becomes
+// Redis's text: "ERR user_script:1: ... script: <sha>, on @user_script:1.". The
+// interpreter goes back to the pool.
+//
+// What a script sees is Lua 5.1 as Redis configures it, down to the texts: the sandbox of
+// state.go (read-only globals, no os or io), tostring and concatenation writing numbers as
+// "%.14g" (number.go), string.format as C's sprintf (format.go), tonumber as strtod, the
+// bit library, runtime errors worded as Lua 5.1's with the variable at fault named
+// (names.go), and compile errors as its parser gives them.
+//
+// A script must run as one command, and may touch keys it did not declare: the server
+// decides how (its scripting.go). It locks the transaction stripes of the declared KEYS
+// before the run, as EXEC does for its queued commands, and takes the stripe of any other
+// key when a command first touches it: a stripe above every one the script holds is
+// waited for (all stripes are taken in ascending order, so that cannot deadlock), one
+// below is taken if free. When it is not and the script has changed nothing yet, Host.Call
+// stops the script (an error no pcall can catch: the API, pcall, xpcall, coroutine.resume
+// and every loop's tick raise it again) and the server runs it again from the start,
+// holding that stripe too; each restart adds a stripe, so there are at most 64. When the
+// script has already written, stopping it would leave half its writes: it goes on with
+// that one command run under the shard lock alone, as any plain command of another client
+// would be. Its writes are all made and each command is atomic, so no write set is torn
+// and nothing waits in a cycle; what it gives up is isolation from the one script or
+// transaction that holds that stripe, for that key, in the rare case of a script that
+// writes before it reaches an undeclared key whose stripe is busy. Plain commands of other
+// clients take no stripe, here as under EXEC: they may run between two commands of a
+// script, each atomic on its own.
+package scripting

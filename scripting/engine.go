@@ -1,0 +1,479 @@
+package scripting
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// Host runs the commands a script calls: the server, which this package never imports.
+type Host interface {
+	// Call runs args as a command on behalf of the script and appends its reply to dst, in
+	// RESP2 or RESP3 as resp says. What Redis refuses before a command runs (an unknown
+	// command, one not allowed from scripts, the ACL) is an error reply too: "-ERR ...".
+	// A non-nil error stops the script at once, whatever it catches: the host wants it
+	// run again (a key it cannot lock yet) or killed; Run then returns that error.
+	Call(dst []byte, args [][]byte, resp int) ([]byte, error)
+	// Allowed reports whether the caller's user may run args (redis.acl_check_cmd); known
+	// is false when no such command exists.
+	Allowed(args [][]byte) (allowed, known bool)
+	// Log writes redis.log's message at a Redis log level (LOG_DEBUG 0 to LOG_WARNING 3).
+	Log(level int, msg string)
+	// Busy tells that the script has run for Call.BusyAfter (busy-reply-threshold): from
+	// now on it may be killed. Called once a run, from the script's goroutine.
+	Busy()
+}
+
+// Script is a script in the cache: compiled once, run by every interpreter.
+type Script struct {
+	SHA  string // the SHA1 of Body, in lower-case hex
+	Body string
+	// Shebang is set when the body starts with "#!lua": Redis 7 then takes the flags from
+	// that line (NoWrites...) instead of deciding write by write.
+	Shebang bool
+	Flags   Flags
+	proto   *lua.FunctionProto // the script's chunk
+}
+
+// Flags are the flags a "#!lua flags=..." line gives.
+type Flags uint8
+
+// The script flags of Redis 7.
+const (
+	NoWrites Flags = 1 << iota
+	AllowOOM
+	AllowStale
+	NoCluster
+)
+
+var flagNames = map[string]Flags{"no-writes": NoWrites, "allow-oom": AllowOOM, "allow-stale": AllowStale, "no-cluster": NoCluster}
+
+// Engine is the script cache and a pool of interpreters.
+type Engine struct {
+	mu      sync.RWMutex // guards scripts, bodies
+	scripts map[[20]byte]*Script
+	bodies  int64 // the bytes of the cached bodies
+
+	flushes atomic.Uint64 // SCRIPT FLUSH count: an interpreter's compiled functions older than it are dropped
+
+	poolMu sync.Mutex // guards idle
+	idle   []*state
+	// maxIdle bounds the interpreters kept between calls: as many as calls run at once,
+	// within reason.
+	maxIdle int
+
+	calls   atomic.Int64 // runs
+	closing atomic.Bool  // Close was called: running scripts are killed
+}
+
+// Close kills the scripts running and any started from now on: the server is stopping
+// (SHUTDOWN NOSAVE must end even a script in an endless loop).
+func (e *Engine) Close() { e.closing.Store(true) }
+
+// New returns an empty engine.
+func New() *Engine {
+	return &Engine{scripts: make(map[[20]byte]*Script), maxIdle: 4 * runtime.GOMAXPROCS(0)}
+}
+
+// Digest parses a script's SHA1 as EVALSHA gives it: 40 hex digits, in any case.
+func Digest(sha []byte) (d [20]byte, ok bool) {
+	if len(sha) != 40 {
+		return d, false
+	}
+	_, err := hex.Decode(d[:], sha)
+	return d, err == nil
+}
+
+// Lookup returns the cached script with digest d, or nil.
+func (e *Engine) Lookup(d [20]byte) *Script {
+	e.mu.RLock()
+	s := e.scripts[d]
+	e.mu.RUnlock()
+	return s
+}
+
+// Load returns the script with this body, compiling and caching it the first time. A
+// compile error is Redis's text, without the ERR code.
+func (e *Engine) Load(body []byte) (*Script, error) {
+	d := sha1.Sum(body)
+	if s := e.Lookup(d); s != nil {
+		return s, nil
+	}
+	s, err := compile(string(body), hex.EncodeToString(d[:]))
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	if old := e.scripts[d]; old != nil {
+		s = old
+	} else {
+		e.scripts[d] = s
+		e.bodies += int64(len(s.Body))
+	}
+	e.mu.Unlock()
+	return s, nil
+}
+
+// Flush empties the cache (SCRIPT FLUSH).
+func (e *Engine) Flush() {
+	e.mu.Lock()
+	e.scripts = make(map[[20]byte]*Script)
+	e.bodies = 0
+	e.mu.Unlock()
+	e.flushes.Add(1)
+}
+
+// Stats are the engine's figures for INFO.
+type Stats struct {
+	Scripts    int   // cached scripts
+	BodyBytes  int64 // their bodies' bytes
+	States     int   // idle interpreters
+	Calls      int64 // runs since start
+	StateBytes int64 // an estimate of the idle interpreters' memory
+}
+
+// Stats returns the engine's figures.
+func (e *Engine) Stats() Stats {
+	e.mu.RLock()
+	st := Stats{Scripts: len(e.scripts), BodyBytes: e.bodies}
+	e.mu.RUnlock()
+	e.poolMu.Lock()
+	st.States = len(e.idle)
+	e.poolMu.Unlock()
+	st.Calls = e.calls.Load()
+	st.StateBytes = int64(st.States) * stateBytes
+	return st
+}
+
+// stateBytes is about what an idle interpreter holds: its stacks and its libraries.
+const stateBytes = 64 << 10
+
+// compile compiles body once for all interpreters, as Redis 7.0 does: a chunk named
+// "@user_script", after the shebang line if any (whose line still counts).
+func compile(body, sha string) (*Script, error) {
+	s := &Script{SHA: sha, Body: body}
+	code := body
+	if strings.HasPrefix(body, "#!") {
+		line := body
+		if i := strings.IndexByte(body, '\n'); i >= 0 {
+			line = body[:i]
+		}
+		if err := s.parseShebang(line); err != nil {
+			return nil, err
+		}
+		code = body[len(line):]
+	}
+	proto, msg := compileChunk(code, "user_script")
+	if msg != "" {
+		return nil, errors.New("Error compiling script (new function): " + msg)
+	}
+	s.proto = proto
+	return s, nil
+}
+
+// parseShebang reads "#!lua [flags=a,b]" as Redis 7.0 does, with its errors.
+func (s *Script) parseShebang(line string) error {
+	s.Shebang = true
+	parts := splitNonEmptyRuns(line)
+	if len(parts) == 0 {
+		return errors.New("Invalid engine in script shebang")
+	}
+	if parts[0] != "#!lua" {
+		return errors.New("Unexpected engine in script shebang: " + parts[0])
+	}
+	for _, p := range parts[1:] {
+		flags, ok := strings.CutPrefix(p, "flags=")
+		if !ok {
+			return errors.New("Unknown lua shebang option: " + p)
+		}
+		if flags == "" {
+			continue
+		}
+		for _, f := range strings.Split(flags, ",") {
+			bit, ok := flagNames[f]
+			if !ok {
+				return errors.New("Unexpected flag in script shebang: " + f)
+			}
+			s.Flags |= bit
+		}
+	}
+	return nil
+}
+
+// splitNonEmptyRuns splits the shebang line on runs of blanks, as sdssplitargs does.
+func splitNonEmptyRuns(s string) []string { return strings.Fields(s) }
+
+// get takes an idle interpreter, or builds one.
+func (e *Engine) get() *state {
+	e.poolMu.Lock()
+	if n := len(e.idle); n > 0 {
+		st := e.idle[n-1]
+		e.idle = e.idle[:n-1]
+		e.poolMu.Unlock()
+		return st
+	}
+	e.poolMu.Unlock()
+	return newState(e)
+}
+
+// put returns an interpreter to the pool, unless the pool is full.
+func (e *Engine) put(st *state) {
+	e.poolMu.Lock()
+	if len(e.idle) < e.maxIdle {
+		e.idle = append(e.idle, st)
+		st = nil
+	}
+	e.poolMu.Unlock()
+	if st != nil {
+		st.L.Close()
+	}
+}
+
+// function returns the interpreter's function for s, made the first time.
+func (st *state) function(s *Script) *lua.LFunction {
+	if gen := st.e.flushes.Load(); gen != st.gen {
+		clear(st.fns)
+		clear(st.sources)
+		st.gen = gen
+	}
+	if fn := st.fns[s]; fn != nil {
+		return fn
+	}
+	fn := st.instantiate(s.proto)
+	st.fns[s] = fn
+	return fn
+}
+
+// Call is one run of a script.
+type Call struct {
+	Keys, Args [][]byte
+	Host       Host
+	Proto      int           // the caller's protocol, 2 or 3: the reply's
+	BusyAfter  time.Duration // when Host.Busy is called; 0 for never
+	kill       atomic.Bool
+}
+
+// Kill stops the run at its next loop, function call or command, as SCRIPT KILL does: it
+// replies "Script killed by user with SCRIPT KILL...". Any goroutine may call it.
+func (c *Call) Kill() { c.kill.Store(true) }
+
+// Run runs s and appends its reply (an error reply when the script fails) to dst. It
+// returns an error only when the host stopped the script (Host.Call); dst is then as it
+// was.
+func (e *Engine) Run(dst []byte, s *Script, call *Call) ([]byte, error) {
+	e.calls.Add(1)
+	st := e.get()
+	defer e.put(st)
+	fn := st.function(s)
+	L := st.L
+	L.Env = st.gv
+	fn.Env = st.g
+	st.keys = st.fill(st.keys, call.Keys, false)
+	st.argv = st.fill(st.argv, call.Args, true)
+	st.g.RawSetString("KEYS", st.keys)
+	st.g.RawSetString("ARGV", st.argv)
+	call.kill.Store(false)
+	st.run = run{script: s, host: call.Host, call: call, resp: 2, start: time.Now()}
+	st.errInfo = errInfo{}
+	L.Push(fn)
+	err := L.PCall(0, 1, st.handler)
+	stop := st.run.stop
+	mark := len(dst)
+	switch {
+	case stop != nil:
+	case st.run.killed:
+		dst = st.appendError(dst, st.killErr, s.SHA)
+	case err != nil:
+		dst = st.appendError(dst, errorObject(err), s.SHA)
+	default:
+		dst = st.appendLuaReply(dst, L.Get(-1), call.Proto, st.run.resp, 2)
+	}
+	L.SetTop(0)
+	st.run = run{}
+	st.recycle()
+	if stop != nil {
+		return dst[:mark], stop
+	}
+	return dst, nil
+}
+
+// fill makes t the KEYS or ARGV table of items. The table of the last run is reused when
+// that run left it as it was given (a script may add to it; the next must not see that).
+// ARGV's strings come from a small cache: a limiter's arguments but its clock repeat.
+func (st *state) fill(t *lua.LTable, items [][]byte, cache bool) *lua.LTable {
+	if t == nil || !st.untouched(t) {
+		t = st.L.CreateTable(len(items), 0)
+	}
+	for i, it := range items {
+		var s lua.LString
+		if cache {
+			s = st.interned(it)
+		} else {
+			s = lua.LString(it)
+		}
+		t.RawSetInt(i+1, s)
+	}
+	for i := len(items) + 1; i <= st.filled(t); i++ {
+		t.RawSetInt(i, lua.LNil)
+	}
+	return t
+}
+
+// untouched reports whether a KEYS or ARGV table holds nothing but its array of strings,
+// with no metatable.
+func (st *state) untouched(t *lua.LTable) bool {
+	if t.Metatable != lua.LNil {
+		return false
+	}
+	n := t.Len()
+	var last lua.LValue = lua.LNil
+	if n > 0 {
+		last = lua.LNumber(n)
+	}
+	k, _ := t.Next(last)
+	return k == lua.LNil
+}
+
+// filled is how many items the table holds from 1 on.
+func (st *state) filled(t *lua.LTable) int { return t.Len() }
+
+// interned returns b as a Lua string, from the cache when it was seen lately.
+func (st *state) interned(b []byte) lua.LString {
+	if s, ok := st.strs[string(b)]; ok {
+		return s
+	}
+	s := lua.LString(b)
+	if len(b) <= 64 {
+		if len(st.strs) >= 256 {
+			clear(st.strs)
+		}
+		st.strs[string(s)] = s
+	}
+	return s
+}
+
+// run is what the redis API needs of the call in progress.
+type run struct {
+	script *Script
+	host   Host
+	call   *Call
+	resp   int   // redis.setresp: the protocol of the commands' replies
+	stop   error // set once the host stops the script
+	killed bool  // set once the script is killed
+	busy   bool  // Host.Busy was called
+	start  time.Time
+	ticks  uint32 // tick calls: the clock is read every so many
+}
+
+// errorHandler notes where an uncaught error comes from, as Redis's __redis__err__handler
+// does: the function that raised it, or its caller when that is a Go (C) function. An
+// error the VM raised is worded as Lua 5.1's while its frame is still there.
+func (st *state) errorHandler(L *lua.LState) int {
+	obj := translate(L, L.Get(1))
+	for level := 1; level <= 2; level++ {
+		dbg, ok := L.GetStack(level)
+		if !ok {
+			break
+		}
+		if _, err := L.GetInfo("Sl", dbg, lua.LNil); err != nil {
+			break
+		}
+		if dbg.What == "G" && level == 1 {
+			continue
+		}
+		if dbg.What != "G" {
+			st.errInfo = errInfo{source: st.sourceOf(dbg.Source), line: dbg.CurrentLine}
+		}
+		break
+	}
+	L.Push(obj)
+	return 1
+}
+
+// translate words an error value as Lua 5.1 would, from inside an error handler: when the
+// function that raised it is Lua code (level 1), the VM raised it, and the failing
+// instruction names the variable.
+func translate(L *lua.LState, obj lua.LValue) lua.LValue {
+	s, ok := obj.(lua.LString)
+	if !ok {
+		return obj
+	}
+	if dbg, ok := L.GetStack(1); ok {
+		if _, err := L.GetInfo("S", dbg, lua.LNil); err == nil && dbg.What != "G" {
+			pos, text := splitPosition(string(s))
+			return lua.LString(pos + vmError(L, 1, text))
+		}
+		pos, text := splitPosition(string(s))
+		return lua.LString(argError(L, pos, luaMessage(text)))
+	}
+	return lua.LString(luaMessage(string(s)))
+}
+
+// argError rewrites a library function's "bad argument" error as Lua 5.1 words it, from
+// an error handler while its frame (level 1) is there: an argument past those given is
+// "no value", not nil; a function called from Go (pcall(string.rep)) has no name ('?')
+// and its error no position, since in C Lua luaL_where finds a C function there.
+func argError(L *lua.LState, pos, text string) string {
+	if !strings.HasPrefix(text, "bad argument #") {
+		return pos + text
+	}
+	if n, ok := goFrameArgs(L, 1); ok {
+		var arg int
+		if _, err := fmt.Sscanf(text, "bad argument #%d", &arg); err == nil && arg > n {
+			text = strings.Replace(text, "got nil)", "got no value)", 1)
+		}
+	}
+	if dbg, ok := L.GetStack(2); ok {
+		if _, err := L.GetInfo("S", dbg, lua.LNil); err == nil && dbg.What == "G" {
+			if i := strings.Index(text, " to '"); i >= 0 {
+				if j := strings.Index(text[i+5:], "'"); j >= 0 {
+					text = text[:i+5] + "?" + text[i+5+j:]
+				}
+			}
+			return text
+		}
+	}
+	return pos + text
+}
+
+// sourceOf is a function's source as Redis's error handler shows it.
+func (st *state) sourceOf(name string) string {
+	if name == "user_script" {
+		return "@user_script"
+	}
+	if src, ok := st.sources[name]; ok {
+		return src
+	}
+	return name
+}
+
+// appendError appends the reply to a script that failed with obj: the error's text, then
+// where it came from, as Redis 7.0 words it.
+func (st *state) appendError(dst []byte, obj lua.LValue, sha string) []byte {
+	var msg string
+	switch v := obj.(type) {
+	case *lua.LTable:
+		if e := v.RawGetString("err"); isStringLike(e) {
+			msg = string(luaString(e))
+		} else {
+			msg = "ERR unknown error" // Redis 7.0 crashes here
+		}
+	case lua.LString, lua.LNumber:
+		msg = "ERR " + string(luaString(v))
+	default:
+		msg = "ERR " + string(st.L.ToStringMeta(v).(lua.LString))
+	}
+	msg = cString(msg)
+	if st.errInfo.line > 0 {
+		msg += " script: " + sha + ", on " + st.errInfo.source + ":" + itoa(st.errInfo.line) + "."
+	}
+	return appendErrorText(dst, msg)
+}

@@ -1,0 +1,378 @@
+package scripting
+
+import (
+	lua "github.com/yuin/gopher-lua"
+	"github.com/yuin/gopher-lua/ast"
+)
+
+// A script's syntax tree is rewritten once, before gopher-lua compiles it, where its VM
+// would not behave as Lua 5.1's, or as Redis's sandbox:
+//
+//   - a .. b .. c becomes a call of the concat function: gopher-lua's concatenation writes
+//     numbers with Go's shortest form (0.3333333333333333), Lua 5.1 with "%.14g"
+//     (0.33333333333333), and scripts build keys and replies that way;
+//   - an assignment to a global (x = 1, function f() end) becomes an assignment through
+//     the globals' read-only view, which fails as on Redis ("Attempt to modify a readonly
+//     table"); so a script's own environment can be the globals table itself, and reading
+//     a global costs one lookup instead of a lookup through the view;
+//   - every loop body and function body starts with a call of the tick function, so that a
+//     script that never calls Redis can still be stopped (SCRIPT KILL);
+//   - a call with more arguments than gopher-lua has registers for (it has 200, Lua 5.1
+//     250) passes them in a table that the unpack function spreads again:
+//     redis.call('ZADD', k, s1, m1, ... s150, m150) compiles as on Redis.
+//
+// The functions and the view reach the script as upvalues: the chunk compiled is
+//
+//	local (concat), (tick), (unpack), (G) = ...
+//	return function(...) <the script> end
+//
+// and each interpreter calls it once with its own to get the script's function. Their
+// names cannot be written in Lua, so no script can shadow or reach them.
+
+const (
+	concatName  = "(concat)"
+	tickName    = "(tick)"
+	unpackName  = "(unpack)"
+	globalsName = "(G)"
+	// maxDirectArgs is the most arguments a call keeps; past it they go in a table,
+	// leaving gopher-lua's registers for the locals and temporaries around the call.
+	maxDirectArgs = 100
+)
+
+// wrapChunk rewrites the script's statements and wraps them as above.
+func wrapChunk(chunk []ast.Stmt) []ast.Stmt {
+	rw := &rewriter{}
+	rw.push()
+	body := rw.stmts(chunk)
+	rw.pop()
+	fn := &ast.FunctionExpr{ParList: &ast.ParList{HasVargs: true}, Stmts: body}
+	fn.SetLine(1)
+	if len(chunk) > 0 {
+		fn.SetLastLine(chunk[len(chunk)-1].LastLine())
+	}
+	locals := &ast.LocalAssignStmt{Names: []string{concatName, tickName, unpackName, globalsName}, Exprs: []ast.Expr{&ast.Comma3Expr{}}}
+	return []ast.Stmt{locals, &ast.ReturnStmt{Exprs: []ast.Expr{fn}}}
+}
+
+// rewriter walks the tree knowing which names are locals (gopher-lua's scoping: a local
+// function's name is visible in its own body).
+type rewriter struct {
+	scopes []map[string]bool
+}
+
+func (rw *rewriter) push() { rw.scopes = append(rw.scopes, nil) }
+func (rw *rewriter) pop()  { rw.scopes = rw.scopes[:len(rw.scopes)-1] }
+
+func (rw *rewriter) declare(names ...string) {
+	top := &rw.scopes[len(rw.scopes)-1]
+	if *top == nil {
+		*top = make(map[string]bool)
+	}
+	for _, n := range names {
+		(*top)[n] = true
+	}
+}
+
+func (rw *rewriter) isLocal(name string) bool {
+	for i := len(rw.scopes) - 1; i >= 0; i-- {
+		if rw.scopes[i][name] {
+			return true
+		}
+	}
+	return false
+}
+
+// global returns the view's field a global assignment writes: (G).name.
+func global(id *ast.IdentExpr) ast.Expr {
+	g := &ast.IdentExpr{Value: globalsName}
+	g.SetLine(id.Line())
+	k := &ast.StringExpr{Value: id.Value}
+	k.SetLine(id.Line())
+	e := &ast.AttrGetExpr{Object: g, Key: k}
+	e.SetLine(id.Line())
+	e.SetLastLine(id.LastLine())
+	return e
+}
+
+// tickCall is a statement calling the tick function, at line.
+func tickCall(line int) ast.Stmt {
+	id := &ast.IdentExpr{Value: tickName}
+	id.SetLine(line)
+	call := &ast.FuncCallExpr{Func: id}
+	call.SetLine(line)
+	call.SetLastLine(line)
+	st := &ast.FuncCallStmt{Expr: call}
+	st.SetLine(line)
+	st.SetLastLine(line)
+	return st
+}
+
+// block rewrites a block in a scope of its own, with names declared in it first and the
+// tick call first when tick.
+func (rw *rewriter) block(stmts []ast.Stmt, tick bool, line int, names ...string) []ast.Stmt {
+	rw.push()
+	rw.declare(names...)
+	stmts = rw.stmts(stmts)
+	rw.pop()
+	if !tick {
+		return stmts
+	}
+	out := make([]ast.Stmt, 0, len(stmts)+1)
+	out = append(out, tickCall(line))
+	return append(out, stmts...)
+}
+
+func (rw *rewriter) stmts(stmts []ast.Stmt) []ast.Stmt {
+	for i, s := range stmts {
+		stmts[i] = rw.stmt(s)
+	}
+	return stmts
+}
+
+func (rw *rewriter) stmt(s ast.Stmt) ast.Stmt {
+	switch s := s.(type) {
+	case *ast.AssignStmt:
+		rw.exprs(s.Rhs)
+		for i, l := range s.Lhs {
+			if id, ok := l.(*ast.IdentExpr); ok && !rw.isLocal(id.Value) {
+				s.Lhs[i] = global(id)
+				continue
+			}
+			s.Lhs[i] = rw.expr(l)
+		}
+	case *ast.LocalAssignStmt:
+		if len(s.Names) == 1 && len(s.Exprs) == 1 {
+			if _, ok := s.Exprs[0].(*ast.FunctionExpr); ok {
+				rw.declare(s.Names...) // local function f: f is seen in its body
+			}
+		}
+		rw.exprs(s.Exprs)
+		rw.declare(s.Names...)
+	case *ast.FuncCallStmt:
+		s.Expr = rw.expr(s.Expr)
+	case *ast.DoBlockStmt:
+		s.Stmts = rw.block(s.Stmts, false, 0)
+	case *ast.WhileStmt:
+		s.Condition = rw.expr(s.Condition)
+		s.Stmts = rw.block(s.Stmts, true, s.Line())
+	case *ast.RepeatStmt:
+		// The condition sees the block's locals.
+		rw.push()
+		body := rw.stmts(s.Stmts)
+		s.Condition = rw.expr(s.Condition)
+		rw.pop()
+		s.Stmts = append([]ast.Stmt{tickCall(s.Line())}, body...)
+	case *ast.IfStmt:
+		s.Condition = rw.expr(s.Condition)
+		s.Then = rw.block(s.Then, false, 0)
+		s.Else = rw.block(s.Else, false, 0)
+	case *ast.NumberForStmt:
+		s.Init = rw.expr(s.Init)
+		s.Limit = rw.expr(s.Limit)
+		if s.Step != nil {
+			s.Step = rw.expr(s.Step)
+		}
+		s.Stmts = rw.block(s.Stmts, true, s.Line(), s.Name)
+	case *ast.GenericForStmt:
+		rw.exprs(s.Exprs)
+		s.Stmts = rw.block(s.Stmts, true, s.Line(), s.Names...)
+	case *ast.FuncDefStmt:
+		if s.Name != nil {
+			if id, ok := s.Name.Func.(*ast.IdentExpr); ok && !rw.isLocal(id.Value) {
+				s.Name.Func = global(id)
+			} else if s.Name.Func != nil {
+				s.Name.Func = rw.expr(s.Name.Func)
+			}
+			if s.Name.Receiver != nil {
+				s.Name.Receiver = rw.expr(s.Name.Receiver)
+			}
+		}
+		rw.function(s.Func, s.Name != nil && s.Name.Receiver != nil)
+	case *ast.ReturnStmt:
+		rw.exprs(s.Exprs)
+		if len(s.Exprs) > maxDirectArgs && !isOpen(s.Exprs[len(s.Exprs)-1]) {
+			s.Exprs = packArgs(s.Exprs, s.Line())
+		}
+	}
+	return s
+}
+
+func (rw *rewriter) exprs(exprs []ast.Expr) {
+	for i, e := range exprs {
+		exprs[i] = rw.expr(e)
+	}
+}
+
+// function rewrites a function's body in a scope with its parameters (and self for a
+// method).
+func (rw *rewriter) function(f *ast.FunctionExpr, method bool) {
+	names := append([]string(nil), f.ParList.Names...)
+	if method {
+		names = append(names, "self")
+	}
+	f.Stmts = rw.block(f.Stmts, true, f.Line(), names...)
+}
+
+func (rw *rewriter) expr(e ast.Expr) ast.Expr {
+	switch e := e.(type) {
+	case *ast.AttrGetExpr:
+		e.Object = rw.expr(e.Object)
+		e.Key = rw.expr(e.Key)
+	case *ast.TableExpr:
+		for _, f := range e.Fields {
+			if f.Key != nil {
+				f.Key = rw.expr(f.Key)
+			}
+			f.Value = rw.expr(f.Value)
+		}
+	case *ast.FuncCallExpr:
+		if e.Func != nil {
+			e.Func = rw.expr(e.Func)
+		}
+		if e.Receiver != nil {
+			e.Receiver = rw.expr(e.Receiver)
+		}
+		rw.exprs(e.Args)
+		if len(e.Args) > maxDirectArgs && !isOpen(e.Args[len(e.Args)-1]) {
+			e.Args = packArgs(e.Args, e.Line())
+		}
+	case *ast.LogicalOpExpr:
+		e.Lhs = rw.expr(e.Lhs)
+		e.Rhs = rw.expr(e.Rhs)
+	case *ast.RelationalOpExpr:
+		e.Lhs = rw.expr(e.Lhs)
+		e.Rhs = rw.expr(e.Rhs)
+	case *ast.ArithmeticOpExpr:
+		e.Lhs = rw.expr(e.Lhs)
+		e.Rhs = rw.expr(e.Rhs)
+	case *ast.UnaryMinusOpExpr:
+		e.Expr = rw.expr(e.Expr)
+	case *ast.UnaryNotOpExpr:
+		e.Expr = rw.expr(e.Expr)
+	case *ast.UnaryLenOpExpr:
+		e.Expr = rw.expr(e.Expr)
+	case *ast.FunctionExpr:
+		rw.function(e, false)
+	case *ast.StringConcatOpExpr:
+		// a .. (b .. c): one call with the operands in order, as Lua 5.1 makes one CONCAT.
+		var args []ast.Expr
+		var cur ast.Expr = e
+		for {
+			c, ok := cur.(*ast.StringConcatOpExpr)
+			if !ok {
+				break
+			}
+			args = append(args, rw.expr(c.Lhs))
+			cur = c.Rhs
+		}
+		args = append(args, rw.expr(cur))
+		id := &ast.IdentExpr{Value: concatName}
+		id.SetLine(e.Line())
+		call := &ast.FuncCallExpr{Func: id, Args: args, AdjustRet: true}
+		call.SetLine(e.Line())
+		call.SetLastLine(e.LastLine())
+		return call
+	}
+	return e
+}
+
+// isOpen reports whether e gives all its values (a call or "..." last in a list).
+func isOpen(e ast.Expr) bool {
+	switch e := e.(type) {
+	case *ast.FuncCallExpr:
+		return !e.AdjustRet
+	case *ast.Comma3Expr:
+		return !e.AdjustRet
+	}
+	return false
+}
+
+// packArgs is args as one call of the unpack function on a table of them.
+func packArgs(args []ast.Expr, line int) []ast.Expr {
+	t := &ast.TableExpr{}
+	t.SetLine(line)
+	for _, a := range args {
+		t.Fields = append(t.Fields, &ast.Field{Value: a})
+	}
+	n := &ast.NumberExpr{Value: itoa(len(args))}
+	n.SetLine(line)
+	id := &ast.IdentExpr{Value: unpackName}
+	id.SetLine(line)
+	call := &ast.FuncCallExpr{Func: id, Args: []ast.Expr{t, n}}
+	call.SetLine(line)
+	return []ast.Expr{call}
+}
+
+// unpack is the unpack function: t[1] to t[n].
+func unpackArgs(L *lua.LState) int {
+	t := L.CheckTable(1)
+	n := L.CheckInt(2)
+	for i := 1; i <= n; i++ {
+		L.Push(t.RawGetInt(i))
+	}
+	return n
+}
+
+// concat is the concat function: Lua 5.1's concatenation, numbers as "%.14g".
+func (st *state) concat(L *lua.LState) int {
+	n := L.GetTop()
+	b := st.catBuf[:0]
+	for i := 1; i <= n; i++ {
+		switch v := L.Get(i).(type) {
+		case lua.LString:
+			b = append(b, v...)
+		case lua.LNumber:
+			b = appendLuaNumber(b, float64(v))
+		default:
+			st.catBuf = b[:0]
+			return st.concatSlow(L)
+		}
+	}
+	if len(b) > maxString {
+		L.RaiseError("not enough memory")
+	}
+	L.Push(lua.LString(b))
+	if cap(b) <= 4096 {
+		st.catBuf = b[:0]
+	} else {
+		st.catBuf = nil
+	}
+	return 1
+}
+
+// concatSlow is concatenation with an operand that is neither a string nor a number: as
+// Lua 5.1, from the right, each pair through its __concat metamethod, or an error naming
+// the rightmost operand at fault.
+func (st *state) concatSlow(L *lua.LState) int {
+	n := L.GetTop()
+	acc := L.Get(n)
+	accArg := n // the argument acc still is, 0 once it is a result
+	for i := n - 1; i >= 1; i-- {
+		lhs := L.Get(i)
+		if isStringLike(lhs) && isStringLike(acc) {
+			acc = lua.LString(string(luaString(lhs)) + string(luaString(acc)))
+			accArg = 0
+			continue
+		}
+		h := L.GetMetaField(lhs, "__concat")
+		if h == lua.LNil {
+			h = L.GetMetaField(acc, "__concat")
+		}
+		if h == lua.LNil {
+			culprit, arg := lhs, i
+			if isStringLike(lhs) {
+				culprit, arg = acc, accArg
+			}
+			L.RaiseError("%s", st.operandError(L, "concatenate", culprit, arg))
+		}
+		L.Push(h)
+		L.Push(lhs)
+		L.Push(acc)
+		L.Call(2, 1)
+		acc = L.Get(-1)
+		L.Pop(1)
+		accArg = 0
+	}
+	L.Push(acc)
+	return 1
+}

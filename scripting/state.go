@@ -1,0 +1,780 @@
+package scripting
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"strings"
+	"time"
+	"unsafe"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// state is one Lua interpreter with Redis's sandbox, reused from call to call (Engine.get,
+// Engine.put): building one costs far more than a script's run.
+//
+// The sandbox is Redis 7.0's: the base, table, string, math and coroutine libraries without
+// the functions that reach outside (print, dofile, loadfile, require, os, io, debug), and
+// globals that scripts can neither create nor change: "a = 1" fails with "Attempt to modify
+// a readonly table" and reading an unknown global with "Script attempted to access
+// nonexistent global variable". Redis marks the tables read-only inside its Lua; gopher-lua
+// has no such mark, so a script sees views instead of the tables: an empty table whose
+// metatable reads through to the real one (__index) and refuses writes (__newindex).
+// rawset, rawget, next and the table library see through the views or refuse them; the
+// views' metatables are hidden behind __metatable. A script thus cannot leave anything
+// behind for the next one on the same state, which is what makes reuse safe.
+type state struct {
+	e  *Engine
+	L  *lua.LState
+	g  *lua.LTable // the real globals
+	gv *lua.LTable // their view: _G and every script's environment
+
+	// protected holds the views, and the real tables behind them (real[view]).
+	protected map[*lua.LTable]bool
+	real      map[*lua.LTable]*lua.LTable
+	views     []*lua.LTable
+
+	handler  *lua.LFunction // the error handler of a run (errorHandler)
+	pcallH   *lua.LFunction // pcall's: it only words errors (translate)
+	concatFn *lua.LFunction // the concat function scripts call (rewrite.go)
+	tickFn   *lua.LFunction // the tick function
+	unpackFn *lua.LFunction // the unpack function
+	catBuf   []byte         // concat's buffer, reused
+	keys     *lua.LTable    // KEYS and ARGV of the last run, reused (fill)
+	argv     *lua.LTable
+	strs     map[string]lua.LString     // ARGV's strings seen lately (interned)
+	okFree   []*lua.LTable              // status reply tables to reuse (resp.go)
+	okUsed   []*lua.LTable              // those handed out in this run
+	fns      map[*Script]*lua.LFunction // each script's function, made once per state
+	sources  map[string]string          // loadstring's chunks by name: their source, for errors
+	gen      uint64                     // the Engine.flushes fns belongs to
+	run      run                        // the call in progress
+	args     [][]byte                   // redis.call's arguments, reused
+	nums     []byte                     // its numbers, as "%.17g"
+	numAt    []int                      // where each number lies in nums: arg, start, end
+	reply    []byte                     // the reply to redis.call, reused
+	errInfo  errInfo                    // what the error handler learnt of the last error
+	killErr  *lua.LTable                // the error a killed script ends with
+}
+
+// errInfo is where a script's uncaught error came from, as Redis's error handler reports it.
+type errInfo struct {
+	source string // "@user_script"
+	line   int    // 0 when unknown
+}
+
+// Readonly and missing-global errors, Redis 7.0's texts.
+const (
+	errReadonly = "Attempt to modify a readonly table"
+)
+
+// newState builds an interpreter with the sandbox and the redis API.
+func newState(e *Engine) *state {
+	L := lua.NewState(lua.Options{
+		SkipOpenLibs:    true,
+		CallStackSize:   callStackSize,
+		RegistrySize:    1024,
+		RegistryMaxSize: registryMaxSize,
+	})
+	st := &state{
+		e:         e,
+		L:         L,
+		g:         L.G.Global,
+		protected: make(map[*lua.LTable]bool),
+		real:      make(map[*lua.LTable]*lua.LTable),
+		fns:       make(map[*Script]*lua.LFunction),
+		sources:   make(map[string]string),
+		strs:      make(map[string]lua.LString),
+		gen:       e.flushes.Load(),
+	}
+	st.run.resp = 2
+	for _, lib := range []struct {
+		name string
+		open lua.LGFunction
+	}{
+		{lua.BaseLibName, lua.OpenBase},
+		{lua.TabLibName, lua.OpenTable},
+		{lua.StringLibName, lua.OpenString},
+		{lua.MathLibName, lua.OpenMath},
+		{lua.CoroutineLibName, lua.OpenCoroutine},
+	} {
+		L.Push(L.NewFunction(lib.open))
+		L.Push(lua.LString(lib.name))
+		L.Call(1, 0)
+	}
+	g := st.g
+	for _, name := range []string{"print", "dofile", "loadfile", "module", "require", "_printregs", "_GOPHER_LUA_VERSION",
+		"package", "getfenv", "setfenv", "newproxy"} {
+		g.RawSetString(name, lua.LNil)
+	}
+	st.setBase()
+	st.setLibraries()
+	g.RawSetString("redis", st.redisAPI())
+	g.RawSetString("bit", st.openBit())
+	L.G.Registry.RawSetString("_LOADED", L.CreateTable(0, 0)) // nothing for require to find
+
+	// Protect: every library table is replaced by its view, then the globals themselves.
+	for _, name := range []string{"string", "table", "math", "coroutine", "redis", "bit", "cjson", "struct", "cmsgpack"} {
+		if t, ok := g.RawGetString(name).(*lua.LTable); ok {
+			g.RawSetString(name, st.protect(t))
+		}
+	}
+	g.RawSetString("server", g.RawGetString("redis")) // Valkey's name for the same API
+	missing := L.CreateTable(0, 2)
+	missing.RawSetString("__index", L.NewFunction(missingGlobal))
+	missing.RawSetString("__metatable", lua.LFalse)
+	L.SetMetatable(g, missing)
+	st.gv = st.protect(g)
+	g.RawSetString("_G", st.gv)
+	// Strings' methods come from the real string library (s:sub() stays fast); what
+	// getmetatable('') shows is a read-only table whose __index is the string view.
+	if sv, ok := g.RawGetString("string").(*lua.LTable); ok {
+		smt := L.CreateTable(0, 2)
+		smt.RawSetString("__index", st.real[sv])
+		shown := L.CreateTable(0, 1)
+		shown.RawSetString("__index", sv)
+		smt.RawSetString("__metatable", st.protect(shown))
+		L.SetMetatable(lua.LString(""), smt)
+	}
+	// From here on, whatever asks for the globals gets the view: loadstring's chunks,
+	// getfenv, coroutines.
+	L.G.Global = st.gv
+	L.Env = st.gv
+	st.handler = L.NewFunction(st.errorHandler)
+	st.pcallH = L.NewFunction(func(L *lua.LState) int {
+		L.Push(translate(L, L.Get(1)))
+		return 1
+	})
+	st.concatFn = L.NewFunction(st.concat)
+	st.tickFn = L.NewFunction(st.tick)
+	st.unpackFn = L.NewFunction(unpackArgs)
+	st.killErr = plainError(L, "Script killed by user with SCRIPT KILL...")
+	return st
+}
+
+// Bounds of one interpreter: Lua call depth (C Lua's "stack overflow" comes near 200 C
+// levels; gopher-lua counts Lua frames), and the value stack.
+const (
+	callStackSize   = 1000
+	registryMaxSize = 1 << 20
+)
+
+// protect returns a read-only view of t.
+func (st *state) protect(t *lua.LTable) *lua.LTable {
+	L := st.L
+	view := L.CreateTable(0, 0)
+	mt := L.CreateTable(0, 3)
+	mt.RawSetString("__index", t)
+	mt.RawSetString("__newindex", L.NewFunction(readonlyIndex))
+	decoy := L.CreateTable(0, 0) // what getmetatable returns: a table, as Redis's, that leads nowhere
+	dmt := L.CreateTable(0, 2)
+	dmt.RawSetString("__newindex", L.NewFunction(readonlyIndex))
+	dmt.RawSetString("__metatable", lua.LFalse)
+	L.SetMetatable(decoy, dmt)
+	mt.RawSetString("__metatable", decoy)
+	L.SetMetatable(view, mt)
+	st.protected[view] = true
+	st.protected[t] = true
+	st.protected[decoy] = true
+	st.real[view] = t
+	st.views = append(st.views, view, decoy)
+	return view
+}
+
+// see returns the table a view stands for, or t itself.
+func (st *state) see(t *lua.LTable) *lua.LTable {
+	if r, ok := st.real[t]; ok {
+		return r
+	}
+	return t
+}
+
+// readonlyIndex is a view's __newindex: any write fails, with the position of the writer.
+func readonlyIndex(L *lua.LState) int {
+	L.RaiseError(errReadonly)
+	return 0
+}
+
+// missingGlobal is the globals' __index: reading a global that does not exist fails.
+func missingGlobal(L *lua.LState) int {
+	name := "(null)" // what C's printf makes of a key that is not a string
+	switch k := L.Get(2).(type) {
+	case lua.LString:
+		name = string(k)
+	case lua.LNumber:
+		name = luaNumberString(float64(k))
+	}
+	L.RaiseError("Script attempted to access nonexistent global variable '%s'", cString(name))
+	return 0
+}
+
+// clean reports whether no script wrote into the views (tests check that none can).
+func (st *state) clean() bool {
+	for _, v := range st.views {
+		if k, _ := v.Next(lua.LNil); k != lua.LNil {
+			return false
+		}
+	}
+	return true
+}
+
+// setBase replaces base functions whose Go versions differ from Lua 5.1's in what a script
+// sees: numbers as strings, error positions, and the sandbox's views.
+func (st *state) setBase() {
+	L, g := st.L, st.g
+	set := func(name string, fn lua.LGFunction) { g.RawSetString(name, L.NewFunction(fn)) }
+	set("tostring", luaToString)
+	set("tonumber", luaToNumber)
+	set("error", luaErrorFn)
+	set("pcall", st.pcall)
+	set("xpcall", st.xpcall)
+	set("rawset", st.rawset)
+	set("rawget", st.rawget)
+	set("next", st.next)
+	set("setmetatable", st.setmetatable)
+	set("loadstring", st.loadstring)
+	set("load", st.load)
+	set("gcinfo", func(L *lua.LState) int { L.Push(lua.LNumber(0)); return 1 })
+	set("collectgarbage", func(L *lua.LState) int { L.Push(lua.LNumber(0)); return 1 })
+	pairsIter := L.NewFunction(st.next)
+	set("pairs", func(L *lua.LState) int {
+		t := L.CheckTable(1)
+		L.Push(pairsIter)
+		L.Push(t)
+		L.Push(lua.LNil)
+		return 3
+	})
+	// getfenv: gopher-lua answers the globals for Go functions; L.G.Global is the view.
+	if co, ok := g.RawGetString("coroutine").(*lua.LTable); ok {
+		resume := co.RawGetString("resume").(*lua.LFunction)
+		co.RawSetString("resume", L.NewFunction(func(L *lua.LState) int {
+			n := L.GetTop()
+			L.Insert(resume, 1)
+			L.Call(n, lua.MultRet)
+			st.stopIfStopped(L)
+			if L.GetTop() >= 2 && L.Get(1) == lua.LFalse {
+				L.Replace(2, luaError(L.Get(2)))
+			}
+			return L.GetTop()
+		}))
+	}
+}
+
+// setLibraries completes and patches the libraries: Lua 5.1's table functions (table.go)
+// and those gopher-lua lacks, string functions that bound what they build, math.max and
+// min as C compares.
+func (st *state) setLibraries() {
+	L, g := st.L, st.g
+	if tl, ok := g.RawGetString("table").(*lua.LTable); ok {
+		tl.RawSetString("insert", L.NewFunction(st.tableInsert))
+		tl.RawSetString("remove", L.NewFunction(st.tableRemove))
+		tl.RawSetString("sort", L.NewFunction(st.tableSort))
+		tl.RawSetString("foreach", L.NewFunction(tableForeach(false)))
+		tl.RawSetString("foreachi", L.NewFunction(tableForeach(true)))
+		tl.RawSetString("setn", L.NewFunction(func(L *lua.LState) int {
+			L.RaiseError("'setn' is obsolete")
+			return 0
+		}))
+
+	}
+	if sl, ok := g.RawGetString("string").(*lua.LTable); ok {
+		sl.RawSetString("rep", L.NewFunction(stringRep))
+		sl.RawSetString("format", L.NewFunction(stringFormat))
+	}
+	if ml, ok := g.RawGetString("math").(*lua.LTable); ok {
+		ml.RawSetString("max", L.NewFunction(mathMinMax(true)))
+		ml.RawSetString("min", L.NewFunction(mathMinMax(false)))
+	}
+}
+
+// tableForeach is Lua 5.1's table.foreach (every pair) and table.foreachi (1..#t): f is
+// called with each, and the first non-nil result ends the walk and is returned.
+func tableForeach(indexed bool) lua.LGFunction {
+	return func(L *lua.LState) int {
+		t := L.CheckTable(1)
+		f := L.CheckFunction(2)
+		each := func(k, v lua.LValue) bool {
+			L.Push(f)
+			L.Push(k)
+			L.Push(v)
+			L.Call(2, 1)
+			r := L.Get(-1)
+			L.Pop(1)
+			if r != lua.LNil {
+				L.Push(r)
+				return true
+			}
+			return false
+		}
+		if indexed {
+			for i := 1; i <= t.Len(); i++ {
+				if each(lua.LNumber(i), t.RawGetInt(i)) {
+					return 1
+				}
+			}
+			return 0
+		}
+		for k, v := t.Next(lua.LNil); k != lua.LNil; k, v = t.Next(k) {
+			if each(k, v) {
+				return 1
+			}
+		}
+		return 0
+	}
+}
+
+// pcall is Redis's: an error that is a table with an err field (redis.call's) comes back
+// as its text, as scripts written for Redis 6 expect.
+func (st *state) pcall(L *lua.LState) int {
+	top := L.GetTop()
+	if top == 0 { // Redis's pcall then calls its own first result, true
+		L.Push(lua.LFalse)
+		L.Push(lua.LString("attempt to call a boolean value"))
+		return 2
+	}
+	if msg := notCallable(L, L.Get(1)); msg != "" {
+		L.SetTop(0)
+		L.Push(lua.LFalse)
+		L.Push(lua.LString(msg))
+		return 2
+	}
+	err := L.PCall(top-1, lua.MultRet, st.pcallH)
+	st.stopIfStopped(L)
+	if err != nil {
+		obj := errorObject(err)
+		if t, ok := obj.(*lua.LTable); ok {
+			if s := L.GetField(t, "err"); isStringLike(s) {
+				obj = luaString(s)
+			}
+		}
+		L.Push(lua.LFalse)
+		L.Push(obj)
+		return 2
+	}
+	L.Insert(lua.LTrue, 1)
+	return L.GetTop()
+}
+
+// xpcall is Lua's, except that it cannot catch a stopped script.
+func (st *state) xpcall(L *lua.LState) int {
+	fn := L.CheckAny(1)
+	handler := L.CheckFunction(2)
+	L.SetTop(0)
+	L.Push(fn)
+	err := L.PCall(0, lua.MultRet, L.NewFunction(func(L *lua.LState) int {
+		obj := translate(L, L.Get(1))
+		L.Push(handler)
+		L.Push(obj)
+		L.Call(1, 1)
+		return 1
+	}))
+	st.stopIfStopped(L)
+	if err != nil {
+		L.Push(lua.LFalse)
+		L.Push(errorObject(err))
+		return 2
+	}
+	L.Insert(lua.LTrue, 1)
+	return L.GetTop()
+}
+
+// notCallable is the error of calling v from Go, or "" when v can be called.
+func notCallable(L *lua.LState, v lua.LValue) string {
+	if _, ok := v.(*lua.LFunction); ok || L.GetMetaField(v, "__call") != lua.LNil {
+		return ""
+	}
+	return "attempt to call a " + v.Type().String() + " value"
+}
+
+// errorObject is the value a Lua error carries, its message worded as Lua 5.1's.
+func errorObject(err error) lua.LValue {
+	if ae, ok := err.(*lua.ApiError); ok {
+		return luaError(ae.Object)
+	}
+	return lua.LString(err.Error())
+}
+
+func (st *state) rawset(L *lua.LState) int {
+	t := L.CheckTable(1)
+	if st.protected[t] {
+		L.Error(lua.LString(errReadonly), 0) // from C: no position, as Redis
+	}
+	k := L.CheckAny(2)
+	v := L.CheckAny(3)
+	if k == lua.LNil {
+		L.RaiseError("table index is nil")
+	}
+	t.RawSet(k, v)
+	L.SetTop(1)
+	return 1
+}
+
+func (st *state) rawget(L *lua.LState) int {
+	t := st.see(L.CheckTable(1))
+	L.Push(t.RawGet(L.CheckAny(2)))
+	return 1
+}
+
+func (st *state) next(L *lua.LState) int {
+	t := st.see(L.CheckTable(1))
+	key := L.Get(2)
+	if key != lua.LNil && t.RawGet(key) == lua.LNil {
+		L.Error(lua.LString("invalid key to 'next'"), 0)
+	}
+	k, v := t.Next(key)
+	if k == lua.LNil {
+		L.Push(lua.LNil)
+		return 1
+	}
+	L.Push(k)
+	L.Push(v)
+	return 2
+}
+
+func (st *state) setmetatable(L *lua.LState) int {
+	t := L.CheckTable(1)
+	mt := L.Get(2)
+	if _, ok := mt.(*lua.LTable); !ok && mt != lua.LNil {
+		L.ArgError(2, "nil or table expected")
+	}
+	if st.protected[t] {
+		L.Error(lua.LString(errReadonly), 0)
+	}
+	if cur, ok := L.GetMetatable(t).(*lua.LTable); ok {
+		if L.GetField(cur, "__metatable") != lua.LNil {
+			L.RaiseError("cannot change a protected metatable")
+		}
+	}
+	L.SetMetatable(t, mt)
+	L.SetTop(1)
+	return 1
+}
+
+// loadstring compiles a chunk as Lua 5.1 names it ([string "..."]) in the script's
+// environment.
+func (st *state) loadstring(L *lua.LState) int {
+	src := L.CheckString(1)
+	name := L.OptString(2, src)
+	id := chunkID(name)
+	proto, msg := compileChunk(src, id)
+	if msg != "" {
+		L.Push(lua.LNil)
+		L.Push(lua.LString(msg))
+		return 2
+	}
+	st.sources[id] = name
+	L.Push(st.instantiate(proto))
+	return 1
+}
+
+// load is Lua 5.1's load(reader [, name]): the chunk is read piece by piece from reader,
+// then compiled as loadstring's.
+func (st *state) load(L *lua.LState) int {
+	reader := L.CheckFunction(1)
+	name := L.OptString(2, "=(load)")
+	var b strings.Builder
+	for {
+		L.Push(reader)
+		L.Call(0, 1)
+		piece := L.Get(-1)
+		L.Pop(1)
+		if piece == lua.LNil {
+			break
+		}
+		s, ok := piece.(lua.LString)
+		if !ok {
+			if n, isNum := piece.(lua.LNumber); isNum {
+				s = lua.LString(luaNumberString(float64(n)))
+			} else {
+				L.Push(lua.LNil)
+				L.Push(lua.LString("reader function must return a string"))
+				return 2
+			}
+		}
+		if len(s) == 0 {
+			break
+		}
+		b.WriteString(string(s))
+		if b.Len() > maxString {
+			L.RaiseError("not enough memory")
+		}
+	}
+	id := chunkID(name)
+	proto, msg := compileChunk(b.String(), id)
+	if msg != "" {
+		L.Push(lua.LNil)
+		L.Push(lua.LString(msg))
+		return 2
+	}
+	st.sources[id] = name
+	L.Push(st.instantiate(proto))
+	return 1
+}
+
+// instantiate makes a compiled chunk (wrapChunk's) into its function in this interpreter.
+func (st *state) instantiate(proto *lua.FunctionProto) *lua.LFunction {
+	L := st.L
+	L.Push(L.NewFunctionFromProto(proto))
+	L.Push(st.concatFn)
+	L.Push(st.tickFn)
+	L.Push(st.unpackFn)
+	L.Push(st.gv)
+	L.Call(4, 1)
+	fn := L.Get(-1).(*lua.LFunction)
+	L.Pop(1)
+	fn.Env = st.g // reads go straight to the globals; writes go through the view (rewrite.go)
+	return fn
+}
+
+// tick runs at the top of every loop and function body: it stops a stopped script, and
+// now and then looks whether it was killed or has become busy.
+func (st *state) tick(L *lua.LState) int {
+	st.stopIfStopped(L)
+	if st.run.ticks++; st.run.ticks&1023 == 0 {
+		st.watch(L)
+	}
+	return 0
+}
+
+// watch kills the script when it was asked to (SCRIPT KILL, shutdown), and tells the host
+// once it has run past its busy time.
+func (st *state) watch(L *lua.LState) {
+	r := &st.run
+	if r.call == nil {
+		return
+	}
+	if r.call.kill.Load() || st.e.closing.Load() {
+		r.killed = true
+		st.stopIfStopped(L)
+	}
+	if !r.busy && r.call.BusyAfter > 0 && time.Since(r.start) >= r.call.BusyAfter {
+		r.busy = true
+		r.host.Busy()
+	}
+}
+
+// chunkID is Lua 5.1's luaO_chunkid: how a chunk's name shows in error positions.
+func chunkID(source string) string {
+	const idSize = 60
+	switch {
+	case strings.HasPrefix(source, "="):
+		s := source[1:]
+		if len(s) > idSize-1 {
+			s = s[:idSize-1]
+		}
+		return s
+	case strings.HasPrefix(source, "@"):
+		s := source[1:]
+		if len(s) > idSize-1 {
+			s = "..." + s[len(s)-(idSize-1-3):]
+		}
+		return s
+	}
+	line := source
+	if i := strings.IndexAny(line, "\n\r"); i >= 0 {
+		line = line[:i]
+	}
+	room := idSize - len(`[string "..."]`) - 1
+	if len(line) > room || len(line) < len(source) {
+		if len(line) > room {
+			line = line[:room]
+		}
+		return `[string "` + line + `..."]`
+	}
+	return `[string "` + line + `"]`
+}
+
+// stopIfStopped raises the run's stop again: once the host stopped a script (to run it
+// again, or SCRIPT KILL), no pcall may swallow that.
+func (st *state) stopIfStopped(L *lua.LState) {
+	switch {
+	case st.run.killed:
+		L.Error(st.killErr, 0)
+	case st.run.stop != nil:
+		L.Error(stopValue, 0)
+	}
+}
+
+// stopValue is the error a stopped script unwinds with.
+var stopValue = lua.LString("script stopped")
+
+// isStringLike is lua_isstring: a string or a number.
+func isStringLike(v lua.LValue) bool {
+	switch v.(type) {
+	case lua.LString, lua.LNumber:
+		return true
+	}
+	return false
+}
+
+// luaString is lua_tostring of a string or number.
+func luaString(v lua.LValue) lua.LString {
+	if n, ok := v.(lua.LNumber); ok {
+		return lua.LString(luaNumberString(float64(n)))
+	}
+	s, _ := v.(lua.LString)
+	return s
+}
+
+// luaToString is Lua 5.1's tostring: numbers as "%.14g".
+func luaToString(L *lua.LState) int {
+	v := L.CheckAny(1)
+	switch v := v.(type) {
+	case lua.LNumber:
+		L.Push(lua.LString(luaNumberString(float64(v))))
+		return 1
+	case lua.LString:
+		L.Push(v)
+		return 1
+	}
+	L.Push(L.ToStringMeta(v))
+	return 1
+}
+
+// luaToNumber is Lua 5.1's tonumber: strtod in base 10, strtoul in the others.
+func luaToNumber(L *lua.LState) int {
+	v := L.CheckAny(1)
+	base := 10
+	if L.GetTop() >= 2 && L.Get(2) != lua.LNil {
+		base = L.CheckInt(2)
+	}
+	if base == 10 {
+		switch v := v.(type) {
+		case lua.LNumber:
+			L.Push(v)
+			return 1
+		case lua.LString:
+			if f, ok := str2number(string(v)); ok {
+				L.Push(lua.LNumber(f))
+				return 1
+			}
+		}
+		L.Push(lua.LNil)
+		return 1
+	}
+	if base < 2 || base > 36 {
+		L.ArgError(2, "base out of range")
+	}
+	s := ""
+	switch v := v.(type) {
+	case lua.LString:
+		s = string(v)
+	case lua.LNumber:
+		s = luaNumberString(float64(v))
+	default:
+		L.ArgError(1, "string expected, got "+v.Type().String())
+	}
+	f, n := strtoul(s, base)
+	if n > 0 {
+		for n < len(s) && isSpace(s[n]) {
+			n++
+		}
+		if n == len(s) {
+			L.Push(lua.LNumber(f))
+			return 1
+		}
+	}
+	L.Push(lua.LNil)
+	return 1
+}
+
+// luaErrorFn is Lua 5.1's error: a string or number message gets the position of the
+// level's function.
+func luaErrorFn(L *lua.LState) int {
+	obj := L.Get(1)
+	level := L.OptInt(2, 1)
+	switch v := obj.(type) {
+	case lua.LString, lua.LNumber:
+		msg := string(luaString(v))
+		if level > 0 {
+			msg = where(L, level) + msg
+		}
+		L.Error(lua.LString(msg), 0)
+	}
+	L.Error(obj, 0)
+	return 0
+}
+
+// where is luaL_where: "chunk:line: " of the function at level, or "".
+func where(L *lua.LState, level int) string {
+	dbg, ok := L.GetStack(level)
+	if !ok {
+		return ""
+	}
+	if _, err := L.GetInfo("Sl", dbg, lua.LNil); err != nil || dbg.CurrentLine <= 0 {
+		return ""
+	}
+	return dbg.Source + ":" + itoa(dbg.CurrentLine) + ": "
+}
+
+func itoa(n int) string {
+	var b [20]byte
+	i := len(b)
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			break
+		}
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}
+
+// maxString bounds a string that string.rep or string.format builds, as proto-max-bulk-len
+// bounds a value: past it the script fails rather than the server running out of memory.
+const maxString = 512 << 20
+
+// stringRep is string.rep with the size checked first.
+func stringRep(L *lua.LState) int {
+	s := L.CheckString(1)
+	n := L.CheckInt(2)
+	if n <= 0 || len(s) == 0 {
+		L.Push(lua.LString(""))
+		return 1
+	}
+	if int64(len(s))*int64(n) > maxString {
+		L.RaiseError("not enough memory")
+	}
+	L.Push(lua.LString(strings.Repeat(s, n)))
+	return 1
+}
+
+// mathMinMax is math.max or math.min as Lua 5.1 computes them: a plain comparison loop,
+// so that NaN falls as C's does.
+func mathMinMax(isMax bool) lua.LGFunction {
+	return func(L *lua.LState) int {
+		m := L.CheckNumber(1)
+		for i := 2; i <= L.GetTop(); i++ {
+			d := L.CheckNumber(i)
+			if (isMax && d > m) || (!isMax && d < m) {
+				m = d
+			}
+		}
+		L.Push(m)
+		return 1
+	}
+}
+
+// sha1hex is redis.sha1hex's digest, and a script's.
+func sha1hex(b []byte) string {
+	sum := sha1.Sum(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// stringBytes views s as bytes without copying. The commands a script calls never write
+// into their arguments.
+func stringBytes(s string) []byte {
+	if s == "" {
+		return []byte{}
+	}
+	return unsafe.Slice(unsafe.StringData(s), len(s))
+}

@@ -1,0 +1,574 @@
+package server
+
+import (
+	"errors"
+	"math/bits"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"throttled/scripting"
+)
+
+// The scripting commands: EVAL and its kin run a script of package scripting, which calls
+// back here (scriptRun.Call) for each redis.call; the command runs through the table and
+// its handler like a client's, on a client of the script's own whose replies go back to
+// Lua. A script runs as one command: see scripting's doc.go for how it locks its keys.
+
+func scriptCommands() []*command {
+	const evalFlags = "noscript stale skip_monitor no_mandatory_keys movablekeys"
+	return []*command{
+		{name: "eval", arity: -3, flags: evalFlags, group: "scripting", since: "2.6.0", summary: "Execute a Lua script server side", syntax: "script numkeys [key ...] [arg ...]", handler: evalHandler(false, false), keysOf: evalKeys},
+		{name: "evalsha", arity: -3, flags: evalFlags, group: "scripting", since: "2.6.0", summary: "Execute a Lua script server side", syntax: "sha1 numkeys [key ...] [arg ...]", handler: evalHandler(true, false), keysOf: evalKeys},
+		{name: "eval_ro", arity: -3, flags: "readonly " + evalFlags, group: "scripting", since: "7.0.0", summary: "Execute a read-only Lua script server side", syntax: "script numkeys [key ...] [arg ...]", handler: evalHandler(false, true), keysOf: evalKeys},
+		{name: "evalsha_ro", arity: -3, flags: "readonly " + evalFlags, group: "scripting", since: "7.0.0", summary: "Execute a read-only Lua script server side", syntax: "sha1 numkeys [key ...] [arg ...]", handler: evalHandler(true, true), keysOf: evalKeys},
+		{name: "script", arity: -2, group: "scripting", since: "2.6.0", summary: "A container for Lua scripts management commands"},
+	}
+}
+
+func scriptSubcommands() []*command {
+	return []*command{
+		{name: "load", arity: 3, flags: "noscript stale", group: "scripting", since: "2.6.0", summary: "Load the specified Lua script into the script cache.", syntax: "script", handler: cmdScriptLoad},
+		{name: "exists", arity: -3, flags: "noscript", group: "scripting", since: "2.6.0", summary: "Check existence of scripts in the script cache.", syntax: "sha1 [sha1 ...]", handler: cmdScriptExists},
+		{name: "flush", arity: -2, flags: "noscript", group: "scripting", since: "2.6.0", summary: "Remove all the scripts from the script cache.", syntax: "[ASYNC|SYNC]", handler: cmdScriptFlush},
+		{name: "kill", arity: 2, flags: "noscript allow_busy", group: "scripting", since: "2.6.0", summary: "Kill the script currently in execution.", handler: cmdScriptKill},
+		{name: "debug", arity: 3, flags: "noscript", group: "scripting", since: "3.2.0", summary: "Set the debug mode for executed scripts.", syntax: "YES|SYNC|NO", handler: cmdScriptDebug},
+		{name: "help", arity: 2, flags: "loading stale", group: "scripting", since: "5.0.0", summary: "Show helpful text about the different subcommands", handler: cmdScriptHelp},
+	}
+}
+
+// luaScripts is the server's scripting: the engine, and the scripts that have run past
+// busy-reply-threshold.
+type luaScripts struct {
+	eng       *scripting.Engine
+	busyAfter atomic.Int64 // busy-reply-threshold, in milliseconds; 0 for never
+
+	mu    sync.Mutex // guards busy
+	busy  map[*scriptRun]struct{}
+	nbusy atomic.Int32 // len(busy): commands of other clients get BUSY while it is not 0
+}
+
+func (l *luaScripts) init() {
+	l.eng = scripting.New()
+	l.busy = make(map[*scriptRun]struct{})
+	l.busyAfter.Store(defaultBusyReplyThreshold)
+}
+
+// defaultBusyReplyThreshold is Redis's busy-reply-threshold, in milliseconds.
+const defaultBusyReplyThreshold = 5000
+
+// scriptParams are the scripting configuration parameters: busy-reply-threshold, and its
+// older name lua-time-limit.
+func (s *Server) scriptParams() []*param {
+	n := &s.scripts.busyAfter
+	return []*param{{name: "busy-reply-threshold", aliases: []string{"lua-time-limit"}, def: itoa(defaultBusyReplyThreshold), file: plainValue,
+		get: func() string { return itoa(n.Load()) },
+		set: func(v string) (func(), error) {
+			x, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return nil, errors.New("argument couldn't be parsed into an integer")
+			}
+			if x < 0 {
+				return nil, errors.New("argument must be between 0 and 9223372036854775807 inclusive")
+			}
+			return func() { n.Store(x) }, nil
+		}}}
+}
+
+// allowBusyCommands run while a script is busy, as Redis's allow_busy flag says.
+var allowBusyCommands = []string{"auth", "discard", "hello", "multi", "quit", "replconf", "reset", "shutdown", "unwatch", "watch"}
+
+// noScriptCommands are refused inside scripts, as Redis's noscript flag refuses them; the
+// table's flags do not all say so.
+var noScriptCommands = []string{
+	"acl", "auth", "bgrewriteaof", "bgsave", "blmove", "blpop", "brpop", "brpoplpush", "bzpopmax", "bzpopmin",
+	"client", "config", "debug", "discard", "eval", "eval_ro", "evalsha", "evalsha_ro", "exec", "failover",
+	"fcall", "fcall_ro", "function", "hello", "latency", "module", "monitor", "multi", "psubscribe", "psync",
+	"punsubscribe", "quit", "replconf", "replicaof", "reset", "role", "save", "script", "shutdown", "slaveof",
+	"ssubscribe", "subscribe", "sunsubscribe", "sync", "unsubscribe", "unwatch", "wait", "watch",
+}
+
+// initScripting marks the commands scripts may not call: those above with their
+// subcommands but HELP, and any whose handler needs a connection of its own (a blocking
+// command: it would wait forever inside a script).
+func initScripting(table map[string]*command) {
+	for _, name := range noScriptCommands {
+		if cmd := table[name]; cmd != nil {
+			cmd.bits |= flagNoScript
+			for _, sub := range cmd.subcommands {
+				if !strings.HasSuffix(sub.name, "|help") {
+					sub.bits |= flagNoScript
+				}
+			}
+		}
+	}
+	for _, cmd := range table {
+		if cmd.detach {
+			cmd.bits |= flagNoScript
+		}
+	}
+	for _, name := range allowBusyCommands {
+		if cmd := table[name]; cmd != nil {
+			cmd.bits |= flagAllowBusy
+		}
+	}
+	if script := table["script"]; script != nil {
+		if kill := script.subcommands["kill"]; kill != nil {
+			kill.bits |= flagAllowBusy
+		}
+	}
+}
+
+// evalKeys are EVAL's keys: numkeys of them after it, none when numkeys is bad.
+func evalKeys(args [][]byte) [][]byte {
+	if len(args) < 3 {
+		return nil
+	}
+	n, ok := parseInt(args[2])
+	if !ok || n <= 0 || n > int64(len(args)-3) {
+		return nil
+	}
+	return args[3 : 3+n]
+}
+
+var (
+	// errNoScript is EVALSHA of a digest not in the cache.
+	errNoScript = &codedError{"NOSCRIPT", "No matching script. Please use EVAL."}
+	// errNotBusy is SCRIPT KILL with no script running.
+	errNotBusy = &codedError{"NOTBUSY", "No scripts in execution right now."}
+	// errKeysNegative and errKeysTooMany are EVAL's bad numkeys.
+	errKeysNegative = errors.New("Number of keys can't be negative")
+	errKeysTooMany  = errors.New("Number of keys can't be greater than number of args")
+	// errScriptWriteRO is EVAL_RO of a script whose shebang lets it write.
+	errScriptWriteRO = errors.New("Can not execute a script with write flag using *_ro command.")
+	// errScriptWriteReplica is a script whose shebang lets it write, on a replica.
+	errScriptWriteReplica = errors.New("Can not run script with write flag on readonly replica")
+	// errScriptOOM is a script whose shebang lacks allow-oom, over maxmemory.
+	errScriptOOM = &codedError{"OOM", "allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'"}
+	// errRestart stops a script that must run again with more stripes (scriptRun.lock).
+	errRestart = errors.New("scripting: restart with more stripes")
+	// errBusy is any other command while a script has run past busy-reply-threshold.
+	errBusy = &codedError{"BUSY", "Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."}
+	// errUnkillable is SCRIPT KILL of busy scripts that have all written.
+	errUnkillable = &codedError{"UNKILLABLE", "Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command."}
+)
+
+// evalHandler makes EVAL (byDigest false) and EVALSHA, and their read-only variants.
+func evalHandler(byDigest, readOnly bool) handler {
+	return func(c *client, args [][]byte) error {
+		numkeys, ok := parseInt(args[2])
+		switch {
+		case !ok:
+			return errNotInteger
+		case numkeys > int64(len(args)-3):
+			return errKeysTooMany
+		case numkeys < 0:
+			return errKeysNegative
+		}
+		eng := c.s.scripts.eng
+		var sc *scripting.Script
+		if byDigest {
+			if d, ok := scripting.Digest(args[1]); ok {
+				sc = eng.Lookup(d)
+			}
+			if sc == nil {
+				return errNoScript
+			}
+		} else {
+			var err error
+			if sc, err = eng.Load(args[1]); err != nil {
+				return err
+			}
+		}
+		if sc.Shebang {
+			if err := c.s.checkScriptFlags(sc, readOnly); err != nil {
+				return err
+			}
+		}
+		return c.runScript(sc, args[3:3+numkeys], args[3+numkeys:], readOnly || sc.Flags&scripting.NoWrites != 0)
+	}
+}
+
+// checkScriptFlags refuses a script with a shebang where its flags say it cannot run.
+func (s *Server) checkScriptFlags(sc *scripting.Script, readOnly bool) error {
+	if sc.Flags&scripting.AllowOOM == 0 && s.mem.full.Load() {
+		if err := s.makeRoom(); err != nil {
+			return errScriptOOM
+		}
+	}
+	if sc.Flags&scripting.NoWrites == 0 {
+		if s.isReplica.Load() {
+			return errScriptWriteReplica
+		}
+		if readOnly {
+			return errScriptWriteRO
+		}
+	}
+	return nil
+}
+
+// scriptRun is a client's script in progress: the scripting.Host its redis.call reaches.
+// A client keeps one and reuses it.
+type scriptRun struct {
+	s      *Server
+	caller *client
+	c      *client // the script's own client: runs its commands, collects their replies
+	call   scripting.Call
+
+	readOnly bool        // EVAL_RO, or a no-writes shebang: write commands are refused
+	dirty    atomic.Bool // a command that changes state ran: no restart, no SCRIPT KILL from here
+	busy     bool        // it has run past busy-reply-threshold: in luaScripts.busy
+	held     uint64      // the transaction stripes held, as a set
+	txHeld   uint64      // those the caller's EXEC holds: not this script's to take or release
+	want     uint64      // the stripes the next try starts with
+}
+
+// runScript runs sc for c: it takes the stripes of keys, runs, and runs again with more
+// stripes when the script reached a key whose stripe another script holds (scripting's
+// doc.go); the reply goes to c.
+func (c *client) runScript(sc *scripting.Script, keys, argv [][]byte, readOnly bool) error {
+	r := c.script
+	if r == nil {
+		r = &scriptRun{s: c.s, caller: c}
+		r.c = &client{s: c.s, raddr: "lua", laddr: "lua", authed: true, w: writer{proto: 2}}
+		r.call.Host = r
+		c.script = r
+	}
+	r.c.user.Store(c.user.Load())
+	r.call.Keys, r.call.Args, r.call.Proto = keys, argv, c.w.proto
+	r.readOnly = readOnly
+	r.txHeld = c.txHeld
+	r.want = 0
+	for _, k := range keys {
+		r.want |= c.s.txStripe(k)
+	}
+	r.call.BusyAfter = time.Duration(c.s.scripts.busyAfter.Load()) * time.Millisecond
+	defer func() {
+		r.call.Keys, r.call.Args = nil, nil
+		if r.busy {
+			c.s.scripts.unbusy(r)
+		}
+	}()
+	for {
+		r.dirty.Store(false)
+		r.held = r.txHeld
+		r.lockAll(r.want &^ r.txHeld)
+		mark := len(c.w.b)
+		out, err := c.s.scripts.eng.Run(c.w.b, sc, &r.call)
+		c.s.unlockTx(r.held &^ r.txHeld)
+		if err == errRestart {
+			continue
+		}
+		c.w.b = out
+		if r.c.mustSync {
+			c.mustSync = true
+			r.c.mustSync = false
+		}
+		if err != nil {
+			return err
+		}
+		if len(out) > mark && out[mark] == '-' {
+			c.s.stats.errors.Add(1) // the script wrote its error reply itself
+		}
+		return nil
+	}
+}
+
+// lockAll takes the stripes in set, in ascending order, waiting for each.
+func (r *scriptRun) lockAll(set uint64) {
+	for rest := set; rest != 0; rest &= rest - 1 {
+		r.s.txLocks.stripes[bits.TrailingZeros64(rest)].Lock()
+	}
+	r.held |= set
+}
+
+// lock makes sure the script holds the stripes of keys before a command on them runs. A
+// stripe above every one it holds is waited for (stripes are taken in ascending order, so
+// that cannot deadlock); one below is taken only if free. When it is not, a script that
+// has changed nothing yet stops and runs again holding it from the start; one that has
+// waits for it a while (lockWait), and past that goes on without it (scripting's doc.go
+// says why).
+func (r *scriptRun) lock(need uint64) error {
+	missing := need &^ r.held
+	for rest := missing; rest != 0; rest &= rest - 1 {
+		i := bits.TrailingZeros64(rest)
+		bit := uint64(1) << i
+		mu := &r.s.txLocks.stripes[i]
+		switch {
+		case r.held < bit:
+			mu.Lock()
+		case mu.TryLock():
+		case !r.dirty.Load() && r.txHeld == 0:
+			r.want = r.held | missing
+			return errRestart
+		case !tryLockFor(mu, lockWait):
+			continue
+		}
+		r.held |= bit
+	}
+	return nil
+}
+
+// lockWait is how long a script that has written waits for a stripe below those it holds
+// before it goes on without: its holder is most often a script or EXEC that ends in
+// microseconds; waiting longer could only be a wait in a cycle, or behind a slow script.
+const lockWait = 10 * time.Millisecond
+
+// tryLockFor takes mu if it comes free within d.
+func tryLockFor(mu *sync.Mutex, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for pause := time.Microsecond; ; pause = min(2*pause, 200*time.Microsecond) {
+		if mu.TryLock() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(pause)
+	}
+}
+
+// The errors Redis gives a script before a command it calls runs.
+const (
+	scriptErrUnknown  = "-ERR Unknown Redis command called from script\r\n"
+	scriptErrArity    = "-ERR Wrong number of args calling Redis command from script\r\n"
+	scriptErrDenied   = "-ERR This Redis command is not allowed from script\r\n"
+	scriptErrReadOnly = "-ERR Write commands are not allowed from read-only scripts.\r\n"
+	scriptErrACLCmd   = "-ERR The user executing the script can't run this command or subcommand\r\n"
+	scriptErrACLKey   = "-ERR The user executing the script can't access at least one of the keys mentioned in the command arguments\r\n"
+	scriptErrACLChan  = "-ERR The user executing the script can't publish to the channel mentioned in the command\r\n"
+)
+
+// Call runs one command of the script (scripting.Host).
+func (r *scriptRun) Call(dst []byte, args [][]byte, resp int) ([]byte, error) {
+	s, sc := r.s, r.c
+	cmd := s.commands[string(sc.lowerName(args[0]))]
+	if cmd == nil {
+		return append(dst, scriptErrUnknown...), nil
+	}
+	if len(cmd.subcommands) > 0 && len(args) > 1 {
+		if cmd = cmd.subcommand(args[1]); cmd == nil {
+			return append(dst, scriptErrUnknown...), nil
+		}
+	}
+	if !cmd.arityOK(len(args)) {
+		return append(dst, scriptErrArity...), nil
+	}
+	if cmd.has(flagNoScript) {
+		return append(dst, scriptErrDenied...), nil
+	}
+	if cmd.firstKey > 0 && namesPoliciesKey(cmd, args) {
+		return appendErrorReply(dst, errPoliciesKey), nil
+	}
+	if p := sc.user.Load().Perms(); !p.All {
+		if err := s.checkACL(sc, p, cmd, args); err != nil {
+			switch {
+			case errors.Is(err, errNoPermKey):
+				return append(dst, scriptErrACLKey...), nil
+			case errors.Is(err, errNoPermChannel):
+				return append(dst, scriptErrACLChan...), nil
+			}
+			return append(dst, scriptErrACLCmd...), nil
+		}
+	}
+	changes := cmd.has(flagWrite) || cmd.name == "publish"
+	if cmd.has(flagWrite) {
+		if r.readOnly {
+			return append(dst, scriptErrReadOnly...), nil
+		}
+		if s.isReplica.Load() && !cmd.has(flagRatelimit) {
+			return appendErrorReply(dst, errReadOnly), nil
+		}
+	}
+	if cmd.has(flagDenyOOM) && !r.dirty.Load() && s.mem.full.Load() {
+		if err := s.makeRoom(); err != nil {
+			return appendErrorReply(dst, err), nil
+		}
+	}
+	if err := r.lock(r.stripesOf(cmd, args)); err != nil {
+		return dst, err
+	}
+	if changes {
+		r.dirty.Store(true)
+	}
+	sc.w.b, sc.w.proto = dst, resp
+	sc.tick = r.caller.tick // the script's commands all see the time it started at
+	sc.lastLookup = nil
+	s.call(sc, cmd, args)
+	dst = sc.w.b
+	sc.w.b = nil
+	return dst, nil
+}
+
+// stripesOf is the set of stripes a command touches: its keys', or all of them for a write
+// whose keys its arguments do not show (FLUSHALL, ALLOF), as EXEC takes them.
+func (r *scriptRun) stripesOf(cmd *command, args [][]byte) uint64 {
+	var set uint64
+	if cmd.keysOf == nil && cmd.firstKey > 0 { // commandKeys without its slice
+		last := cmd.lastKey
+		if last < 0 {
+			last += len(args)
+		}
+		for i := cmd.firstKey; i <= last && i < len(args); i += cmd.keyStep {
+			set |= r.s.txStripe(args[i])
+		}
+	} else {
+		for _, k := range commandKeys(cmd, args) {
+			set |= r.s.txStripe(k)
+		}
+	}
+	if set == 0 && cmd.has(flagWrite) {
+		return ^uint64(0)
+	}
+	return set
+}
+
+// appendErrorReply appends err as the error reply its text makes.
+func appendErrorReply(dst []byte, err error) []byte {
+	dst = append(dst, '-')
+	dst = append(dst, errorText(err)...)
+	return append(dst, '\r', '\n')
+}
+
+// Allowed reports whether the caller may run args (scripting.Host).
+func (r *scriptRun) Allowed(args [][]byte) (allowed, known bool) {
+	s := r.s
+	cmd := s.findCommand(string(args[0]))
+	if cmd == nil {
+		return false, false
+	}
+	if len(cmd.subcommands) > 0 && len(args) > 1 {
+		if sub := cmd.subcommand(args[1]); sub != nil {
+			cmd = sub
+		}
+	}
+	p := r.c.user.Load().Perms()
+	return p.All || s.checkACL(r.c, p, cmd, args) == nil, true
+}
+
+// Busy registers the script as busy: it has run past busy-reply-threshold (scripting.Host).
+func (r *scriptRun) Busy() {
+	l := &r.s.scripts
+	l.mu.Lock()
+	l.busy[r] = struct{}{}
+	l.nbusy.Store(int32(len(l.busy)))
+	l.mu.Unlock()
+	r.busy = true
+	r.s.log.Warn("Slow script detected: still in execution after busy-reply-threshold. You can try killing the script using the SCRIPT KILL command.",
+		"ms", l.busyAfter.Load())
+}
+
+// unbusy forgets a busy script that has ended.
+func (l *luaScripts) unbusy(r *scriptRun) {
+	l.mu.Lock()
+	delete(l.busy, r)
+	l.nbusy.Store(int32(len(l.busy)))
+	l.mu.Unlock()
+	r.busy = false
+}
+
+// Log writes redis.log's message at its level (scripting.Host).
+func (r *scriptRun) Log(level int, msg string) {
+	switch level {
+	case 0, 1:
+		r.s.log.Debug(msg)
+	case 2:
+		r.s.log.Info(msg)
+	default:
+		r.s.log.Warn(msg)
+	}
+}
+
+// SCRIPT LOAD script
+func cmdScriptLoad(c *client, args [][]byte) error {
+	sc, err := c.s.scripts.eng.Load(args[2])
+	if err != nil {
+		return err
+	}
+	c.w.bulkString(sc.SHA)
+	return nil
+}
+
+// SCRIPT EXISTS sha1 [sha1 ...]
+func cmdScriptExists(c *client, args [][]byte) error {
+	c.w.array(len(args) - 2)
+	for _, sha := range args[2:] {
+		d, ok := scripting.Digest(sha)
+		if ok && c.s.scripts.eng.Lookup(d) != nil {
+			c.w.int(1)
+		} else {
+			c.w.int(0)
+		}
+	}
+	return nil
+}
+
+// SCRIPT FLUSH [ASYNC|SYNC]
+func cmdScriptFlush(c *client, args [][]byte) error {
+	if len(args) > 3 || (len(args) == 3 && !strings.EqualFold(string(args[2]), "sync") && !strings.EqualFold(string(args[2]), "async")) {
+		return errors.New("SCRIPT FLUSH only support SYNC|ASYNC option")
+	}
+	c.s.scripts.eng.Flush()
+	c.w.ok()
+	return nil
+}
+
+// SCRIPT KILL
+//
+// It kills the busy scripts (those past busy-reply-threshold) that have not written, as
+// Redis kills its one script; UNKILLABLE when every busy script has written.
+func cmdScriptKill(c *client, args [][]byte) error {
+	l := &c.s.scripts
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.busy) == 0 {
+		return errNotBusy
+	}
+	killed := 0
+	for r := range l.busy {
+		if !r.dirty.Load() {
+			r.call.Kill()
+			killed++
+		}
+	}
+	if killed == 0 {
+		return errUnkillable
+	}
+	c.w.ok()
+	return nil
+}
+
+// SCRIPT DEBUG YES|SYNC|NO
+func cmdScriptDebug(c *client, args [][]byte) error {
+	switch strings.ToLower(string(args[2])) {
+	case "no":
+		c.w.ok()
+		return nil
+	case "yes", "sync":
+		return errors.New("SCRIPT DEBUG is not supported: throttled has no Lua debugger")
+	}
+	return errors.New("Use SCRIPT DEBUG YES/SYNC/NO")
+}
+
+// SCRIPT HELP
+func cmdScriptHelp(c *client, args [][]byte) error {
+	writeHelp(c, "SCRIPT", []string{
+		"DEBUG (YES|SYNC|NO)",
+		"    Set the debug mode for subsequent scripts executed.",
+		"EXISTS <sha1> [<sha1> ...]",
+		"    Return information about the existence of the scripts in the script cache.",
+		"FLUSH [ASYNC|SYNC]",
+		"    Flush the Lua scripts cache. Very dangerous on replicas.",
+		"    When called without the optional mode argument, the behavior is determined by the",
+		"    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+		"    * ASYNC: Asynchronously flush the scripts cache.",
+		"    * SYNC: Synchronously flush the scripts cache.",
+		"KILL",
+		"    Kill the currently executing Lua script.",
+		"LOAD <script>",
+		"    Load a script into the scripts cache without executing it.",
+	})
+	return nil
+}
