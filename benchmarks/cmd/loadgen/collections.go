@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -82,15 +84,33 @@ func (r *runner) collections() (collRun, error) {
 			loadtest.Encode("ZREMRANGEBYSCORE", k, "-inf", "("+strconv.FormatInt(now-logWindow, 10))...),
 			loadtest.Encode("ZCARD", k)...)
 	}
-	for _, p := range []int{1, 16} {
-		run.pairs = append(run.pairs,
-			pair{prefix: "hs", pipeline: p, a: side{label: "throttled HSET 2 fields", srv: t, args: hset}, b: side{label: "redis HSET 2 fields", srv: redis, args: hset}},
-			pair{prefix: "hs", pipeline: p, a: side{label: "throttled HMGET 2 fields", srv: t, args: hmget}, b: side{label: "redis HMGET 2 fields", srv: redis, args: hmget}},
-			pair{prefix: "zs", pipeline: p, a: side{label: "throttled ZADD+ZREMRANGEBYSCORE+ZCARD", srv: t, request: admit, commands: 3},
-				b: side{label: "redis ZADD+ZREMRANGEBYSCORE+ZCARD", srv: redis, request: admit, commands: 3}})
+	pairsAt := func(p int, suffix string) []pair {
+		return []pair{
+			{prefix: "hs", pipeline: p, a: side{label: "throttled HSET 2 fields" + suffix, srv: t, args: hset}, b: side{label: "redis HSET 2 fields", srv: redis, args: hset}},
+			{prefix: "hs", pipeline: p, a: side{label: "throttled HMGET 2 fields" + suffix, srv: t, args: hmget}, b: side{label: "redis HMGET 2 fields", srv: redis, args: hmget}},
+			{prefix: "zs", pipeline: p, a: side{label: "throttled ZADD+ZREMRANGEBYSCORE+ZCARD" + suffix, srv: t, request: admit, commands: 3},
+				b: side{label: "redis ZADD+ZREMRANGEBYSCORE+ZCARD", srv: redis, request: admit, commands: 3}},
+		}
 	}
-	return run, r.measurePairs(run.pairs)
+	run.pairs = append(pairsAt(1, ""), pairsAt(16, "")...)
+	if err := r.measurePairs(run.pairs); err != nil {
+		return run, err
+	}
+	// The load shares the two cores with the server it measures (at P=1 a request is mostly
+	// the kernel's work on both sides): measured again with each server on a core of its own
+	// (CPU 1; one is loaded at a time) and the load on the other, as a deployment runs them.
+	all := "0-" + strconv.Itoa(runtime.NumCPU()-1)
+	if err := pinAll(map[*server]string{t: "1", redis: "1"}, "0"); err != nil {
+		return run, err
+	}
+	pinned := append(pairsAt(1, ownCore), pairsAt(16, ownCore)...)
+	err = r.measurePairs(pinned)
+	run.pairs = append(run.pairs, pinned...)
+	return run, errors.Join(err, pinAll(map[*server]string{t: all, redis: all}, all))
 }
+
+// ownCore marks the pairs measured with each server on a core of its own.
+const ownCore = ", own core"
 
 // slidingLog returns a ZADD of a full sliding log: logMembers admissions over the window,
 // each member its own timestamp.
@@ -110,8 +130,9 @@ func collectionsSection(cfg config, run collRun) string {
 	p("The state the Lua limiters keep, with the same commands on throttled (`--appendonly no`) and on\n")
 	p("redis-server: a token bucket's hash of 2 fields, and a sliding log's sorted set of %d millisecond\n", logMembers)
 	p("timestamps (one admission: ZADD, ZREMRANGEBYSCORE of what left the window, ZCARD; a request is the\n")
-	p("three). Paired rounds over %d random keys, as above; memory over %d hashes and %d sorted sets.\n\n",
+	p("three). Paired rounds over %d random keys, as above; memory over %d hashes and %d sorted sets.\n",
 		cfg.keys, cfg.memKeys, cfg.memKeys/10)
+	p("The rows marked \"own core\" ran with each server pinned to CPU 1 (one loaded at a time) and the load on CPU 0.\n\n")
 	p("| comparison | P | throttled, req/s | redis, req/s | ratio per round | median |\n|---|--:|---|---|---|--:|\n")
 	for _, c := range run.pairs {
 		p("| %s | %d | %s | %s | %s | %.3f |\n", strings.TrimPrefix(c.a.label, "throttled "), c.pipeline,
