@@ -55,6 +55,8 @@ type state struct {
 	reply    []byte                     // the reply to redis.call, reused
 	errInfo  errInfo                    // what the error handler learnt of the last error
 	killErr  *lua.LTable                // the error a killed script ends with
+	cjson    cjsonConfig                // cjson's configuration (cjson.go)
+	jsonNull *lua.LUserData             // cjson.null
 }
 
 // errInfo is where a script's uncaught error came from, as Redis's error handler reports it.
@@ -111,6 +113,7 @@ func newState(e *Engine) *state {
 	st.setLibraries()
 	g.RawSetString("redis", st.redisAPI())
 	g.RawSetString("bit", st.openBit())
+	g.RawSetString("cjson", st.openCJSON())
 	L.G.Registry.RawSetString("_LOADED", L.CreateTable(0, 0)) // nothing for require to find
 
 	// Protect: every library table is replaced by its view, then the globals themselves.
