@@ -80,9 +80,10 @@ func (st *state) command(L *lua.LState, raiseErr bool) int {
 		raise(L, "redis.call/pcall can only be called inside a script invocation")
 	}
 	st.stopIfStopped(L)
-	if st.run.ticks++; st.run.ticks&63 == 0 {
+	switch st.run.ticks++; {
+	case st.run.ticks&63 == 0:
 		st.watch(L)
-	} else {
+	case st.run.ticks&7 == 0:
 		st.watchBusy()
 	}
 	n := L.GetTop()
