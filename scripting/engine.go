@@ -257,10 +257,16 @@ func (st *state) function(s *Script) *lua.LFunction {
 	if fn := st.fns[s]; fn != nil {
 		return fn
 	}
+	if len(st.fns) >= maxStateFunctions { // scripts built per call (values in the body) must not grow it for good
+		clear(st.fns)
+	}
 	fn := st.instantiate(s.proto)
 	st.fns[s] = fn
 	return fn
 }
+
+// maxStateFunctions bounds the scripts an interpreter keeps made; past it it starts over.
+const maxStateFunctions = 1024
 
 // Call is one run of a script.
 type Call struct {

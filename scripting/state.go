@@ -470,6 +470,9 @@ func (st *state) loadstring(L *lua.LState) int {
 		L.Push(lua.LString(msg))
 		return 2
 	}
+	if len(st.sources) >= maxStateFunctions {
+		clear(st.sources)
+	}
 	st.sources[id] = name
 	L.Push(st.instantiate(proto))
 	return 1
@@ -513,6 +516,9 @@ func (st *state) load(L *lua.LState) int {
 		L.Push(lua.LNil)
 		L.Push(lua.LString(msg))
 		return 2
+	}
+	if len(st.sources) >= maxStateFunctions {
+		clear(st.sources)
 	}
 	st.sources[id] = name
 	L.Push(st.instantiate(proto))
