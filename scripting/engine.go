@@ -292,10 +292,15 @@ func (e *Engine) Run(dst []byte, s *Script, call *Call) ([]byte, error) {
 	L := st.L
 	L.Env = st.gv
 	fn.Env = st.g
+	keys, argv := st.keys, st.argv
 	st.keys = st.fill(st.keys, call.Keys, false)
 	st.argv = st.fill(st.argv, call.Args, true)
-	st.g.RawSetString("KEYS", st.keys)
-	st.g.RawSetString("ARGV", st.argv)
+	if st.keys != keys { // the globals keep the table of the last run otherwise: no script can rebind them
+		st.g.RawSetString("KEYS", st.keys)
+	}
+	if st.argv != argv {
+		st.g.RawSetString("ARGV", st.argv)
+	}
 	call.kill.Store(false)
 	st.run = run{script: s, host: call.Host, call: call, resp: 2, start: time.Now()}
 	st.errInfo = errInfo{}

@@ -133,3 +133,8 @@ func BenchmarkEvalshaTokenBucket(b *testing.B) {
 	}
 	benchScript(b, body, func(i int) []string { return []string{"10", "100", now[i%len(now)], "1"} })
 }
+
+// BenchmarkEvalshaReturn is the fixed cost of a script call: EVALSHA of "return 1".
+func BenchmarkEvalshaReturn(b *testing.B) {
+	benchScript(b, "return 1", func(int) []string { return nil })
+}
