@@ -81,6 +81,7 @@ func (s *Server) infoSections() []infoSection {
 		{"commandstats", s.infoCommandStats},
 		{"throttle", func() [][2]string { return append(s.infoThrottle(), s.infoDenyEvents()...) }},
 		{"upstream", s.infoUpstream},
+		{"scripting", s.infoScripting},
 		{"keyspace", s.infoKeyspace},
 	}
 }
@@ -136,7 +137,7 @@ func (s *Server) infoMemory() [][2]string {
 	if !ok {
 		rss = m.Sys - m.HeapReleased + offHeap
 	}
-	return [][2]string{
+	mem := [][2]string{
 		{"used_memory", strconv.FormatUint(used, 10)},
 		{"used_memory_human", humanBytes(used)},
 		{"used_memory_rss", strconv.FormatUint(rss, 10)},
@@ -154,6 +155,7 @@ func (s *Server) infoMemory() [][2]string {
 		{"gc_cycles", strconv.FormatUint(uint64(m.NumGC), 10)},
 		{"heap_objects", strconv.FormatUint(m.HeapObjects, 10)},
 	}
+	return append(mem, s.infoScriptMemory()...)
 }
 
 // residentBytes returns the process's resident set from /proc/self/statm, as Redis's

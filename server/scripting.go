@@ -481,6 +481,32 @@ func (r *scriptRun) Log(level int, msg string) {
 	}
 }
 
+// infoScriptMemory is Redis's scripting fields of INFO memory: the interpreters' memory
+// (an estimate: gopher-lua does not count it), the cached scripts' and their number.
+func (s *Server) infoScriptMemory() [][2]string {
+	st := s.scripts.eng.Stats()
+	return [][2]string{
+		{"used_memory_lua", itoa(st.StateBytes)},
+		{"used_memory_lua_human", humanBytes(uint64(st.StateBytes))},
+		{"used_memory_scripts", itoa(st.BodyBytes)},
+		{"used_memory_scripts_human", humanBytes(uint64(st.BodyBytes))},
+		{"number_of_cached_scripts", itoa(int64(st.Scripts))},
+	}
+}
+
+// infoScripting is INFO's scripting section: the scripts run, the interpreters idle, the
+// scripts busy now.
+func (s *Server) infoScripting() [][2]string {
+	st := s.scripts.eng.Stats()
+	return [][2]string{
+		{"script_calls", itoa(st.Calls)},
+		{"number_of_cached_scripts", itoa(int64(st.Scripts))},
+		{"lua_interpreters_idle", itoa(int64(st.States))},
+		{"busy_scripts", itoa(int64(s.scripts.nbusy.Load()))},
+		{"busy_reply_threshold", itoa(s.scripts.busyAfter.Load())},
+	}
+}
+
 // SCRIPT LOAD script
 func cmdScriptLoad(c *client, args [][]byte) error {
 	sc, err := c.s.scripts.eng.Load(args[2])
