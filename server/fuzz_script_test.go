@@ -67,6 +67,14 @@ func FuzzScript(f *testing.F) {
 		"local co = coroutine.wrap(function() while true do coroutine.yield(1) end end) return co()",
 		"return setmetatable({}, {__index = function(t, k) return t[k] end}).x",
 		"return string.format('%99.99f', 1)", "return table.concat({}, 'x', 1, 1e9)",
+		// The rate-limit verbs, from a script.
+		"return redis.call('THROTTLE', 'fz:a', 3, 2, '1s')", "return redis.call('CL.THROTTLE', 'fz:a', 3, 2, 1, 1)",
+		"return redis.call('GCRA', 'fz:g', 3, 2, 1.5, 'TOKENS', 2)", "return redis.call('TOKENBUCKET', 'fz:t', 5, 1, '1s', 'COST', 2)",
+		"return redis.call('LEAKYBUCKET', 'fz:l', 5, 1, '1s')", "return redis.call('SLIDE', 'fz:s', 5, '1m', 'APPROX')",
+		"return redis.call('WINDOW', 'fz:w', 5, '1m')", "return redis.call('CONCURRENCY.ACQUIRE', 'fz:c', 2, '10s', 'id1')",
+		"return redis.call('CONCURRENCY.RELEASE', 'fz:c', 'id1')", "return redis.call('ALLOF', 'THROTTLE', 'fz:x', 3, 2, '1s', 'SLIDE', 'fz:y', 5, '1m')",
+		"redis.call('POLICY.SET', 'p', 'THROTTLE', 3, 2, '1s') return redis.call('CHECK', 'p', 'fz:user')",
+		"return redis.pcall('CHECK', 'nope', 'x')", "return redis.call('POLICY.LIST')",
 	} {
 		f.Add(seed)
 	}

@@ -239,3 +239,18 @@ func TestScriptBusy(t *testing.T) {
 		t.Fatal("SHUTDOWN NOSAVE did not stop the server")
 	}
 }
+
+// TestScriptRateLimitVerbs calls the rate-limit verbs from scripts, on a server deciding
+// them itself and on one whose limits live in an upstream Redis: the same replies.
+func TestScriptRateLimitVerbs(t *testing.T) {
+	local, remote, _, _ := upstreamPair(t)
+	const body = "return {redis.call('CL.THROTTLE', KEYS[1], 3, 2, 1, ARGV[1]), redis.call('GCRA', KEYS[1] .. ':g', 3, 2, 1)}"
+	reqs := [][]string{}
+	for _, n := range []string{"1", "2", "0", "5", "1"} {
+		reqs = append(reqs, []string{"EVAL", body, "1", "k", n})
+	}
+	want := dialReplies(t, local.addr).do(t, reqs...)
+	got := dialReplies(t, remote.addr).do(t, reqs...)
+	require.Equal(t, want, got)
+	require.Contains(t, want[0], "*2\r\n*5\r\n:0\r\n")
+}
