@@ -80,7 +80,12 @@ func (st *state) command(L *lua.LState, raiseErr bool) int {
 		raise(L, "redis.call/pcall can only be called inside a script invocation")
 	}
 	st.stopIfStopped(L)
-	st.watch(L)
+	switch st.run.ticks++; {
+	case st.run.ticks&63 == 0:
+		st.watch(L)
+	case st.run.ticks&7 == 0:
+		st.watchBusy()
+	}
 	n := L.GetTop()
 	if n == 0 {
 		return st.fail(L, raiseErr, "Please specify at least one argument for this redis lib call")

@@ -38,13 +38,24 @@
 // below is taken if free. When it is not and the script has changed nothing yet, Host.Call
 // stops the script (an error no pcall can catch: the API, pcall, xpcall, coroutine.resume
 // and every loop's tick raise it again) and the server runs it again from the start,
-// holding that stripe too; each restart adds a stripe, so there are at most 64. When the
-// script has already written, stopping it would leave half its writes: it goes on with
-// that one command run under the shard lock alone, as any plain command of another client
-// would be. Its writes are all made and each command is atomic, so no write set is torn
-// and nothing waits in a cycle; what it gives up is isolation from the one script or
-// transaction that holds that stripe, for that key, in the rare case of a script that
-// writes before it reaches an undeclared key whose stripe is busy. Plain commands of other
-// clients take no stripe, here as under EXEC: they may run between two commands of a
-// script, each atomic on its own.
+// holding that stripe too; each restart adds a stripe, so there are at most 64. A sliding
+// counter that reads KEYS[1]..":"..slot before it writes is thus isolated as if it had
+// declared it. When the script has already written, stopping it would leave half its
+// writes done: it waits for the stripe 10 ms, which covers a holder that is an ordinary
+// script or transaction, and past that goes on with that one command under the shard lock
+// alone, as a plain command of another client runs. So nothing waits in a cycle (the
+// holder may be waiting for one of its stripes, taken in order) and no write set is torn:
+// every write is made, each command atomic. What is given up, in that rare case (a write
+// before an undeclared key whose stripe is held by a slow or waiting holder), is isolation
+// from that one holder, for that key. Plain commands of other clients take no stripe, here
+// as under EXEC: they may run between two commands of a script, each atomic on its own.
+//
+// A script that runs long is watched from inside: every loop and function body calls the
+// tick function (rewrite.go), and every few commands the clock and the heap are read. Past
+// Call.BusyAfter (busy-reply-threshold) the host is told (Host.Busy): the server then
+// answers BUSY to other clients and SCRIPT KILL may stop the script (Call.Kill), which ends
+// with "Script killed by user with SCRIPT KILL..." whatever it catches. Past Engine's
+// MemoryLimit of heap growth, the script fails with its own error. Engine.Close kills every
+// running script, for SHUTDOWN NOSAVE. The libraries scripts use are there as Redis has
+// them: cjson (cjson.go) and bit (bit.go); struct and cmsgpack are not.
 package scripting

@@ -72,7 +72,17 @@ type Engine struct {
 
 	calls   atomic.Int64 // runs
 	closing atomic.Bool  // Close was called: running scripts are killed
+	// MemoryLimit is how much a script may grow the heap by before it fails with
+	// errScriptMemory; 0 for no limit. Set before the first run.
+	MemoryLimit uint64
 }
+
+// DefaultMemoryLimit is the memory a script may take: gopher-lua cannot count what a
+// script allocates, so the limit is on the heap's growth while it runs, read every few
+// hundred loop iterations or commands. Other clients' allocations count too: the limit
+// is set far above what any limiter needs, to stop a runaway script before it takes the
+// server, not to meter scripts.
+const DefaultMemoryLimit = 1 << 30
 
 // Close kills the scripts running and any started from now on: the server is stopping
 // (SHUTDOWN NOSAVE must end even a script in an endless loop).
@@ -80,7 +90,7 @@ func (e *Engine) Close() { e.closing.Store(true) }
 
 // New returns an empty engine.
 func New() *Engine {
-	return &Engine{scripts: make(map[[20]byte]*Script), maxIdle: 4 * runtime.GOMAXPROCS(0)}
+	return &Engine{scripts: make(map[[20]byte]*Script), maxIdle: 4 * runtime.GOMAXPROCS(0), MemoryLimit: DefaultMemoryLimit}
 }
 
 // Digest parses a script's SHA1 as EVALSHA gives it: 40 hex digits, in any case.
@@ -247,10 +257,16 @@ func (st *state) function(s *Script) *lua.LFunction {
 	if fn := st.fns[s]; fn != nil {
 		return fn
 	}
+	if len(st.fns) >= maxStateFunctions { // scripts built per call (values in the body) must not grow it for good
+		clear(st.fns)
+	}
 	fn := st.instantiate(s.proto)
 	st.fns[s] = fn
 	return fn
 }
+
+// maxStateFunctions bounds the scripts an interpreter keeps made; past it it starts over.
+const maxStateFunctions = 1024
 
 // Call is one run of a script.
 type Call struct {
@@ -289,8 +305,8 @@ func (e *Engine) Run(dst []byte, s *Script, call *Call) ([]byte, error) {
 	mark := len(dst)
 	switch {
 	case stop != nil:
-	case st.run.killed:
-		dst = st.appendError(dst, st.killErr, s.SHA)
+	case st.run.abort != nil:
+		dst = st.appendError(dst, st.run.abort, s.SHA)
 	case err != nil:
 		dst = st.appendError(dst, errorObject(err), s.SHA)
 	default:
@@ -362,15 +378,16 @@ func (st *state) interned(b []byte) lua.LString {
 
 // run is what the redis API needs of the call in progress.
 type run struct {
-	script *Script
-	host   Host
-	call   *Call
-	resp   int   // redis.setresp: the protocol of the commands' replies
-	stop   error // set once the host stops the script
-	killed bool  // set once the script is killed
-	busy   bool  // Host.Busy was called
-	start  time.Time
-	ticks  uint32 // tick calls: the clock is read every so many
+	script  *Script
+	host    Host
+	call    *Call
+	resp    int         // redis.setresp: the protocol of the commands' replies
+	stop    error       // set once the host stops the script
+	abort   *lua.LTable // once killed or past its memory, the error it ends with
+	memBase uint64      // the heap when its memory was first looked at
+	busy    bool        // Host.Busy was called
+	start   time.Time
+	ticks   uint32 // tick calls: the clock is read every so many
 }
 
 // errorHandler notes where an uncaught error comes from, as Redis's __redis__err__handler

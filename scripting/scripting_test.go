@@ -406,3 +406,12 @@ func TestKill(t *testing.T) {
 		})
 	}
 }
+
+// TestMemoryLimit checks that a script growing the heap past the limit fails, clearly.
+func TestMemoryLimit(t *testing.T) {
+	e := New()
+	e.MemoryLimit = 32 << 20
+	body := "local t = {} for i = 1, 1e9 do t[i] = string.rep('x', 1000) .. i end"
+	out := runScript(t, e, &fakeHost{}, 2, body, nil, nil)
+	require.Equal(t, "-ERR Script used too much memory: its heap grew past 32 MB script: "+sha1hex([]byte(body))+", on @user_script:1.\r\n", out)
+}

@@ -3,6 +3,7 @@ package scripting
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"runtime/metrics"
 	"strings"
 	"time"
 	"unsafe"
@@ -55,6 +56,10 @@ type state struct {
 	reply    []byte                     // the reply to redis.call, reused
 	errInfo  errInfo                    // what the error handler learnt of the last error
 	killErr  *lua.LTable                // the error a killed script ends with
+	memErr   *lua.LTable                // the error of a script past the memory limit
+	heap     [1]metrics.Sample          // the heap's size, read by watch
+	cjson    cjsonConfig                // cjson's configuration (cjson.go)
+	jsonNull *lua.LUserData             // cjson.null
 }
 
 // errInfo is where a script's uncaught error came from, as Redis's error handler reports it.
@@ -111,6 +116,7 @@ func newState(e *Engine) *state {
 	st.setLibraries()
 	g.RawSetString("redis", st.redisAPI())
 	g.RawSetString("bit", st.openBit())
+	g.RawSetString("cjson", st.openCJSON())
 	L.G.Registry.RawSetString("_LOADED", L.CreateTable(0, 0)) // nothing for require to find
 
 	// Protect: every library table is replaced by its view, then the globals themselves.
@@ -149,6 +155,8 @@ func newState(e *Engine) *state {
 	st.tickFn = L.NewFunction(st.tick)
 	st.unpackFn = L.NewFunction(unpackArgs)
 	st.killErr = plainError(L, "Script killed by user with SCRIPT KILL...")
+	st.memErr = plainError(L, "Script used too much memory: its heap grew past "+itoa(int(e.MemoryLimit>>20))+" MB")
+	st.heap = [1]metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	return st
 }
 
@@ -462,6 +470,9 @@ func (st *state) loadstring(L *lua.LState) int {
 		L.Push(lua.LString(msg))
 		return 2
 	}
+	if len(st.sources) >= maxStateFunctions {
+		clear(st.sources)
+	}
 	st.sources[id] = name
 	L.Push(st.instantiate(proto))
 	return 1
@@ -506,6 +517,9 @@ func (st *state) load(L *lua.LState) int {
 		L.Push(lua.LString(msg))
 		return 2
 	}
+	if len(st.sources) >= maxStateFunctions {
+		clear(st.sources)
+	}
 	st.sources[id] = name
 	L.Push(st.instantiate(proto))
 	return 1
@@ -530,7 +544,7 @@ func (st *state) instantiate(proto *lua.FunctionProto) *lua.LFunction {
 // now and then looks whether it was killed or has become busy.
 func (st *state) tick(L *lua.LState) int {
 	st.stopIfStopped(L)
-	if st.run.ticks++; st.run.ticks&1023 == 0 {
+	if st.run.ticks++; st.run.ticks&255 == 0 {
 		st.watch(L)
 	}
 	return 0
@@ -544,10 +558,27 @@ func (st *state) watch(L *lua.LState) {
 		return
 	}
 	if r.call.kill.Load() || st.e.closing.Load() {
-		r.killed = true
+		r.abort = st.killErr
 		st.stopIfStopped(L)
 	}
-	if !r.busy && r.call.BusyAfter > 0 && time.Since(r.start) >= r.call.BusyAfter {
+	if limit := st.e.MemoryLimit; limit > 0 {
+		metrics.Read(st.heap[:])
+		used := st.heap[0].Value.Uint64()
+		switch {
+		case r.memBase == 0:
+			r.memBase = used
+		case used > r.memBase+limit:
+			r.abort = st.memErr
+			st.stopIfStopped(L)
+		}
+	}
+	st.watchBusy()
+}
+
+// watchBusy tells the host once the script has run past its busy time.
+func (st *state) watchBusy() {
+	r := &st.run
+	if !r.busy && r.call != nil && r.call.BusyAfter > 0 && time.Since(r.start) >= r.call.BusyAfter {
 		r.busy = true
 		r.host.Busy()
 	}
@@ -588,8 +619,8 @@ func chunkID(source string) string {
 // again, or SCRIPT KILL), no pcall may swallow that.
 func (st *state) stopIfStopped(L *lua.LState) {
 	switch {
-	case st.run.killed:
-		L.Error(st.killErr, 0)
+	case st.run.abort != nil:
+		L.Error(st.run.abort, 0)
 	case st.run.stop != nil:
 		L.Error(stopValue, 0)
 	}
