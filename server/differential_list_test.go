@@ -93,7 +93,9 @@ func genList(r *rand.Rand) diffCmd {
 	case 24:
 		return cmd("EXPIRE", k, diffInt(r, 100, 1000))
 	case 25:
-		return cmd("TTL", k)
+		// The seconds left can differ by one where a second ends between the two servers'
+		// answers (or between EXPIREAT in 2100 and now): compared as an error or not only.
+		return diffCmd{args: []string{"TTL", k}, skip: true}
 	case 26:
 		return cmd("TYPE", k)
 	case 27:
