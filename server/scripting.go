@@ -395,7 +395,7 @@ func (r *scriptRun) Call(dst []byte, args [][]byte, resp int) ([]byte, error) {
 	}
 	sc.w.b, sc.w.proto = dst, resp
 	sc.tick = r.caller.tick // the script's commands all see the time it started at
-	sc.lastCmd.Store(cmd) // the rate-limit verbs count their decisions by it, as run sets it
+	sc.lastCmd.Store(cmd)   // the rate-limit verbs count their decisions by it, as run sets it
 	s.call(sc, cmd, args)
 	if len(sc.up.calls) > 0 { // with an upstream, a rate-limit verb's reply comes from there
 		if !sc.waitUpstream() {
