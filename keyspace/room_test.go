@@ -205,3 +205,36 @@ func TestValueRoomMemory(t *testing.T) {
 	require.Less(t, float64(over)/99, float64(growRoom)/2+2)
 	require.LessOrEqual(t, moves, 99/(growRoom/3+1)+1)
 }
+
+// TestGrowAtBlockEnd: an entry that ends its block exactly and grows moves to the next
+// block; it must not slide back over its old place, which is in another block.
+func TestGrowAtBlockEnd(t *testing.T) {
+	ks := New(1)
+	s := ks.shards[0]
+	s.Lock()
+	defer s.Unlock()
+	key, val := []byte("k"), []byte("tokens")
+	size := entrySize(len(key), len(val), 0, Value{})
+	s.SetLocked([]byte("first"), Value{Kind: String, Bytes: []byte("x")})
+	for i := 0; ; i++ {
+		left := blockSize - int(s.meta[s.tail].used) - size
+		if left < entrySize(3, 500, 0, Value{})+entrySize(3, 1, 0, Value{}) {
+			filler := []byte{'f', byte(i), byte(i >> 8)}
+			n := 1
+			for entrySize(len(filler), n, 0, Value{}) < left {
+				n++
+			}
+			require.Equal(t, left, entrySize(len(filler), n, 0, Value{}))
+			s.SetLocked(filler, Value{Kind: String, Bytes: make([]byte, n)})
+			break
+		}
+		s.SetLocked([]byte{'f', byte(i), byte(i >> 8)}, Value{Kind: String, Bytes: make([]byte, 500)})
+	}
+	s.SetLocked(key, Value{Kind: String, Bytes: val})
+	require.Equal(t, int32(blockSize), s.meta[s.tail].used, "the key's entry ends the block")
+	s.SetLocked(key, Value{Kind: String, Bytes: val, Expire: 5})
+	got, ok := s.GetLocked(key, 0)
+	require.True(t, ok)
+	require.Equal(t, Value{Kind: String, Bytes: val, Expire: 5}, got)
+	require.NoError(t, s.check())
+}
