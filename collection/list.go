@@ -33,10 +33,11 @@ func ListOffsets(pack []byte, dst []int) []int {
 	return dst
 }
 
-// ListRange turns LRANGE's and LTRIM's start and stop, where a negative index counts from
-// the tail (-1 is the last element), into the first and last index of a list of n
-// elements, clamped to it; ok is false when the range holds nothing.
-func ListRange(n, start, stop int64) (from, to int64, ok bool) {
+// IndexRange turns Redis's start and stop indexes (LRANGE, LTRIM, ZRANGE, ZREMRANGEBYRANK),
+// where a negative index counts from the tail (-1 is the last element), into the first and
+// last index of a list or sorted set of n elements, clamped to it; ok is false when the
+// range holds nothing.
+func IndexRange(n, start, stop int64) (from, to int64, ok bool) {
 	if start < 0 {
 		start += n
 	}

@@ -57,7 +57,7 @@ func TestListPush(t *testing.T) {
 	require.Equal(t, []string{"a", "r", "s"}, elemsOf(t, ListPushRaw(nil, listOf("a"), false, raw)))
 }
 
-func TestListRange(t *testing.T) {
+func TestIndexRange(t *testing.T) {
 	for _, tc := range []struct {
 		n, start, stop int64
 		from, to       int64
@@ -77,7 +77,7 @@ func TestListRange(t *testing.T) {
 		{5, math.MinInt64, math.MaxInt64, 0, 4, true},
 	} {
 		t.Run(strconv.FormatInt(tc.start, 10)+".."+strconv.FormatInt(tc.stop, 10), func(t *testing.T) {
-			from, to, ok := ListRange(tc.n, tc.start, tc.stop)
+			from, to, ok := IndexRange(tc.n, tc.start, tc.stop)
 			require.Equal(t, tc.ok, ok)
 			require.Equal(t, [2]int64{tc.from, tc.to}, [2]int64{from, to})
 		})
@@ -290,7 +290,7 @@ func FuzzList(f *testing.F) {
 				}
 			case 4: // LTRIM
 				start, stop := index(), index()
-				from, to, ok := ListRange(n, start, stop)
+				from, to, ok := IndexRange(n, start, stop)
 				if !ok {
 					pack, model = nil, nil
 					break
@@ -344,7 +344,7 @@ func FuzzList(f *testing.F) {
 				got := ListPos(pack, n, []byte(v), rank, count, maxlen, nil)
 				require.Equal(t, modelPos(model, v, rank, count, maxlen), got)
 			case 8: // LRANGE
-				from, to, ok := ListRange(n, index(), index())
+				from, to, ok := IndexRange(n, index(), index())
 				if ok {
 					off := ListOffset(pack, from)
 					require.Equal(t, model[from:to+1], elemsOf(t, pack[off:off+ListOffset(pack[off:], to-from+1)]))

@@ -167,7 +167,7 @@ func cmdLRange(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	from, to, ok := collection.ListRange(v.Num, start, stop)
+	from, to, ok := collection.IndexRange(v.Num, start, stop)
 	if !ok {
 		c.w.array(0)
 		return nil
@@ -225,7 +225,7 @@ func cmdLTrim(c *client, args [][]byte) error {
 	if !ok {
 		return nil
 	}
-	from, to, keep := collection.ListRange(v.Num, start, stop)
+	from, to, keep := collection.IndexRange(v.Num, start, stop)
 	if !keep {
 		storeList(sh, args[1], nil, 0, 0)
 		return nil

@@ -454,24 +454,8 @@ func zentriesHeaderAt(w *writer, mark int, n int64, withScores bool) {
 	w.b = slices.Insert(w.b, mark, h...)
 }
 
-// zrank clamps Redis's start and stop indexes (negative from the end) to a set of n
-// members: the ranks from start to stop, or ok false when none is in range.
-func zrank(start, stop, n int64) (int64, int64, bool) {
-	if start < 0 {
-		start += n
-	}
-	if stop < 0 {
-		stop += n
-	}
-	start = max(start, 0)
-	if start > stop || start >= n {
-		return 0, 0, false
-	}
-	return start, min(stop, n-1), true
-}
-
 func zrangeByRank(w *writer, v keyspace.Value, start, stop int64, withScores, rev bool) {
-	start, stop, ok := zrank(start, stop, v.Num)
+	start, stop, ok := collection.IndexRange(v.Num, start, stop)
 	if !ok {
 		w.array(0)
 		return
@@ -646,7 +630,7 @@ func zremrangeHandler(kind zrangeKind) handler {
 		var n int64
 		switch kind {
 		case zrangeRank:
-			first, last, in := zrank(start, stop, v.Num)
+			first, last, in := collection.IndexRange(v.Num, start, stop)
 			if in {
 				from = collection.ZSeek(z, int(first))
 				to = from + collection.ZSeek(z[from:], int(last-first+1))
