@@ -463,6 +463,7 @@ func (r *scriptRun) Busy() {
 	l.nbusy.Store(int32(len(l.busy)))
 	l.mu.Unlock()
 	r.busy = true
+	r.caller.leaveLoop() // the loop serving the caller goes on with its other clients
 	r.s.log.Warn("Slow script detected: still in execution after busy-reply-threshold. You can try killing the script using the SCRIPT KILL command.",
 		"ms", l.busyAfter.Load())
 }
