@@ -699,7 +699,7 @@ func (s *Shard) replaceSized(pos int, off uint32, key []byte, v Value) {
 		off = s.ids[id] // compacting the old tail block may have moved the entry
 	}
 	writeEntry(ne, id, key, v, room)
-	slide := newOff == off+uint32(size)
+	slide := newOff == off+uint32(size) && off/blockSize == newOff/blockSize // in the same block: not one ending where the next begins
 	if slide {
 		// The old entry ends the tail block where the new one starts: the new one takes its
 		// place, so that a key that changes size right after it was written (HSET, then

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"testing"
@@ -262,4 +263,23 @@ func TestScriptRateLimitVerbs(t *testing.T) {
 	got := dialReplies(t, remote.addr).do(t, reqs...)
 	require.Equal(t, want, got)
 	require.Contains(t, want[0], "*2\r\n*5\r\n:0\r\n")
+}
+
+// TestScriptTokenBucketChurn runs the hash token bucket over many keys, as a limiter
+// does: HMGET, HMSET and EXPIRE on each, the key growing by its expiry right after it is
+// written. It found an entry slid back into the block before the tail one, corrupting
+// the shard.
+func TestScriptTokenBucketChurn(t *testing.T) {
+	s, c := fuzzServer(t)
+	sc, err := s.scripts.eng.Load([]byte(limiterScripts[0].body))
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(1, 2))
+	rates := []string{"0.37", "1.3", "0.001", "3"}
+	for i := range 300_000 {
+		key := []byte("tb:" + strconv.Itoa(rng.IntN(100_000)))
+		now := []byte(strconv.FormatFloat(1000+float64(i)*0.013, 'f', 3, 64))
+		c.w.b = c.w.b[:0]
+		s.run(c, [][]byte{[]byte("EVALSHA"), []byte(sc.SHA), []byte("1"), key, []byte(rates[i%len(rates)]), []byte("10"), now, []byte("1")})
+		require.Equal(t, byte('*'), c.w.b[0], "%s", c.w.b)
+	}
 }
