@@ -237,7 +237,7 @@ func (c *client) runScript(sc *scripting.Script, keys, argv [][]byte, readOnly b
 		c.script = r
 	}
 	r.c.user.Store(c.user.Load())
-	r.call.Keys, r.call.Args, r.call.Proto = keys, argv, c.w.proto
+	r.call.Keys, r.call.Args, r.call.Proto, r.call.Slot = keys, argv, c.w.proto, uint64(c.id)
 	r.readOnly = readOnly
 	r.txHeld = c.txHeld
 	r.want = 0
