@@ -57,21 +57,20 @@ const (
 var flagNames = map[string]Flags{"no-writes": NoWrites, "allow-oom": AllowOOM, "allow-stale": AllowStale, "no-cluster": NoCluster}
 
 // Engine is the script cache and a pool of interpreters.
+//
+// Every EVALSHA reads the cache and takes an interpreter, from every core: the cache is a
+// map no one writes (Load and Flush publish a new one, rarely), and the pool is split in
+// shards, each caller drawing from the one its Call.Slot names, so that cores do not
+// queue on one lock or pass one cache line around.
 type Engine struct {
-	mu      sync.RWMutex // guards scripts, bodies
-	scripts map[[20]byte]*Script
-	bodies  int64 // the bytes of the cached bodies
+	cache atomic.Pointer[scriptCache]
+	mu    sync.Mutex // serializes Load's and Flush's new caches
 
 	flushes atomic.Uint64 // SCRIPT FLUSH count: an interpreter's compiled functions older than it are dropped
 
-	poolMu sync.Mutex // guards idle
-	idle   []*state
-	// maxIdle bounds the interpreters kept between calls: as many as calls run at once,
-	// within reason.
-	maxIdle int
+	pools []statePool
 
-	calls   atomic.Int64 // runs
-	closing atomic.Bool  // Close was called: running scripts are killed
+	closing atomic.Bool // Close was called: running scripts are killed
 	// MemoryLimit is how much a script may grow the heap by before it fails with
 	// errScriptMemory; 0 for no limit. Set before the first run.
 	MemoryLimit uint64
@@ -88,9 +87,28 @@ const DefaultMemoryLimit = 1 << 30
 // (SHUTDOWN NOSAVE must end even a script in an endless loop).
 func (e *Engine) Close() { e.closing.Store(true) }
 
+// scriptCache is the cached scripts by digest, and their bodies' bytes.
+type scriptCache struct {
+	scripts map[[20]byte]*Script
+	bodies  int64
+}
+
+// statePool is one shard of idle interpreters, on a cache line of its own.
+type statePool struct {
+	mu    sync.Mutex // guards idle
+	idle  []*state
+	calls int64 // runs from this shard; guarded by mu
+	_     [64]byte
+}
+
+// poolShardIdle bounds each shard's idle interpreters.
+const poolShardIdle = 4
+
 // New returns an empty engine.
 func New() *Engine {
-	return &Engine{scripts: make(map[[20]byte]*Script), maxIdle: 4 * runtime.GOMAXPROCS(0), MemoryLimit: DefaultMemoryLimit}
+	e := &Engine{pools: make([]statePool, 2*runtime.GOMAXPROCS(0)), MemoryLimit: DefaultMemoryLimit}
+	e.cache.Store(&scriptCache{scripts: map[[20]byte]*Script{}})
+	return e
 }
 
 // Digest parses a script's SHA1 as EVALSHA gives it: 40 hex digits, in any case.
@@ -103,12 +121,7 @@ func Digest(sha []byte) (d [20]byte, ok bool) {
 }
 
 // Lookup returns the cached script with digest d, or nil.
-func (e *Engine) Lookup(d [20]byte) *Script {
-	e.mu.RLock()
-	s := e.scripts[d]
-	e.mu.RUnlock()
-	return s
-}
+func (e *Engine) Lookup(d [20]byte) *Script { return e.cache.Load().scripts[d] }
 
 // Load returns the script with this body, compiling and caching it the first time. A
 // compile error is Redis's text, without the ERR code.
@@ -122,21 +135,26 @@ func (e *Engine) Load(body []byte) (*Script, error) {
 		return nil, err
 	}
 	e.mu.Lock()
-	if old := e.scripts[d]; old != nil {
-		s = old
-	} else {
-		e.scripts[d] = s
-		e.bodies += int64(len(s.Body))
+	defer e.mu.Unlock()
+	old := e.cache.Load()
+	if s2 := old.scripts[d]; s2 != nil {
+		return s2, nil
 	}
-	e.mu.Unlock()
+	// A new map with the script added: copying the cache costs at each new script what
+	// readers save at every call. Scripts are a few, loaded once.
+	next := &scriptCache{scripts: make(map[[20]byte]*Script, len(old.scripts)+1), bodies: old.bodies + int64(len(s.Body))}
+	for k, v := range old.scripts {
+		next.scripts[k] = v
+	}
+	next.scripts[d] = s
+	e.cache.Store(next)
 	return s, nil
 }
 
 // Flush empties the cache (SCRIPT FLUSH).
 func (e *Engine) Flush() {
 	e.mu.Lock()
-	e.scripts = make(map[[20]byte]*Script)
-	e.bodies = 0
+	e.cache.Store(&scriptCache{scripts: map[[20]byte]*Script{}})
 	e.mu.Unlock()
 	e.flushes.Add(1)
 }
@@ -152,13 +170,15 @@ type Stats struct {
 
 // Stats returns the engine's figures.
 func (e *Engine) Stats() Stats {
-	e.mu.RLock()
-	st := Stats{Scripts: len(e.scripts), BodyBytes: e.bodies}
-	e.mu.RUnlock()
-	e.poolMu.Lock()
-	st.States = len(e.idle)
-	e.poolMu.Unlock()
-	st.Calls = e.calls.Load()
+	c := e.cache.Load()
+	st := Stats{Scripts: len(c.scripts), BodyBytes: c.bodies}
+	for i := range e.pools {
+		p := &e.pools[i]
+		p.mu.Lock()
+		st.States += len(p.idle)
+		st.Calls += p.calls
+		p.mu.Unlock()
+	}
 	st.StateBytes = int64(st.States) * stateBytes
 	return st
 }
@@ -221,27 +241,30 @@ func (s *Script) parseShebang(line string) error {
 // splitNonEmptyRuns splits the shebang line on runs of blanks, as sdssplitargs does.
 func splitNonEmptyRuns(s string) []string { return strings.Fields(s) }
 
-// get takes an idle interpreter, or builds one.
-func (e *Engine) get() *state {
-	e.poolMu.Lock()
-	if n := len(e.idle); n > 0 {
-		st := e.idle[n-1]
-		e.idle = e.idle[:n-1]
-		e.poolMu.Unlock()
+// get takes an idle interpreter from the shard slot names, or builds one.
+func (e *Engine) get(slot uint64) *state {
+	p := &e.pools[slot%uint64(len(e.pools))]
+	p.mu.Lock()
+	p.calls++
+	if n := len(p.idle); n > 0 {
+		st := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
 		return st
 	}
-	e.poolMu.Unlock()
+	p.mu.Unlock()
 	return newState(e)
 }
 
-// put returns an interpreter to the pool, unless the pool is full.
-func (e *Engine) put(st *state) {
-	e.poolMu.Lock()
-	if len(e.idle) < e.maxIdle {
-		e.idle = append(e.idle, st)
+// put returns an interpreter to the shard slot names, unless it is full.
+func (e *Engine) put(st *state, slot uint64) {
+	p := &e.pools[slot%uint64(len(e.pools))]
+	p.mu.Lock()
+	if len(p.idle) < poolShardIdle {
+		p.idle = append(p.idle, st)
 		st = nil
 	}
-	e.poolMu.Unlock()
+	p.mu.Unlock()
 	if st != nil {
 		st.L.Close()
 	}
@@ -274,7 +297,9 @@ type Call struct {
 	Host       Host
 	Proto      int           // the caller's protocol, 2 or 3: the reply's
 	BusyAfter  time.Duration // when Host.Busy is called; 0 for never
-	kill       atomic.Bool
+	Slot       uint64        // which shard of the interpreter pool the run draws from: the caller's id
+
+	kill atomic.Bool
 }
 
 // Kill stops the run at its next loop, function call or command, as SCRIPT KILL does: it
@@ -285,9 +310,8 @@ func (c *Call) Kill() { c.kill.Store(true) }
 // returns an error only when the host stopped the script (Host.Call); dst is then as it
 // was.
 func (e *Engine) Run(dst []byte, s *Script, call *Call) ([]byte, error) {
-	e.calls.Add(1)
-	st := e.get()
-	defer e.put(st)
+	st := e.get(call.Slot)
+	defer e.put(st, call.Slot)
 	fn := st.function(s)
 	L := st.L
 	L.Env = st.gv

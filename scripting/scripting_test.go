@@ -267,9 +267,9 @@ func TestSandbox(t *testing.T) {
 	} {
 		t.Run(tc.body, func(t *testing.T) {
 			require.Equal(t, tc.want, runScript(t, e, h, 2, tc.body, nil, nil))
-			st := e.get()
+			st := e.get(0)
 			require.True(t, st.clean(), "a view was written")
-			e.put(st)
+			e.put(st, 0)
 		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -38,6 +39,10 @@ type loop struct {
 	fresh   bool            // no client's commands have run since: mono is when the next batch starts
 	done    chan struct{}
 
+	// gen counts the goroutines that took the loop over from one held in a long command
+	// (leaveLoop); a goroutine whose generation is past goes on with its command only.
+	gen atomic.Uint64
+
 	mu       sync.Mutex // guards incoming, ready and stopping
 	incoming []*client
 	ready    []*client // clients whose calls to the upstream are decided (upstream.go)
@@ -51,6 +56,7 @@ type loopConn struct {
 	fr       fdReader
 	wpos     int        // bytes of the replies already written
 	blocked  bool       // the socket was full: the rest of the replies wait for EPOLLOUT
+	leaving  bool       // its command runs long: it leaves the loop once the command is done
 	fdMu     sync.Mutex // guards fdClosed, and the client's nc, which handOff sets
 	fdClosed bool       // so that hangup never shuts another socket with the same fd
 }
@@ -167,8 +173,16 @@ const yieldEvery = 500_000
 
 // run is the loop: wait for ready connections, serve each, then write the replies that
 // waited for a sync.
-func (l *loop) run() {
-	defer close(l.done)
+func (l *loop) run() { l.runAs(l.gen.Load()) }
+
+// runAs runs the loop as its generation gen, until it stops or another goroutine takes it
+// over.
+func (l *loop) runAs(gen uint64) {
+	defer func() {
+		if l.gen.Load() == gen {
+			close(l.done)
+		}
+	}()
 	yielded := int64(0)
 	for {
 		if l.mono-yielded > yieldEvery {
@@ -201,6 +215,9 @@ func (l *loop) run() {
 			}
 			if fd < len(l.clients) && l.clients[fd] != nil {
 				l.serve(l.clients[fd], ev.Events)
+				if l.gen.Load() != gen {
+					return // another goroutine serves the loop now (leaveLoop)
+				}
 			}
 		}
 		l.submitCalls()
@@ -277,6 +294,10 @@ func (l *loop) serve(c *client, events uint32) {
 			active = true
 		}
 		l.s.run(c, args)
+		if c.leaving {
+			l.leave(c)
+			return
+		}
 		if c.handoff {
 			l.handOff(c, args)
 			return
@@ -307,6 +328,40 @@ func (l *loop) serve(c *client, events uint32) {
 	l.finish(c)
 }
 
+// leaveLoop is called from inside c's command when it turns out long (a script past
+// busy-reply-threshold): a new goroutine takes c's loop over and serves its other
+// clients (a BUSY reply, SCRIPT KILL) while this one, stuck in the command, goes on with
+// it; once it is done, c leaves the loop for a goroutine of its own (leave) and this one
+// ends. Nothing to do for a client no loop serves.
+func (c *client) leaveLoop() {
+	l := c.loop
+	if l == nil || c.leaving {
+		return
+	}
+	c.leaving = true
+	l.clients[c.fd] = nil
+	unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
+	gen := l.gen.Add(1)
+	go l.runAs(gen)
+}
+
+// leave ends c's leaving: its replies so far are written, and a goroutine of its own goes
+// on with the requests it sent after.
+func (l *loop) leave(c *client) {
+	c.leaving = false
+	c.w.b = c.w.b[c.wpos:]
+	c.wpos = 0
+	if !l.release(c) {
+		return
+	}
+	if !c.flush() {
+		c.nc.Close()
+		c.close()
+		return
+	}
+	go c.serve(nil)
+}
+
 // handOff moves c off the loop, to a goroutine of its own, for the command in args that
 // needs one (command.detach). The loop lets go of the socket, which becomes a net.Conn; the
 // replies so far, the request and the requests read after it go with c, in order; c stays
@@ -322,7 +377,14 @@ func (l *loop) handOff(c *client, args [][]byte) {
 	}
 	c.w.b = c.w.b[c.wpos:]
 	c.wpos = 0
+	if l.release(c) {
+		go c.serve(req)
+	}
+}
 
+// release turns c's socket, which the loop no longer watches, into a net.Conn; false when
+// that fails and c is gone.
+func (l *loop) release(c *client) bool {
 	// FileConn takes a duplicate of the descriptor into the runtime's poller; the loop's
 	// own is closed. A hangup meanwhile shut the socket both share, or closes the new conn.
 	f := os.NewFile(uintptr(c.fd), "client")
@@ -337,11 +399,11 @@ func (l *loop) handOff(c *client, args [][]byte) {
 	if err != nil {
 		l.s.log.Warn("event loop: cannot hand a connection over", "client", c.raddr, "err", err)
 		c.close()
-		return
+		return false
 	}
 	c.loop = nil
 	c.rd.rd = nc
-	go c.serve(req)
+	return true
 }
 
 // finish writes c's replies and closes c if it asked to be closed once they are out.

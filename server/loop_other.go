@@ -11,6 +11,7 @@ type (
 )
 
 func (s *Server) startLoops(n int) error  { return nil }
+func (c *client) leaveLoop()              {}
 func (s *Server) stopLoops()              {}
 func (s *Server) attach(nc net.Conn) bool { return false }
 

@@ -237,7 +237,7 @@ func (c *client) runScript(sc *scripting.Script, keys, argv [][]byte, readOnly b
 		c.script = r
 	}
 	r.c.user.Store(c.user.Load())
-	r.call.Keys, r.call.Args, r.call.Proto = keys, argv, c.w.proto
+	r.call.Keys, r.call.Args, r.call.Proto, r.call.Slot = keys, argv, c.w.proto, uint64(c.id)
 	r.readOnly = readOnly
 	r.txHeld = c.txHeld
 	r.want = 0
@@ -463,6 +463,7 @@ func (r *scriptRun) Busy() {
 	l.nbusy.Store(int32(len(l.busy)))
 	l.mu.Unlock()
 	r.busy = true
+	r.caller.leaveLoop() // the loop serving the caller goes on with its other clients
 	r.s.log.Warn("Slow script detected: still in execution after busy-reply-threshold. You can try killing the script using the SCRIPT KILL command.",
 		"ms", l.busyAfter.Load())
 }

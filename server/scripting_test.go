@@ -204,10 +204,17 @@ func TestScriptCache(t *testing.T) {
 
 // TestScriptBusy runs a script that never ends: past busy-reply-threshold other clients get
 // BUSY, SCRIPT KILL stops it when it has not written, UNKILLABLE when it has, and
-// SHUTDOWN NOSAVE still stops the server.
+// SHUTDOWN NOSAVE still stops the server. With one event loop, the other client is on the
+// script's loop, which a new goroutine takes over; with none, each has a goroutine.
 func TestScriptBusy(t *testing.T) {
-	ts := startServer(t, func(c *Config) { c.IOThreads = 2 })
-	runner, other := ts.raw(t), ts.raw(t) // on different event loops
+	for _, loops := range []int{1, 2, 0} {
+		t.Run("io-threads "+strconv.Itoa(loops), func(t *testing.T) { scriptBusy(t, loops) })
+	}
+}
+
+func scriptBusy(t *testing.T, loops int) {
+	ts := startServer(t, func(c *Config) { c.IOThreads = loops })
+	runner, other := ts.raw(t), ts.raw(t)
 	expect := func(c *rawConn, lines ...string) {
 		t.Helper()
 		for _, want := range lines {
@@ -226,6 +233,8 @@ func TestScriptBusy(t *testing.T) {
 	expect(runner, "-ERR Script killed by user with SCRIPT KILL... script: "+scriptSHA(loop)+", on @user_script:1.")
 	other.send(t, "PING\r\n")
 	expect(other, "+PONG")
+	runner.send(t, "PING\r\nEVAL \"return 'again'\" 0\r\n") // the runner is served on
+	expect(runner, "+PONG", "$5", "again")
 
 	// A script that wrote cannot be killed; pcall cannot catch a kill either.
 	const wrote = "redis.call('SET', 'w', '1') while true do end"
