@@ -8,11 +8,12 @@ import (
 
 // A sorted set's pack is its entries back to back, each a member (AppendString) and its
 // score (AppendScore), in order of score, then of member by bytes (shorter first on a common
-// prefix), as Redis orders them. Nothing indexes it: every operation is a walk from the
-// front, as on Redis's listpack, which for the sets rate limiters keep (a sliding log of
-// up to a few hundred timestamps) is short. The walks compare a member as its encoded
-// bytes and read a score without building an Elem, and stop as soon as order tells them
-// the rest cannot matter: removing the oldest entries reads only those.
+// prefix), as Redis orders them. A small set has nothing else: every operation is a walk
+// from the front, as on Redis's listpack, which for the sets rate limiters keep (a sliding
+// log of up to a few hundred timestamps) is short. A big one has an index in front of its
+// pack (zindex.go). The walks compare a member as its encoded bytes and read a score
+// without building an Elem, and stop as soon as order tells them the rest cannot matter:
+// removing the oldest entries reads only those.
 
 // ZNext returns the entry at the start of z: its member, its score and the bytes both take,
 // or n == 0 when z does not start with a whole entry (its end, or a damaged pack).
@@ -251,39 +252,73 @@ const (
 // started from (which it never writes into: the keyspace's memory), then, from the first
 // change, a copy in the caller's buffer that later changes edit in place. Big tells
 // whether the set has passed its listpack limits (MaxEntries members, a member longer
-// than MaxValue), which Add turns on as Redis converts a listpack, and never off.
+// than MaxValue), which Add turns on as Redis converts a listpack, and never off; a big
+// set's copy has its index in front of Z (zindex.go), kept up to date by every change.
 type ZEditor struct {
 	Z                    []byte
 	Num                  int64 // members
 	Big                  bool
 	MaxEntries, MaxValue int64
+	ix                   zix // Z's index, when Big; in buf, in front of Z, once owned
 	buf                  []byte
 	owned                bool
 }
 
 // NewZEditor starts editing z, a set of num members, building in buf (its bytes reused);
 // maxEntries and maxValue are the listpack limits (zset-max-listpack-entries and -value).
-func NewZEditor(z []byte, num int64, big bool, maxEntries, maxValue int64, buf []byte) ZEditor {
-	return ZEditor{Z: z, Num: num, Big: big, MaxEntries: maxEntries, MaxValue: maxValue, buf: buf[:0]}
+func NewZEditor(z ZSet, num int64, big bool, maxEntries, maxValue int64, buf []byte) ZEditor {
+	return ZEditor{Z: z.Pack, ix: z.ix, Num: num, Big: big, MaxEntries: maxEntries, MaxValue: maxValue, buf: buf[:0]}
 }
 
 // Changed reports whether Z is no longer the pack the editor started from.
 func (e *ZEditor) Changed() bool { return e.owned }
 
+// Bytes returns the set as the keyspace keeps it, once Changed: a big one's index, then Z.
+func (e *ZEditor) Bytes() []byte { return e.buf }
+
 // Buf returns the buffer the editor built in, to be kept for the next one.
-func (e *ZEditor) Buf() []byte {
+func (e *ZEditor) Buf() []byte { return e.buf }
+
+// set returns the set being edited.
+func (e *ZEditor) set() ZSet { return ZSet{Pack: e.Z, ix: e.ix} }
+
+// own makes Z the editor's copy, with an index of this process's when the set is big.
+func (e *ZEditor) own() {
 	if e.owned {
-		return e.Z
+		return
 	}
-	return e.buf
+	if e.Big && !e.ix.hashed() {
+		e.reindex(int(e.Num))
+		return
+	}
+	e.buf = append(append(e.buf[:0], e.ix...), e.Z...)
+	e.owned = true
+	e.reslice(len(e.ix))
 }
 
-// own makes Z the editor's copy.
-func (e *ZEditor) own() {
+// reslice points ix and Z into buf, whose first n bytes are the index.
+func (e *ZEditor) reslice(n int) {
+	e.ix, e.Z = zix(e.buf[:n:n]), e.buf[n:]
+}
+
+// reindex builds the index of Z, num entries, anew, in front of it in buf.
+func (e *ZEditor) reindex(num int) {
+	nslots, ngroups := zixSize(num)
+	n := zixHead + 8*nslots + 8*ngroups
 	if !e.owned {
-		e.buf = append(e.buf[:0], e.Z...)
-		e.Z, e.owned = e.buf, true
+		e.buf = append(e.buf[:0], make([]byte, n)...)
+		e.buf = append(e.buf, e.Z...)
+		e.owned = true
+	} else if d := n - len(e.ix); d != 0 {
+		z := len(e.Z)
+		if d > 0 {
+			e.buf = append(e.buf, make([]byte, d)...)
+		}
+		copy(e.buf[n:n+z], e.buf[len(e.ix):len(e.ix)+z])
+		e.buf = e.buf[:n+z]
 	}
+	e.reslice(n)
+	zixBuild(e.ix, e.Z, num)
 }
 
 // Add sets member's score as ZADD does with flags f (Incr: adds score to it), and returns
@@ -294,7 +329,7 @@ func (e *ZEditor) Add(member []byte, score float64, f ZAddFlags) (float64, ZAddO
 	if math.IsNaN(score) {
 		return 0, ZNaN
 	}
-	loc := ZLocate(e.Z, member, score)
+	loc := e.set().Locate(member, score)
 	if loc.Found {
 		if f.NX {
 			return loc.Score, ZNop
@@ -312,26 +347,23 @@ func (e *ZEditor) Add(member []byte, score float64, f ZAddFlags) (float64, ZAddO
 			return score, ZUnchanged
 		}
 		stored := e.stored(score)
-		ins := loc.Ins
-		if f.Incr {
-			ins = zinsertPos(e.Z, member, stored)
-		}
 		e.own()
-		e.Z = zdelete(e.Z, loc.At, loc.End)
-		if ins >= loc.End {
-			ins -= loc.End - loc.At
-		}
-		e.Z = zinsert(e.Z, ins, member, stored)
+		e.delete(loc.At, loc.End)
+		e.Num--
+		e.insert(e.set().Locate(member, stored).Ins, member, stored)
+		e.Num++
 		return score, ZUpdated
 	}
 	if f.XX {
 		return 0, ZNop
 	}
-	if e.Num+1 > e.MaxEntries || int64(len(member)) > e.MaxValue {
+	if !e.Big && (e.Num+1 > e.MaxEntries || int64(len(member)) > e.MaxValue) {
 		e.Big = true
+		e.reindex(int(e.Num))
+		loc.Ins = e.set().Locate(member, score).Ins
 	}
 	e.own()
-	e.Z = zinsert(e.Z, loc.Ins, member, e.stored(score))
+	e.insert(loc.Ins, member, e.stored(score))
 	e.Num++
 	return score, ZAdded
 }
@@ -347,7 +379,7 @@ func (e *ZEditor) stored(score float64) float64 {
 
 // Remove removes member, and reports whether it was there.
 func (e *ZEditor) Remove(member []byte) bool {
-	loc := ZFind(e.Z, member)
+	loc := e.set().Find(member)
 	if !loc.Found {
 		return false
 	}
@@ -360,13 +392,164 @@ func (e *ZEditor) DeleteSpan(from, to int, n int64) {
 	if n == 0 {
 		return
 	}
-	if e.owned {
-		e.Z = zdelete(e.Z, from, to)
-	} else {
-		e.buf = append(append(e.buf[:0], e.Z[:from]...), e.Z[to:]...)
-		e.Z, e.owned = e.buf, true
+	if e.owned || e.Big && !e.ix.hashed() {
+		e.own()
+		e.delete(from, to)
+	} else { // the copy leaves the span out: a sliding log's oldest entries cost no move
+		z, ix := e.Z, e.ix
+		e.buf = append(append(append(e.buf[:0], ix...), z[:from]...), z[to:]...)
+		e.owned = true
+		e.reslice(len(ix))
+		if len(ix) > 0 {
+			e.forget(z[from:to], from)
+			e.closeGap(from, to)
+		}
 	}
 	e.Num -= n
+	if x := e.ix; len(x) > 0 && e.Num > 0 &&
+		(x.nslots() > 16 && e.Num*8 < int64(x.nslots()) || int64(x.ngroups()) > e.Num/16+2) {
+		e.reindex(int(e.Num)) // a set that shrank a lot: smaller slots, fuller groups
+	}
+}
+
+// insert inserts the entry of member and score at Z[at], which must be owned, and indexes
+// it; Num does not count it yet.
+func (e *ZEditor) insert(at int, member []byte, score float64) {
+	n := len(e.ix)
+	before := len(e.buf)
+	e.buf = zinsert(e.buf, n+at, member, score)
+	e.reslice(n)
+	if n == 0 {
+		return
+	}
+	if e.ix.ngroups() == 0 {
+		e.addGroup(0, 0, 0)
+	}
+	x := e.ix
+	size := len(e.buf) - before
+	g := x.groupOf(at)
+	for j := g + 1; j < x.ngroups(); j++ {
+		off, c := x.group(j)
+		x.setGroup(j, off+size, c)
+	}
+	off, c := x.group(g)
+	x.setGroup(g, off, c+1)
+	if x.nslots() > 0 {
+		if (int(e.Num)+1+x.ngone())*4 > x.nslots()*3 {
+			e.reindex(int(e.Num) + 1)
+			return
+		}
+		x.insertSlot(memberHash(e.Z[at:at+Skip(e.Z[at:])]), g)
+	}
+	if c+1 > 2*zixGroup {
+		e.split(g)
+	}
+}
+
+// addGroup inserts group g, of n entries from off.
+func (e *ZEditor) addGroup(g, off, n int) {
+	x := e.ix
+	at := x.groupAt(g)
+	e.buf = append(e.buf, make([]byte, 8)...)
+	copy(e.buf[at+8:], e.buf[at:])
+	binary.LittleEndian.PutUint32(e.buf[12:], uint32(x.ngroups()+1))
+	e.reslice(len(x) + 8)
+	e.ix.setGroup(g, off, n)
+}
+
+// split cuts group g in two, its first zixGroup entries and the rest.
+func (e *ZEditor) split(g int) {
+	off, c := e.ix.group(g)
+	mid := off + ZSeek(e.Z[off:], zixGroup)
+	e.ix.setGroup(g, off, zixGroup)
+	e.addGroup(g+1, mid, c-zixGroup)
+	x := e.ix
+	if x.nslots() == 0 {
+		return
+	}
+	x.renumber(g+1, 1)
+	for at, i := mid, zixGroup; i < c; i++ {
+		k := Skip(e.Z[at:])
+		x.moveSlot(memberHash(e.Z[at:at+k]), g, g+1)
+		at += zskip(e.Z[at:])
+	}
+}
+
+// delete removes the entries of Z[from:to], which must be owned, and their index; Num
+// still counts them.
+func (e *ZEditor) delete(from, to int) {
+	n := len(e.ix)
+	if n > 0 {
+		e.forget(e.Z[from:to], from)
+	}
+	e.buf = zdelete(e.buf, n+from, n+to)
+	e.reslice(n)
+	if n > 0 {
+		e.closeGap(from, to)
+	}
+}
+
+// forget takes out of the index the entries of span, which were at Z[from:]: their
+// groups count them no more, and their slots are deleted.
+func (e *ZEditor) forget(span []byte, from int) {
+	x := e.ix
+	ng := x.ngroups()
+	g := x.groupOf(from)
+	for off := 0; off < len(span); {
+		for g+1 < ng {
+			if o, _ := x.group(g + 1); o > from+off {
+				break
+			}
+			g++
+		}
+		k := Skip(span[off:])
+		if x.nslots() > 0 {
+			x.deleteSlot(memberHash(span[off:off+k]), g)
+		}
+		o, c := x.group(g)
+		x.setGroup(g, o, c-1)
+		k = zskip(span[off:])
+		if k == 0 {
+			break
+		}
+		off += k
+	}
+}
+
+// closeGap moves the groups past Z[from:to], whose entries forget took out, back over
+// it, and drops the groups left empty.
+func (e *ZEditor) closeGap(from, to int) {
+	x := e.ix
+	ng := x.ngroups()
+	d := to - from
+	empty, emptyEnd := -1, -1
+	for j := range ng {
+		o, c := x.group(j)
+		switch {
+		case c == 0:
+			if empty < 0 {
+				empty = j
+			}
+			emptyEnd = j + 1
+			continue
+		case o > from && o < to:
+			o = from
+		case o >= to:
+			o -= d
+		}
+		x.setGroup(j, o, c)
+	}
+	if empty < 0 {
+		return
+	}
+	gone := emptyEnd - empty
+	at, end := x.groupAt(empty), x.groupAt(emptyEnd)
+	e.buf = e.buf[:at+copy(e.buf[at:], e.buf[end:])]
+	binary.LittleEndian.PutUint32(e.buf[12:], uint32(ng-gone))
+	e.reslice(len(x) - 8*gone)
+	if e.ix.nslots() > 0 {
+		e.ix.renumber(emptyEnd, -gone)
+	}
 }
 
 // zdelete removes z[from:to] in place.

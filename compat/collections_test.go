@@ -25,14 +25,15 @@ func collectionState(t *testing.T, rdb *redis.Client) []string {
 	return out
 }
 
-// requireTTLs checks the expiries writeCollections set, to within a few seconds.
+// requireTTLs checks the expiries writeCollections set, to within a minute (the test writes
+// for seconds on a loaded machine; a lost expiry reads -1).
 func requireTTLs(t *testing.T, rdb *redis.Client) {
 	ctx := context.Background()
 	for i := range 50 {
 		h, z := "h:"+strconv.Itoa(i), "z:"+strconv.Itoa(i)
 		if i%2 == 0 {
-			require.InDelta(t, time.Hour.Seconds(), rdb.TTL(ctx, h).Val().Seconds(), 10, h)
-			require.InDelta(t, 2*time.Hour.Seconds(), rdb.TTL(ctx, z).Val().Seconds(), 10, z)
+			require.InDelta(t, time.Hour.Seconds(), rdb.TTL(ctx, h).Val().Seconds(), 60, h)
+			require.InDelta(t, 2*time.Hour.Seconds(), rdb.TTL(ctx, z).Val().Seconds(), 60, z)
 		} else {
 			require.Equal(t, time.Duration(-1), rdb.TTL(ctx, h).Val(), h)
 		}
@@ -85,4 +86,18 @@ func TestCollectionsSurviveKill9AndReachReplicas(t *testing.T) {
 	defer p.Close()
 	require.Equal(t, want, collectionState(t, p))
 	requireTTLs(t, p)
+
+	// A big set's index was written by another process, here and on the replica: it finds
+	// members by walking until the set's next write indexes it anew.
+	for _, c := range []*redis.Client{p, r} {
+		require.Equal(t, int64(11), c.ZRank(ctx, "z:49", "1732512351000").Val())
+		require.Equal(t, 1732512351000.0, c.ZScore(ctx, "z:49", "1732512351000").Val())
+		require.Equal(t, []string{"1732512351000", "1732512351600"},
+			c.ZRangeByScore(ctx, "z:49", &redis.ZRangeBy{Min: "1732512351000", Max: "(1732512352200"}).Val())
+	}
+	require.Equal(t, int64(1), p.ZAdd(ctx, "z:49", redis.Z{Score: 1732512351001, Member: "new"}).Val())
+	require.Equal(t, int64(12), p.ZRank(ctx, "z:49", "new").Val())
+	require.Equal(t, int64(1), p.ZRem(ctx, "z:49", "1732512351000").Val())
+	require.Equal(t, int64(11), p.ZRank(ctx, "z:49", "new").Val())
+	require.Equal(t, int64(148), p.ZCard(ctx, "z:49").Val())
 }

@@ -25,8 +25,10 @@ func getKindLocked(sh *keyspace.Shard, key []byte, kind keyspace.Kind, now int64
 	}
 	if v.Num == 0 {
 		switch kind {
-		case keyspace.Hash, keyspace.ZSet:
+		case keyspace.Hash:
 			v.Num = int64(collection.Count(v.Bytes) / 2)
+		case keyspace.ZSet:
+			v.Num = int64(collection.Count(zsetOf(v).Pack) / 2)
 		case keyspace.List:
 			v.Num = int64(collection.Count(v.Bytes))
 		}
@@ -38,6 +40,11 @@ func getKindLocked(sh *keyspace.Shard, key []byte, kind keyspace.Kind, now int64
 // thresholds (hash-max-listpack-entries and -value, zset-max-...): OBJECT ENCODING then
 // names Redis's hashtable or skiplist, and, as on Redis, it never goes back.
 const bigEncoding = 1
+
+// zsetIndexed in a big sorted set's Value.Num2 says its bytes start with the index that
+// package collection keeps in front of a big set's pack (a set stored big before there
+// was one has none: it is read by walking and indexed at its next write).
+const zsetIndexed = 2
 
 // countedFrom is the least element count a collection keeps in its Value.Num: a smaller
 // one stores 0 there, which the keyspace stores in no bytes, and getKindLocked counts its

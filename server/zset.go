@@ -72,9 +72,14 @@ func zsetLocked(c *client, sh *keyspace.Shard, key []byte) (keyspace.Value, bool
 	return getKindLocked(sh, key, keyspace.ZSet, c.now())
 }
 
+// zsetOf reads v, a sorted set.
+func zsetOf(v keyspace.Value) collection.ZSet {
+	return collection.ZSetOf(v.Bytes, v.Num2&zsetIndexed != 0)
+}
+
 // zeditor starts editing v, the sorted set at a key (zero when there is none), in c's scratch.
 func zeditor(c *client, v keyspace.Value) collection.ZEditor {
-	return collection.NewZEditor(v.Bytes, v.Num, v.Num2 == bigEncoding,
+	return collection.NewZEditor(zsetOf(v), v.Num, v.Num2&bigEncoding != 0,
 		c.s.listpack.zsetEntries.Load(), c.s.listpack.zsetValue.Load(), c.scratch)
 }
 
@@ -83,9 +88,9 @@ func zstoreLocked(c *client, sh *keyspace.Shard, key []byte, v keyspace.Value, e
 	if ed.Changed() {
 		var num2 int64
 		if ed.Big {
-			num2 = bigEncoding
+			num2 = bigEncoding | zsetIndexed
 		}
-		storeCollectionLocked(sh, key, keyspace.Value{Kind: keyspace.ZSet, Num: ed.Num, Num2: num2, Bytes: ed.Z, Expire: v.Expire})
+		storeCollectionLocked(sh, key, keyspace.Value{Kind: keyspace.ZSet, Num: ed.Num, Num2: num2, Bytes: ed.Bytes(), Expire: v.Expire})
 	}
 	c.scratch = ed.Buf()
 }
@@ -236,7 +241,7 @@ func cmdZCount(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	_, _, n, _ := collection.ZScoreSpan(v.Bytes, r)
+	_, _, n, _ := zsetOf(v).ScoreSpan(r)
 	c.w.int(n)
 	return nil
 }
@@ -254,7 +259,7 @@ func cmdZLexCount(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	_, _, n := collection.ZLexSpan(v.Bytes, r)
+	_, _, n := collection.ZLexSpan(zsetOf(v).Pack, r)
 	c.w.int(n)
 	return nil
 }
@@ -268,7 +273,7 @@ func cmdZScore(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	if loc := collection.ZFind(v.Bytes, args[2]); loc.Found {
+	if loc := zsetOf(v).Find(args[2]); loc.Found {
 		c.w.double(loc.Score)
 	} else {
 		c.w.null()
@@ -287,7 +292,7 @@ func cmdZMScore(c *client, args [][]byte) error {
 	}
 	c.w.array(len(args) - 2)
 	for _, m := range args[2:] {
-		if loc := collection.ZFind(v.Bytes, m); loc.Found {
+		if loc := zsetOf(v).Find(m); loc.Found {
 			c.w.double(loc.Score)
 		} else {
 			c.w.null()
@@ -306,7 +311,7 @@ func zrankHandler(rev bool) handler {
 		if err != nil {
 			return err
 		}
-		loc := collection.ZFind(v.Bytes, args[2])
+		loc := zsetOf(v).Find(args[2])
 		switch {
 		case !loc.Found:
 			c.w.null()
@@ -462,9 +467,10 @@ func zrangeByRank(w *writer, v keyspace.Value, start, stop int64, withScores, re
 	}
 	n := stop - start + 1
 	zentriesHeader(w, n, withScores)
-	z := v.Bytes
+	set := zsetOf(v)
+	z := set.Pack
 	if !rev {
-		off := collection.ZSeek(z, int(start))
+		off := set.Seek(int(start))
 		for ; n > 0; n-- {
 			m, s, k := collection.ZNext(z[off:])
 			zentry(w, m, s, withScores)
@@ -488,11 +494,12 @@ func zrangeByScore(w *writer, v keyspace.Value, r collection.ScoreRange, offset,
 		w.array(0)
 		return
 	}
-	z := v.Bytes
+	set := zsetOf(v)
+	z := set.Pack
 	mark := len(w.b)
 	var n int64
 	if !rev {
-		from, _, count, _ := collection.ZScoreSpan(z, r)
+		from, _, count, _ := set.ScoreSpan(r)
 		if count == 0 {
 			w.array(0)
 			return
@@ -543,7 +550,7 @@ func zrangeByLex(w *writer, v keyspace.Value, r collection.LexRange, offset, lim
 		w.array(0)
 		return
 	}
-	z := v.Bytes
+	z := zsetOf(v).Pack
 	mark := len(w.b)
 	var n int64
 	if !rev {
@@ -625,19 +632,20 @@ func zremrangeHandler(kind zrangeKind) handler {
 			c.w.int(0)
 			return nil
 		}
-		z := v.Bytes
+		set := zsetOf(v)
+		z := set.Pack
 		var from, to int
 		var n int64
 		switch kind {
 		case zrangeRank:
 			first, last, in := collection.IndexRange(v.Num, start, stop)
 			if in {
-				from = collection.ZSeek(z, int(first))
+				from = set.Seek(int(first))
 				to = from + collection.ZSeek(z[from:], int(last-first+1))
 				n = last - first + 1
 			}
 		case zrangeScore:
-			from, to, n, _ = collection.ZScoreSpan(z, scores)
+			from, to, n, _ = set.ScoreSpan(scores)
 		default:
 			from, to, n = collection.ZLexSpan(z, lex)
 		}
@@ -692,7 +700,7 @@ func zpopHandler(fromMax bool) handler {
 			c.w.elem(m)
 			c.w.double(s)
 		}
-		z := v.Bytes
+		z := zsetOf(v).Pack
 		var from, to int
 		if fromMax {
 			var stack [128]int
@@ -761,7 +769,7 @@ func cmdZScan(c *client, args [][]byte) error {
 	c.w.bulkString("0")
 	mark := len(c.w.b)
 	var n int64
-	z := v.Bytes
+	z := zsetOf(v).Pack
 	for off := 0; off < len(z); {
 		m, s, k := collection.ZNext(z[off:])
 		if k == 0 {
@@ -779,7 +787,7 @@ func cmdZScan(c *client, args [][]byte) error {
 			}
 		}
 		c.w.elem(m)
-		c.w.bulk(zscanScore(buf[:0], s, v.Num2 == bigEncoding))
+		c.w.bulk(zscanScore(buf[:0], s, v.Num2&bigEncoding != 0))
 		n++
 	}
 	zentriesHeaderAt(&c.w, mark, 2*n, false)

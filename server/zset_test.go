@@ -134,7 +134,9 @@ func TestZSetBig(t *testing.T) {
 		v, ok := sh.GetLocked([]byte(key), ts.nowNano())
 		require.True(t, ok)
 		require.Equal(t, keyspace.ZSet, v.Kind)
-		return v.Num2 == bigEncoding
+		big := v.Num2&bigEncoding != 0
+		require.Equal(t, big, v.Num2&zsetIndexed != 0, "a big set is indexed")
+		return big
 	}
 	args := []any{"ZADD", "z"}
 	for i := range 128 {
