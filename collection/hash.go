@@ -186,3 +186,101 @@ func HashPairAt(h []byte, off int) (field, value Elem) {
 	value, _ = Read(h[off+fn:])
 	return field, value
 }
+
+// Hash is a hash's bytes as the keyspace keeps them, read: its pack, and the index in front
+// of it (index.go) when it has passed its listpack limits.
+type Hash struct {
+	Pack []byte
+	ix   index
+}
+
+// HashOf reads b, a hash's bytes; indexed tells whether they start with an index.
+func HashOf(b []byte, indexed bool) Hash {
+	if !indexed {
+		return Hash{Pack: b}
+	}
+	n := ixLen(b)
+	return Hash{Pack: b[n:], ix: index(b[:n])}
+}
+
+// Get is HashGet of the hash.
+func (h Hash) Get(field []byte) (Elem, bool) {
+	if !h.ix.hashed() {
+		return HashGet(h.Pack, field)
+	}
+	at, k, _, ok := h.ix.find(h.Pack, field)
+	if !ok {
+		return Elem{}, false
+	}
+	v, _ := Read(h.Pack[at+k:])
+	return v, true
+}
+
+// HashEditor edits a big hash copy-on-write (indexed), field by field: what HashSet and
+// HashDel do to a small one, at the cost of the fields named rather than of the hash.
+type HashEditor struct {
+	indexed
+	Num int64 // fields
+}
+
+// NewHashEditor starts editing h, a big hash of num fields, building in buf (its bytes
+// reused).
+func NewHashEditor(h Hash, num int64, buf []byte) HashEditor {
+	return HashEditor{indexed: indexed{Z: h.Pack, ix: h.ix, buf: buf[:0]}, Num: num}
+}
+
+// IndexHash returns the hash pack of num fields with an index in front, in new memory: a
+// hash that has just passed its listpack limits.
+func IndexHash(pack []byte, num int64) []byte {
+	e := NewHashEditor(Hash{Pack: pack}, num, nil)
+	e.own(true, int(num))
+	return e.Bytes()
+}
+
+// Set sets field to value, a new field going at the end, and reports whether it was new.
+func (e *HashEditor) Set(field, value []byte) bool {
+	e.own(true, int(e.Num))
+	if at, k, _, ok := e.ix.find(e.Z, field); ok {
+		old := Skip(e.Z[at+k:])
+		AppendString(e.resize(at+k, old, ElemLen(value))[:0], value)
+		return false
+	}
+	at := len(e.Z)
+	room := e.makeRoom(at, ElemLen(field)+ElemLen(value))
+	AppendString(AppendString(room[:0], field), value)
+	e.indexInsert(at, len(room), int(e.Num))
+	e.Num++
+	return true
+}
+
+// Del deletes field, and reports whether it was there.
+func (e *HashEditor) Del(field []byte) bool {
+	at, k, ok := 0, 0, false
+	if e.ix.hashed() {
+		at, k, _, ok = e.ix.find(e.Z, field)
+	} else {
+		at, k, ok = hashFind(e.Z, field)
+	}
+	if !ok {
+		return false
+	}
+	e.deleteSpan(at, at+k+Skip(e.Z[at+k:]), true, int(e.Num))
+	e.Num--
+	e.shrunk(int(e.Num))
+	return true
+}
+
+// hashFind finds field in the pack h by walking it: its offset and the bytes it takes.
+func hashFind(h, field []byte) (at, k int, ok bool) {
+	key := keyOf(field)
+	for {
+		f, fn, vn, ok := nextPair(h[at:])
+		if !ok {
+			return 0, 0, false
+		}
+		if key.matches(f) {
+			return at, fn, true
+		}
+		at += fn + vn
+	}
+}

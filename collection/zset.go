@@ -215,22 +215,6 @@ func ZFind(z, member []byte) ZLoc {
 	return ZLoc{}
 }
 
-// zinsertPos returns where an entry of score and member goes in z.
-func zinsertPos(z, member []byte, score float64) int {
-	for off := 0; off < len(z); {
-		k := Skip(z[off:])
-		if k == 0 {
-			return off
-		}
-		s, j := zreadScore(z[off+k:])
-		if j == 0 || s >= score && zafter(z[off:], s, score, member) {
-			return off
-		}
-		off += k + j
-	}
-	return len(z)
-}
-
 // ZAddFlags are ZADD's options.
 type ZAddFlags struct {
 	NX, XX, GT, LT, Incr bool
@@ -248,78 +232,27 @@ const (
 	ZNaN                          // INCR made the score NaN: nothing changed
 )
 
-// ZEditor edits a sorted set copy-on-write: Z is the pack as it stands, first the one it
-// started from (which it never writes into: the keyspace's memory), then, from the first
-// change, a copy in the caller's buffer that later changes edit in place. Big tells
-// whether the set has passed its listpack limits (MaxEntries members, a member longer
-// than MaxValue), which Add turns on as Redis converts a listpack, and never off; a big
-// set's copy has its index in front of Z (zindex.go), kept up to date by every change.
+// ZEditor edits a sorted set copy-on-write (indexed): Big tells whether the set has passed
+// its listpack limits (MaxEntries members, a member longer than MaxValue), which Add turns
+// on as Redis converts a listpack, and never off; a big set has its index in front of Z.
 type ZEditor struct {
-	Z                    []byte
+	indexed
 	Num                  int64 // members
 	Big                  bool
 	MaxEntries, MaxValue int64
-	ix                   zix // Z's index, when Big; in buf, in front of Z, once owned
-	buf                  []byte
-	owned                bool
 }
 
 // NewZEditor starts editing z, a set of num members, building in buf (its bytes reused);
 // maxEntries and maxValue are the listpack limits (zset-max-listpack-entries and -value).
 func NewZEditor(z ZSet, num int64, big bool, maxEntries, maxValue int64, buf []byte) ZEditor {
-	return ZEditor{Z: z.Pack, ix: z.ix, Num: num, Big: big, MaxEntries: maxEntries, MaxValue: maxValue, buf: buf[:0]}
+	return ZEditor{indexed: indexed{Z: z.Pack, ix: z.ix, buf: buf[:0]}, Num: num, Big: big, MaxEntries: maxEntries, MaxValue: maxValue}
 }
-
-// Changed reports whether Z is no longer the pack the editor started from.
-func (e *ZEditor) Changed() bool { return e.owned }
-
-// Bytes returns the set as the keyspace keeps it, once Changed: a big one's index, then Z.
-func (e *ZEditor) Bytes() []byte { return e.buf }
-
-// Buf returns the buffer the editor built in, to be kept for the next one.
-func (e *ZEditor) Buf() []byte { return e.buf }
 
 // set returns the set being edited.
 func (e *ZEditor) set() ZSet { return ZSet{Pack: e.Z, ix: e.ix} }
 
 // own makes Z the editor's copy, with an index of this process's when the set is big.
-func (e *ZEditor) own() {
-	if e.owned {
-		return
-	}
-	if e.Big && !e.ix.hashed() {
-		e.reindex(int(e.Num))
-		return
-	}
-	e.buf = append(append(e.buf[:0], e.ix...), e.Z...)
-	e.owned = true
-	e.reslice(len(e.ix))
-}
-
-// reslice points ix and Z into buf, whose first n bytes are the index.
-func (e *ZEditor) reslice(n int) {
-	e.ix, e.Z = zix(e.buf[:n:n]), e.buf[n:]
-}
-
-// reindex builds the index of Z, num entries, anew, in front of it in buf.
-func (e *ZEditor) reindex(num int) {
-	nslots, ngroups := zixSize(num)
-	n := zixHead + 8*nslots + 8*ngroups
-	if !e.owned {
-		e.buf = append(e.buf[:0], make([]byte, n)...)
-		e.buf = append(e.buf, e.Z...)
-		e.owned = true
-	} else if d := n - len(e.ix); d != 0 {
-		z := len(e.Z)
-		if d > 0 {
-			e.buf = append(e.buf, make([]byte, d)...)
-		}
-		copy(e.buf[n:n+z], e.buf[len(e.ix):len(e.ix)+z])
-		e.buf = e.buf[:n+z]
-	}
-	e.reslice(n)
-	zixBuild(e.ix, e.Z, num)
-}
+func (e *ZEditor) own() { e.indexed.own(e.Big, int(e.Num)) }
 
 // Add sets member's score as ZADD does with flags f (Incr: adds score to it), and returns
 // the member's score after it (what ZADD INCR replies) and what it did. A small set keeps a
@@ -350,7 +283,7 @@ func (e *ZEditor) Add(member []byte, score float64, f ZAddFlags) (float64, ZAddO
 		e.own()
 		e.delete(loc.At, loc.End)
 		e.Num--
-		e.insert(e.set().Locate(member, stored).Ins, member, stored)
+		e.insert(e.set().Locate(member, stored).Ins, member, stored, int(e.Num))
 		e.Num++
 		return score, ZUpdated
 	}
@@ -363,7 +296,7 @@ func (e *ZEditor) Add(member []byte, score float64, f ZAddFlags) (float64, ZAddO
 		loc.Ins = e.set().Locate(member, score).Ins
 	}
 	e.own()
-	e.insert(loc.Ins, member, e.stored(score))
+	e.insert(loc.Ins, member, e.stored(score), int(e.Num))
 	e.Num++
 	return score, ZAdded
 }
@@ -392,182 +325,19 @@ func (e *ZEditor) DeleteSpan(from, to int, n int64) {
 	if n == 0 {
 		return
 	}
-	if e.owned || e.Big && !e.ix.hashed() {
-		e.own()
-		e.delete(from, to)
-	} else { // the copy leaves the span out: a sliding log's oldest entries cost no move
-		z, ix := e.Z, e.ix
-		e.buf = append(append(append(e.buf[:0], ix...), z[:from]...), z[to:]...)
-		e.owned = true
-		e.reslice(len(ix))
-		if len(ix) > 0 {
-			e.forget(z[from:to], from)
-			e.closeGap(from, to)
-		}
-	}
+	e.deleteSpan(from, to, e.Big, int(e.Num))
 	e.Num -= n
-	if x := e.ix; len(x) > 0 && e.Num > 0 &&
-		(x.nslots() > 16 && e.Num*8 < int64(x.nslots()) || int64(x.ngroups()) > e.Num/16+2) {
-		e.reindex(int(e.Num)) // a set that shrank a lot: smaller slots, fuller groups
-	}
+	e.shrunk(int(e.Num))
 }
 
 // insert inserts the entry of member and score at Z[at], which must be owned, and indexes
-// it; Num does not count it yet.
-func (e *ZEditor) insert(at int, member []byte, score float64) {
-	n := len(e.ix)
-	before := len(e.buf)
-	e.buf = zinsert(e.buf, n+at, member, score)
-	e.reslice(n)
-	if n == 0 {
-		return
-	}
-	if e.ix.ngroups() == 0 {
-		e.addGroup(0, 0, 0)
-	}
-	x := e.ix
-	size := len(e.buf) - before
-	g := x.groupOf(at)
-	for j := g + 1; j < x.ngroups(); j++ {
-		off, c := x.group(j)
-		x.setGroup(j, off+size, c)
-	}
-	off, c := x.group(g)
-	x.setGroup(g, off, c+1)
-	if x.nslots() > 0 {
-		if (int(e.Num)+1+x.ngone())*4 > x.nslots()*3 {
-			e.reindex(int(e.Num) + 1)
-			return
-		}
-		x.insertSlot(memberHash(e.Z[at:at+Skip(e.Z[at:])]), g)
-	}
-	if c+1 > 2*zixGroup {
-		e.split(g)
-	}
-}
-
-// addGroup inserts group g, of n entries from off.
-func (e *ZEditor) addGroup(g, off, n int) {
-	x := e.ix
-	at := x.groupAt(g)
-	e.buf = append(e.buf, make([]byte, 8)...)
-	copy(e.buf[at+8:], e.buf[at:])
-	binary.LittleEndian.PutUint32(e.buf[12:], uint32(x.ngroups()+1))
-	e.reslice(len(x) + 8)
-	e.ix.setGroup(g, off, n)
-}
-
-// split cuts group g in two, its first zixGroup entries and the rest.
-func (e *ZEditor) split(g int) {
-	off, c := e.ix.group(g)
-	mid := off + ZSeek(e.Z[off:], zixGroup)
-	e.ix.setGroup(g, off, zixGroup)
-	e.addGroup(g+1, mid, c-zixGroup)
-	x := e.ix
-	if x.nslots() == 0 {
-		return
-	}
-	x.renumber(g+1, 1)
-	for at, i := mid, zixGroup; i < c; i++ {
-		k := Skip(e.Z[at:])
-		x.moveSlot(memberHash(e.Z[at:at+k]), g, g+1)
-		at += zskip(e.Z[at:])
-	}
-}
-
-// delete removes the entries of Z[from:to], which must be owned, and their index; Num
-// still counts them.
-func (e *ZEditor) delete(from, to int) {
-	n := len(e.ix)
-	if n > 0 {
-		e.forget(e.Z[from:to], from)
-	}
-	e.buf = zdelete(e.buf, n+from, n+to)
-	e.reslice(n)
-	if n > 0 {
-		e.closeGap(from, to)
-	}
-}
-
-// forget takes out of the index the entries of span, which were at Z[from:]: their
-// groups count them no more, and their slots are deleted.
-func (e *ZEditor) forget(span []byte, from int) {
-	x := e.ix
-	ng := x.ngroups()
-	g := x.groupOf(from)
-	for off := 0; off < len(span); {
-		for g+1 < ng {
-			if o, _ := x.group(g + 1); o > from+off {
-				break
-			}
-			g++
-		}
-		k := Skip(span[off:])
-		if x.nslots() > 0 {
-			x.deleteSlot(memberHash(span[off:off+k]), g)
-		}
-		o, c := x.group(g)
-		x.setGroup(g, o, c-1)
-		k = zskip(span[off:])
-		if k == 0 {
-			break
-		}
-		off += k
-	}
-}
-
-// closeGap moves the groups past Z[from:to], whose entries forget took out, back over
-// it, and drops the groups left empty.
-func (e *ZEditor) closeGap(from, to int) {
-	x := e.ix
-	ng := x.ngroups()
-	d := to - from
-	empty, emptyEnd := -1, -1
-	for j := range ng {
-		o, c := x.group(j)
-		switch {
-		case c == 0:
-			if empty < 0 {
-				empty = j
-			}
-			emptyEnd = j + 1
-			continue
-		case o > from && o < to:
-			o = from
-		case o >= to:
-			o -= d
-		}
-		x.setGroup(j, o, c)
-	}
-	if empty < 0 {
-		return
-	}
-	gone := emptyEnd - empty
-	at, end := x.groupAt(empty), x.groupAt(emptyEnd)
-	e.buf = e.buf[:at+copy(e.buf[at:], e.buf[end:])]
-	binary.LittleEndian.PutUint32(e.buf[12:], uint32(ng-gone))
-	e.reslice(len(x) - 8*gone)
-	if e.ix.nslots() > 0 {
-		e.ix.renumber(emptyEnd, -gone)
-	}
-}
-
-// zdelete removes z[from:to] in place.
-func zdelete(z []byte, from, to int) []byte {
-	return z[:from+copy(z[from:], z[to:])]
-}
-
-// zinsert inserts the entry of member and score at z[at] in place.
-func zinsert(z []byte, at int, member []byte, score float64) []byte {
+// it; num is the entries before it.
+func (e *ZEditor) insert(at int, member []byte, score float64, num int) {
 	var sbuf [9]byte
 	s := AppendScore(sbuf[:0], score)
-	n := ElemLen(member) + len(s)
-	old := len(z)
-	z = append(z, make([]byte, n)...)
-	copy(z[at+n:], z[at:old])
-	entry := AppendString(z[at:at:at+n], member)
-	copy(z[at+len(entry):at+n], s)
-	return z
+	room := e.makeRoom(at, ElemLen(member)+len(s))
+	copy(room[len(AppendString(room[:0], member)):], s)
+	e.indexInsert(at, len(room), num)
 }
 
 // ScoreRange is a range of scores as ZRANGEBYSCORE takes it: from Min to Max, each bound

@@ -454,7 +454,7 @@ func FuzzZSet(f *testing.F) {
 			}
 			big = ed.Big
 			if big {
-				zixCheck(t, z, len(model))
+				ixCheck(t, z, len(model))
 			}
 			z0 := ZSetOf(z, big).Pack
 			require.Equal(t, int64(len(model)), ed.Num)

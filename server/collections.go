@@ -26,7 +26,7 @@ func getKindLocked(sh *keyspace.Shard, key []byte, kind keyspace.Kind, now int64
 	if v.Num == 0 {
 		switch kind {
 		case keyspace.Hash:
-			v.Num = int64(collection.Count(v.Bytes) / 2)
+			v.Num = int64(collection.Count(hashOf(v).Pack) / 2)
 		case keyspace.ZSet:
 			v.Num = int64(collection.Count(zsetOf(v).Pack) / 2)
 		case keyspace.List:
@@ -41,10 +41,10 @@ func getKindLocked(sh *keyspace.Shard, key []byte, kind keyspace.Kind, now int64
 // names Redis's hashtable or skiplist, and, as on Redis, it never goes back.
 const bigEncoding = 1
 
-// zsetIndexed in a big sorted set's Value.Num2 says its bytes start with the index that
-// package collection keeps in front of a big set's pack (a set stored big before there
-// was one has none: it is read by walking and indexed at its next write).
-const zsetIndexed = 2
+// indexedPack in a big hash's or sorted set's Value.Num2 says its bytes start with the
+// index that package collection keeps in front of a big one's pack (one stored big before
+// there was an index has none: it is read by walking and indexed at its next write).
+const indexedPack = 2
 
 // countedFrom is the least element count a collection keeps in its Value.Num: a smaller
 // one stores 0 there, which the keyspace stores in no bytes, and getKindLocked counts its

@@ -13,8 +13,8 @@ import (
 
 // The hash commands. A hash is a keyspace.Value of Kind Hash: Num its fields, Bytes
 // package collection's pack of fields and values in the order they came, Num2 bigEncoding
-// once it has passed hash-max-listpack-entries or -value. The pack is the storage in both
-// encodings; Num2 only changes what OBJECT ENCODING names.
+// once it has passed hash-max-listpack-entries or -value, and indexedPack when its bytes
+// then start with the index that finds a field without walking the pack (collection.Hash).
 
 func hashCommands() []*command {
 	return []*command{
@@ -61,16 +61,66 @@ func (c *client) hashLocked(sh *keyspace.Shard, key []byte) (keyspace.Value, boo
 	return v, ok, err
 }
 
-// storeHashLocked stores the hash pack of n fields at key, in place of old, keeping old's
-// expiry. longest is the longest field or value the command wrote: past the listpack
-// limits, the hash takes Redis's hashtable encoding, and keeps it, as Redis never converts
-// a hash back.
-func (c *client) storeHashLocked(sh *keyspace.Shard, key []byte, old keyspace.Value, pack []byte, n int64, longest int) {
-	enc := old.Num2
-	if n > c.s.listpack.hashEntries.Load() || int64(longest) > c.s.listpack.hashValue.Load() {
-		enc = bigEncoding
+// hashOf reads v, a hash.
+func hashOf(v keyspace.Value) collection.Hash {
+	return collection.HashOf(v.Bytes, v.Num2&indexedPack != 0)
+}
+
+// hashSetLocked sets the fields and values of pairs in the hash v at key, and stores it;
+// it returns the number of fields that were new. longest is the longest field or value in
+// pairs: past the listpack limits, a small hash takes Redis's hashtable encoding, which
+// here is its pack with an index in front, and keeps it, as Redis never converts a hash
+// back.
+func (c *client) hashSetLocked(sh *keyspace.Shard, key []byte, v keyspace.Value, pairs [][]byte, longest int) int {
+	if v.Num2&indexedPack != 0 {
+		ed := collection.NewHashEditor(hashOf(v), v.Num, c.scratch)
+		added := 0
+		for i := 0; i+1 < len(pairs); i += 2 {
+			if ed.Set(pairs[i], pairs[i+1]) {
+				added++
+			}
+		}
+		c.storeHashEdit(sh, key, v, &ed)
+		return added
 	}
-	storeCollectionLocked(sh, key, keyspace.Value{Kind: keyspace.Hash, Num: n, Num2: enc, Bytes: pack, Expire: old.Expire})
+	var added int
+	c.scratch, added = collection.HashSet(c.scratch[:0], v.Bytes, pairs)
+	n := v.Num + int64(added)
+	enc, pack := v.Num2, c.scratch
+	if enc&bigEncoding != 0 || n > c.s.listpack.hashEntries.Load() || int64(longest) > c.s.listpack.hashValue.Load() {
+		enc, pack = bigEncoding|indexedPack, collection.IndexHash(pack, n)
+	}
+	storeCollectionLocked(sh, key, keyspace.Value{Kind: keyspace.Hash, Num: n, Num2: enc, Bytes: pack, Expire: v.Expire})
+	return added
+}
+
+// hashDelLocked deletes fields from the hash v at key, and returns how many were there.
+func (c *client) hashDelLocked(sh *keyspace.Shard, key []byte, v keyspace.Value, fields [][]byte) int {
+	if v.Num2&indexedPack != 0 {
+		ed := collection.NewHashEditor(hashOf(v), v.Num, c.scratch)
+		removed := 0
+		for _, f := range fields {
+			if ed.Num > 0 && ed.Del(f) {
+				removed++
+			}
+		}
+		c.storeHashEdit(sh, key, v, &ed)
+		return removed
+	}
+	var removed int
+	c.scratch, removed = collection.HashDel(c.scratch[:0], v.Bytes, fields)
+	if removed > 0 {
+		storeCollectionLocked(sh, key, keyspace.Value{Kind: keyspace.Hash, Num: v.Num - int64(removed), Num2: v.Num2, Bytes: c.scratch, Expire: v.Expire})
+	}
+	return removed
+}
+
+// storeHashEdit stores what ed built from v, a big hash, at key, and takes back the scratch.
+func (c *client) storeHashEdit(sh *keyspace.Shard, key []byte, v keyspace.Value, ed *collection.HashEditor) {
+	if ed.Changed() {
+		storeCollectionLocked(sh, key, keyspace.Value{Kind: keyspace.Hash, Num: ed.Num, Num2: bigEncoding | indexedPack, Bytes: ed.Bytes(), Expire: v.Expire})
+	}
+	c.scratch = ed.Buf()
 }
 
 // hsetHandler makes HSET key field value [field value ...], which replies the number of
@@ -92,9 +142,7 @@ func hsetHandler(name string) handler {
 		for _, a := range args[2:] {
 			longest = max(longest, len(a))
 		}
-		var added int
-		c.scratch, added = collection.HashSet(c.scratch[:0], v.Bytes, args[2:])
-		c.storeHashLocked(sh, args[1], v, c.scratch, v.Num+int64(added), longest)
+		added := c.hashSetLocked(sh, args[1], v, args[2:], longest)
 		if name == "hmset" {
 			c.w.ok()
 		} else {
@@ -113,12 +161,11 @@ func cmdHSetNX(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := collection.HashGet(v.Bytes, args[2]); ok {
+	if _, ok := hashOf(v).Get(args[2]); ok {
 		c.w.int(0)
 		return nil
 	}
-	c.scratch, _ = collection.HashSet(c.scratch[:0], v.Bytes, args[2:4])
-	c.storeHashLocked(sh, args[1], v, c.scratch, v.Num+1, max(len(args[2]), len(args[3])))
+	c.hashSetLocked(sh, args[1], v, args[2:4], max(len(args[2]), len(args[3])))
 	c.w.int(1)
 	return nil
 }
@@ -132,7 +179,7 @@ func cmdHGet(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	if e, ok := collection.HashGet(v.Bytes, args[2]); ok {
+	if e, ok := hashOf(v).Get(args[2]); ok {
 		c.w.elem(e)
 	} else {
 		c.w.null()
@@ -151,7 +198,7 @@ func cmdHMGet(c *client, args [][]byte) error {
 	}
 	c.w.array(len(args) - 2)
 	for _, f := range args[2:] {
-		if e, ok := collection.HashGet(v.Bytes, f); ok {
+		if e, ok := hashOf(v).Get(f); ok {
 			c.w.elem(e)
 		} else {
 			c.w.null()
@@ -175,7 +222,7 @@ func hashListHandler(fields, values bool) handler {
 		} else {
 			c.w.array(int(v.Num))
 		}
-		for f, val := range collection.HashPairs(v.Bytes) {
+		for f, val := range collection.HashPairs(hashOf(v).Pack) {
 			if fields {
 				c.w.elem(f)
 			}
@@ -200,12 +247,7 @@ func cmdHDel(c *client, args [][]byte) error {
 		c.w.int(0)
 		return nil
 	}
-	var removed int
-	c.scratch, removed = collection.HashDel(c.scratch[:0], v.Bytes, args[2:])
-	if removed > 0 {
-		c.storeHashLocked(sh, args[1], v, c.scratch, v.Num-int64(removed), 0)
-	}
-	c.w.int(int64(removed))
+	c.w.int(int64(c.hashDelLocked(sh, args[1], v, args[2:])))
 	return nil
 }
 
@@ -218,7 +260,7 @@ func cmdHExists(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	_, ok := collection.HashGet(v.Bytes, args[2])
+	_, ok := hashOf(v).Get(args[2])
 	c.w.int(b2i(ok))
 	return nil
 }
@@ -252,7 +294,7 @@ func cmdHStrLen(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	e, ok := collection.HashGet(v.Bytes, args[2])
+	e, ok := hashOf(v).Get(args[2])
 	if !ok {
 		c.w.int(0)
 		return nil
@@ -275,7 +317,7 @@ func cmdHIncrBy(c *client, args [][]byte) error {
 		return err
 	}
 	cur := int64(0)
-	e, exists := collection.HashGet(v.Bytes, args[2])
+	e, exists := hashOf(v).Get(args[2])
 	switch {
 	case exists && e.Kind == collection.Int:
 		cur = e.Int
@@ -288,8 +330,7 @@ func cmdHIncrBy(c *client, args [][]byte) error {
 	cur += by
 	var buf [20]byte
 	pair := [2][]byte{args[2], strconv.AppendInt(buf[:0], cur, 10)}
-	c.scratch, _ = collection.HashSet(c.scratch[:0], v.Bytes, pair[:])
-	c.storeHashLocked(sh, args[1], v, c.scratch, v.Num+1-b2i(exists), max(len(pair[0]), len(pair[1])))
+	c.hashSetLocked(sh, args[1], v, pair[:], max(len(pair[0]), len(pair[1])))
 	c.w.int(cur)
 	return nil
 }
@@ -312,7 +353,7 @@ func cmdHIncrByFloat(c *client, args [][]byte) error {
 	}
 	var buf [24]byte
 	cur := []byte("0")
-	e, exists := collection.HashGet(v.Bytes, args[2])
+	e, exists := hashOf(v).Get(args[2])
 	switch {
 	case exists && e.Kind == collection.Str:
 		if cur = e.Str; !collection.IsLongDouble(cur) {
@@ -327,8 +368,7 @@ func cmdHIncrByFloat(c *client, args [][]byte) error {
 	}
 	c.ldBuf = sum[:0]
 	pair := [2][]byte{args[2], sum}
-	c.scratch, _ = collection.HashSet(c.scratch[:0], v.Bytes, pair[:])
-	c.storeHashLocked(sh, args[1], v, c.scratch, v.Num+1-b2i(exists), max(len(pair[0]), len(pair[1])))
+	c.hashSetLocked(sh, args[1], v, pair[:], max(len(pair[0]), len(pair[1])))
 	c.w.bulk(sum)
 	return nil
 }
@@ -368,8 +408,8 @@ func cmdHRandField(c *client, args [][]byte) error {
 			c.w.null()
 			return nil
 		}
-		offs := collection.HashOffsets(nil, v.Bytes)
-		f, _ := collection.HashPairAt(v.Bytes, offs[rand.IntN(len(offs))])
+		offs := collection.HashOffsets(nil, hashOf(v).Pack)
+		f, _ := collection.HashPairAt(hashOf(v).Pack, offs[rand.IntN(len(offs))])
 		c.w.elem(f)
 		return nil
 	}
@@ -394,24 +434,24 @@ func cmdHRandField(c *client, args [][]byte) error {
 	}
 	switch {
 	case count < 0 || count == 1: // picks that may repeat, as Redis makes a count of 1 too
-		offs := collection.HashOffsets(nil, v.Bytes)
+		offs := collection.HashOffsets(nil, hashOf(v).Pack)
 		n := -count
 		if count == 1 {
 			n = 1
 		}
 		header(n)
 		for range n {
-			pair(collection.HashPairAt(v.Bytes, offs[rand.IntN(len(offs))]))
+			pair(collection.HashPairAt(hashOf(v).Pack, offs[rand.IntN(len(offs))]))
 		}
 	case count >= v.Num:
 		header(v.Num)
-		for f, val := range collection.HashPairs(v.Bytes) {
+		for f, val := range collection.HashPairs(hashOf(v).Pack) {
 			pair(f, val)
 		}
 	default: // count distinct fields: each kept with the odds that leave count in the end
 		header(count)
 		left, need := v.Num, count
-		for f, val := range collection.HashPairs(v.Bytes) {
+		for f, val := range collection.HashPairs(hashOf(v).Pack) {
 			if rand.Int64N(left) < need {
 				pair(f, val)
 				need--
@@ -469,7 +509,7 @@ func cmdHScan(c *client, args [][]byte) error {
 		return glob.Match(pattern, f.Append(buf[:0]))
 	}
 	n := 0
-	for f := range collection.HashPairs(v.Bytes) {
+	for f := range collection.HashPairs(hashOf(v).Pack) {
 		if match(f) {
 			n++
 		}
@@ -477,7 +517,7 @@ func cmdHScan(c *client, args [][]byte) error {
 	c.w.array(2)
 	c.w.bulkString("0")
 	c.w.array(2 * n)
-	for f, val := range collection.HashPairs(v.Bytes) {
+	for f, val := range collection.HashPairs(hashOf(v).Pack) {
 		if match(f) {
 			c.w.elem(f)
 			c.w.elem(val)

@@ -108,14 +108,22 @@ func TestHashEncoding(t *testing.T) {
 		defer sh.Unlock()
 		v, ok := sh.GetLocked([]byte(key), ts.clock.Now().UnixNano())
 		require.True(t, ok)
-		return v.Num2 == bigEncoding
+		big := v.Num2&bigEncoding != 0
+		require.Equal(t, big, v.Num2&indexedPack != 0, "a big hash is indexed")
+		return big
 	}
 	do(t, rdb, "HSET", "h", "a", "1", "b", "2", "c", "3")
 	require.False(t, big("h"))
-	do(t, rdb, "HSET", "h", "d", "4")
+	do(t, rdb, "HSET", "h", "d", "4", "b", "two")
 	require.True(t, big("h"))
+	require.Equal(t, []any{"a", "1", "b", "two", "c", "3", "d", "4"}, do(t, rdb, "HGETALL", "h"), "in the order the fields came")
 	do(t, rdb, "HDEL", "h", "a", "b", "c")
 	require.True(t, big("h"), "never back")
+	require.Equal(t, []any{"d", "4"}, do(t, rdb, "HGETALL", "h"))
+	do(t, rdb, "HINCRBY", "h", "d", "10")
+	require.Equal(t, "14", do(t, rdb, "HGET", "h", "d"))
+	require.Equal(t, int64(1), do(t, rdb, "HDEL", "h", "d", "d"))
+	require.Equal(t, int64(0), do(t, rdb, "EXISTS", "h"), "an emptied big hash is deleted")
 
 	do(t, rdb, "HSET", "v", "a", "12345678")
 	require.False(t, big("v"))

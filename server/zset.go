@@ -74,7 +74,7 @@ func zsetLocked(c *client, sh *keyspace.Shard, key []byte) (keyspace.Value, bool
 
 // zsetOf reads v, a sorted set.
 func zsetOf(v keyspace.Value) collection.ZSet {
-	return collection.ZSetOf(v.Bytes, v.Num2&zsetIndexed != 0)
+	return collection.ZSetOf(v.Bytes, v.Num2&indexedPack != 0)
 }
 
 // zeditor starts editing v, the sorted set at a key (zero when there is none), in c's scratch.
@@ -88,7 +88,7 @@ func zstoreLocked(c *client, sh *keyspace.Shard, key []byte, v keyspace.Value, e
 	if ed.Changed() {
 		var num2 int64
 		if ed.Big {
-			num2 = bigEncoding | zsetIndexed
+			num2 = bigEncoding | indexedPack
 		}
 		storeCollectionLocked(sh, key, keyspace.Value{Kind: keyspace.ZSet, Num: ed.Num, Num2: num2, Bytes: ed.Bytes(), Expire: v.Expire})
 	}

@@ -135,7 +135,7 @@ func TestZSetBig(t *testing.T) {
 		require.True(t, ok)
 		require.Equal(t, keyspace.ZSet, v.Kind)
 		big := v.Num2&bigEncoding != 0
-		require.Equal(t, big, v.Num2&zsetIndexed != 0, "a big set is indexed")
+		require.Equal(t, big, v.Num2&indexedPack != 0, "a big set is indexed")
 		return big
 	}
 	args := []any{"ZADD", "z"}

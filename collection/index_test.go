@@ -13,14 +13,14 @@ import (
 // smallGroups makes the index's groups 2 to 4 entries, so that small sets split and merge
 // them; it returns what puts them back.
 func smallGroups() func() {
-	zixGroup = 2
-	return func() { zixGroup = 32 }
+	ixGroup = 2
+	return func() { ixGroup = 32 }
 }
 
-// zixCheck checks the index in front of b, a big set of num members: its groups cover the
-// pack in order, each of 1 to 2*zixGroup entries; and, when its slots are this process's,
+// ixCheck checks the index in front of b, a big set of num members: its groups cover the
+// pack in order, each of 1 to 2*ixGroup entries; and, when its slots are this process's,
 // they hold each member once, in its group.
-func zixCheck(t *testing.T, b []byte, num int) {
+func ixCheck(t *testing.T, b []byte, num int) {
 	t.Helper()
 	z := ZSetOf(b, true)
 	x := z.ix
@@ -29,7 +29,7 @@ func zixCheck(t *testing.T, b []byte, num int) {
 	for g := range x.ngroups() {
 		o, n := x.group(g)
 		require.Equal(t, off, o, "group %d starts where the one before ends", g)
-		require.True(t, n >= 1 && n <= 2*zixGroup, "group %d has %d entries", g, n)
+		require.True(t, n >= 1 && n <= 2*ixGroup, "group %d has %d entries", g, n)
 		for range n {
 			k := Skip(z.Pack[off:])
 			if x.hashed() {
@@ -66,7 +66,7 @@ func TestZSetIndexModel(t *testing.T) {
 	var b, buf []byte
 	big := false
 	check := func() {
-		zixCheck(t, b, len(model))
+		ixCheck(t, b, len(model))
 		z := ZSetOf(b, true)
 		for i := 0; i < 50; i++ {
 			m := strconv.Itoa(r.IntN(6000))
@@ -150,9 +150,9 @@ func TestZSetSlidingLogIndex(t *testing.T) {
 		b, buf, num, big = slices.Clone(ed.Bytes()), ed.Buf()[:0], ed.Num, ed.Big
 	}
 	require.Equal(t, int64(1000), num)
-	zixCheck(t, b, int(num))
+	ixCheck(t, b, int(num))
 	x := ZSetOf(b, true).ix
-	require.LessOrEqual(t, x.ngroups(), 1000/zixGroup+2)
+	require.LessOrEqual(t, x.ngroups(), 1000/ixGroup+2)
 	require.LessOrEqual(t, x.nslots(), 4096)
 }
 
@@ -196,5 +196,81 @@ func BenchmarkZSetLogStep(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// TestHashIndexModel sets and deletes random fields of a big hash, through the index, with
+// small groups and with the index's own, against a map and the order fields came in; after
+// each step the index is whole, and the pack holds the model's pairs in order.
+func TestHashIndexModel(t *testing.T) {
+	defer func() { ixGroup = 32 }()
+	for _, group := range []int{2, 32} {
+		ixGroup = group
+		r := rand.New(rand.NewPCG(3, 4))
+		model := map[string]string{}
+		var order []string
+		b := IndexHash(nil, 0)
+		var buf []byte
+		for step := range 10000 {
+			e := NewHashEditor(HashOf(b, true), int64(len(model)), buf)
+			f := strconv.Itoa(r.IntN(3000))
+			if r.IntN(3) == 0 {
+				f = "f" + f
+			}
+			if op := r.IntN(10); op < 6 || step < 2000 {
+				v := strconv.Itoa(r.IntN(1 << (1 + r.IntN(40))))
+				if r.IntN(5) == 0 {
+					v = string(make([]byte, r.IntN(300)))
+				}
+				_, had := model[f]
+				require.Equal(t, !had, e.Set([]byte(f), []byte(v)))
+				if !had {
+					order = append(order, f)
+				}
+				model[f] = v
+			} else {
+				_, had := model[f]
+				require.Equal(t, had, e.Del([]byte(f)))
+				if had {
+					delete(model, f)
+					order = slices.DeleteFunc(order, func(s string) bool { return s == f })
+				}
+			}
+			require.Equal(t, int64(len(model)), e.Num)
+			if e.Changed() {
+				b, buf = slices.Clone(e.Bytes()), e.Buf()[:0]
+			}
+			if step%1000 == 0 || step == 9999 {
+				ixCheck(t, b, len(model))
+				h := HashOf(b, true)
+				i := 0
+				for f, v := range HashPairs(h.Pack) {
+					require.Equal(t, order[i], string(f.Append(nil)))
+					require.Equal(t, model[order[i]], string(v.Append(nil)))
+					i++
+				}
+				require.Equal(t, len(order), i)
+				for range 100 {
+					f := strconv.Itoa(r.IntN(3000))
+					v, ok := h.Get([]byte(f))
+					want, had := model[f]
+					require.Equal(t, had, ok, f)
+					if had {
+						require.Equal(t, want, string(v.Append(nil)))
+					}
+				}
+			}
+		}
+		// Another process's index: read by walking, indexed anew at the next write.
+		b[0] ^= 0x80
+		h := HashOf(b, true)
+		require.False(t, h.ix.hashed())
+		v, ok := h.Get([]byte(order[0]))
+		require.True(t, ok)
+		require.Equal(t, model[order[0]], string(v.Append(nil)))
+		e := NewHashEditor(h, int64(len(model)), nil)
+		require.True(t, e.Del([]byte(order[0])))
+		ixCheck(t, e.Bytes(), len(model)-1)
+		require.True(t, HashOf(e.Bytes(), true).ix.hashed())
 	}
 }
