@@ -133,8 +133,8 @@ func requireSameAnswer(t *testing.T, want, got string) {
 	}
 }
 
-// TestNodeRateLimiters: rate-limiter-flexible (RateLimiterRedis through ioredis and through
-// node-redis) and express-rate-limit with rate-limit-redis's store (an express app hit over
+// TestNodeRateLimiters: rate-limiter-flexible (RateLimiterRedis through ioredis, and through
+// node-redis over RESP2 and RESP3) and express-rate-limit with rate-limit-redis's store (an express app hit over
 // HTTP, through either client) make the same calls to redis-server and to throttled, in
 // lockstep (each script sends a call to one, then to the other); they must answer alike and
 // leave the same keys.
@@ -142,7 +142,8 @@ func TestNodeRateLimiters(t *testing.T) {
 	rs := redistest.Start(t)
 	th := start(t, "--appendonly", "no")
 	type run struct{ script, client string }
-	runs := []run{{"flexible.js", "ioredis"}, {"flexible.js", "node-redis"}, {"express.js", "ioredis"}, {"express.js", "node-redis"}}
+	runs := []run{{"flexible.js", "ioredis"}, {"flexible.js", "node-redis"}, {"flexible.js", "node-redis-resp3"},
+		{"express.js", "ioredis"}, {"express.js", "node-redis"}}
 	answers := make([][]string, len(runs))
 	var wg sync.WaitGroup
 	for i, r := range runs {

@@ -6,7 +6,7 @@
 // time. In lockstep, the two servers see each call within a few milliseconds of each other,
 // however slowly a loaded machine runs the whole sequence.
 //
-//   node flexible.js <portA> <portB> ioredis|node-redis
+//   node flexible.js <portA> <portB> ioredis|node-redis|node-redis-resp3
 //
 // The keys start with the client's name, so that both clients can run on one server at once.
 'use strict';
@@ -20,9 +20,9 @@ async function connect(port, kind) {
     await client.ping();
     return { client, opts: {}, close: () => client.quit() };
   }
-  if (kind === 'node-redis') {
+  if (kind === 'node-redis' || kind === 'node-redis-resp3') {
     const { createClient } = require('redis');
-    const client = createClient({ url: `redis://127.0.0.1:${port}` });
+    const client = createClient({ url: `redis://127.0.0.1:${port}`, RESP: kind === 'node-redis' ? 2 : 3 });
     client.on('error', (err) => { console.error('node-redis:', err.message); });
     await client.connect();
     return { client, opts: { useRedisPackage: true }, close: () => client.quit() };
@@ -96,6 +96,9 @@ async function main() {
   await call('block u3 for 20s', (s) => s.perMinute.block('u3', 20));
   await call('consume u3 blocked', (s) => s.perMinute.consume('u3'));
   await call('consume u1 decimal', (s) => s.perMinute.consume('u1', 1.5));
+  await call('consume u4 for 5s', (s) => s.perMinute.consume('u4', 2, { customDuration: 5 }));
+  await call('consume u4 again', (s) => s.perMinute.consume('u4', 1, { customDuration: 5 }));
+  await call('consume u5 forever', (s) => s.perMinute.consume('u5', 1, { customDuration: 0 }));
   for (let i = 1; i <= 4; i++) {
     await call(`consume b #${i}`, (s) => s.blocking.consume('b'));
   }
