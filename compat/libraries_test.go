@@ -107,9 +107,10 @@ func runNode(t *testing.T, script string, args ...string) []string {
 	return strings.Split(strings.TrimSpace(string(out)), "\n")
 }
 
-// clockField finds the numbers in the Node scripts' lines that count down in real time, and
-// so differ between two runs of the same calls: rate-limiter-flexible's msBeforeNext in
-// milliseconds; the reset and retry times of the rate-limit headers, in seconds.
+// clockField finds the numbers in the Node scripts' answers that count down in real time, and
+// so differ between the two servers' answers to one call by the time between them (and by a
+// second's rounding): rate-limiter-flexible's msBeforeNext in milliseconds; the reset and
+// retry times of the rate-limit headers, in seconds.
 var clockField = regexp.MustCompile(`("msBeforeNext":|"reset":|, reset=|; t=|"ratelimit-reset":"|"x-ratelimit-reset":"|"retry-after":")(-?\d+)`)
 
 // requireSameAnswer compares two servers' answers to one call: exactly, but for the numbers
