@@ -23,6 +23,9 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(netnsEnv) != "" { // started again by runInNetns, inside the namespace
+		os.Exit(netnsMain(os.Args[1:]))
+	}
 	dir, err := os.MkdirTemp("", "throttled-compat")
 	if err != nil {
 		panic(err)
