@@ -19,8 +19,8 @@ const (
 	rdbOpFunctionPre  = 246 // RDB_OPCODE_FUNCTION_PRE_GA: 7.0's release candidates'
 	rdbVersion        = 10  // RDB_VERSION of Redis 7.0
 	dumpFooterLen     = 10
-	rdbEncVal         = 3    // a length's top bits: an encoded string follows
-	rdbEncLZF         = 3    // an encoded string compressed with LZF
+	rdbEncVal         = 3 // a length's top bits: an encoded string follows
+	rdbEncLZF         = 3 // an encoded string compressed with LZF
 	maxDecompressSize = 1 << 29
 )
 

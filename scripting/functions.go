@@ -396,7 +396,7 @@ func (st *state) functionEnv() {
 	g.RawSetString("redis", st.protect(api))
 	L.SetMetatable(g, missing)
 	st.loadEnv = st.protect(g)
-	st.fenv = st.protect(st.g) // its metatable's __index is switched while a library loads
+	st.fenv = st.protect(st.g)                 // its metatable's __index is switched while a library loads
 	st.fmeta = st.fenv.Metatable.(*lua.LTable) // the real one: GetMetatable gives the decoy
 	st.libs = make(map[*Library]map[string]*lua.LFunction)
 }
