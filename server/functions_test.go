@@ -1,6 +1,8 @@
 package server
 
 import (
+	"bufio"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,4 +106,70 @@ func TestFunctionRecord(t *testing.T) {
 	require.Equal(t, "OK", do(t, rdb, "FUNCTION", "DELETE", "lib"))
 	require.Equal(t, "ERR Function not found", doErr(t, rdb, "FCALL", "incr", "1", "k"))
 	require.Equal(t, int64(1), do(t, rdb, "DBSIZE"))
+}
+
+// FuzzFunctionLoad loads arbitrary code with FUNCTION LOAD (half the time after a good
+// shebang) and calls what it registered: the server never panics, every reply is one
+// well-formed RESP reply, and a function still running after 100 ms is killed.
+func FuzzFunctionLoad(f *testing.F) {
+	s, c := fuzzServer(f)
+	run := func(args ...string) string {
+		req := make([][]byte, len(args))
+		for i, a := range args {
+			req[i] = []byte(a)
+		}
+		c.w.b = c.w.b[:0]
+		s.run(c, req)
+		return string(c.w.b)
+	}
+	s.scripts.busyAfter.Store(20)
+	for _, seed := range []string{
+		"redis.register_function('f', function(keys, args) return redis.call('SET', keys[1], args[1]) end)",
+		"redis.register_function{function_name='f', callback=function(keys) return {keys[1], 1.5, false} end, flags={'no-writes'}}",
+		"redis.register_function('f', function() while true do end end)", "while true do end", "x = 1",
+		"redis.register_function{function_name='f', callback=function() end, flags={nil}, description=1}",
+		"local t = setmetatable({}, {__index = function() error('x') end}) redis.register_function(t)",
+		"redis.register_function('f', function() return redis.setresp(3) end)",
+		"#!lua name=\"\\x41\"\nredis.register_function('f', function() end)", "#!lua name='a\nx", "#!",
+	} {
+		f.Add(seed, true)
+		f.Add(seed, false)
+	}
+	f.Fuzz(func(t *testing.T, code string, shebang bool) {
+		if shebang {
+			code = "#!lua name=fz\n" + code
+		}
+		done := make(chan struct{})
+		go func() {
+			select {
+			case <-done:
+			case <-time.After(100 * time.Millisecond):
+				for {
+					l := &s.scripts
+					l.mu.Lock()
+					for r := range l.busy {
+						r.call.Kill()
+					}
+					l.mu.Unlock()
+					select {
+					case <-done:
+						return
+					case <-time.After(10 * time.Millisecond):
+					}
+				}
+			}
+		}()
+		defer close(done)
+		for _, req := range [][]string{{"FUNCTION", "LOAD", "REPLACE", code}, {"FCALL", "f", "1", "fz:k", "v"}, {"FCALL_RO", "f", "0"},
+			{"FUNCTION", "LIST", "WITHCODE"}, {"FUNCTION", "RESTORE", code, "FLUSH"}, {"FUNCTION", "STATS"}} {
+			reply := run(req...)
+			if strings.Contains(reply, "internal error") {
+				t.Fatalf("%q: %s", req, reply)
+			}
+			rd := bufio.NewReader(strings.NewReader(reply))
+			if _, err := readReply(rd); err != nil || rd.Buffered() != 0 {
+				t.Fatalf("%q: not one RESP reply: %q", req, reply)
+			}
+		}
+	})
 }
