@@ -139,6 +139,9 @@ func (s *Shard) evictLocked(p Policy, samples int, now int64) bool {
 		if p.volatile() && exp == 0 {
 			continue
 		}
+		if k := Kind(e[0] & hdrKind); k == Policies || k == Functions {
+			continue // the server's records: evicting one would drop every policy or function
+		}
 		seen++
 		var score int64 // the lowest goes
 		switch {

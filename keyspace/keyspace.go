@@ -28,6 +28,7 @@ const (
 	Hash                       // a Redis hash: Num the fields, Bytes package collection's pack of fields and values
 	ZSet                       // a Redis sorted set: Num the members, Bytes the pack of members and scores in order
 	List                       // a Redis list: Num the elements, Bytes the pack of elements
+	Functions                  // the server's function libraries (FUNCTION DUMP's payload, in Bytes; Num its version), at one reserved key
 )
 
 // maxKind is the largest Kind an entry header can hold.
@@ -62,6 +63,8 @@ func (k Kind) String() string {
 		return "zset"
 	case List:
 		return "list"
+	case Functions:
+		return "functions"
 	}
 	return "kind(" + strconv.Itoa(int(k)) + ")"
 }

@@ -58,4 +58,14 @@
 // MemoryLimit of heap growth, the script fails with its own error. Engine.Close kills every
 // running script, for SHUTDOWN NOSAVE. The libraries scripts use are there as Redis has
 // them: cjson (cjson.go) and bit (bit.go); struct and cmsgpack are not.
+//
+// Functions (functions.go) are Redis 7.0's FUNCTION LOAD and FCALL: LoadLibrary reads the
+// "#!lua name=<lib>" line, compiles the code once and runs it in a sandbox whose only
+// global is a redis table with register_function, log and the version; the functions it
+// registers, with their flags and descriptions, make a Library, and a Libraries is an
+// immutable set of them. CallFunction runs one on an interpreter of the pool, which runs
+// the library's code the first time it meets it and keeps the callbacks (so a library's
+// upvalues are per interpreter, where Redis has one). Dump and ParseDump are FUNCTION
+// DUMP's payload, Redis's RDB format, which the server also keeps on disk and sends to
+// replicas as the libraries' record.
 package scripting

@@ -52,9 +52,10 @@ const (
 	AllowOOM
 	AllowStale
 	NoCluster
+	AllowCrossSlot
 )
 
-var flagNames = map[string]Flags{"no-writes": NoWrites, "allow-oom": AllowOOM, "allow-stale": AllowStale, "no-cluster": NoCluster}
+var flagNames = map[string]Flags{"no-writes": NoWrites, "allow-oom": AllowOOM, "allow-stale": AllowStale, "no-cluster": NoCluster, "allow-cross-slot-keys": AllowCrossSlot}
 
 // Engine is the script cache and a pool of interpreters.
 //
@@ -67,6 +68,7 @@ type Engine struct {
 	mu    sync.Mutex // serializes Load's and Flush's new caches
 
 	flushes atomic.Uint64 // SCRIPT FLUSH count: an interpreter's compiled functions older than it are dropped
+	libGen  atomic.Uint64 // LibrariesChanged count: an interpreter's loaded libraries older than it are dropped
 
 	pools []statePool
 
@@ -330,24 +332,7 @@ func (e *Engine) Run(dst []byte, s *Script, call *Call) ([]byte, error) {
 	st.errInfo = errInfo{}
 	L.Push(fn)
 	err := L.PCall(0, 1, st.handler)
-	stop := st.run.stop
-	mark := len(dst)
-	switch {
-	case stop != nil:
-	case st.run.abort != nil:
-		dst = st.appendError(dst, st.run.abort, s.SHA)
-	case err != nil:
-		dst = st.appendError(dst, errorObject(err), s.SHA)
-	default:
-		dst = st.appendLuaReply(dst, L.Get(-1), call.Proto, st.run.resp, 2)
-	}
-	L.SetTop(0)
-	st.run = run{}
-	st.recycle()
-	if stop != nil {
-		return dst[:mark], stop
-	}
-	return dst, nil
+	return st.finish(dst, err, s.SHA, call.Proto)
 }
 
 // fill makes t the KEYS or ARGV table of items. The table of the last run is reused when
@@ -416,7 +401,9 @@ type run struct {
 	memBase uint64      // the heap when its memory was first looked at
 	busy    bool        // Host.Busy was called
 	start   time.Time
-	ticks   uint32 // tick calls: the clock is read every so many
+	// deadline ends a library's load with "FUNCTION LOAD timeout"; zero for none.
+	deadline time.Time
+	ticks    uint32 // tick calls: the clock is read every so many
 }
 
 // errorHandler notes where an uncaught error comes from, as Redis's __redis__err__handler
@@ -492,8 +479,8 @@ func argError(L *lua.LState, pos, text string) string {
 
 // sourceOf is a function's source as Redis's error handler shows it.
 func (st *state) sourceOf(name string) string {
-	if name == "user_script" {
-		return "@user_script"
+	if name == "user_script" || name == "user_function" {
+		return "@" + name
 	}
 	if src, ok := st.sources[name]; ok {
 		return src

@@ -60,6 +60,15 @@ type state struct {
 	heap     [1]metrics.Sample          // the heap's size, read by watch
 	cjson    cjsonConfig                // cjson's configuration (cjson.go)
 	jsonNull *lua.LUserData             // cjson.null
+
+	// Functions (functions.go): the globals of library code and the load sandbox's, the
+	// libraries loaded here and their callbacks, the load in progress.
+	fenv    *lua.LTable
+	fmeta   *lua.LTable // fenv's metatable: its __index is switched while a library loads
+	loadEnv *lua.LTable
+	libs    map[*Library]map[string]*lua.LFunction
+	libGen  uint64       // the Engine.libGen libs belongs to
+	reg     *registering // the library loading, nil when none
 }
 
 // errInfo is where a script's uncaught error came from, as Redis's error handler reports it.
@@ -555,6 +564,10 @@ func (st *state) tick(L *lua.LState) int {
 func (st *state) watch(L *lua.LState) {
 	r := &st.run
 	if r.call == nil {
+		if !r.deadline.IsZero() && time.Now().After(r.deadline) {
+			r.abort = plainError(L, "FUNCTION LOAD timeout")
+			st.stopIfStopped(L)
+		}
 		return
 	}
 	if r.call.kill.Load() || st.e.closing.Load() {

@@ -59,7 +59,7 @@ func categories(cmd *command) uint64 {
 	if has("write") {
 		add("write")
 	}
-	if has("readonly") {
+	if has("readonly") && cmd.group != "scripting" { // Redis leaves EVAL_RO and FCALL_RO out of @read
 		add("read")
 	}
 	if has("admin") {

@@ -273,6 +273,9 @@ func cmdDBSize(c *client, args [][]byte) error {
 	if c.s.hasPolicyRecord() {
 		n-- // policies are no keys
 	}
+	if c.s.hasFunctionsRecord() {
+		n-- // nor are functions
+	}
 	c.w.int(int64(n))
 	return nil
 }
@@ -287,7 +290,7 @@ func cmdFlush(c *client, args [][]byte) error {
 			return errSyntax
 		}
 	}
-	if err := c.s.keepPolicies(c.s.flushAll); err != nil {
+	if err := c.s.keepFunctions(func() error { return c.s.keepPolicies(c.s.flushAll) }); err != nil {
 		// The keyspace is empty; the store follows once the disk works.
 		c.s.log.Error("FLUSHALL not synced", "err", err)
 	}

@@ -144,6 +144,7 @@ func (s *Server) commandTable() map[string]*command {
 	register(table, nil, observeCommands())
 	register(table, nil, aclCommands())
 	register(table, nil, scriptCommands())
+	register(table, nil, functionCommands())
 	for _, parent := range []struct {
 		name string
 		subs []*command
@@ -156,6 +157,7 @@ func (s *Server) commandTable() map[string]*command {
 		{"acl", aclSubcommands()},
 		{"object", objectSubcommands()},
 		{"script", scriptSubcommands()},
+		{"function", functionSubcommands()},
 	} {
 		cmd := table[parent.name]
 		register(table, cmd, parent.subs)

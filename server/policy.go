@@ -35,18 +35,22 @@ const policyKeyPrefix = "policy:"
 // drop every policy.
 var errPoliciesKey = errors.New("'" + policiesKey + "' holds the policies: use the POLICY.* commands")
 
-// namesPoliciesKey reports whether a request for cmd names the policies' record as a key.
-func namesPoliciesKey(cmd *command, args [][]byte) bool {
+// reservedKey refuses a request for cmd that names the policies' record or the function
+// libraries' as a key.
+func reservedKey(cmd *command, args [][]byte) error {
 	last := cmd.lastKey
 	if last < 0 {
 		last += len(args)
 	}
 	for i := cmd.firstKey; i <= last && i < len(args); i += cmd.keyStep {
-		if string(args[i]) == policiesKey {
-			return true
+		switch string(args[i]) {
+		case policiesKey:
+			return errPoliciesKey
+		case functionsKey:
+			return errFunctionsKey
 		}
 	}
-	return false
+	return nil
 }
 
 // errNoPolicy is CHECK's and POLICY.*'s answer for a name no policy has.
@@ -324,8 +328,11 @@ func (s *Server) hasPolicyRecord() bool {
 	return v != 0
 }
 
-// isPolicyRecord reports whether a key SCAN or KEYS meets is the policies' record.
-func isPolicyRecord(v keyspace.Value) bool { return v.Kind == keyspace.Policies }
+// isPolicyRecord reports whether a key SCAN or KEYS meets is the policies' record, or the
+// function libraries'.
+func isPolicyRecord(v keyspace.Value) bool {
+	return v.Kind == keyspace.Policies || v.Kind == keyspace.Functions
+}
 
 // POLICY.SET name verb params... [SOFT ratio] [SHADOW]
 func cmdPolicySet(c *client, args [][]byte) error {

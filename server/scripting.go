@@ -114,9 +114,10 @@ func initScripting(table map[string]*command) {
 			cmd.bits |= flagAllowBusy
 		}
 	}
-	if script := table["script"]; script != nil {
-		if kill := script.subcommands["kill"]; kill != nil {
-			kill.bits |= flagAllowBusy
+	for _, name := range []string{"script|kill", "function|kill", "function|stats"} {
+		parent, sub, _ := strings.Cut(name, "|")
+		if cmd := table[parent]; cmd != nil && cmd.subcommands[sub] != nil {
+			cmd.subcommands[sub].bits |= flagAllowBusy
 		}
 	}
 }
@@ -143,8 +144,6 @@ var (
 	errKeysTooMany  = errors.New("Number of keys can't be greater than number of args")
 	// errScriptWriteRO is EVAL_RO of a script whose shebang lets it write.
 	errScriptWriteRO = errors.New("Can not execute a script with write flag using *_ro command.")
-	// errScriptWriteReplica is a script whose shebang lets it write, on a replica.
-	errScriptWriteReplica = errors.New("Can not run script with write flag on readonly replica")
 	// errScriptOOM is a script whose shebang lacks allow-oom, over maxmemory.
 	errScriptOOM = &codedError{"OOM", "allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'"}
 	// errRestart stops a script that must run again with more stripes (scriptRun.lock).
@@ -183,24 +182,25 @@ func evalHandler(byDigest, readOnly bool) handler {
 			}
 		}
 		if sc.Shebang {
-			if err := c.s.checkScriptFlags(sc, readOnly); err != nil {
+			if err := c.s.checkScriptFlags(sc.Flags, readOnly); err != nil {
 				return err
 			}
 		}
-		return c.runScript(sc, args[3:3+numkeys], args[3+numkeys:], readOnly || sc.Flags&scripting.NoWrites != 0)
+		return c.runScript(sc, nil, args, args[3:3+numkeys], args[3+numkeys:], readOnly || sc.Flags&scripting.NoWrites != 0)
 	}
 }
 
-// checkScriptFlags refuses a script with a shebang where its flags say it cannot run.
-func (s *Server) checkScriptFlags(sc *scripting.Script, readOnly bool) error {
-	if sc.Flags&scripting.AllowOOM == 0 && s.mem.full.Load() {
+// checkScriptFlags refuses a script with a shebang, or a function, where its flags say it
+// cannot run.
+func (s *Server) checkScriptFlags(flags scripting.Flags, readOnly bool) error {
+	if flags&scripting.AllowOOM == 0 && s.mem.full.Load() {
 		if err := s.makeRoom(); err != nil {
 			return errScriptOOM
 		}
 	}
-	if sc.Flags&scripting.NoWrites == 0 {
+	if flags&scripting.NoWrites == 0 {
 		if s.isReplica.Load() {
-			return errScriptWriteReplica
+			return errReadOnly // as Redis: the script's flags make it a write command
 		}
 		if readOnly {
 			return errScriptWriteRO
@@ -217,18 +217,21 @@ type scriptRun struct {
 	c      *client // the script's own client: runs its commands, collects their replies
 	call   scripting.Call
 
-	readOnly bool        // EVAL_RO, or a no-writes shebang: write commands are refused
-	dirty    atomic.Bool // a command that changes state ran: no restart, no SCRIPT KILL from here
-	busy     bool        // it has run past busy-reply-threshold: in luaScripts.busy
-	held     uint64      // the transaction stripes held, as a set
-	txHeld   uint64      // those the caller's EXEC holds: not this script's to take or release
-	want     uint64      // the stripes the next try starts with
+	readOnly bool                // EVAL_RO, or a no-writes shebang: write commands are refused
+	dirty    atomic.Bool         // a command that changes state ran: no restart, no SCRIPT KILL from here
+	busy     bool                // it has run past busy-reply-threshold: in luaScripts.busy
+	fn       *scripting.Function // the function FCALL runs; nil for a script
+	args     [][]byte            // the caller's command (FUNCTION STATS)
+	started  time.Time
+	held     uint64 // the transaction stripes held, as a set
+	txHeld   uint64 // those the caller's EXEC holds: not this script's to take or release
+	want     uint64 // the stripes the next try starts with
 }
 
-// runScript runs sc for c: it takes the stripes of keys, runs, and runs again with more
-// stripes when the script reached a key whose stripe another script holds (scripting's
-// doc.go); the reply goes to c.
-func (c *client) runScript(sc *scripting.Script, keys, argv [][]byte, readOnly bool) error {
+// runScript runs sc, or the function fn, for c's command args: it takes the stripes of
+// keys, runs, and runs again with more stripes when the script reached a key whose stripe
+// another script holds (scripting's doc.go); the reply goes to c.
+func (c *client) runScript(sc *scripting.Script, fn *scripting.Function, args, keys, argv [][]byte, readOnly bool) error {
 	r := c.script
 	if r == nil {
 		r = &scriptRun{s: c.s, caller: c}
@@ -239,6 +242,7 @@ func (c *client) runScript(sc *scripting.Script, keys, argv [][]byte, readOnly b
 	r.c.user.Store(c.user.Load())
 	r.call.Keys, r.call.Args, r.call.Proto, r.call.Slot = keys, argv, c.w.proto, uint64(c.id)
 	r.readOnly = readOnly
+	r.fn, r.args, r.started = fn, args, time.Now()
 	r.txHeld = c.txHeld
 	r.want = 0
 	for _, k := range keys {
@@ -246,17 +250,23 @@ func (c *client) runScript(sc *scripting.Script, keys, argv [][]byte, readOnly b
 	}
 	r.call.BusyAfter = time.Duration(c.s.scripts.busyAfter.Load()) * time.Millisecond
 	defer func() {
-		r.call.Keys, r.call.Args = nil, nil
 		if r.busy {
 			c.s.scripts.unbusy(r)
 		}
+		r.call.Keys, r.call.Args, r.fn, r.args = nil, nil, nil, nil
 	}()
 	for {
 		r.dirty.Store(false)
 		r.held = r.txHeld
 		r.lockAll(r.want &^ r.txHeld)
 		mark := len(c.w.b)
-		out, err := c.s.scripts.eng.Run(c.w.b, sc, &r.call)
+		var out []byte
+		var err error
+		if fn != nil {
+			out, err = c.s.fn.eng.CallFunction(c.w.b, fn, &r.call)
+		} else {
+			out, err = c.s.scripts.eng.Run(c.w.b, sc, &r.call)
+		}
 		c.s.unlockTx(r.held &^ r.txHeld)
 		if err == errRestart {
 			continue
@@ -359,8 +369,10 @@ func (r *scriptRun) Call(dst []byte, args [][]byte, resp int) ([]byte, error) {
 	if cmd.has(flagNoScript) {
 		return append(dst, scriptErrDenied...), nil
 	}
-	if cmd.firstKey > 0 && namesPoliciesKey(cmd, args) {
-		return appendErrorReply(dst, errPoliciesKey), nil
+	if cmd.firstKey > 0 {
+		if err := reservedKey(cmd, args); err != nil {
+			return appendErrorReply(dst, err), nil
+		}
 	}
 	if p := sc.user.Load().Perms(); !p.All {
 		if err := s.checkACL(sc, p, cmd, args); err != nil {
@@ -493,13 +505,23 @@ func (r *scriptRun) Log(level int, msg string) {
 // (an estimate: gopher-lua does not count it), the cached scripts' and their number.
 func (s *Server) infoScriptMemory() [][2]string {
 	st := s.scripts.eng.Stats()
-	return [][2]string{
+	fnVM, fnCode, fnFields := s.infoFunctionMemory()
+	out := [][2]string{
 		{"used_memory_lua", itoa(st.StateBytes)},
+		{"used_memory_vm_eval", itoa(st.StateBytes)},
 		{"used_memory_lua_human", humanBytes(uint64(st.StateBytes))},
-		{"used_memory_scripts", itoa(st.BodyBytes)},
-		{"used_memory_scripts_human", humanBytes(uint64(st.BodyBytes))},
+		{"used_memory_scripts_eval", itoa(st.BodyBytes)},
 		{"number_of_cached_scripts", itoa(int64(st.Scripts))},
 	}
+	out = append(out, fnFields...)
+	vm, scripts := st.StateBytes+fnVM, st.BodyBytes+fnCode
+	return append(out, [][2]string{
+		{"used_memory_vm_total", itoa(vm)},
+		{"used_memory_vm_total_human", humanBytes(uint64(vm))},
+		{"used_memory_functions", itoa(fnCode)},
+		{"used_memory_scripts", itoa(scripts)},
+		{"used_memory_scripts_human", humanBytes(uint64(scripts))},
+	}...)
 }
 
 // infoScripting is INFO's scripting section: the scripts run, the interpreters idle, the
@@ -553,25 +575,50 @@ func cmdScriptFlush(c *client, args [][]byte) error {
 //
 // It kills the busy scripts (those past busy-reply-threshold) that have not written, as
 // Redis kills its one script; UNKILLABLE when every busy script has written.
-func cmdScriptKill(c *client, args [][]byte) error {
-	l := &c.s.scripts
+func cmdScriptKill(c *client, args [][]byte) error { return c.s.scripts.kill(c, false) }
+
+// kill is SCRIPT KILL (functions false) and FUNCTION KILL: each kills its own kind of
+// busy run, and answers BUSY when only the other kind is busy, as Redis does.
+func (l *luaScripts) kill(c *client, functions bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.busy) == 0 {
 		return errNotBusy
 	}
-	killed := 0
+	killed, mine := 0, 0
 	for r := range l.busy {
+		if (r.fn != nil) != functions {
+			continue
+		}
+		mine++
 		if !r.dirty.Load() {
 			r.call.Kill()
 			killed++
 		}
 	}
-	if killed == 0 {
+	switch {
+	case mine == 0 && functions:
+		return errBusy
+	case mine == 0:
+		return errBusyFunction
+	case killed == 0:
 		return errUnkillable
 	}
 	c.w.ok()
 	return nil
+}
+
+// busyError is the error other commands get while scripts are busy: Redis's text names
+// the command that can kill the script running.
+func (l *luaScripts) busyError() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for r := range l.busy {
+		if r.fn == nil {
+			return errBusy
+		}
+	}
+	return errBusyFunction
 }
 
 // SCRIPT DEBUG YES|SYNC|NO

@@ -64,7 +64,8 @@ type Server struct {
 
 	scripts luaScripts // the script cache, interpreters and busy scripts (scripting.go)
 
-	pol policies // the named policies (policy.go)
+	pol policies  // the named policies (policy.go)
+	fn  functions // the function libraries (functions.go)
 
 	acl        *acl.Registry // the ACL users (acl.go)
 	aclCatalog *acl.Catalog  // the commands as the ACL rules name them
@@ -149,6 +150,7 @@ func New(cfg Config) (*Server, error) {
 	if err := s.loadPolicies(); err != nil {
 		return nil, err
 	}
+	s.initFunctions()
 	if err := s.openACL(); err != nil {
 		return nil, err
 	}
@@ -422,9 +424,11 @@ func (s *Server) run(c *client, args [][]byte) {
 		s.reject(c, fmt.Errorf("wrong number of arguments for '%s' command", cmd.fullName()))
 		return
 	}
-	if cmd.firstKey > 0 && namesPoliciesKey(cmd, args) {
-		s.reject(c, errPoliciesKey)
-		return
+	if cmd.firstKey > 0 {
+		if err := reservedKey(cmd, args); err != nil {
+			s.reject(c, err)
+			return
+		}
 	}
 	if p := c.user.Load().Perms(); !p.All {
 		if err := s.checkACL(c, p, cmd, args); err != nil {
@@ -433,7 +437,7 @@ func (s *Server) run(c *client, args [][]byte) {
 		}
 	}
 	if s.scripts.nbusy.Load() > 0 && !cmd.has(flagAllowBusy) {
-		s.reject(c, errBusy) // a script has run past busy-reply-threshold (scripting.go)
+		s.reject(c, s.scripts.busyError()) // a script has run past busy-reply-threshold (scripting.go)
 		return
 	}
 	if cmd.bits&flagDenyOOM != 0 && s.mem.full.Load() {
