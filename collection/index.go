@@ -26,15 +26,16 @@ import (
 //
 // An index is: the epoch (8 bytes), the number of slots (4, a power of 2), of groups (4)
 // and of deleted slots (4); then the slots (8 bytes each), then the groups (the first
-// entry's offset in the pack and the count, 4 bytes each). A set's index costs about 20
-// bytes a member, where Redis's skip list and dict cost some 80.
+// entry's offset in the pack and the count, 4 bytes each). An index costs 11 to 22 bytes a
+// member (a set of 1,000 timestamps: 16.7), where Redis's skip list and dict cost some 45
+// beside the members themselves.
 
 // ixGroup is the entries of each half of a group that splits at twice as many (a
 // variable for the tests, which make groups small).
 var ixGroup = 32
 
 const (
-	ixHead   = 20
+	ixHead    = 20
 	slotLive  = 1 << 63
 	slotGone  = 1 // a deleted slot, which probes pass over
 	slotHash  = 1<<39 - 1
