@@ -36,6 +36,9 @@ type command struct {
 	detach bool
 	// whileSubscribed: the command may run on a RESP2 connection with subscriptions.
 	whileSubscribed bool
+	// gated: a command with keys that waits for a transaction or script holding their
+	// stripes (multi.go's gate).
+	gated bool
 
 	parent      *command
 	subcommands map[string]*command
@@ -122,8 +125,14 @@ func register(table map[string]*command, parent *command, cmds []*command) {
 		if cmd.keyStep == 0 && cmd.firstKey > 0 {
 			cmd.keyStep = 1
 		}
+		cmd.gated = (cmd.firstKey > 0 || cmd.keysOf != nil) && !holdsStripes[cmd.name]
 	}
 }
+
+// holdsStripes are the commands that take the transaction stripes of their keys for their
+// run (multi.go): they pass no gate, being what the gate waits for.
+var holdsStripes = map[string]bool{"exec": true, "eval": true, "evalsha": true, "eval_ro": true,
+	"evalsha_ro": true, "fcall": true, "fcall_ro": true}
 
 // commandTable builds every command the server answers.
 func (s *Server) commandTable() map[string]*command {

@@ -4,7 +4,10 @@ import (
 	"errors"
 	"hash/maphash"
 	"math/bits"
+	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Transactions, as Redis's: MULTI starts queueing a client's requests, EXEC runs them one
@@ -16,8 +19,20 @@ import (
 // Isolation is by key, not by a global lock: EXEC locks the transaction stripes of every key
 // its requests and WATCH name (a write command without keys, such as FLUSHALL or ALLOF,
 // takes them all), so that transactions over common keys run one after the other and the
-// others in parallel. Plain commands of other clients take no stripe: they may run between
-// two requests of a transaction, each as atomic as always. That costs the hot path nothing.
+// others in parallel. Scripts and functions take stripes the same way (scripting.go).
+//
+// A plain command of another client on a key whose stripe a transaction or script holds
+// waits for it to end, as on Redis, where nothing runs in between; one on other keys runs
+// in parallel. That is a gate (enterGate) each plain command with keys passes, made cheap
+// for the common case where no transaction holds anything: the command counts itself in
+// a slot of its own (by client, one of 64, a cache line each) and reads the set of stripes
+// held; when that is empty, it runs. A transaction or script that takes a stripe adds it
+// to the set and then waits for every slot to be empty, so that a command that read the
+// set before the stripe was in it has ended before the first of its requests runs
+// (sequentially consistent atomics: one of the two sees the other's write). A command that
+// finds a stripe of its keys held takes those stripes itself, as EXEC does, for its run.
+// Plain commands without keys (FLUSHALL, CHECK, ALLOF, whose keys their arguments do not
+// show) do not wait.
 
 // txStripes is the number of transaction stripes: a set of them fits a uint64.
 const txStripes = 64
@@ -26,6 +41,14 @@ const txStripes = 64
 type txLocks struct {
 	seed    maphash.Seed
 	stripes [txStripes]sync.Mutex
+	held    atomic.Uint64 // the stripes transactions and scripts hold (gate)
+	slots   [txStripes]gateSlot
+}
+
+// gateSlot counts the plain commands in the gate whose client's id falls there.
+type gateSlot struct {
+	n atomic.Int64
+	_ [56]byte // a cache line each
 }
 
 // transaction is a client's requests queued between MULTI and EXEC.
@@ -213,13 +236,98 @@ func (s *Server) lockTx(c *client, tx *transaction) uint64 {
 	for rest := set; rest != 0; rest &= rest - 1 {
 		s.txLocks.stripes[bits.TrailingZeros64(rest)].Lock()
 	}
+	s.txLocks.hold(set)
 	return set
 }
 
 func (s *Server) unlockTx(set uint64) {
+	s.txLocks.held.And(^set)
+	s.unlockStripes(set)
+}
+
+// hold marks the stripes in set, just locked, as held, and waits until every plain command
+// that passed the gate before has ended.
+func (t *txLocks) hold(set uint64) {
+	if set == 0 {
+		return
+	}
+	t.held.Or(set)
+	for i := range t.slots {
+		for spin := 0; t.slots[i].n.Load() != 0; spin++ {
+			if spin < 100 {
+				runtime.Gosched()
+			} else {
+				time.Sleep(time.Microsecond)
+			}
+		}
+	}
+}
+
+// enterGate lets c's plain command cmd on args run: at once, counted in c's slot, when no
+// transaction or script holds a stripe of its keys (leaveGate ends that), or else once it
+// holds those stripes itself, which it returns for leaveGate to release. It gives up with
+// BUSY when a script holding them has run past busy-reply-threshold.
+func (s *Server) enterGate(c *client, cmd *command, args [][]byte) (slot *gateSlot, own uint64, err error) {
+	t := &s.txLocks
+	slot = &t.slots[c.id%txStripes]
+	slot.n.Add(1)
+	held := t.held.Load()
+	if held == 0 {
+		return slot, 0, nil
+	}
+	need := s.stripesOf(cmd, args)
+	if need&held == 0 || need == ^uint64(0) {
+		return slot, 0, nil
+	}
+	slot.n.Add(-1)
+	for rest := need; rest != 0; rest &= rest - 1 {
+		mu := &t.stripes[bits.TrailingZeros64(rest)]
+		for pause := time.Microsecond; !mu.TryLock(); pause = min(2*pause, 200*time.Microsecond) {
+			if s.scripts.nbusy.Load() > 0 && !cmd.has(flagAllowBusy) {
+				s.unlockStripes(need &^ rest)
+				return nil, 0, s.scripts.busyError()
+			}
+			time.Sleep(pause)
+		}
+	}
+	return nil, need, nil
+}
+
+// leaveGate ends what enterGate began.
+func (s *Server) leaveGate(slot *gateSlot, own uint64) {
+	if slot != nil {
+		slot.n.Add(-1)
+	}
+	s.unlockStripes(own)
+}
+
+func (s *Server) unlockStripes(set uint64) {
 	for ; set != 0; set &= set - 1 {
 		s.txLocks.stripes[bits.TrailingZeros64(set)].Unlock()
 	}
+}
+
+// stripesOf is the set of stripes a command touches: its keys', or all of them for a write
+// whose keys its arguments do not show (FLUSHALL, ALLOF), as EXEC takes them.
+func (s *Server) stripesOf(cmd *command, args [][]byte) uint64 {
+	var set uint64
+	if cmd.keysOf == nil && cmd.firstKey > 0 { // commandKeys without its slice
+		last := cmd.lastKey
+		if last < 0 {
+			last += len(args)
+		}
+		for i := cmd.firstKey; i <= last && i < len(args); i += cmd.keyStep {
+			set |= s.txStripe(args[i])
+		}
+	} else {
+		for _, k := range commandKeys(cmd, args) {
+			set |= s.txStripe(k)
+		}
+	}
+	if set == 0 && cmd.has(flagWrite) {
+		return ^uint64(0)
+	}
+	return set
 }
 
 // txStripe is the stripe of key, as a one-bit set.

@@ -280,3 +280,74 @@ func TestExecWaitsForSync(t *testing.T) {
 		require.Equal(t, "0", infoFields(t, rdb, "persistence")["rdb_changes_since_last_save"])
 	}
 }
+
+// TestPlainCommandsWaitForTransactions: a plain command of another client on a key that a
+// running script or EXEC holds waits for it, as on Redis, where nothing runs in between. A
+// script reads a counter, spins a while, and writes it back plus one, while other clients
+// INCR it: no increment is lost. EXEC's two INCRs are never seen half done by a GET.
+func TestPlainCommandsWaitForTransactions(t *testing.T) {
+	ts := startServer(t, withIOThreads(4)) // one loop would run the clients one after the other
+	ctx := context.Background()
+	script := `local n = tonumber(redis.call('GET', KEYS[1]) or '0')
+local x = 0
+for i = 1, 20000 do x = x + i end
+redis.call('SET', KEYS[1], n + 1)
+return n`
+	const scripts, incrs = 100, 400
+	var wg sync.WaitGroup
+	run := func(f func(rdb *redis.Client)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rdb := ts.client(t, 2)
+			f(rdb)
+		}()
+	}
+	run(func(rdb *redis.Client) {
+		for range scripts {
+			if err := rdb.Eval(ctx, script, []string{"n"}).Err(); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	for range 2 {
+		run(func(rdb *redis.Client) {
+			for range incrs / 2 {
+				if err := rdb.Incr(ctx, "n").Err(); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	run(func(rdb *redis.Client) {
+		for range 200 {
+			_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.Incr(ctx, "pair")
+				p.Incr(ctx, "pair")
+				return nil
+			})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	run(func(rdb *redis.Client) {
+		for range 2000 {
+			n, err := rdb.Get(ctx, "pair").Int()
+			if err != nil && err != redis.Nil {
+				t.Error(err)
+				return
+			}
+			if n%2 != 0 {
+				t.Errorf("GET saw EXEC half done: %d", n)
+				return
+			}
+		}
+	})
+	wg.Wait()
+	require.Equal(t, strconv.Itoa(scripts+incrs), do(t, ts.client(t, 2), "GET", "n"))
+	require.Equal(t, "400", do(t, ts.client(t, 2), "GET", "pair"))
+}

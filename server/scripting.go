@@ -291,6 +291,7 @@ func (r *scriptRun) lockAll(set uint64) {
 	for rest := set; rest != 0; rest &= rest - 1 {
 		r.s.txLocks.stripes[bits.TrailingZeros64(rest)].Lock()
 	}
+	r.s.txLocks.hold(set)
 	r.held |= set
 }
 
@@ -316,6 +317,7 @@ func (r *scriptRun) lock(need uint64) error {
 		case !tryLockFor(mu, lockWait):
 			continue
 		}
+		r.s.txLocks.hold(bit)
 		r.held |= bit
 	}
 	return nil
@@ -399,7 +401,7 @@ func (r *scriptRun) Call(dst []byte, args [][]byte, resp int) ([]byte, error) {
 			return appendErrorReply(dst, err), nil
 		}
 	}
-	if err := r.lock(r.stripesOf(cmd, args)); err != nil {
+	if err := r.lock(r.s.stripesOf(cmd, args)); err != nil {
 		return dst, err
 	}
 	if changes {
@@ -419,29 +421,6 @@ func (r *scriptRun) Call(dst []byte, args [][]byte, resp int) ([]byte, error) {
 	dst = sc.w.b
 	sc.w.b = nil
 	return dst, nil
-}
-
-// stripesOf is the set of stripes a command touches: its keys', or all of them for a write
-// whose keys its arguments do not show (FLUSHALL, ALLOF), as EXEC takes them.
-func (r *scriptRun) stripesOf(cmd *command, args [][]byte) uint64 {
-	var set uint64
-	if cmd.keysOf == nil && cmd.firstKey > 0 { // commandKeys without its slice
-		last := cmd.lastKey
-		if last < 0 {
-			last += len(args)
-		}
-		for i := cmd.firstKey; i <= last && i < len(args); i += cmd.keyStep {
-			set |= r.s.txStripe(args[i])
-		}
-	} else {
-		for _, k := range commandKeys(cmd, args) {
-			set |= r.s.txStripe(k)
-		}
-	}
-	if set == 0 && cmd.has(flagWrite) {
-		return ^uint64(0)
-	}
-	return set
 }
 
 // appendErrorReply appends err as the error reply its text makes.

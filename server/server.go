@@ -471,6 +471,16 @@ func (s *Server) run(c *client, args [][]byte) {
 		c.startOutput()
 	}
 	c.lastCmd.Store(cmd)
+	if cmd.gated {
+		slot, own, err := s.enterGate(c, cmd, args)
+		if err != nil {
+			s.reject(c, err)
+			return
+		}
+		s.call(c, cmd, args)
+		s.leaveGate(slot, own)
+		return
+	}
 	s.call(c, cmd, args)
 }
 
