@@ -57,5 +57,5 @@
 // with "Script killed by user with SCRIPT KILL..." whatever it catches. Past Engine's
 // MemoryLimit of heap growth, the script fails with its own error. Engine.Close kills every
 // running script, for SHUTDOWN NOSAVE. The libraries scripts use are there as Redis has
-// them: cjson (cjson.go) and bit (bit.go); struct and cmsgpack are not.
+// them: cjson (cjson.go), bit (bit.go), struct (struct.go) and cmsgpack (cmsgpack.go).
 package scripting
