@@ -144,8 +144,23 @@ func (st *state) msgpackTable(L *lua.LState, b []byte, t *lua.LTable, level, top
 }
 
 // msgpackArrayLen is table_is_an_array: the table's keys are 1..n, each a number that C's
-// int holds.
+// int holds. A table whose array part holds 1..n and that has nothing past it is one;
+// others are walked, key by key.
 func msgpackArrayLen(t *lua.LTable) (int, bool) {
+	n := t.MaxN()
+	dense := n < 1<<31
+	for i := 1; dense && i <= n; i++ {
+		dense = t.RawGetInt(i) != lua.LNil
+	}
+	if dense {
+		var k lua.LValue = lua.LNil
+		if n > 0 {
+			k = lua.LNumber(n)
+		}
+		if next, _ := t.Next(k); next == lua.LNil {
+			return n, true
+		}
+	}
 	count, max := 0, 0
 	for k, _ := t.Next(lua.LNil); k != lua.LNil; k, _ = t.Next(k) {
 		n, ok := k.(lua.LNumber)
@@ -230,6 +245,15 @@ func (st *state) msgpackUnpack(L *lua.LState, limit, offset int64, top int) int 
 	return cnt + 1
 }
 
+// smallInts are the numbers -32 to 255, boxed once: a fixint or uint 8 decodes to one
+// without allocating.
+var smallInts = func() (n [32 + 256]lua.LValue) {
+	for i := range n {
+		n[i] = lua.LNumber(i - 32)
+	}
+	return n
+}()
+
 // msgpackDecoder reads values from s at i.
 type msgpackDecoder struct {
 	st *state
@@ -260,10 +284,10 @@ func (d *msgpackDecoder) value(top int) lua.LValue {
 	switch {
 	case c <= 0x7f:
 		d.i++
-		return lua.LNumber(c)
+		return smallInts[int(c)+32]
 	case c >= 0xe0:
 		d.i++
-		return lua.LNumber(int8(c))
+		return smallInts[int(int8(c))+32]
 	case c&0xe0 == 0xa0:
 		return lua.LString(d.take(1 + int(c&0x1f))[1:])
 	case c&0xf0 == 0x90:
@@ -281,7 +305,7 @@ func (d *msgpackDecoder) value(top int) lua.LValue {
 		d.i++
 		return lua.LBool(c == 0xc3)
 	case 0xcc:
-		return lua.LNumber(d.take(2)[1])
+		return smallInts[int(d.take(2)[1])+32]
 	case 0xcd:
 		return lua.LNumber(d.uint(3))
 	case 0xce:

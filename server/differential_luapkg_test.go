@@ -1,7 +1,9 @@
 package server
 
 import (
+	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 
 	"throttled/internal/redistest"
@@ -217,4 +219,109 @@ func clip(s string) string {
 		return s[:300] + "...(" + strconv.Itoa(len(s)) + " bytes)"
 	}
 	return s
+}
+
+// genLibScript draws a random script of struct and cmsgpack calls: packs of random values
+// and formats read back, random bytes unpacked, packed values stored in a key and read
+// from it. Maps have one key at most where their bytes show.
+func genLibScript(r *rand.Rand) diffCmd {
+	var body string
+	switch r.IntN(8) {
+	case 0, 1:
+		format, args := diffStructFormat(r)
+		body = "local s = struct.pack(" + strings.Join(append([]string{luaQuote(format)}, args...), ", ") + ")\n" +
+			"local r = {struct.unpack(" + luaQuote(format) + ", s)}\n" +
+			"for i = 1, #r do r[i] = tostring(r[i]) end\n" +
+			"return {s, r, pcall(struct.size, " + luaQuote(format) + ")}"
+	case 2:
+		format, _ := diffStructFormat(r)
+		body = "return {pcall(struct.unpack, " + luaQuote(format) + ", " + luaQuote(diffBytes(r)) + ", " + pick(r, "1", "2", "0", "-1", "nil", "5") + ")}"
+	case 3, 4:
+		var vals []string
+		for range 1 + r.IntN(4) {
+			vals = append(vals, diffLuaValue(r, 0))
+		}
+		body = "local s = cmsgpack.pack(" + strings.Join(vals, ", ") + ")\n" +
+			"return {s, cmsgpack.pack(cmsgpack.unpack(s)), select('#', cmsgpack.unpack(s))}"
+	case 5:
+		s := luaQuote(diffBytes(r))
+		body = "return {pcall(" + pick(r, "cmsgpack.unpack, "+s,
+			"cmsgpack.unpack_one, "+s+", "+strconv.Itoa(r.IntN(6)-1),
+			"cmsgpack.unpack_limit, "+s+", "+strconv.Itoa(r.IntN(5)-1)+", "+strconv.Itoa(r.IntN(6)-1)) + ")}"
+	case 6:
+		body = "return redis.pcall('SET', KEYS[1], cmsgpack.pack(" + diffLuaValue(r, 0) + ", " + diffLuaValue(r, 1) + "))"
+	default:
+		body = pick(r, "return {pcall(cmsgpack.unpack, redis.call('GET', KEYS[1]))}",
+			"local v = redis.pcall('GET', KEYS[1]) if type(v) ~= 'string' then return v end return {pcall(cmsgpack.unpack_one, v)}",
+			"local v = redis.pcall('GET', KEYS[1]) if type(v) ~= 'string' then return v end return {pcall(struct.unpack, 'bhi', v)}")
+	}
+	return cmd("EVAL", body, "1", diffKey(r))
+}
+
+// diffStructFormat returns a random struct format and Lua arguments that fit it (now and
+// then not).
+func diffStructFormat(r *rand.Rand) (string, []string) {
+	var format strings.Builder
+	var args []string
+	for range 1 + r.IntN(6) {
+		opt := pick(r, "b", "B", "h", "H", "l", "L", "T", "i", "I", "i1", "i3", "I5", "i8", "I12", "i16", "f", "d",
+			"x", "c3", "c0", "s", "<", ">", "!", "!2", "!4", " ", "!16")
+		format.WriteString(opt)
+		switch opt[0] {
+		case 'b', 'B', 'h', 'H', 'l', 'L', 'T', 'i', 'I', 'f', 'd':
+			args = append(args, diffLuaNumber(r))
+		case 'c', 's':
+			args = append(args, "string.rep('z', "+pick(r, "0", "2", "3", "5", "40")+")")
+		}
+	}
+	if r.IntN(15) == 0 {
+		args = args[:max(0, len(args)-1)] // one missing
+	}
+	return format.String(), args
+}
+
+// diffLuaNumber returns a Lua expression of a number at one of the encodings' edges.
+// Its -0 is computed: a literal -0.0 is folded into a constant that Lua 5.1 merges with a
+// 0 of the same function (so "-0.0, 1/0" reads as "-0.0, 1/-0.0" there), which gopher-lua
+// does not.
+func diffLuaNumber(r *rand.Rand) string {
+	return pick(r, "0", "1", "-1", "127", "128", "-32", "-33", "255", "256", "-128", "-129", "65535", "65536", "-32768",
+		"-32769", "2^31", "-2^31", "-2^31 - 1", "2^32 - 1", "2^32", "2^53", "-2^53", "2^63", "-2^63", "2^64", "0.5", "-1.5",
+		"0.1", "1/3", "1e30", "-1e30", "1e300", "0/0", "1/0", "-1/0", "-1/(1/0)", "3.4028234663852886e38", "'12'", "' 0x10 '")
+}
+
+// diffLuaValue returns a Lua expression of a value for cmsgpack.pack.
+func diffLuaValue(r *rand.Rand, depth int) string {
+	switch n := r.IntN(10); {
+	case n < 3:
+		return diffLuaNumber(r)
+	case n < 5:
+		return "string.rep('s', " + pick(r, "0", "1", "31", "32", "255", "256", "65535", "65536") + ")"
+	case n < 6:
+		return pick(r, "true", "false", "nil", "cjson.null", "redis.call")
+	case depth >= 3:
+		return "{}"
+	case n < 8:
+		var elems []string
+		for range r.IntN(4) {
+			elems = append(elems, diffLuaValue(r, depth+1))
+		}
+		return "{" + strings.Join(elems, ", ") + "}"
+	}
+	key := pick(r, "a", "[1]", "[2]", "[0]", "[1.5]", "[-1]", "[true]")
+	return "{" + key + " = " + diffLuaValue(r, depth+1) + "}"
+}
+
+// diffBytes returns a short random string, mostly MessagePack's type bytes.
+func diffBytes(r *rand.Rand) string {
+	b := make([]byte, r.IntN(12))
+	for i := range b {
+		if r.IntN(3) == 0 {
+			b[i] = byte(r.IntN(256))
+		} else {
+			b[i] = []byte{0x00, 0x7f, 0x80, 0x81, 0x90, 0x91, 0xa1, 0xc0, 0xc1, 0xc2, 0xc3, 0xca, 0xcb, 0xcc, 0xcd, 0xce,
+				0xcf, 0xd0, 0xd3, 0xd9, 0xda, 0xdc, 0xde, 0xe0, 0xff, 0x01}[r.IntN(26)]
+		}
+	}
+	return string(b)
 }
