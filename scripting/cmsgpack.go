@@ -83,6 +83,9 @@ func (st *state) msgpackPack(L *lua.LState) int {
 	for i := 1; i <= n; i++ {
 		// C's stack: the arguments, each one's encoding so far, the value being encoded.
 		b = st.msgpackAppend(L, b, L.Get(i), 0, n+i)
+		if len(b) > maxString {
+			L.Error(lua.LString("not enough memory"), 0)
+		}
 	}
 	L.Push(lua.LString(b))
 	st.keepLibBuf(b)
