@@ -55,14 +55,6 @@ func (st *state) openCmsgpack() *lua.LTable {
 	return t
 }
 
-// optInteger is luaL_optinteger: def when the argument is absent or nil.
-func optInteger(L *lua.LState, n int, def int64) int64 {
-	if L.Get(n) == lua.LNil {
-		return def
-	}
-	return toInteger(checkNumber(L, n))
-}
-
 // checkStack is luaL_checkstack for a C function whose stack would hold top values.
 func checkStack(L *lua.LState, top int, what string) {
 	if top > luaMaxCStack {

@@ -203,6 +203,7 @@ func (st *state) packMark(L *lua.LState, arg int) {
 	}
 }
 
+// packNumber is struct.pack's luaL_checknumber of argument arg.
 func (st *state) packNumber(L *lua.LState, arg int) float64 {
 	st.packMark(L, arg)
 	return checkNumber(L, arg)
@@ -230,10 +231,7 @@ func structUnpack(L *lua.LState) int {
 	f := newStructFormat(L)
 	data := checkLString(L, 2)
 	ld := uint64(len(data))
-	pos := uint64(1)
-	if L.Get(3) != lua.LNil {
-		pos = uint64(toInteger(checkNumber(L, 3)))
-	}
+	pos := uint64(optInteger(L, 3, 1))
 	if pos == 0 {
 		L.ArgError(3, "offset must be 1 or greater")
 	}
@@ -367,6 +365,14 @@ func checkNumber(L *lua.LState, n int) float64 {
 // when that is a Go function (pcall(struct.size, 'i33')).
 func luaLError(L *lua.LState, format string, args ...any) {
 	L.Error(lua.LString(where(L, 1)+fmt.Sprintf(format, args...)), 0)
+}
+
+// optInteger is luaL_optinteger: def when the argument is absent or nil.
+func optInteger(L *lua.LState, n int, def int64) int64 {
+	if L.Get(n) == lua.LNil {
+		return def
+	}
+	return toInteger(checkNumber(L, n))
 }
 
 // keepLibBuf keeps a library's output buffer for the next call unless it grew large.
