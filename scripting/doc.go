@@ -57,7 +57,7 @@
 // with "Script killed by user with SCRIPT KILL..." whatever it catches. Past Engine's
 // MemoryLimit of heap growth, the script fails with its own error. Engine.Close kills every
 // running script, for SHUTDOWN NOSAVE. The libraries scripts use are there as Redis has
-// them: cjson (cjson.go) and bit (bit.go); struct and cmsgpack are not.
+// them: cjson (cjson.go), bit (bit.go), struct (struct.go) and cmsgpack (cmsgpack.go).
 //
 // Functions (functions.go) are Redis 7.0's FUNCTION LOAD and FCALL: LoadLibrary reads the
 // "#!lua name=<lib>" line, compiles the code once and runs it in a sandbox whose only

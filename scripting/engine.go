@@ -404,13 +404,17 @@ type run struct {
 	// deadline ends a library's load with "FUNCTION LOAD timeout"; zero for none.
 	deadline time.Time
 	ticks    uint32 // tick calls: the clock is read every so many
+	// nilArg is an argument past those given that a library function finds nil rather
+	// than absent (struct.pack pushes a nil before its work, as a mark): its "bad argument"
+	// error says "got nil", as there.
+	nilArg int
 }
 
 // errorHandler notes where an uncaught error comes from, as Redis's __redis__err__handler
 // does: the function that raised it, or its caller when that is a Go (C) function. An
 // error the VM raised is worded as Lua 5.1's while its frame is still there.
 func (st *state) errorHandler(L *lua.LState) int {
-	obj := translate(L, L.Get(1))
+	obj := st.translate(L, L.Get(1))
 	for level := 1; level <= 2; level++ {
 		dbg, ok := L.GetStack(level)
 		if !ok {
@@ -434,7 +438,7 @@ func (st *state) errorHandler(L *lua.LState) int {
 // translate words an error value as Lua 5.1 would, from inside an error handler: when the
 // function that raised it is Lua code (level 1), the VM raised it, and the failing
 // instruction names the variable.
-func translate(L *lua.LState, obj lua.LValue) lua.LValue {
+func (st *state) translate(L *lua.LState, obj lua.LValue) lua.LValue {
 	s, ok := obj.(lua.LString)
 	if !ok {
 		return obj
@@ -445,7 +449,7 @@ func translate(L *lua.LState, obj lua.LValue) lua.LValue {
 			return lua.LString(pos + vmError(L, 1, text))
 		}
 		pos, text := splitPosition(string(s))
-		return lua.LString(argError(L, pos, luaMessage(text)))
+		return lua.LString(st.argError(L, pos, luaMessage(text)))
 	}
 	return lua.LString(luaMessage(string(s)))
 }
@@ -454,13 +458,15 @@ func translate(L *lua.LState, obj lua.LValue) lua.LValue {
 // an error handler while its frame (level 1) is there: an argument past those given is
 // "no value", not nil; a function called from Go (pcall(string.rep)) has no name ('?')
 // and its error no position, since in C Lua luaL_where finds a C function there.
-func argError(L *lua.LState, pos, text string) string {
+func (st *state) argError(L *lua.LState, pos, text string) string {
+	nilArg := st.run.nilArg
+	st.run.nilArg = 0
 	if !strings.HasPrefix(text, "bad argument #") {
 		return pos + text
 	}
 	if n, ok := goFrameArgs(L, 1); ok {
 		var arg int
-		if _, err := fmt.Sscanf(text, "bad argument #%d", &arg); err == nil && arg > n {
+		if _, err := fmt.Sscanf(text, "bad argument #%d", &arg); err == nil && arg > n && arg != nilArg {
 			text = strings.Replace(text, "got nil)", "got no value)", 1)
 		}
 	}

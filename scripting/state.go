@@ -60,6 +60,7 @@ type state struct {
 	heap     [1]metrics.Sample          // the heap's size, read by watch
 	cjson    cjsonConfig                // cjson's configuration (cjson.go)
 	jsonNull *lua.LUserData             // cjson.null
+	libBuf   []byte                     // struct.pack's and cmsgpack.pack's buffer, reused
 
 	// Functions (functions.go): the globals of library code and the load sandbox's, the
 	// libraries loaded here and their callbacks, the load in progress.
@@ -126,6 +127,8 @@ func newState(e *Engine) *state {
 	g.RawSetString("redis", st.redisAPI())
 	g.RawSetString("bit", st.openBit())
 	g.RawSetString("cjson", st.openCJSON())
+	g.RawSetString("struct", st.openStruct())
+	g.RawSetString("cmsgpack", st.openCmsgpack())
 	L.G.Registry.RawSetString("_LOADED", L.CreateTable(0, 0)) // nothing for require to find
 
 	// Protect: every library table is replaced by its view, then the globals themselves.
@@ -157,7 +160,7 @@ func newState(e *Engine) *state {
 	L.Env = st.gv
 	st.handler = L.NewFunction(st.errorHandler)
 	st.pcallH = L.NewFunction(func(L *lua.LState) int {
-		L.Push(translate(L, L.Get(1)))
+		L.Push(st.translate(L, L.Get(1)))
 		return 1
 	})
 	st.concatFn = L.NewFunction(st.concat)
@@ -379,7 +382,7 @@ func (st *state) xpcall(L *lua.LState) int {
 	L.SetTop(0)
 	L.Push(fn)
 	err := L.PCall(0, lua.MultRet, L.NewFunction(func(L *lua.LState) int {
-		obj := translate(L, L.Get(1))
+		obj := st.translate(L, L.Get(1))
 		L.Push(handler)
 		L.Push(obj)
 		L.Call(1, 1)

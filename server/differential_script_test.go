@@ -13,8 +13,9 @@ import (
 // The scripts' differential test: the classic limiter scripts, as blog posts and tutorials
 // print them, with random arguments (their clock comes in ARGV, so that both servers
 // compute the same); random commands of the other families wrapped in redis.call and
-// redis.pcall, with their arguments as Lua strings or numbers; and small scripts aimed at
-// the conversions and the errors. Replies must be the same bytes, and so must the keys.
+// redis.pcall, with their arguments as Lua strings or numbers; random uses of the struct
+// and cmsgpack libraries (differential_luapkg_test.go); and small scripts aimed at the
+// conversions and the errors. Replies must be the same bytes, and so must the keys.
 
 // limiterScripts are the classic rate-limiting scripts, each with a maker of random
 // arguments (numkeys, keys and ARGV).
@@ -468,6 +469,8 @@ func genScripts(r *rand.Rand) diffCmd {
 			"#!python\nreturn 1", "#!lua name=x\nreturn 1", "#!lua flags=\nreturn 2", "#!lua  flags=no-writes\nreturn 3")
 		name := pick(r, "EVAL", "EVAL_RO")
 		return cmd(name, body, "1", diffKey(r))
+	case n < 80:
+		return genLibScript(r)
 	}
 	body := conversionScripts[r.IntN(len(conversionScripts))]
 	c := cmd("EVAL", body, "1", diffKey(r), diffValue(r))

@@ -59,6 +59,9 @@ func FuzzScript(f *testing.F) {
 	for _, l := range limiterScripts {
 		f.Add(l.body)
 	}
+	for _, seed := range append(structScripts, msgpackScripts...) {
+		f.Add(seed) // the libraries' byte formats, for the fuzzer to change
+	}
 	for _, seed := range []string{
 		"while true do end", "redis.call('SET', 'fz:a', 1) while true do end", "local t = {} t[1] = t return t",
 		"return redis.call('GET', 'other')", "return redis.call('FLUSHALL')", "return redis.call('KEYS', '*')",
@@ -75,6 +78,10 @@ func FuzzScript(f *testing.F) {
 		"return redis.call('CONCURRENCY.RELEASE', 'fz:c', 'id1')", "return redis.call('ALLOF', 'THROTTLE', 'fz:x', 3, 2, '1s', 'SLIDE', 'fz:y', 5, '1m')",
 		"redis.call('POLICY.SET', 'p', 'THROTTLE', 3, 2, '1s') return redis.call('CHECK', 'p', 'fz:user')",
 		"return redis.pcall('CHECK', 'nope', 'x')", "return redis.call('POLICY.LIST')",
+		// struct and cmsgpack over arbitrary bytes.
+		"return {struct.unpack('>!4bBhHlLTi3I5fdxc2c0s', '\\1\\2\\3\\4\\5\\6\\7\\8\\9\\0\\255\\254\\128abc\\0', 2)}",
+		"return {pcall(cmsgpack.unpack_limit, '\\223\\0\\0\\0\\1\\147\\1\\192\\3\\220\\0\\1\\217\\1x', 2, 0)}",
+		"local t = {} for i = 1, 16 do t[i] = t end return #cmsgpack.pack(t)",
 	} {
 		f.Add(seed)
 	}
