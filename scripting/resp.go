@@ -265,12 +265,12 @@ func (st *state) parseReply(b []byte) (lua.LValue, int) {
 	next := end + 2
 	switch b[0] {
 	case '+':
-		return st.statusTable(lua.LString(line)), next
+		return st.statusTable(st.box.bytesStr(line)), next
 	case '-':
 		return errorTable(st.L, string(line)), next
 	case ':':
 		n, _ := strconv.ParseInt(string(line), 10, 64)
-		return lua.LNumber(n), next
+		return st.box.number(float64(n)), next
 	case '$', '=':
 		size, err := strconv.Atoi(string(line))
 		if err != nil || size < 0 {
@@ -288,7 +288,7 @@ func (st *state) parseReply(b []byte) (lua.LValue, int) {
 			t.RawSetString("verbatim_string", vt)
 			return t, next + size + 2
 		}
-		return lua.LString(body), next + size + 2
+		return st.box.bytesStr(body), next + size + 2
 	case '*', '~', '%', '>', '|':
 		count, err := strconv.Atoi(string(line))
 		if err != nil || count < 0 {
@@ -364,7 +364,7 @@ var crlf = []byte("\r\n")
 // and only if it is still as it was given; within a run each reply has a table of its own.
 
 // statusTable returns {ok=s}.
-func (st *state) statusTable(s lua.LString) *lua.LTable {
+func (st *state) statusTable(s lua.LValue) *lua.LTable {
 	var t *lua.LTable
 	if n := len(st.okFree); n > 0 {
 		t = st.okFree[n-1]
