@@ -48,6 +48,8 @@ type state struct {
 	box      boxes                      // the strings and numbers handed to scripts (box.go)
 	okFree   []*lua.LTable              // status reply tables to reuse (resp.go)
 	okUsed   []*lua.LTable              // those handed out in this run
+	arrFree  []*lua.LTable              // small array reply tables to reuse (resp.go)
+	arrUsed  []*lua.LTable              // those handed out in this run
 	fns      map[*Script]*lua.LFunction // each script's function, made once per state
 	sources  map[string]string          // loadstring's chunks by name: their source, for errors
 	gen      uint64                     // the Engine.flushes fns belongs to
