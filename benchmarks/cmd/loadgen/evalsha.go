@@ -373,6 +373,14 @@ func evalshaSection(cfg config, run evalshaRun) string {
 		p("| %s | %d | %s | %s | %s | %.3f |\n", strings.TrimPrefix(c.a.label, "throttled "), c.pipeline,
 			rounds(c.ra), rounds(c.rb), ratios(c), c.median)
 	}
+	p("\nThe CPU time each server's process spent per call in the same rounds (user and system, from\n")
+	p("/proc/PID/stat): what a call costs, steadier than req/s when other work shares the cores. A ratio\n")
+	p("above 1 means redis-server spent more per call than throttled.\n\n")
+	p("| comparison | P | throttled, µs/call | redis, µs/call | redis / throttled, median |\n|---|--:|---|---|--:|\n")
+	for _, c := range run.pairs {
+		p("| %s | %d | %s | %s | %.3f |\n", strings.TrimPrefix(c.a.label, "throttled "), c.pipeline,
+			micros(c.ca), micros(c.cb), cpuRatio(c))
+	}
 	p("\nBefore measuring, the same calls were made on both servers (fresh keys), each reply compared:\n\n")
 	p("| script | calls | replies |\n|---|---|---|\n")
 	for _, c := range run.checks {
@@ -383,6 +391,24 @@ func evalshaSection(cfg config, run evalshaRun) string {
 		p("| %s | %s (%d) | %s |\n", c.script, c.name, c.calls, how)
 	}
 	return b.String()
+}
+
+// micros formats each round's ns as µs.
+func micros(ns []float64) string {
+	out := make([]string, len(ns))
+	for i, n := range ns {
+		out[i] = fmt.Sprintf("%.2f", n/1000)
+	}
+	return strings.Join(out, " ")
+}
+
+// cpuRatio is the median over the rounds of redis's CPU per call over throttled's.
+func cpuRatio(c pair) float64 {
+	rs := make([]float64, len(c.ca))
+	for i := range c.ca {
+		rs[i] = c.cb[i] / c.ca[i]
+	}
+	return median(rs)
 }
 
 // evalshaTargets: each script at least as fast as on Redis, at each P.
