@@ -347,8 +347,12 @@ func (s *server) raw(args ...string) ([]byte, error) {
 	for {
 		n, err := c.Read(chunk)
 		buf = append(buf, chunk[:n]...)
-		if size, _, serr := loadtest.Scan(buf); size > 0 || serr != nil {
-			return buf[:max(size, len(buf))], nil
+		size, _, serr := loadtest.Scan(buf) // an error reply is a reply like any other here
+		if size > 0 {
+			return buf[:size], nil
+		}
+		if serr != nil {
+			return nil, fmt.Errorf("reply %q: %w", buf, serr)
 		}
 		if err != nil {
 			return nil, err
