@@ -18,7 +18,10 @@
 // 1.0140000000000002 tokens are stored as those bytes), and Host.Call runs it through the
 // server's command table and handlers on a client of the script's own; its RESP reply is
 // parsed back into Lua values (resp.go has both directions of the conversion, with Redis's
-// rules for RESP2 and RESP3 and redis.setresp). An error reply is raised as a Lua error
+// rules for RESP2 and RESP3 and redis.setresp); the strings and numbers a script is handed
+// (KEYS, replies, tonumber's) are boxed out of the state's blocks (box.go) and the tables
+// of status and short array replies reused from run to run, so that a limiter's call
+// allocates a few objects, not dozens. An error reply is raised as a Lua error
 // by redis.call and returned as a table by redis.pcall. When the script returns, its value
 // becomes the reply to EVAL, in the caller's protocol; when it fails, the error becomes
 // Redis's text: "ERR user_script:1: ... script: <sha>, on @user_script:1.". The

@@ -343,11 +343,11 @@ func (st *state) fill(t *lua.LTable, items [][]byte, cache bool) *lua.LTable {
 		t = st.L.CreateTable(len(items), 0)
 	}
 	for i, it := range items {
-		var s lua.LString
+		var s lua.LValue
 		if cache {
 			s = st.interned(it)
 		} else {
-			s = lua.LString(it)
+			s = st.box.bytesStr(it)
 		}
 		t.RawSetInt(i+1, s)
 	}
@@ -375,19 +375,22 @@ func (st *state) untouched(t *lua.LTable) bool {
 // filled is how many items the table holds from 1 on.
 func (st *state) filled(t *lua.LTable) int { return t.Len() }
 
-// interned returns b as a Lua string, from the cache when it was seen lately.
-func (st *state) interned(b []byte) lua.LString {
+// interned returns b as a Lua string, from the cache when it was seen lately: the value
+// boxed once, so that setting it in ARGV allocates nothing.
+func (st *state) interned(b []byte) lua.LValue {
 	if s, ok := st.strs[string(b)]; ok {
 		return s
 	}
-	s := lua.LString(b)
-	if len(b) <= 64 {
-		if len(st.strs) >= 256 {
-			clear(st.strs)
-		}
-		st.strs[string(s)] = s
+	if len(b) > 64 {
+		return st.box.bytesStr(b)
 	}
-	return s
+	if len(st.strs) >= 256 {
+		clear(st.strs)
+	}
+	s := string(b)
+	v := lua.LValue(lua.LString(s))
+	st.strs[s] = v
+	return v
 }
 
 // run is what the redis API needs of the call in progress.

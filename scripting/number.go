@@ -30,7 +30,12 @@ func appendG(dst []byte, f float64, prec int) []byte {
 }
 
 // appendArgNumber appends a number given to redis.call as an argument: "%.17g".
-func appendArgNumber(dst []byte, f float64) []byte { return appendG(dst, f, 17) }
+func appendArgNumber(dst []byte, f float64) []byte {
+	if f == math.Trunc(f) && math.Abs(f) < 1e17 && (f != 0 || !math.Signbit(f)) {
+		return strconv.AppendInt(dst, int64(f), 10) // an integer below 1e17: the same bytes, faster
+	}
+	return appendG(dst, f, 17)
+}
 
 // appendLuaNumber appends a number as Lua 5.1 turns it into a string: "%.14g".
 func appendLuaNumber(dst []byte, f float64) []byte {

@@ -265,12 +265,12 @@ func (st *state) parseReply(b []byte) (lua.LValue, int) {
 	next := end + 2
 	switch b[0] {
 	case '+':
-		return st.statusTable(lua.LString(line)), next
+		return st.statusTable(st.box.bytesStr(line)), next
 	case '-':
 		return errorTable(st.L, string(line)), next
 	case ':':
 		n, _ := strconv.ParseInt(string(line), 10, 64)
-		return lua.LNumber(n), next
+		return st.box.number(float64(n)), next
 	case '$', '=':
 		size, err := strconv.Atoi(string(line))
 		if err != nil || size < 0 {
@@ -288,7 +288,7 @@ func (st *state) parseReply(b []byte) (lua.LValue, int) {
 			t.RawSetString("verbatim_string", vt)
 			return t, next + size + 2
 		}
-		return lua.LString(body), next + size + 2
+		return st.box.bytesStr(body), next + size + 2
 	case '*', '~', '%', '>', '|':
 		count, err := strconv.Atoi(string(line))
 		if err != nil || count < 0 {
@@ -329,7 +329,7 @@ func (st *state) parseReply(b []byte) (lua.LValue, int) {
 			v, n := st.parseReply(b[next:])
 			return v, next + n
 		}
-		t := st.L.CreateTable(count, 0)
+		t := st.arrayTable(count)
 		for i := 1; i <= count; i++ {
 			v, n := st.parseReply(b[next:])
 			next += n
@@ -357,14 +357,15 @@ func (st *state) parseReply(b []byte) (lua.LValue, int) {
 
 var crlf = []byte("\r\n")
 
-// Status reply tables are recycled from run to run: {ok=...} costs gopher-lua a table, two
-// maps and a slice, which would be most of what a SET in a script allocates.
+// Status reply tables, and those of short arrays, are recycled from run to run: {ok=...}
+// costs gopher-lua a table, two maps and a slice, which would be most of what a SET in a
+// script allocates, and TIME's or HMGET's array a table and a slice.
 // A table handed out in a run is only taken back once the run is over, when nothing can
 // reach it any more (the state's own tables are checked for what a script left in them),
 // and only if it is still as it was given; within a run each reply has a table of its own.
 
 // statusTable returns {ok=s}.
-func (st *state) statusTable(s lua.LString) *lua.LTable {
+func (st *state) statusTable(s lua.LValue) *lua.LTable {
 	var t *lua.LTable
 	if n := len(st.okFree); n > 0 {
 		t = st.okFree[n-1]
@@ -377,8 +378,39 @@ func (st *state) statusTable(s lua.LString) *lua.LTable {
 	return t
 }
 
-// recycle takes back the status tables of the run that ended, those still as they were.
+// arrayTable returns an empty table for an array reply of n items.
+func (st *state) arrayTable(n int) *lua.LTable {
+	if n > maxPooledArray {
+		return st.L.CreateTable(n, 0)
+	}
+	var t *lua.LTable
+	if k := len(st.arrFree); k > 0 {
+		t = st.arrFree[k-1]
+		st.arrFree = st.arrFree[:k-1]
+	} else {
+		t = st.L.CreateTable(maxPooledArray, 0)
+	}
+	st.arrUsed = append(st.arrUsed, t)
+	return t
+}
+
+// maxPooledArray is the most items an array reply's table may have to be recycled.
+const maxPooledArray = 8
+
+// recycle takes back the status and array tables of the run that ended, those still as
+// they were: no metatable, nothing but their array (what the script set in it is
+// cleared: nothing in the next run can tell the table was used before).
 func (st *state) recycle() {
+	for _, t := range st.arrUsed {
+		if n := t.Len(); n <= maxPooledArray && st.untouched(t) && len(st.arrFree) < maxPooledTables {
+			for i := 1; i <= n; i++ {
+				t.RawSetInt(i, lua.LNil)
+			}
+			st.arrFree = append(st.arrFree, t)
+		}
+	}
+	clear(st.arrUsed)
+	st.arrUsed = st.arrUsed[:0]
 	for _, t := range st.okUsed {
 		if t.Metatable == lua.LNil {
 			if k, _ := t.Next(lua.LNil); k == lua.LString("ok") {

@@ -67,6 +67,10 @@ func TestArgNumbers(t *testing.T) {
 		{1e-5, "1.0000000000000001e-05"},
 		{123456789012345678, "1.2345678901234568e+17"},
 		{1e16, "10000000000000000"},
+		{-5, "-5"},
+		{99999999999999984, "99999999999999984"}, // the last integer below 1e17
+		{1e17, "1e+17"},
+		{-1e17, "-1e+17"},
 		{5e-324, "4.9406564584124654e-324"},
 		{math.Inf(1), "inf"},
 		{math.Inf(-1), "-inf"},
@@ -220,6 +224,33 @@ func TestCalls(t *testing.T) {
 			require.Equal(t, tc.want, runScript(t, e, h, 2, tc.body, []string{"k"}, nil))
 			require.Equal(t, [][]string{tc.wantCall}, h.calls)
 		})
+	}
+}
+
+// TestRecycledReplies runs scripts one after the other on one interpreter, each seeing a
+// reply's table as new however the last run left its own: the tables of short arrays and
+// statuses are reused from run to run (resp.go), and the strings and numbers of replies
+// come from blocks (box.go).
+func TestRecycledReplies(t *testing.T) {
+	e := New()
+	for _, tc := range []struct {
+		body, reply, want string
+	}{
+		{"local t = redis.call('X'); t[5] = 'x'; t.k = 1; return #t", "*3\r\n:1\r\n$1\r\na\r\n:2\r\n", ":5\r\n"},
+		{"local t = redis.call('X'); return {#t, t[2], t[5], t.k}", "*2\r\n$1\r\nb\r\n$1\r\nc\r\n", "*2\r\n:2\r\n$1\r\nc\r\n"},
+		{"local t = redis.call('X'); t[2] = 'y'; setmetatable(t, {__index = function() return 7 end}); return t[9]", "*2\r\n:1\r\n:2\r\n", ":7\r\n"},
+		{"local t = redis.call('X'); return {#t, t[1], t[2], t[9]}", "*1\r\n:3\r\n", "*2\r\n:1\r\n:3\r\n"},
+		{"local t = redis.call('X'); t.ok = 'no'; t[1] = 'x'; return 1", "+OK\r\n", ":1\r\n"},
+		{"local t = redis.call('X'); return {t.ok, t[1]}", "+PONG\r\n", "*1\r\n$4\r\nPONG\r\n"},
+		{"local a = redis.call('X'); local b = redis.call('X'); a[1] = 'z'; return {a[1], b[1], b[2]}", "*2\r\n$1\r\np\r\n:9\r\n", "*3\r\n$1\r\nz\r\n$1\r\np\r\n:9\r\n"},
+		{"local t = redis.call('X'); return {#t, t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9]}",
+			"*9\r\n:1\r\n:2\r\n:3\r\n:4\r\n:5\r\n:6\r\n:7\r\n:8\r\n:9\r\n",
+			"*10\r\n:9\r\n:1\r\n:2\r\n:3\r\n:4\r\n:5\r\n:6\r\n:7\r\n:8\r\n:9\r\n"},
+		{"local t = redis.call('X'); return {#t, tostring(t[1]), tostring(-0), tostring(1/3), tonumber('2.5') * 2, math.floor(-0.5) == -1}",
+			"*0\r\n", "*6\r\n:0\r\n$3\r\nnil\r\n$2\r\n-0\r\n$16\r\n0.33333333333333\r\n:5\r\n:1\r\n"},
+	} {
+		h := &fakeHost{reply: tc.reply}
+		require.Equal(t, tc.want, runScript(t, e, h, 2, tc.body, nil, nil), tc.body)
 	}
 }
 

@@ -3,6 +3,7 @@ package scripting
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"math"
 	"runtime/metrics"
 	"strings"
 	"time"
@@ -43,9 +44,12 @@ type state struct {
 	catBuf   []byte         // concat's buffer, reused
 	keys     *lua.LTable    // KEYS and ARGV of the last run, reused (fill)
 	argv     *lua.LTable
-	strs     map[string]lua.LString     // ARGV's strings seen lately (interned)
+	strs     map[string]lua.LValue      // ARGV's strings seen lately (interned)
+	box      boxes                      // the strings and numbers handed to scripts (box.go)
 	okFree   []*lua.LTable              // status reply tables to reuse (resp.go)
 	okUsed   []*lua.LTable              // those handed out in this run
+	arrFree  []*lua.LTable              // small array reply tables to reuse (resp.go)
+	arrUsed  []*lua.LTable              // those handed out in this run
 	fns      map[*Script]*lua.LFunction // each script's function, made once per state
 	sources  map[string]string          // loadstring's chunks by name: their source, for errors
 	gen      uint64                     // the Engine.flushes fns belongs to
@@ -99,7 +103,7 @@ func newState(e *Engine) *state {
 		real:      make(map[*lua.LTable]*lua.LTable),
 		fns:       make(map[*Script]*lua.LFunction),
 		sources:   make(map[string]string),
-		strs:      make(map[string]lua.LString),
+		strs:      make(map[string]lua.LValue),
 		gen:       e.flushes.Load(),
 	}
 	st.run.resp = 2
@@ -243,8 +247,8 @@ func (st *state) clean() bool {
 func (st *state) setBase() {
 	L, g := st.L, st.g
 	set := func(name string, fn lua.LGFunction) { g.RawSetString(name, L.NewFunction(fn)) }
-	set("tostring", luaToString)
-	set("tonumber", luaToNumber)
+	set("tostring", st.luaToString)
+	set("tonumber", st.luaToNumber)
 	set("error", luaErrorFn)
 	set("pcall", st.pcall)
 	set("xpcall", st.xpcall)
@@ -302,8 +306,17 @@ func (st *state) setLibraries() {
 		sl.RawSetString("format", L.NewFunction(stringFormat))
 	}
 	if ml, ok := g.RawGetString("math").(*lua.LTable); ok {
-		ml.RawSetString("max", L.NewFunction(mathMinMax(true)))
-		ml.RawSetString("min", L.NewFunction(mathMinMax(false)))
+		ml.RawSetString("max", L.NewFunction(st.mathMinMax(true)))
+		ml.RawSetString("min", L.NewFunction(st.mathMinMax(false)))
+		// floor and ceil as gopher-lua's, their result boxed without an allocation.
+		ml.RawSetString("floor", L.NewFunction(func(L *lua.LState) int {
+			L.Push(st.box.number(math.Floor(float64(L.CheckNumber(1)))))
+			return 1
+		}))
+		ml.RawSetString("ceil", L.NewFunction(func(L *lua.LState) int {
+			L.Push(st.box.number(math.Ceil(float64(L.CheckNumber(1)))))
+			return 1
+		}))
 	}
 }
 
@@ -664,11 +677,11 @@ func luaString(v lua.LValue) lua.LString {
 }
 
 // luaToString is Lua 5.1's tostring: numbers as "%.14g".
-func luaToString(L *lua.LState) int {
+func (st *state) luaToString(L *lua.LState) int {
 	v := L.CheckAny(1)
 	switch v := v.(type) {
 	case lua.LNumber:
-		L.Push(lua.LString(luaNumberString(float64(v))))
+		L.Push(st.box.luaNumber(float64(v)))
 		return 1
 	case lua.LString:
 		L.Push(v)
@@ -679,7 +692,7 @@ func luaToString(L *lua.LState) int {
 }
 
 // luaToNumber is Lua 5.1's tonumber: strtod in base 10, strtoul in the others.
-func luaToNumber(L *lua.LState) int {
+func (st *state) luaToNumber(L *lua.LState) int {
 	v := L.CheckAny(1)
 	base := 10
 	if L.GetTop() >= 2 && L.Get(2) != lua.LNil {
@@ -692,7 +705,7 @@ func luaToNumber(L *lua.LState) int {
 			return 1
 		case lua.LString:
 			if f, ok := str2number(string(v)); ok {
-				L.Push(lua.LNumber(f))
+				L.Push(st.box.number(f))
 				return 1
 			}
 		}
@@ -797,7 +810,7 @@ func stringRep(L *lua.LState) int {
 
 // mathMinMax is math.max or math.min as Lua 5.1 computes them: a plain comparison loop,
 // so that NaN falls as C's does.
-func mathMinMax(isMax bool) lua.LGFunction {
+func (st *state) mathMinMax(isMax bool) lua.LGFunction {
 	return func(L *lua.LState) int {
 		m := L.CheckNumber(1)
 		for i := 2; i <= L.GetTop(); i++ {
@@ -806,7 +819,7 @@ func mathMinMax(isMax bool) lua.LGFunction {
 				m = d
 			}
 		}
-		L.Push(m)
+		L.Push(st.box.number(float64(m)))
 		return 1
 	}
 }

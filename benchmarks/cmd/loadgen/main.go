@@ -3,7 +3,8 @@
 // checks the Lua scripts that stand for each algorithm on Redis, then measures requests per second
 // and latency percentiles for each workload at 50 connections, pipeline 1 and 16, over random
 // keys and over one hot key, the resident memory per key of each algorithm, and the keys and
-// memory held under a churn of short-lived keys (churn.go). It prints a markdown report and
+// memory held under a churn of short-lived keys (churn.go), and EVALSHA of the limiter scripts
+// clients send, redis_rate's among them, on both servers (evalsha.go). It prints a markdown report and
 // writes it to benchmarks/RESULTS.md. Run it from the repository root:
 //
 //	make bench
@@ -12,6 +13,7 @@
 //	go run ./benchmarks/cmd/loadgen -only upstream [-duration 2s]
 //	go run ./benchmarks/cmd/loadgen -only policies [-duration 2s]
 //	go run ./benchmarks/cmd/loadgen -only collections [-duration 2s]
+//	go run ./benchmarks/cmd/loadgen -only scripts [-duration 2s]
 package main
 
 import (
@@ -51,7 +53,7 @@ func main() {
 	flag.DurationVar(&cfg.duration, "duration", 2*time.Second, "time of each measurement")
 	flag.IntVar(&cfg.durableKeys, "durablekeys", 1000000, "new keys for the memory measurement with and without persistence")
 	flag.DurationVar(&cfg.churn, "churn", 16*time.Second, "time of each churn measurement")
-	flag.StringVar(&cfg.only, "only", "", "run only this part: churn, collections, durable, policies, replication or upstream (the report goes to -out only if that is given)")
+	flag.StringVar(&cfg.only, "only", "", "run only this part: churn, collections, durable, policies, replication, scripts or upstream (the report goes to -out only if that is given)")
 	flag.Parse()
 	outSet := false
 	flag.Visit(func(f *flag.Flag) { outSet = outSet || f.Name == "out" })
@@ -138,6 +140,9 @@ func (r *runner) run() (string, error) {
 	case "collections":
 		run, err := r.collections()
 		return targetTable(collectionsTargets(run)) + collectionsSection(r.cfg, run), err
+	case "scripts":
+		run, err := r.evalsha()
+		return targetTable(evalshaTargets(run)) + evalshaSection(r.cfg, run), err
 	case "replication":
 		run, err := r.replication()
 		return replicationSection(r.cfg, run), err
@@ -145,7 +150,7 @@ func (r *runner) run() (string, error) {
 		rows, err := r.upstreamRun()
 		return targetTable(upstreamTargets(rows)) + upstreamSection(rows), err
 	default:
-		return "", fmt.Errorf("-only %q: the parts that run alone are churn, collections, durable, policies, replication and upstream", r.cfg.only)
+		return "", fmt.Errorf("-only %q: the parts that run alone are churn, collections, durable, policies, replication, scripts and upstream", r.cfg.only)
 	}
 	tNo, err := r.track(startThrottled("throttled (appendonly no)", r.cfg.bin, tmp+"/no", "--appendonly", "no"))
 	if err != nil {
@@ -209,10 +214,14 @@ func (r *runner) run() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	ev, err := r.evalsha()
+	if err != nil {
+		return "", err
+	}
 	log.Print("Go benchmarks of the server's verbs")
 	micro, err := micro()
 	if err != nil {
 		return "", err
 	}
-	return render(r.cfg, machine(tNo, redis), checks, rows, alwaysRows, ps, mem, durable, churn, repl, pol, up, coll, micro), nil
+	return render(r.cfg, machine(tNo, redis), checks, rows, alwaysRows, ps, mem, durable, churn, repl, pol, up, coll, ev, micro), nil
 }

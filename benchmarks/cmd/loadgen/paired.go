@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log"
 	"slices"
+	"time"
 
 	"throttled/benchmarks/loadtest"
 )
@@ -32,6 +33,9 @@ type pair struct {
 	a, b     side
 	ra, rb   []float64
 	median   float64
+	// ca and cb are the CPU time (ns) each side's server process spent per request in each
+	// round: on a machine others load, a steadier measure of cost than req/s.
+	ca, cb []float64
 }
 
 // pairs returns the comparisons the targets rest on: CL.THROTTLE against Redis INCR at P=1,
@@ -70,12 +74,21 @@ func (r *runner) measurePairs(ps []pair) error {
 			return out
 		}
 		reqsA, reqsB := requests(p.a), requests(p.b)
-		measure := func(s side, reqs [][]byte) (float64, error) {
+		measure := func(s side, reqs [][]byte, cpu *[]float64) (float64, error) {
+			started := make(chan int64, 1)
+			go func() { // the server's CPU time when the warm-up ends and counting starts
+				time.Sleep(r.cfg.warmup)
+				t, _ := cpuTicks(s.srv)
+				started <- t
+			}()
 			res, err := loadtest.Run(loadtest.Load{Addr: s.srv.addr, Conns: r.cfg.conns, Pipeline: p.pipeline,
 				Requests: reqs, Commands: s.commands, Warmup: r.cfg.warmup, Duration: r.cfg.duration})
+			before := <-started
 			if err != nil {
 				return 0, fmt.Errorf("%s P=%d: %w", s.label, p.pipeline, err)
 			}
+			after, _ := cpuTicks(s.srv)
+			*cpu = append(*cpu, float64(after-before)*1e7/float64(res.Requests)) // a tick is 10 ms
 			return res.PerSecond(), nil
 		}
 		ratios := make([]float64, pairRounds)
@@ -83,12 +96,12 @@ func (r *runner) measurePairs(ps []pair) error {
 			var a, b float64
 			var err error
 			if round%2 == 0 {
-				if a, err = measure(p.a, reqsA); err == nil {
-					b, err = measure(p.b, reqsB)
+				if a, err = measure(p.a, reqsA, &p.ca); err == nil {
+					b, err = measure(p.b, reqsB, &p.cb)
 				}
 			} else {
-				if b, err = measure(p.b, reqsB); err == nil {
-					a, err = measure(p.a, reqsA)
+				if b, err = measure(p.b, reqsB, &p.cb); err == nil {
+					a, err = measure(p.a, reqsA, &p.ca)
 				}
 			}
 			if err != nil {
