@@ -136,6 +136,11 @@ type Config struct {
 	SlowlogLogSlowerThan int64
 	// SlowlogMaxLen is how many entries SLOWLOG keeps ("slowlog-max-len"); default 128.
 	SlowlogMaxLen int
+	// LatencyTracking keeps each command's latency distribution ("latency-tracking"; default
+	// yes), which INFO latencystats shows at LatencyTrackingInfoPercentiles
+	// ("latency-tracking-info-percentiles", default "50 99 99.9").
+	LatencyTracking                bool
+	LatencyTrackingInfoPercentiles string
 	// DeniedEventsPerSecond caps the deny events published on __throttled__:denied and
 	// __throttled__:denied:<verb> ("denied-events-per-second"); default 1000, 0 none. Events over
 	// the cap are dropped and counted in INFO throttle.
@@ -200,9 +205,11 @@ func DefaultConfig() Config {
 		Shards:           256,
 		IOThreads:        max(1, startProcs/2),
 
-		SlowlogLogSlowerThan:  10000,
-		SlowlogMaxLen:         128,
-		DeniedEventsPerSecond: 1000,
+		SlowlogLogSlowerThan:           10000,
+		SlowlogMaxLen:                  128,
+		LatencyTracking:                true,
+		LatencyTrackingInfoPercentiles: "50 99 99.9",
+		DeniedEventsPerSecond:          1000,
 
 		HashMaxListpackEntries: 512,
 		HashMaxListpackValue:   64,
