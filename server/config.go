@@ -141,6 +141,10 @@ type Config struct {
 	// ("latency-tracking-info-percentiles", default "50 99 99.9").
 	LatencyTracking                bool
 	LatencyTrackingInfoPercentiles string
+	// BusyReplyThreshold is the time in ms after which a script that still runs makes other
+	// clients' commands answer BUSY ("busy-reply-threshold", "lua-time-limit"); default 5000,
+	// 0 never.
+	BusyReplyThreshold int
 	// DeniedEventsPerSecond caps the deny events published on __throttled__:denied and
 	// __throttled__:denied:<verb> ("denied-events-per-second"); default 1000, 0 none. Events over
 	// the cap are dropped and counted in INFO throttle.
@@ -209,6 +213,7 @@ func DefaultConfig() Config {
 		SlowlogMaxLen:                  128,
 		LatencyTracking:                true,
 		LatencyTrackingInfoPercentiles: "50 99 99.9",
+		BusyReplyThreshold:             defaultBusyReplyThreshold,
 		DeniedEventsPerSecond:          1000,
 
 		HashMaxListpackEntries: 512,
@@ -236,6 +241,12 @@ func (c Config) Validate() error {
 	}
 	if _, ok := logLevels[strings.ToLower(c.LogLevel)]; !ok {
 		return fmt.Errorf("loglevel: %q is not one of debug, verbose, notice, warning", c.LogLevel)
+	}
+	if _, err := parsePercentiles(c.LatencyTrackingInfoPercentiles); err != nil {
+		return fmt.Errorf("latency-tracking-info-percentiles: %q: %w", c.LatencyTrackingInfoPercentiles, err)
+	}
+	if c.BusyReplyThreshold < 0 {
+		return fmt.Errorf("busy-reply-threshold: %d must not be negative", c.BusyReplyThreshold)
 	}
 	if c.MaxClients < 1 {
 		return fmt.Errorf("maxclients: %d must be at least 1", c.MaxClients)

@@ -146,7 +146,7 @@ func New(cfg Config) (*Server, error) {
 	s.lastSave.Store(s.started.Unix())
 	s.replCfg.init(cfg)
 	s.commands = s.commandTable()
-	s.scripts.init()
+	s.scripts.init(cfg)
 	s.initObserver()
 	if err := s.loadPolicies(); err != nil {
 		return nil, err
