@@ -55,7 +55,11 @@ func cmdInfo(c *client, args [][]byte) error {
 		if b.Len() > 0 {
 			b.WriteString("\r\n")
 		}
-		b.WriteString("# " + strings.ToUpper(sec.name[:1]) + sec.name[1:] + "\r\n")
+		title := strings.ToUpper(sec.name[:1]) + sec.name[1:]
+		if sec.name == "cpu" {
+			title = "CPU" // as Redis writes it
+		}
+		b.WriteString("# " + title + "\r\n")
 		for _, f := range sec.fields() {
 			b.WriteString(f[0] + ":" + f[1] + "\r\n")
 		}
@@ -78,6 +82,7 @@ func (s *Server) infoSections() []infoSection {
 		{"persistence", s.infoPersistence},
 		{"replication", s.infoReplication},
 		{"stats", s.infoStats},
+		{"cpu", infoCPU},
 		{"commandstats", s.infoCommandStats},
 		{"latencystats", s.infoLatencyStats},
 		{"throttle", func() [][2]string { return append(s.infoThrottle(), s.infoDenyEvents()...) }},

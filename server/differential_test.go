@@ -306,7 +306,13 @@ func genStrings(r *rand.Rand) diffCmd {
 	if r.IntN(30) == 0 {
 		k = "b\x00\r\n\xff" // binary safe
 	}
-	switch r.IntN(44) {
+	switch r.IntN(47) {
+	case 44:
+		return cmd("GETSET", k, diffStrValue(r))
+	case 45:
+		return cmd("MSETNX", k, diffStrValue(r), k2, diffStrValue(r))
+	case 46:
+		return cmd(pick(r, "MSETNX", "GETSET"), k) // arity and wrong counts
 	case 0, 1:
 		return cmd(append([]string{"SET", k, diffStrValue(r)}, diffSetOptions(r)...)...)
 	case 2:

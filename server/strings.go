@@ -59,6 +59,8 @@ func stringCommands() []*command {
 		{name: "decrby", arity: 3, flags: "write denyoom fast", firstKey: 1, lastKey: 1, group: "string", since: "1.0.0", summary: "Decrements a number from the integer value of a key.", syntax: "key decrement", handler: incrHandler(-1, true)},
 		{name: "incrbyfloat", arity: 3, flags: "write denyoom fast", firstKey: 1, lastKey: 1, group: "string", since: "2.6.0", summary: "Increments the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.", syntax: "key increment", handler: cmdIncrByFloat},
 		{name: "getex", arity: -2, flags: "write fast", firstKey: 1, lastKey: 1, group: "string", since: "6.2.0", summary: "Returns the string value of a key after setting its expiration time.", syntax: "key [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|PERSIST]", handler: cmdGetEx},
+		{name: "getset", arity: 3, flags: "write denyoom fast", firstKey: 1, lastKey: 1, group: "string", since: "1.0.0", summary: "Returns the previous string value of a key after setting it to a new value.", syntax: "key value", handler: cmdGetSet},
+		{name: "msetnx", arity: -3, flags: "write denyoom", firstKey: 1, lastKey: -1, keyStep: 2, group: "string", since: "1.0.1", summary: "Atomically modifies the string values of one or more keys only when all keys don't exist.", syntax: "key value [key value ...]", handler: cmdMSetNX},
 		{name: "getdel", arity: 2, flags: "write fast", firstKey: 1, lastKey: 1, group: "string", since: "6.2.0", summary: "Returns the string value of a key after deleting the key.", syntax: "key", handler: cmdGetDel},
 		{name: "append", arity: 3, flags: "write denyoom fast", firstKey: 1, lastKey: 1, group: "string", since: "2.0.0", summary: "Appends a string to the value of a key. Creates the key if it doesn't exist.", syntax: "key value", handler: cmdAppend},
 		{name: "strlen", arity: 2, flags: "readonly fast", firstKey: 1, lastKey: 1, group: "string", since: "2.2.0", summary: "Returns the length of a string value.", syntax: "key", handler: cmdStrlen},
@@ -263,6 +265,49 @@ func cmdMSet(c *client, args [][]byte) error {
 		c.s.ks.Shard(args[i]).SetLocked(args[i], keyspace.Value{Kind: keyspace.String, Bytes: args[i+1]})
 	}
 	c.w.ok()
+	return nil
+}
+
+// MSETNX key value [key value ...]: all or none, none when any key exists, of any type.
+func cmdMSetNX(c *client, args [][]byte) error {
+	if len(args)%2 != 1 {
+		return errors.New("wrong number of arguments for 'msetnx' command")
+	}
+	keys := make([][]byte, 0, len(args)/2)
+	for i := 1; i < len(args); i += 2 {
+		keys = append(keys, args[i])
+	}
+	shards := c.s.ks.LockKeys(keys, nil)
+	defer keyspace.UnlockShards(shards)
+	now := c.now()
+	for _, k := range keys {
+		if _, ok := c.s.ks.Shard(k).GetLocked(k, now); ok {
+			c.w.int(0)
+			return nil
+		}
+	}
+	for i := 1; i < len(args); i += 2 {
+		c.s.ks.Shard(args[i]).SetLocked(args[i], keyspace.Value{Kind: keyspace.String, Bytes: args[i+1]})
+	}
+	c.w.int(1)
+	return nil
+}
+
+// GETSET key value: SET key value GET, which drops the key's expiry.
+func cmdGetSet(c *client, args [][]byte) error {
+	sh := c.s.ks.Shard(args[1])
+	sh.Lock()
+	defer sh.Unlock()
+	v, ok, err := getStringLocked(sh, args[1], c.now())
+	switch {
+	case err != nil:
+		return err
+	case ok:
+		c.w.bulk(v.Bytes) // written before the value it aliases is replaced
+	default:
+		c.w.null()
+	}
+	sh.SetLocked(args[1], keyspace.Value{Kind: keyspace.String, Bytes: args[2]})
 	return nil
 }
 
