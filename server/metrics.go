@@ -123,6 +123,8 @@ func (s *Server) readiness(primary, inSync bool, up *metrics.Upstream) (bool, st
 		return false, "replica not in sync with its primary"
 	case up != nil && up.Breaker != "closed":
 		return false, "upstream breaker " + up.Breaker
+	case !s.httpReady():
+		return false, "http-port not serving yet"
 	}
 	return true, ""
 }

@@ -49,6 +49,7 @@ type Server struct {
 	closeErr  error
 
 	metricsHTTP []*http.Server // serving metrics-port (metrics.go); guarded by mu
+	http        httpFront      // http-port (edgehttp.go); its api guarded by mu
 
 	level      *slog.LevelVar         // the log level CONFIG SET changes
 	levelName  atomic.Pointer[string] // loglevel as configured
@@ -166,7 +167,8 @@ func New(cfg Config) (*Server, error) {
 		s.closeUpstream()
 		return nil, err
 	}
-	s.params = append(append(append(append(s.paramTable(), s.observeParams()...), s.tlsParams()...), s.collectionParams()...), s.scriptParams()...) // after openStore: appendonly shows whether the store is open
+	s.params = append(append(append(append(s.paramTable(), s.observeParams()...), s.tlsParams()...), s.collectionParams()...), s.scriptParams()...)
+	s.params = append(s.params, s.httpParams()...) // after openStore: appendonly shows whether the store is open
 	s.paramsByName, s.paramNames = indexParams(s.params)
 	if err := s.startReplication(); err != nil {
 		s.closeStore()
@@ -176,6 +178,10 @@ func New(cfg Config) (*Server, error) {
 	s.initMemory()
 	s.initConns()
 	if err := s.startMetrics(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.startHTTP(); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -327,6 +333,7 @@ func (s *Server) Close() error {
 		c.hangup()
 	}
 	s.closeMetricsLocked()
+	s.closeHTTPLocked()
 	s.mu.Unlock()
 	s.repl.Close()
 	s.stopLoops()
