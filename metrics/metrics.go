@@ -22,7 +22,9 @@ type Snapshot struct {
 	Uptime  time.Duration
 
 	Decisions []Decisions // per rate-limit verb
-	Commands  []Command   // commands that ran or were refused
+	// Transports are the same decisions by the door they came in: resp, http.
+	Transports []Transport
+	Commands   []Command // commands that ran or were refused
 
 	Keys, KeysWithExpiry int64
 	MemoryBytes          uint64 // used_memory: the Go heap in use and Pebble's memory
@@ -45,6 +47,12 @@ type Snapshot struct {
 // Decisions counts one verb's decisions.
 type Decisions struct {
 	Verb            string
+	Allowed, Denied int64
+}
+
+// Transport is the decisions that came in by one door.
+type Transport struct {
+	Transport       string // resp, http
 	Allowed, Denied int64
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"throttled/httpapi"
+	"throttled/metrics"
 )
 
 // The glue of http-port: package httpapi serves HTTP and asks httpDecider, which runs each
@@ -85,6 +86,22 @@ func (s *Server) httpReady() bool {
 	api := s.http.api
 	s.mu.Unlock()
 	return s.cfg.HTTPPort == 0 || api != nil && api.Serving()
+}
+
+// transports splits the decisions by the door they came in: http-port's, and RESP's (the
+// rest: clients, scripts).
+func (s *Server) transports() []metrics.Transport {
+	resp := metrics.Transport{Transport: "resp", Allowed: s.stats.allowed.Load(), Denied: s.stats.denied.Load()}
+	s.mu.Lock()
+	api := s.http.api
+	s.mu.Unlock()
+	if api == nil {
+		return []metrics.Transport{resp}
+	}
+	st := api.Stats()
+	resp.Allowed -= st.Allowed
+	resp.Denied -= st.Denied
+	return []metrics.Transport{resp, {Transport: "http", Allowed: st.Allowed, Denied: st.Denied}}
 }
 
 func (s *Server) httpParams() []*param {

@@ -108,6 +108,17 @@ func TestHTTPCheck(t *testing.T) {
 	require.Equal(t, http.StatusOK, a.status)
 	require.Empty(t, a.header.Get("X-RateLimit-Limit"))
 	require.NotEmpty(t, a.header.Get("RateLimit"))
+
+	do(t, rdb, "CHECK", "api", "dave")
+	_, metrics := get(t, serveMetrics(t, ts)+"/metrics")
+	for _, want := range []string{
+		`throttled_transport_decisions_total{result="allowed",transport="http"} 6`,
+		`throttled_transport_decisions_total{result="denied",transport="http"} 2`,
+		`throttled_transport_decisions_total{result="allowed",transport="resp"} 1`,
+		`throttled_decisions_total{result="denied",verb="check"} 2`,
+	} {
+		require.Contains(t, metrics, want)
+	}
 }
 
 func TestHTTPBadRequests(t *testing.T) {

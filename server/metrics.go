@@ -80,6 +80,7 @@ func (s *Server) Snapshot(topDenied int) metrics.Snapshot {
 			}
 		}
 	}
+	snap.Transports = s.transports()
 	if topDenied > 0 {
 		top, _ := s.obs.denied.Top(topDenied, s.nowNano())
 		for _, e := range top {
