@@ -176,7 +176,14 @@ func (s *Server) auth(w http.ResponseWriter, r *http.Request) {
 
 // decide asks the Decider and sets the headers; false when it answered an error.
 func (s *Server) decide(w http.ResponseWriter, cred Credentials, req Request) (Result, bool) {
+	s.gate.RLock()
+	if s.done {
+		s.gate.RUnlock()
+		writeError(w, http.StatusServiceUnavailable, "server is shutting down")
+		return Result{}, false
+	}
 	res, err := s.d.Decide(cred, req)
+	s.gate.RUnlock()
 	if err != nil {
 		status := http.StatusServiceUnavailable
 		switch {

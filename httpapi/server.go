@@ -52,6 +52,11 @@ type Server struct {
 	mu      sync.Mutex // guards servers and closed
 	servers []*http.Server
 	closed  bool
+
+	// gate is held shared by each request while it decides, and by Close to wait them out:
+	// no decision runs on a server whose state is closing. done is set under it.
+	gate sync.RWMutex
+	done bool
 }
 
 // New returns a Server asking d for its decisions.
@@ -114,15 +119,19 @@ func (s *Server) Serve(ln net.Listener, conf *tls.Config) error {
 	return nil
 }
 
-// Close stops serving and closes every connection.
+// Close stops serving, closes every connection and waits for the decisions under way;
+// requests still arriving get 503.
 func (s *Server) Close() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.closed = true
 	for _, hs := range s.servers {
 		hs.Close()
 	}
 	s.servers = nil
+	s.mu.Unlock()
+	s.gate.Lock()
+	s.done = true
+	s.gate.Unlock()
 	return nil
 }
 

@@ -73,13 +73,6 @@ func (s *Server) httpTLSConfig() *tls.Config {
 	return s.serverTLSConfig()
 }
 
-// closeHTTPLocked stops http-port; s.mu is held.
-func (s *Server) closeHTTPLocked() {
-	if s.http.api != nil {
-		s.http.api.Close()
-	}
-}
-
 // httpReady is /readyz's word on http-port: serving when it is configured.
 func (s *Server) httpReady() bool {
 	s.mu.Lock()

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/base64"
@@ -8,11 +9,15 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"throttled/httpapi"
 )
 
 // serveHTTPAPI serves ts's HTTP decisions on 127.0.0.1:0 and returns the base URL.
@@ -271,4 +276,56 @@ func TestHTTPTLSAndLimits(t *testing.T) {
 	_, err = nc.Read(make([]byte, 1))
 	require.ErrorIs(t, err, io.EOF)
 	require.Contains(t, do(t, rdb, "INFO", "stats").(string), "rejected_connections:1")
+}
+
+func TestHTTPIdleTimeout(t *testing.T) {
+	ts := startServer(t, func(c *Config) { c.Timeout = 1 })
+	do(t, ts.client(t, 2), "POLICY.SET", "api", "WINDOW", "5", "1m")
+	addr := strings.TrimPrefix(serveHTTPAPI(t, ts), "http://")
+	nc, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer nc.Close()
+	body := `{"policy":"api","subject":"a"}`
+	_, err = io.WriteString(nc, "POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "+
+		strconv.Itoa(len(body))+"\r\n\r\n"+body)
+	require.NoError(t, err)
+	nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(nc), nil)
+	require.NoError(t, err)
+	io.Copy(io.Discard, resp.Body)
+	require.Equal(t, 200, resp.StatusCode)
+	// Idle past timeout (1 s), the connection is closed, as a RESP client's.
+	start := time.Now()
+	_, err = nc.Read(make([]byte, 1))
+	require.ErrorIs(t, err, io.EOF)
+	require.Less(t, time.Since(start), 5*time.Second)
+}
+
+// FuzzHTTPAPI sends arbitrary requests to http-port's handler: none panics, and each gets
+// one of the statuses the API answers, a 400 with a JSON error.
+func FuzzHTTPAPI(f *testing.F) {
+	ts := startServer(f)
+	do(f, ts.client(f, 2), "POLICY.SET", "api", "WINDOW", "5", "1m")
+	do(f, ts.client(f, 2), "POLICY.SET", "b", "LEAKYBUCKET", "5", "1", "1s")
+	api := httpapi.New(&httpDecider{s: ts.Server}, httpapi.Options{})
+	f.Add("POST", "/v1/check", "", `{"policy":"api","subject":"a"}`, "")
+	f.Add("POST", "/v1/check", "", `{"policies":["api","b"],"subject":"a","cost":3,"peek":true}`, "Basic eDp5")
+	f.Add("GET", "/v1/auth/b/x", "subject=header:X-Id&cost=2&deny=403", "", "Bearer a:b")
+	f.Add("PUT", "/v1/auth/api,b", "subject=user", "", "Basic !!")
+	f.Fuzz(func(t *testing.T, method, path, query, body, auth string) {
+		req := httptest.NewRequest("GET", "/", strings.NewReader(body))
+		req.Method, req.URL.Path, req.URL.RawQuery = method, path, query
+		req.Header.Set("Authorization", auth)
+		req.Header.Set("X-Id", body)
+		rec := httptest.NewRecorder()
+		api.ServeHTTP(rec, req)
+		switch rec.Code {
+		case 200:
+		case 400, 401, 403, 404, 405, 429:
+			var e map[string]any
+			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &e), "%d %q", rec.Code, rec.Body)
+		default:
+			t.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+	})
 }

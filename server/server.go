@@ -333,8 +333,11 @@ func (s *Server) Close() error {
 		c.hangup()
 	}
 	s.closeMetricsLocked()
-	s.closeHTTPLocked()
+	httpAPI := s.http.api
 	s.mu.Unlock()
+	if httpAPI != nil {
+		httpAPI.Close() // waits for its decisions under way, which may need s.mu
+	}
 	s.repl.Close()
 	s.stopLoops()
 	s.closeUpstream()
