@@ -30,9 +30,14 @@ const edgeLimit = 5
 // edgeSetup starts throttled with http-port and the api policy, and an app that counts the
 // requests it gets.
 func edgeSetup(t *testing.T) (p *process, httpPort int, app *httptest.Server, hits *atomic.Int64) {
-	httpPort = freePort(t)
-	p = start(t, "--http-port", strconv.Itoa(httpPort))
+	httpPort, metricsPort := freePort(t), freePort(t)
+	p = start(t, "--http-port", strconv.Itoa(httpPort), "--metrics-port", strconv.Itoa(metricsPort))
 	require.Equal(t, "OK", p.cli(t, "POLICY.SET", "api", "THROTTLE", "4", "1", "1h"))
+	require.Equal(t, "http-port\n"+strconv.Itoa(httpPort), p.cli(t, "CONFIG", "GET", "http-port"))
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", metricsPort))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "/readyz once http-port serves")
 	hits = new(atomic.Int64)
 	app = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
@@ -182,4 +187,23 @@ func TestCaddyForwardAuth(t *testing.T) {
 	waitListening(t, listen, out)
 	driveProxy(t, "http://"+listen, p, hits)
 	require.Contains(t, out.String(), `"X-Ratelimit-Status":["unavailable"]`, "Caddy logs that it failed open")
+}
+
+// A taken http-port stops the start with an error that names it.
+func TestHTTPPortTaken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	cmd := exec.Command(binary, "--port", strconv.Itoa(freePort(t)), "--dir", t.TempDir(), "--http-port", port)
+	done := make(chan []byte, 1)
+	go func() { out, _ := cmd.CombinedOutput(); done <- out }()
+	select {
+	case out := <-done:
+		require.NotEqual(t, 0, cmd.ProcessState.ExitCode())
+		require.Contains(t, string(out), "http-port")
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("throttled started on a taken http-port")
+	}
 }
