@@ -329,3 +329,43 @@ func FuzzHTTPAPI(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkHTTPDecide is one HTTP decision without HTTP: the glue's CHECK on its own
+// client and the parse of its reply, to set against BenchmarkCheck.
+func BenchmarkHTTPDecide(b *testing.B) {
+	ts := startServer(b)
+	do(b, ts.client(b, 2), "POLICY.SET", "api", "THROTTLE", "100", "10", "1m")
+	d := &httpDecider{s: ts.Server}
+	req := httpapi.Request{Policies: []string{"api"}, Subject: "k", Cost: 1}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := d.Decide(httpapi.Credentials{}, req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkHTTPAuth is forward-auth over loopback with keep-alive connections, as a proxy
+// asks: GET /v1/auth/api with the subject in X-Forwarded-For.
+func BenchmarkHTTPAuth(b *testing.B) {
+	ts := startServer(b)
+	do(b, ts.client(b, 2), "POLICY.SET", "api", "THROTTLE", "100", "10", "1m")
+	url := serveHTTPAPI(b, ts) + "/v1/auth/api"
+	c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		req, _ := http.NewRequest("GET", url, nil)
+		req.Header.Set("X-Forwarded-For", "203.0.113.7")
+		for pb.Next() {
+			resp, err := c.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	})
+}
