@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -243,18 +244,34 @@ type respReader struct {
 
 // header reads a line that starts with kind and returns its number.
 func (r *respReader) header(kind byte) int64 {
-	i := strings.Index(string(r.b), "\r\n")
-	if i < 2 || r.b[0] != kind {
+	i := bytes.Index(r.b, crlf)
+	if i < 2 || r.b[0] != kind || i > 21 {
 		r.bad = true
 		return 0
 	}
-	n, err := strconv.ParseInt(string(r.b[1:i]), 10, 64)
-	r.b = r.b[i+2:]
-	if err != nil {
+	digits, neg := r.b[1:i], false
+	if digits[0] == '-' {
+		digits, neg = digits[1:], true
+	}
+	var n int64
+	for _, d := range digits {
+		if d < '0' || d > '9' {
+			r.bad = true
+			return 0
+		}
+		n = n*10 + int64(d-'0')
+	}
+	if len(digits) == 0 {
 		r.bad = true
+	}
+	r.b = r.b[i+2:]
+	if neg {
+		return -n
 	}
 	return n
 }
+
+var crlf = []byte("\r\n")
 
 // decision reads [limited, limit, remaining, retry_after_ms, reset_after_ms, (delay_ms,) status].
 func (r *respReader) decision() httpapi.Decision {
