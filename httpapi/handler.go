@@ -26,6 +26,10 @@ const (
 // ServeHTTP answers one request. Nothing a client sends panics it: a handler's panic would
 // be net/http's to recover, and it is a bug.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h := s.opt.Routes[r.URL.Path]; h != nil {
+		h.ServeHTTP(w, r)
+		return
+	}
 	switch p := r.URL.Path; {
 	case p == checkPath:
 		if r.Method != http.MethodPost {

@@ -37,6 +37,9 @@ type Options struct {
 	Rejected func()
 	// IdleTimeout closes keep-alive connections idle this long; 0 for defaultIdle.
 	IdleTimeout time.Duration
+	// Routes are more handlers by exact path, served on the same port with the same
+	// bounds: envoyproxy/ratelimit's /json, for one. They do their own authentication.
+	Routes map[string]http.Handler
 }
 
 // Server answers decisions over HTTP. It is an http.Handler, and Serve serves it on a
