@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -368,4 +369,39 @@ func BenchmarkHTTPAuth(b *testing.B) {
 			resp.Body.Close()
 		}
 	})
+}
+
+// TestHTTPDuringClose: decisions under way when the server closes finish before its state
+// goes; later requests get 503 or a closed connection, never a panic.
+func TestHTTPDuringClose(t *testing.T) {
+	ts := startServer(t)
+	do(t, ts.client(t, 2), "POLICY.SET", "api", "THROTTLE", "1000", "1000", "1s")
+	base := serveHTTPAPI(t, ts)
+	httpDo(t, "POST", base+"/v1/check", `{"policy":"api","subject":"warm"}`)
+	done := make(chan error, 4)
+	for g := 0; g < 4; g++ {
+		go func() {
+			c := &http.Client{Timeout: 5 * time.Second}
+			for i := 0; ; i++ {
+				resp, err := c.Post(base+"/v1/check", "application/json", strings.NewReader(`{"policy":"api","subject":"s"}`))
+				if err != nil {
+					done <- nil // the port closed
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				switch resp.StatusCode {
+				case 200, 429, 503:
+				default:
+					done <- fmt.Errorf("status %d", resp.StatusCode)
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(100 * time.Millisecond)
+	require.NoError(t, ts.Close())
+	for g := 0; g < 4; g++ {
+		require.NoError(t, <-done)
+	}
 }
