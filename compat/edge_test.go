@@ -103,7 +103,7 @@ func driveProxy(t *testing.T, base string, p *process, hits *atomic.Int64) {
 		resp, body := get()
 		require.Equal(t, http.StatusOK, resp.StatusCode, body)
 		require.Equal(t, fmt.Sprintf(`"api";r=%d;t=%d`, edgeLimit-1-i, 3600*(i+1)), resp.Header.Get("RateLimit"))
-		require.Equal(t, `"api";q=5;w=3600`, resp.Header.Get("RateLimit-Policy"))
+		require.Equal(t, `"api";q=5;w=18000`, resp.Header.Get("RateLimit-Policy"))
 		require.Equal(t, strconv.Itoa(edgeLimit-1-i), resp.Header.Get("X-RateLimit-Remaining"))
 		require.Contains(t, body, "hello \"api\";r=", "the app saw the decision's headers")
 	}
@@ -113,7 +113,7 @@ func driveProxy(t *testing.T, base string, p *process, hits *atomic.Int64) {
 		retry, err := strconv.Atoi(resp.Header.Get("Retry-After"))
 		require.NoError(t, err, "Retry-After %q", resp.Header.Get("Retry-After"))
 		require.InDelta(t, 3600, retry, 2)
-		require.Equal(t, `"api";q=5;w=3600`, resp.Header.Get("RateLimit-Policy"))
+		require.Equal(t, `"api";q=5;w=18000`, resp.Header.Get("RateLimit-Policy"))
 		require.Equal(t, "0", resp.Header.Get("X-RateLimit-Remaining"))
 	}
 	require.Equal(t, int64(edgeLimit), hits.Load(), "denied requests never reach the app")

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -173,28 +174,44 @@ func (d *httpDecider) Decide(cred httpapi.Credentials, req httpapi.Request) (htt
 	for i := range res.Policies {
 		res.Policies[i].Policy = req.Policies[i]
 		if cp := pv.byName[req.Policies[i]]; cp != nil {
-			res.Policies[i].Window = policyWindow(cp.src.Args)
+			res.Policies[i].Window = policyWindow(cp.src.Args, res.Policies[i].Limit)
 		}
 	}
 	return res, nil
 }
 
-// policyWindow is the period of a policy's verb, for RateLimit-Policy's w: the parameter
-// after the counts (THROTTLE max_burst count period, TOKENBUCKET capacity refill period,
-// LEAKYBUCKET capacity leak period, SLIDE limit window, WINDOW limit window); 0 if none.
-func policyWindow(args []string) time.Duration {
-	at := 3
-	if len(args) > 0 && (strings.EqualFold(args[0], "slide") || strings.EqualFold(args[0], "window")) {
-		at = 2
-	}
-	if len(args) <= at {
+// policyWindow is RateLimit-Policy's w for a policy's verb and limit: the time in which q
+// (the limit) units pass from an idle key. The windows' (SLIDE limit window, WINDOW limit
+// window) is their window; the rates' (THROTTLE max_burst count period, TOKENBUCKET capacity
+// refill period, LEAKYBUCKET capacity leak period) is the time the rate takes to bring the
+// whole limit back: period * limit / count, so THROTTLE 99 100 1m is q=100;w=60. 0 if none.
+func policyWindow(args []string, limit int64) time.Duration {
+	if len(args) == 0 {
 		return 0
 	}
-	ns, err := parseDuration("period", []byte(args[at]))
-	if err != nil {
+	if strings.EqualFold(args[0], "slide") || strings.EqualFold(args[0], "window") {
+		if len(args) < 3 {
+			return 0
+		}
+		ns, err := parseDuration("window", []byte(args[2]))
+		if err != nil {
+			return 0
+		}
+		return time.Duration(ns)
+	}
+	if len(args) < 4 {
 		return 0
 	}
-	return time.Duration(ns)
+	ns, err := parseDuration("period", []byte(args[3]))
+	rate, rerr := strconv.ParseInt(args[2], 10, 64)
+	if err != nil || rerr != nil || rate <= 0 || limit <= 0 {
+		return 0
+	}
+	w := float64(ns) * float64(limit) / float64(rate)
+	if w > float64(math.MaxInt64) {
+		return 0
+	}
+	return time.Duration(w)
 }
 
 // errBadReply: CHECK wrote what a decision never is (a bug).
