@@ -16,9 +16,9 @@ import (
 //     first entry and its count. A place by score, member or rank is a binary search over
 //     the groups' first entries and a walk of one group (in a set, ordered); a rank is the
 //     counts before it.
-//   - slots: a hash table of the members (or fields), open addressing with linear probing, each slot
-//     the member's group and 39 bits of its hash, so that finding a member walks only the
-//     group its slot names. Two members with the same 39 bits have the same home slot, so
+//   - slots: a hash table of the members (or fields), open addressing with linear probing,
+//     each slot the member's group and 39 bits of its hash, so that finding a member walks
+//     only the group its slot names. Two members with the same 39 bits have the same home slot, so
 //     either's slot serves either: moving one to another group may relabel the other's.
 //     The hash's seed is the process's, named in the index by a random epoch: an index
 //     written by another process (read from the log, or sent by a primary) is used for its
@@ -98,7 +98,7 @@ func ixLen(b []byte) int {
 // bytes).
 func memberHash(raw []byte) uint64 { return maphash.Bytes(ixSeed, raw) }
 
-// keyHash is memberHash of the element k encodes.
+// hash is memberHash of the element k encodes.
 func (k *zmemberKey) hash() uint64 {
 	var h maphash.Hash
 	h.SetSeed(ixSeed)
@@ -201,11 +201,11 @@ func (x index) find(z, member []byte) (at, k, rank int, ok bool) {
 			if key.equal(z[off : off+k]) {
 				return off, k, x.rankOf(g) + r, true
 			}
-			n := zskip(z[off:])
-			if n == 0 {
+			e := zskip(z[off:])
+			if e == 0 {
 				break
 			}
-			off += n
+			off += e
 		}
 	}
 }

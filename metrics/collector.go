@@ -33,6 +33,7 @@ var (
 	commandRejected = newFamily("command_rejected_total", "Commands refused before running (arity, NOAUTH, READONLY...), by command.", prometheus.CounterValue, "command")
 	commandFailed   = newFamily("command_failed_total", "Commands that ran and replied an error, by command.", prometheus.CounterValue, "command")
 	commandSeconds  = newFamily("command_duration_seconds_total", "Time spent running commands, by command; divided by commands_total, the mean latency.", prometheus.CounterValue, "command")
+	commandLatency  = prometheus.NewDesc("throttled_command_duration_seconds", "Command latency, by decision verb (and CHECK) and \"other\" for the rest, from latency-tracking's histograms.", []string{"command"}, nil)
 	keys            = newFamily("keys", "Keys held.", prometheus.GaugeValue)
 	keysExpiring    = newFamily("keys_with_expiry", "Keys held with a time to live (every rate-limit key has one).", prometheus.GaugeValue)
 	memoryUsed      = newFamily("memory_used_bytes", "Memory in use: the Go heap and the persistence engine's memory (INFO used_memory).", prometheus.GaugeValue)
@@ -95,6 +96,13 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		emit(commandRejected, float64(cmd.Rejected), cmd.Name)
 		emit(commandFailed, float64(cmd.Failed), cmd.Name)
 		emit(commandSeconds, cmd.Time.Seconds(), cmd.Name)
+	}
+	for _, l := range s.Latencies {
+		buckets := make(map[float64]uint64, len(LatencyBuckets))
+		for i, b := range LatencyBuckets {
+			buckets[b] = l.Buckets[i]
+		}
+		ch <- prometheus.MustNewConstHistogram(commandLatency, l.Count, l.Sum.Seconds(), buckets, l.Command)
 	}
 	emit(keys, float64(s.Keys))
 	emit(keysExpiring, float64(s.KeysWithExpiry))
@@ -169,6 +177,10 @@ func Names() []string {
 		replLag, replReplicaOff, replLinkUp, replLastIO, replFull, replPartial, upLinkUp, upBreaker, upOpened,
 		upRoundTrips, upConflicts, upFailures, upLocal, upDegraded, upRTT} {
 		out = append(out, f.name)
+	}
+	// The histogram: its family, and the series a query names.
+	for _, suffix := range []string{"", "_bucket", "_count", "_sum"} {
+		out = append(out, "throttled_command_duration_seconds"+suffix)
 	}
 	return out
 }

@@ -25,6 +25,7 @@ type Snapshot struct {
 	// Transports are the same decisions by the door they came in: resp, http.
 	Transports []Transport
 	Commands   []Command // commands that ran or were refused
+	Latencies  []Latency // the decision verbs' and CHECK's, and "other" for the rest
 
 	Keys, KeysWithExpiry int64
 	MemoryBytes          uint64 // used_memory: the Go heap in use and Pebble's memory
@@ -61,6 +62,21 @@ type Command struct {
 	Name                    string
 	Calls, Rejected, Failed int64
 	Time                    time.Duration // spent running it
+}
+
+// LatencyBuckets are the upper bounds, in seconds, of throttled_command_duration_seconds.
+var LatencyBuckets = []float64{50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3, 1}
+
+// Latency is one command's latency distribution (latency-tracking), or "other" for every
+// command that is not a decision.
+type Latency struct {
+	Command string
+	Count   uint64
+	Sum     time.Duration
+	Buckets []uint64 // the calls at most LatencyBuckets[i], cumulative
+	// P50, P99 and P999 are the percentiles from the fine histogram (within 1%), for the
+	// status page.
+	P50, P99, P999 time.Duration
 }
 
 // Denied is one of the most denied keys: Count denials over the window, an estimate.

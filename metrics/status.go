@@ -84,6 +84,11 @@ td:first-child,th:first-child{text-align:left} .ok{color:#1a7f37;font-weight:600
 {{range .Verbs}}<tr><td>{{.Verb}}</td><td>{{rate .AllowedRate}}</td><td>{{rate .DeniedRate}}</td><td>{{.Allowed}}</td><td>{{.Denied}}</td></tr>
 {{end}}</table>
 <div class="meta">deny events published {{.S.DeniedEventsPublished}}, dropped {{.S.DeniedEventsDropped}}</div>
+<h2>Latency</h2>
+<table><tr><th>command</th><th>calls</th><th>p50</th><th>p99</th><th>p99.9</th></tr>
+{{range .S.Latencies}}<tr><td>{{.Command}}</td><td>{{.Count}}</td><td>{{.P50}}</td><td>{{.P99}}</td><td>{{.P999}}</td></tr>
+{{else}}<tr><td colspan="5">none (latency-tracking no, or no calls yet)</td></tr>
+{{end}}</table>
 </div><div>
 <h2>Most denied keys, last {{window .S.TopDeniedWindow}}</h2>
 <table><tr><th>key</th><th>denials</th></tr>

@@ -50,8 +50,8 @@
 // holder may be waiting for one of its stripes, taken in order) and no write set is torn:
 // every write is made, each command atomic. What is given up, in that rare case (a write
 // before an undeclared key whose stripe is held by a slow or waiting holder), is isolation
-// from that one holder, for that key. Plain commands of other clients take no stripe, here
-// as under EXEC: they may run between two commands of a script, each atomic on its own.
+// from that one holder, for that key. A plain command of another client on a key whose
+// stripe the script holds waits for it to end, as under EXEC (the server's gate, multi.go).
 //
 // A script that runs long is watched from inside: every loop and function body calls the
 // tick function (rewrite.go), and every few commands the clock and the heap are read. Past

@@ -49,7 +49,7 @@ func cmdInfo(c *client, args [][]byte) error {
 	var b strings.Builder
 	for _, sec := range c.s.infoSections() {
 		// commandstats is not a default section, as in Redis: INFO, INFO default leave it out.
-		if !all && !want[sec.name] && (!deflt || sec.name == "commandstats") {
+		if !all && !want[sec.name] && (!deflt || sec.name == "commandstats" || sec.name == "latencystats") {
 			continue
 		}
 		if b.Len() > 0 {
@@ -79,6 +79,7 @@ func (s *Server) infoSections() []infoSection {
 		{"replication", s.infoReplication},
 		{"stats", s.infoStats},
 		{"commandstats", s.infoCommandStats},
+		{"latencystats", s.infoLatencyStats},
 		{"throttle", func() [][2]string { return append(s.infoThrottle(), s.infoDenyEvents()...) }},
 		{"upstream", s.infoUpstream},
 		{"scripting", s.infoScripting},

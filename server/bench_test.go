@@ -13,6 +13,9 @@ import (
 
 // benchVerb runs one request through dispatch, handler, keyspace and reply
 // encoding (no network), on 1000 keys from each goroutine.
+// benchPrepare, when set, prepares each benchmark's server (BenchmarkLatencyTracking).
+var benchPrepare func(*Server)
+
 func benchVerb(b *testing.B, args ...string) {
 	benchKeys(b, 1000, false, args...)
 }
@@ -42,6 +45,9 @@ func benchKeys(b *testing.B, nkeys int, random bool, args ...string) {
 		shared = benchKeyNames(nkeys)
 	} else {
 		s, _ = fuzzServer(b)
+	}
+	if benchPrepare != nil {
+		benchPrepare(s)
 	}
 	var seed atomic.Uint64
 	b.ResetTimer()
@@ -243,4 +249,15 @@ func benchOn(b *testing.B, s *Server, args ...string) {
 			c.w.b = c.w.b[:0]
 		}
 	})
+}
+
+// BenchmarkLatencyTracking is what latency-tracking costs a decision: THROTTLE and
+// CL.THROTTLE with it (the default) and without.
+func BenchmarkLatencyTracking(b *testing.B) {
+	for _, on := range []bool{true, false} {
+		benchPrepare = func(s *Server) { s.latency.on.Store(on) }
+		b.Run("tracking="+yesNo(on)+"/THROTTLE", func(b *testing.B) { benchVerb(b, "THROTTLE", "k", "100", "10", "1m", "COST", "1") })
+		b.Run("tracking="+yesNo(on)+"/CL.THROTTLE", func(b *testing.B) { benchVerb(b, "CL.THROTTLE", "k", "100", "10", "60", "1") })
+	}
+	benchPrepare = nil
 }

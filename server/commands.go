@@ -163,6 +163,7 @@ func (s *Server) commandTable() map[string]*command {
 		{"command", commandSubcommands()},
 		{"pubsub", pubsubSubcommands()},
 		{"slowlog", slowlogSubcommands()},
+		{"latency", latencySubcommands()},
 		{"acl", aclSubcommands()},
 		{"object", objectSubcommands()},
 		{"script", scriptSubcommands()},

@@ -136,6 +136,15 @@ type Config struct {
 	SlowlogLogSlowerThan int64
 	// SlowlogMaxLen is how many entries SLOWLOG keeps ("slowlog-max-len"); default 128.
 	SlowlogMaxLen int
+	// LatencyTracking keeps each command's latency distribution ("latency-tracking"; default
+	// yes), which INFO latencystats shows at LatencyTrackingInfoPercentiles
+	// ("latency-tracking-info-percentiles", default "50 99 99.9").
+	LatencyTracking                bool
+	LatencyTrackingInfoPercentiles string
+	// BusyReplyThreshold is the time in ms after which a script that still runs makes other
+	// clients' commands answer BUSY ("busy-reply-threshold", "lua-time-limit"); default 5000,
+	// 0 never.
+	BusyReplyThreshold int
 	// DeniedEventsPerSecond caps the deny events published on __throttled__:denied and
 	// __throttled__:denied:<verb> ("denied-events-per-second"); default 1000, 0 none. Events over
 	// the cap are dropped and counted in INFO throttle.
@@ -210,9 +219,12 @@ func DefaultConfig() Config {
 		Shards:            256,
 		IOThreads:         max(1, startProcs/2),
 
-		SlowlogLogSlowerThan:  10000,
-		SlowlogMaxLen:         128,
-		DeniedEventsPerSecond: 1000,
+		SlowlogLogSlowerThan:           10000,
+		SlowlogMaxLen:                  128,
+		LatencyTracking:                true,
+		LatencyTrackingInfoPercentiles: "50 99 99.9",
+		BusyReplyThreshold:             defaultBusyReplyThreshold,
+		DeniedEventsPerSecond:          1000,
 
 		HashMaxListpackEntries: 512,
 		HashMaxListpackValue:   64,
@@ -239,6 +251,12 @@ func (c Config) Validate() error {
 	}
 	if _, ok := logLevels[strings.ToLower(c.LogLevel)]; !ok {
 		return fmt.Errorf("loglevel: %q is not one of debug, verbose, notice, warning", c.LogLevel)
+	}
+	if _, err := parsePercentiles(c.LatencyTrackingInfoPercentiles); err != nil {
+		return fmt.Errorf("latency-tracking-info-percentiles: %q: %w", c.LatencyTrackingInfoPercentiles, err)
+	}
+	if c.BusyReplyThreshold < 0 {
+		return fmt.Errorf("busy-reply-threshold: %d must not be negative", c.BusyReplyThreshold)
 	}
 	if c.MaxClients < 1 {
 		return fmt.Errorf("maxclients: %d must be at least 1", c.MaxClients)

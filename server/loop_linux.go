@@ -17,6 +17,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"throttled/latency"
+
 	"throttled/upstream"
 )
 
@@ -31,12 +33,13 @@ type loop struct {
 	epfd    int
 	wakefd  int // an eventfd: a client was added, or the loop must stop
 	events  []unix.EpollEvent
-	clients []*client       // by fd
-	syncing []*client       // replies waiting for a sync (appendfsync always)
-	calls   []upstream.Call // parked in this round, for the upstream (upstream_linux.go)
-	now     int64           // when epoll_wait last returned, Unix ns
-	mono    int64           // the same moment on observer.mono's clock
-	fresh   bool            // no client's commands have run since: mono is when the next batch starts
+	clients []*client         // by fd
+	syncing []*client         // replies waiting for a sync (appendfsync always)
+	calls   []upstream.Call   // parked in this round, for the upstream (upstream_linux.go)
+	now     int64             // when epoll_wait last returned, Unix ns
+	mono    int64             // the same moment on observer.mono's clock
+	fresh   bool              // no client's commands have run since: mono is when the next batch starts
+	lat     *latency.Recorder // the latencies of its clients' commands
 	done    chan struct{}
 
 	// gen counts the goroutines that took the loop over from one held in a long command
@@ -91,7 +94,16 @@ func newLoop(s *Server) (*loop, error) {
 		unix.Close(wakefd)
 		return nil, err
 	}
-	return &loop{s: s, epfd: epfd, wakefd: wakefd, events: make([]unix.EpollEvent, 256), done: make(chan struct{})}, nil
+	return &loop{s: s, epfd: epfd, wakefd: wakefd, events: make([]unix.EpollEvent, 256), done: make(chan struct{}), lat: s.newRecorder()}, nil
+}
+
+// latencyRecorder is where c's commands count their latency: its event loop's recorder,
+// or the shared one.
+func (c *client) latencyRecorder() *latency.Recorder {
+	if c.loop != nil {
+		return c.loop.lat
+	}
+	return c.s.latency.shared[c.id%int64(len(c.s.latency.shared))]
 }
 
 // stopLoops closes every client of every loop and waits for the loops to end.

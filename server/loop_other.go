@@ -2,7 +2,11 @@
 
 package server
 
-import "net"
+import (
+	"net"
+
+	"throttled/latency"
+)
 
 // Event loops are built on epoll; elsewhere every client has a goroutine of its own.
 type (
@@ -17,3 +21,8 @@ func (s *Server) attach(nc net.Conn) bool { return false }
 
 // hangup ends c's connection from any goroutine; the goroutine serving c sees it closed.
 func (c *client) hangup() { c.nc.Close() }
+
+// latencyRecorder is where c's commands count their latency.
+func (c *client) latencyRecorder() *latency.Recorder {
+	return c.s.latency.shared[c.id%int64(len(c.s.latency.shared))]
+}

@@ -81,6 +81,7 @@ func (s *Server) Snapshot(topDenied int) metrics.Snapshot {
 		}
 	}
 	snap.Transports = s.transports()
+	snap.Latencies = s.latencies()
 	if topDenied > 0 {
 		top, _ := s.obs.denied.Top(topDenied, s.nowNano())
 		for _, e := range top {

@@ -103,6 +103,7 @@ func (s *Server) timed(c *client, cmd *command, args [][]byte, start int64) {
 	// both at once costs one transfer of the line, not two.
 	cmd.calls.Add(1)
 	cmd.nsec.Add(d)
+	s.recordLatency(c, cmd, d)
 	if t := s.obs.slowerThan.Load(); t >= 0 && d >= t*1000 {
 		s.logSlow(c, cmd, args, d)
 	}
@@ -151,6 +152,7 @@ func (o *observer) trimSlowLocked() {
 func observeCommands() []*command {
 	return []*command{
 		{name: "slowlog", arity: -2, flags: "admin loading stale", group: "server", since: "2.2.12", summary: "A container for slow log commands."},
+		{name: "latency", arity: -2, group: "server", since: "2.8.13", summary: "A container for latency diagnostics commands."},
 		{name: "monitor", arity: 1, flags: "admin noscript loading stale no-multi", group: "server", since: "1.0.0", summary: "Listens for all requests received by the server in real-time.", handler: cmdMonitor, detach: true},
 		{name: "topdenied", arity: -1, flags: "readonly loading stale", group: "ratelimit", since: "0.1.0", summary: "Returns the most denied keys of the last one to two minutes, most denied first, with their estimated denials.", syntax: "[count]", handler: cmdTopDenied},
 	}
@@ -399,6 +401,7 @@ func (s *Server) infoCommandStats() [][2]string {
 // resetObserved clears what CONFIG RESETSTAT clears of the tools: commands' times and
 // rejections.
 func (s *Server) resetObserved() {
+	s.latency.set.Reset()
 	for _, cmd := range s.commands {
 		for _, cc := range append([]*command{cmd}, sortedSubcommands(cmd)...) {
 			cc.nsec.Store(0)

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"throttled/metrics"
 )
 
 // TestPrometheusScrape runs Debian's prometheus (make deps installs it) against the metrics
@@ -90,7 +93,7 @@ scrape_configs:
 		for _, s := range r.Data.Result {
 			v, err := strconv.ParseFloat(s.Value[1].(string), 64)
 			require.NoError(t, err)
-			out[s.Metric["verb"]] = v
+			out[s.Metric["verb"]+s.Metric["command"]] = v
 		}
 		return out
 	}
@@ -106,4 +109,21 @@ scrape_configs:
 	require.Greater(t, rates["cl.throttle"], 0.0)
 	require.InDelta(t, 2.0, rates["throttle"]/rates["cl.throttle"], 0.2, "THROTTLE was denied twice as often")
 	require.Equal(t, 0.0, rates["gcra"], "no GCRA denials")
+
+	// The latency histogram: every THROTTLE call counted, and Prometheus's p99 in the bucket
+	// that holds the server's own (INFO latencystats), as histogram_quantile interpolates
+	// within a bucket.
+	require.Equal(t, float64(2*denied+1), query(`throttled_command_duration_seconds_count{command="throttle"}`)["throttle"])
+	p99 := query(`histogram_quantile(0.99, sum by (le) (throttled_command_duration_seconds_bucket{command="throttle"}))`)[""]
+	ownUsec := latencyPercentile(t, do(t, rdb, "INFO", "latencystats").(string), "throttle", "p99")
+	lo, hi := 0.0, math.Inf(1)
+	for _, b := range metrics.LatencyBuckets {
+		if ownUsec/1e6 <= b {
+			hi = b
+			break
+		}
+		lo = b
+	}
+	t.Logf("THROTTLE p99: %.6f s from Prometheus, %.3f us from INFO latencystats", p99, ownUsec)
+	require.True(t, p99 >= lo && p99 <= hi, "Prometheus's p99 %v is in the bucket (%v, %v] of the server's %v us", p99, lo, hi, ownUsec)
 }

@@ -50,10 +50,10 @@ type luaScripts struct {
 	nbusy atomic.Int32 // len(busy): commands of other clients get BUSY while it is not 0
 }
 
-func (l *luaScripts) init() {
+func (l *luaScripts) init(cfg Config) {
 	l.eng = scripting.New()
 	l.busy = make(map[*scriptRun]struct{})
-	l.busyAfter.Store(defaultBusyReplyThreshold)
+	l.busyAfter.Store(int64(cfg.BusyReplyThreshold))
 }
 
 // defaultBusyReplyThreshold is Redis's busy-reply-threshold, in milliseconds.

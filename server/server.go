@@ -61,7 +61,8 @@ type Server struct {
 	paramNames   []paramNamed      // every name, sorted, for CONFIG GET
 	rewriteMu    sync.Mutex        // one CONFIG REWRITE at a time
 
-	txLocks txLocks // EXEC's and scripts' stripes by key
+	txLocks txLocks  // EXEC's and scripts' stripes by key
+	latency tracking // latency-tracking's histograms (latency.go)
 
 	scripts luaScripts // the script cache, interpreters and busy scripts (scripting.go)
 
@@ -146,7 +147,7 @@ func New(cfg Config) (*Server, error) {
 	s.lastSave.Store(s.started.Unix())
 	s.replCfg.init(cfg)
 	s.commands = s.commandTable()
-	s.scripts.init()
+	s.scripts.init(cfg)
 	s.initObserver()
 	if err := s.loadPolicies(); err != nil {
 		return nil, err
@@ -155,6 +156,7 @@ func New(cfg Config) (*Server, error) {
 	if err := s.openACL(); err != nil {
 		return nil, err
 	}
+	s.initLatency()
 	if err := s.openTLS(); err != nil {
 		return nil, err
 	}
@@ -167,8 +169,9 @@ func New(cfg Config) (*Server, error) {
 		s.closeUpstream()
 		return nil, err
 	}
-	s.params = append(append(append(append(s.paramTable(), s.observeParams()...), s.tlsParams()...), s.collectionParams()...), s.scriptParams()...)
-	s.params = append(s.params, s.httpParams()...) // after openStore: appendonly shows whether the store is open
+	// after openStore: appendonly shows whether the store is open
+	s.params = append(append(append(append(append(s.paramTable(), s.observeParams()...), s.tlsParams()...), s.collectionParams()...), s.scriptParams()...), s.latencyParams()...)
+	s.params = append(s.params, s.httpParams()...)
 	s.paramsByName, s.paramNames = indexParams(s.params)
 	if err := s.startReplication(); err != nil {
 		s.closeStore()

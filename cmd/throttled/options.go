@@ -221,6 +221,15 @@ func setOption(cfg *server.Config, name string, values []string) error {
 		on, err := yes()
 		cfg.HTTPLegacyHeaders = on
 		return err
+	case "latency-tracking":
+		on, err := yes()
+		cfg.LatencyTracking = on
+		return err
+	case "latency-tracking-info-percentiles": // quoted as one value, or as several
+		cfg.LatencyTrackingInfoPercentiles = strings.Join(values, " ")
+		return nil
+	case "busy-reply-threshold", "lua-time-limit":
+		return number(&cfg.BusyReplyThreshold)
 
 	// The data types' thresholds, with Redis's names and their older ziplist aliases.
 	case "hash-max-listpack-entries", "hash-max-ziplist-entries":

@@ -14,6 +14,7 @@
 //	go run ./benchmarks/cmd/loadgen -only policies [-duration 2s]
 //	go run ./benchmarks/cmd/loadgen -only collections [-duration 2s]
 //	go run ./benchmarks/cmd/loadgen -only scripts [-duration 2s]
+//	go run ./benchmarks/cmd/loadgen -only latency [-duration 2s]
 package main
 
 import (
@@ -143,6 +144,9 @@ func (r *runner) run() (string, error) {
 	case "scripts":
 		run, err := r.evalsha()
 		return targetTable(evalshaTargets(run)) + evalshaSection(r.cfg, run), err
+	case "latency":
+		ps, err := r.latencyTracking()
+		return targetTable(latencyTargets(ps)) + latencySection(r.cfg, ps), err
 	case "replication":
 		run, err := r.replication()
 		return replicationSection(r.cfg, run), err
@@ -150,7 +154,7 @@ func (r *runner) run() (string, error) {
 		rows, err := r.upstreamRun()
 		return targetTable(upstreamTargets(rows)) + upstreamSection(rows), err
 	default:
-		return "", fmt.Errorf("-only %q: the parts that run alone are churn, collections, durable, policies, replication, scripts and upstream", r.cfg.only)
+		return "", fmt.Errorf("-only %q: the parts that run alone are churn, collections, durable, latency, policies, replication, scripts and upstream", r.cfg.only)
 	}
 	tNo, err := r.track(startThrottled("throttled (appendonly no)", r.cfg.bin, tmp+"/no", "--appendonly", "no"))
 	if err != nil {
@@ -218,10 +222,14 @@ func (r *runner) run() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	lat, err := r.latencyTracking()
+	if err != nil {
+		return "", err
+	}
 	log.Print("Go benchmarks of the server's verbs")
 	micro, err := micro()
 	if err != nil {
 		return "", err
 	}
-	return render(r.cfg, machine(tNo, redis), checks, rows, alwaysRows, ps, mem, durable, churn, repl, pol, up, coll, ev, micro), nil
+	return render(r.cfg, machine(tNo, redis), checks, rows, alwaysRows, ps, mem, durable, churn, repl, pol, up, coll, ev, lat, micro), nil
 }

@@ -60,7 +60,7 @@ func thousands(n float64) string {
 }
 
 // render writes the report in markdown.
-func render(cfg config, m machineInfo, checks []check, rows, alwaysRows []row, ps []pair, mem []memRow, durable []durableRow, churn []churnRun, repl replRun, pol []pair, up []upstreamRow, coll collRun, ev evalshaRun, micro []microRow) string {
+func render(cfg config, m machineInfo, checks []check, rows, alwaysRows []row, ps []pair, mem []memRow, durable []durableRow, churn []churnRun, repl replRun, pol []pair, up []upstreamRow, coll collRun, ev evalshaRun, lat []pair, micro []microRow) string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	p("# throttled against Redis\n\n")
@@ -83,7 +83,7 @@ func render(cfg config, m machineInfo, checks []check, rows, alwaysRows []row, p
 	p("## Targets\n\n")
 	p("CL.THROTTLE over 100000 random keys unless said; a ratio is of req/s in this run.\n\n")
 	p("| target | measured | met |\n|---|---|---|\n")
-	all := slices.Concat(targets(rows, ps, mem, micro), durableTargets(durable, cfg.durableKeys), churnTargets(churn), replicationTargets(repl), policiesTargets(pol), upstreamTargets(up), collectionsTargets(coll), evalshaTargets(ev))
+	all := slices.Concat(targets(rows, ps, mem, micro), durableTargets(durable, cfg.durableKeys), churnTargets(churn), replicationTargets(repl), policiesTargets(pol), upstreamTargets(up), collectionsTargets(coll), evalshaTargets(ev), latencyTargets(lat))
 	for _, t := range all {
 		p("| %s | %s | %s |\n", t.name, t.measured, yesNo(t.met))
 	}
@@ -153,6 +153,7 @@ func render(cfg config, m machineInfo, checks []check, rows, alwaysRows []row, p
 	b.WriteString(upstreamSection(up))
 	b.WriteString(collectionsSection(cfg, coll))
 	b.WriteString(evalshaSection(cfg, ev))
+	b.WriteString(latencySection(cfg, lat))
 
 	p("\n## Go benchmarks of each verb's path\n\n")
 	p("`go test -run '^$' -bench . -benchmem ./server`: one request through parsing, dispatch, the\n")

@@ -1,0 +1,249 @@
+package server
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"throttled/latency"
+	"throttled/metrics"
+)
+
+// Latency tracking, as Redis 7's (latency-tracking yes): each command's latency in a
+// histogram that each event loop keeps for itself (package latency), read by INFO
+// latencystats, LATENCY HISTOGRAM and the Prometheus histogram.
+
+// tracking is the server's latency-tracking state.
+type tracking struct {
+	on          atomic.Bool
+	percentiles atomic.Pointer[[]float64] // latency-tracking-info-percentiles
+	set         latency.Set
+	shared      [16]*latency.Recorder // the clients no event loop serves, by id: few share one
+	byID        []*command            // commands by aclID, for the replies
+}
+
+// initLatency prepares tracking once the commands have their ids (openACL).
+func (s *Server) initLatency() {
+	t := &s.latency
+	t.byID = make([]*command, 0, len(s.commands))
+	for _, cmd := range s.sortedCommands() {
+		for _, cc := range append([]*command{cmd}, sortedSubcommands(cmd)...) {
+			for len(t.byID) <= cc.aclID {
+				t.byID = append(t.byID, nil)
+			}
+			t.byID[cc.aclID] = cc
+		}
+	}
+	for i := range t.shared {
+		t.shared[i] = s.newRecorder()
+	}
+	t.on.Store(s.cfg.LatencyTracking)
+	p, _ := parsePercentiles(s.cfg.LatencyTrackingInfoPercentiles)
+	t.percentiles.Store(&p)
+}
+
+// newRecorder returns a recorder of the set, for an event loop.
+func (s *Server) newRecorder() *latency.Recorder {
+	r := latency.NewRecorder(len(s.latency.byID))
+	s.latency.set.Add(r)
+	return r
+}
+
+// recordLatency counts a call of cmd that took d ns, in c's event loop's recorder.
+func (s *Server) recordLatency(c *client, cmd *command, d int64) {
+	if s.latency.on.Load() {
+		c.latencyRecorder().Record(cmd.aclID, d)
+	}
+}
+
+// parsePercentiles reads latency-tracking-info-percentiles: numbers from 0 to 100, apart.
+func parsePercentiles(v string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Fields(v) {
+		p, err := strconv.ParseFloat(f, 64)
+		if err != nil || p < 0 || p > 100 {
+			return nil, errors.New("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]")
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func formatPercentiles(ps []float64) string {
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = strconv.FormatFloat(p, 'f', -1, 64)
+	}
+	return strings.Join(parts, " ")
+}
+
+// latencyParams are latency-tracking and latency-tracking-info-percentiles.
+func (s *Server) latencyParams() []*param {
+	t := &s.latency
+	def := DefaultConfig()
+	return []*param{
+		{name: "latency-tracking", def: yesNo(def.LatencyTracking), file: plainValue,
+			get: func() string { return yesNo(t.on.Load()) },
+			set: func(v string) (func(), error) {
+				switch strings.ToLower(v) {
+				case "yes":
+					return func() { t.on.Store(true) }, nil
+				case "no":
+					return func() { t.on.Store(false) }, nil
+				}
+				return nil, errors.New("argument must be 'yes' or 'no'")
+			}},
+		{name: "latency-tracking-info-percentiles", def: def.LatencyTrackingInfoPercentiles, file: quoted,
+			get: func() string { return formatPercentiles(*t.percentiles.Load()) },
+			set: func(v string) (func(), error) {
+				p, err := parsePercentiles(v)
+				if err != nil {
+					return nil, err
+				}
+				return func() { t.percentiles.Store(&p) }, nil
+			}},
+	}
+}
+
+// infoLatencyStats is INFO latencystats: each command's percentiles, in µs.
+func (s *Server) infoLatencyStats() [][2]string {
+	t := &s.latency
+	ps := *t.percentiles.Load()
+	var out [][2]string
+	for _, cmd := range t.byID {
+		snap, ok := t.set.Merge(cmd.aclID)
+		if !ok {
+			continue
+		}
+		var b []byte
+		for i, p := range ps {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, 'p')
+			b = strconv.AppendFloat(b, p, 'f', -1, 64)
+			b = append(b, '=')
+			b = strconv.AppendFloat(b, snap.Percentile(p)/1000, 'f', 3, 64)
+		}
+		out = append(out, [2]string{"latency_percentiles_usec_" + cmd.name, string(b)})
+	}
+	return out
+}
+
+// latencies are the distributions /metrics shows: each decision verb's and CHECK's, and
+// "other" for the other commands together.
+func (s *Server) latencies() []metrics.Latency {
+	var out []metrics.Latency
+	var other latency.Snapshot
+	var otherSum time.Duration
+	add := func(name string, snap *latency.Snapshot, sum time.Duration) {
+		l := metrics.Latency{Command: name, Count: snap.Total, Sum: sum, Buckets: make([]uint64, len(metrics.LatencyBuckets)),
+			P50: time.Duration(snap.Percentile(50)), P99: time.Duration(snap.Percentile(99)), P999: time.Duration(snap.Percentile(99.9))}
+		for i, b := range metrics.LatencyBuckets {
+			l.Buckets[i] = snap.Below(b * 1e9)
+		}
+		out = append(out, l)
+	}
+	for _, cmd := range s.latency.byID {
+		snap, ok := s.latency.set.Merge(cmd.aclID)
+		switch {
+		case !ok:
+		case cmd.has(flagRatelimit) && cmd.parent == nil:
+			add(cmd.name, snap, time.Duration(cmd.nsec.Load()))
+		default:
+			other.Add(snap)
+			otherSum += time.Duration(cmd.nsec.Load())
+		}
+	}
+	if other.Total > 0 {
+		add("other", &other, otherSum)
+	}
+	return out
+}
+
+// LATENCY HISTOGRAM [command ...]: for each command named (every one called, when none
+// is), its calls and the cumulative counts by power of two of µs, as Redis 7 answers.
+func cmdLatencyHistogram(c *client, args [][]byte) error {
+	t := &c.s.latency
+	var cmds []*command
+	if len(args) == 2 {
+		cmds = t.byID
+	} else {
+		seen := make(map[*command]bool)
+		for _, a := range args[2:] {
+			if cmd := c.s.commandNamed(string(a)); cmd != nil && !seen[cmd] {
+				seen[cmd] = true
+				cmds = append(cmds, cmd)
+			}
+		}
+	}
+	type entry struct {
+		name  string
+		total uint64
+		steps []latency.Step
+	}
+	var found []entry
+	for _, cmd := range cmds {
+		if snap, ok := t.set.Merge(cmd.aclID); ok {
+			found = append(found, entry{cmd.name, snap.Total, snap.Steps()})
+		}
+	}
+	c.w.mapHeader(len(found))
+	for _, e := range found {
+		c.w.bulkString(e.name)
+		c.w.mapHeader(2)
+		c.w.bulkString("calls")
+		c.w.int(int64(e.total))
+		c.w.bulkString("histogram_usec")
+		c.w.mapHeader(len(e.steps))
+		for _, st := range e.steps {
+			c.w.int(st.Usec)
+			c.w.int(int64(st.Cumulative))
+		}
+	}
+	return nil
+}
+
+// commandNamed finds a command by its name as LATENCY HISTOGRAM takes it: "get",
+// "config|set".
+func (s *Server) commandNamed(name string) *command {
+	name = strings.ToLower(name)
+	parent, sub, ok := strings.Cut(name, "|")
+	cmd := s.commands[parent]
+	if cmd == nil || !ok {
+		return cmd
+	}
+	return cmd.subcommands[sub]
+}
+
+// LATENCY LATEST, HISTORY and RESET answer as Redis does with latency monitoring off
+// (latency-monitor-threshold 0), which throttled does not have: no events.
+func cmdLatencyLatest(c *client, args [][]byte) error  { c.w.array(0); return nil }
+func cmdLatencyHistory(c *client, args [][]byte) error { c.w.array(0); return nil }
+func cmdLatencyReset(c *client, args [][]byte) error   { c.w.int(0); return nil }
+
+// LATENCY HELP
+func cmdLatencyHelp(c *client, args [][]byte) error {
+	writeHelp(c, "LATENCY", []string{
+		"HISTORY <event>", "    Return time-latency samples for the <event> class.",
+		"LATEST", "    Return the latest latency samples for all events.",
+		"RESET [<event> ...]", "    Reset latency data of one or more <event> classes.",
+		"    (default: reset all data for all event classes)",
+		"HISTOGRAM [COMMAND ...]", "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
+		"    If no commands are specified then all histograms are replied.",
+	})
+	return nil
+}
+
+func latencySubcommands() []*command {
+	const flags = "admin noscript loading stale"
+	return []*command{
+		{name: "histogram", arity: -2, flags: flags, group: "server", since: "7.0.0", summary: "Returns the cumulative distribution of latencies of a subset or all commands.", syntax: "[command ...]", handler: cmdLatencyHistogram},
+		{name: "latest", arity: 2, flags: flags, group: "server", since: "2.8.13", summary: "Returns the latest latency samples for all events.", handler: cmdLatencyLatest},
+		{name: "history", arity: 3, flags: flags, group: "server", since: "2.8.13", summary: "Returns timestamp-latency samples for an event.", syntax: "event", handler: cmdLatencyHistory},
+		{name: "reset", arity: -2, flags: flags, group: "server", since: "2.8.13", summary: "Resets the latency data for one or more events.", syntax: "[event ...]", handler: cmdLatencyReset},
+		{name: "help", arity: 2, flags: "loading stale", group: "server", since: "2.8.13", summary: "Returns helpful text about the different subcommands.", handler: cmdLatencyHelp},
+	}
+}

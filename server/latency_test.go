@@ -1,0 +1,103 @@
+package server
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// latencyPercentile reads one percentile, in µs, of cmd's line in INFO latencystats.
+func latencyPercentile(t *testing.T, info, cmd, p string) float64 {
+	t.Helper()
+	for _, line := range strings.Split(strings.ReplaceAll(info, "\r", ""), "\n") {
+		rest, ok := strings.CutPrefix(line, "latency_percentiles_usec_"+cmd+":")
+		if !ok {
+			continue
+		}
+		for _, kv := range strings.Split(rest, ",") {
+			if k, v, _ := strings.Cut(kv, "="); k == p {
+				f, err := strconv.ParseFloat(v, 64)
+				require.NoError(t, err)
+				return f
+			}
+		}
+	}
+	t.Fatalf("no %s of %s in %q", p, cmd, info)
+	return 0
+}
+
+// TestLatencyTracking: INFO latencystats and LATENCY HISTOGRAM as Redis 7 writes them, the
+// percentiles configured, latency-tracking no, and CONFIG RESETSTAT.
+func TestLatencyTracking(t *testing.T) {
+	ts := startServer(t)
+	ctx := context.Background()
+	for _, proto := range []int{2, 3} {
+		rdb := ts.client(t, proto)
+		do(t, rdb, "CONFIG", "RESETSTAT")
+		for range 100 {
+			do(t, rdb, "SET", "k", "v")
+			do(t, rdb, "GET", "k")
+		}
+		do(t, rdb, "CONFIG", "GET", "port")
+		info := do(t, rdb, "INFO", "latencystats").(string)
+		require.Regexp(t, regexp.MustCompile(`(?m)^latency_percentiles_usec_get:p50=\d+\.\d{3},p99=\d+\.\d{3},p99\.9=\d+\.\d{3}\r$`), info)
+		require.Contains(t, info, "latency_percentiles_usec_config|get:")
+		require.NotContains(t, do(t, rdb, "INFO").(string), "Latencystats", "not a default section, as in Redis")
+		require.Contains(t, do(t, rdb, "INFO", "everything").(string), "# Latencystats")
+		require.LessOrEqual(t, latencyPercentile(t, info, "get", "p50"), latencyPercentile(t, info, "get", "p99.9"))
+
+		h, err := rdb.Do(ctx, "LATENCY", "HISTOGRAM", "set", "nosuch", "SET").Result()
+		require.NoError(t, err)
+		var calls, last int64
+		var steps []any
+		if proto == 2 {
+			top := h.([]any)
+			require.Len(t, top, 2)
+			require.Equal(t, "set", top[0])
+			inner := top[1].([]any)
+			require.Equal(t, []any{"calls", int64(100), "histogram_usec"}, inner[:3])
+			calls, steps = inner[1].(int64), inner[3].([]any)
+			for i := 0; i < len(steps); i += 2 {
+				require.Greater(t, steps[i+1].(int64), last, "cumulative, only where calls fell")
+				last = steps[i+1].(int64)
+			}
+		} else {
+			top := h.(map[any]any)
+			inner := top["set"].(map[any]any)
+			calls = inner["calls"].(int64)
+			for _, v := range inner["histogram_usec"].(map[any]any) {
+				last = max(last, v.(int64))
+			}
+		}
+		require.Equal(t, int64(100), calls)
+		require.Equal(t, int64(100), last, "the last step counts every call")
+		empty := do(t, rdb, "LATENCY", "HISTOGRAM", "nosuch")
+		if proto == 2 {
+			require.Equal(t, []any{}, empty)
+		} else {
+			require.Equal(t, map[any]any{}, empty)
+		}
+	}
+	rdb := ts.client(t, 2)
+	do(t, rdb, "CONFIG", "SET", "latency-tracking-info-percentiles", "0.5 100")
+	require.Regexp(t, `latency_percentiles_usec_get:p0\.5=\d+\.\d{3},p100=\d+\.\d{3}\r\n`, do(t, rdb, "INFO", "latencystats"))
+	require.Equal(t, []any{"latency-tracking-info-percentiles", "0.5 100"}, do(t, rdb, "CONFIG", "GET", "latency-tracking-info-percentiles"))
+	require.Equal(t, "ERR CONFIG SET failed (possibly related to argument 'latency-tracking-info-percentiles') - latency-tracking-info-percentiles parameters should sit between [0.0,100.0]",
+		doErr(t, rdb, "CONFIG", "SET", "latency-tracking-info-percentiles", "50 101"))
+	require.Equal(t, "ERR CONFIG SET failed (possibly related to argument 'latency-tracking') - argument must be 'yes' or 'no'",
+		doErr(t, rdb, "CONFIG", "SET", "latency-tracking", "maybe"))
+
+	do(t, rdb, "CONFIG", "SET", "latency-tracking", "no")
+	do(t, rdb, "CONFIG", "RESETSTAT")
+	do(t, rdb, "GET", "k")
+	require.NotContains(t, do(t, rdb, "INFO", "latencystats"), "usec_get")
+	do(t, rdb, "CONFIG", "SET", "latency-tracking", "yes")
+	do(t, rdb, "GET", "k")
+	require.Contains(t, do(t, rdb, "INFO", "latencystats"), "usec_get")
+	require.Equal(t, []any{}, do(t, rdb, "LATENCY", "LATEST"))
+	require.Equal(t, int64(0), do(t, rdb, "LATENCY", "RESET"))
+}
