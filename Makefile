@@ -13,7 +13,8 @@ run: build
 
 # deps installs what the tests drive: redis-cli and redis-benchmark (redis-tools), redis-server,
 # prometheus (the scrape test), chromium (the status page, headless), python3-redis (redis-py
-# reads INFO latencystats), Node.js and npm; then the
+# reads INFO latencystats), nginx and caddy (the proxies of examples/ in front of http-port),
+# Node.js and npm; then the
 # rate limiters compat/ runs against throttled: the npm packages pinned in
 # compat/node/package-lock.json (npm ci, again whenever the lock file changes) and
 # go-redis/redis_rate v10.0.1 with what its tests import (compat/redisrate/go.sum).
@@ -27,11 +28,12 @@ compat/node/node_modules/.package-lock.json: compat/node/package-lock.json | apt
 apt-deps:
 	@if ! command -v redis-cli >/dev/null || ! command -v redis-server >/dev/null || \
 		! command -v prometheus >/dev/null || ! command -v chromium >/dev/null || \
+		! command -v nginx >/dev/null || ! command -v caddy >/dev/null || \
 		! command -v node >/dev/null || ! command -v npm >/dev/null || \
 		! /usr/bin/python3 -c 'import redis' 2>/dev/null; then \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server redis-tools prometheus chromium python3-redis \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server redis-tools prometheus chromium python3-redis nginx caddy \
 			$$(command -v node >/dev/null || echo nodejs) $$(command -v npm >/dev/null || echo npm) >/dev/null; \
 	fi
 

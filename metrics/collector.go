@@ -28,6 +28,7 @@ var (
 	uptime          = newFamily("uptime_seconds", "Seconds since the server started.", prometheus.GaugeValue)
 	ready           = newFamily("ready", "1 when /readyz answers ready: state loaded, replica in sync, upstream reachable, as applies.", prometheus.GaugeValue)
 	decisions       = newFamily("decisions_total", "Rate-limit decisions by verb and result (allowed or denied).", prometheus.CounterValue, "verb", "result")
+	transports      = newFamily("transport_decisions_total", "Rate-limit decisions by transport (resp, http) and result (allowed or denied).", prometheus.CounterValue, "transport", "result")
 	commands        = newFamily("commands_total", "Commands run, by command (INFO commandstats calls).", prometheus.CounterValue, "command")
 	commandRejected = newFamily("command_rejected_total", "Commands refused before running (arity, NOAUTH, READONLY...), by command.", prometheus.CounterValue, "command")
 	commandFailed   = newFamily("command_failed_total", "Commands that ran and replied an error, by command.", prometheus.CounterValue, "command")
@@ -85,6 +86,10 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	for _, d := range s.Decisions {
 		emit(decisions, float64(d.Allowed), d.Verb, "allowed")
 		emit(decisions, float64(d.Denied), d.Verb, "denied")
+	}
+	for _, t := range s.Transports {
+		emit(transports, float64(t.Allowed), t.Transport, "allowed")
+		emit(transports, float64(t.Denied), t.Transport, "denied")
 	}
 	for _, cmd := range s.Commands {
 		emit(commands, float64(cmd.Calls), cmd.Name)

@@ -22,8 +22,10 @@ type Snapshot struct {
 	Uptime  time.Duration
 
 	Decisions []Decisions // per rate-limit verb
-	Commands  []Command   // commands that ran or were refused
-	Latencies []Latency   // the decision verbs' and CHECK's, and "other" for the rest
+	// Transports are the same decisions by the door they came in: resp, http.
+	Transports []Transport
+	Commands   []Command // commands that ran or were refused
+	Latencies  []Latency // the decision verbs' and CHECK's, and "other" for the rest
 
 	Keys, KeysWithExpiry int64
 	MemoryBytes          uint64 // used_memory: the Go heap in use and Pebble's memory
@@ -46,6 +48,12 @@ type Snapshot struct {
 // Decisions counts one verb's decisions.
 type Decisions struct {
 	Verb            string
+	Allowed, Denied int64
+}
+
+// Transport is the decisions that came in by one door.
+type Transport struct {
+	Transport       string // resp, http
 	Allowed, Denied int64
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -289,6 +290,16 @@ func (s *Server) checkACL(c *client, p *acl.Perms, cmd *command, args [][]byte) 
 		}
 		for i := range limits {
 			if !p.CanKey(limits[i].key, acl.Write) {
+				return errNoPermKey
+			}
+		}
+	case cmd.name == "check" && len(args) > 2:
+		// CHECK's keys are policy:<name>:<subject>, one per policy named: a user's key
+		// patterns bound the subjects it may decide for (http-port's users, as RESP's).
+		var key []byte
+		for _, name := range bytes.Split(args[1], []byte{','}) {
+			key = append(append(append(append(key[:0], policyKeyPrefix...), name...), ':'), args[2]...)
+			if !p.CanKey(key, acl.Write) {
 				return errNoPermKey
 			}
 		}

@@ -152,6 +152,15 @@ type Config struct {
 	// MetricsPort serves Prometheus metrics at /metrics, /healthz, /readyz and a status page
 	// at / over HTTP on Bind ("metrics-port"); 0, the default, serves none.
 	MetricsPort int
+	// HTTPPort serves rate-limit decisions over HTTP on Bind (package httpapi: POST /v1/check,
+	// forward-auth /v1/auth/<policy>) with the ACL users ("http-port"); 0, the default,
+	// serves none.
+	HTTPPort int
+	// HTTPTLS serves http-port over TLS with the tls-* files ("http-tls"; default no).
+	HTTPTLS bool
+	// HTTPLegacyHeaders adds X-RateLimit-Limit, -Remaining and -Reset to HTTP decisions
+	// beside the draft's RateLimit fields ("http-legacy-headers"; default yes).
+	HTTPLegacyHeaders bool
 
 	// The data types (collections.go), with Redis's names: a hash or a sorted set with more
 	// entries than ...Entries, or a field, value or member longer than ...Value bytes, takes
@@ -193,21 +202,22 @@ func (c Config) Procs() int { return startProcs + c.IOThreads }
 // DefaultConfig returns the configuration of a server started with no options.
 func DefaultConfig() Config {
 	return Config{
-		Bind:             "127.0.0.1",
-		Port:             6379,
-		Dir:              "./data",
-		AppendOnly:       true,
-		AppendFsync:      "everysec",
-		LogLevel:         "notice",
-		MaxMemoryPolicy:  "noeviction",
-		TLSAuthClients:   "yes",
-		TCPKeepAlive:     300,
-		ProtectedMode:    true,
-		MaxMemorySamples: 5,
-		MaxClients:       10000,
-		ProtoMaxBulkLen:  defaultMaxArg,
-		Shards:           256,
-		IOThreads:        max(1, startProcs/2),
+		Bind:              "127.0.0.1",
+		Port:              6379,
+		Dir:               "./data",
+		AppendOnly:        true,
+		AppendFsync:       "everysec",
+		HTTPLegacyHeaders: true,
+		LogLevel:          "notice",
+		MaxMemoryPolicy:   "noeviction",
+		TLSAuthClients:    "yes",
+		TCPKeepAlive:      300,
+		ProtectedMode:     true,
+		MaxMemorySamples:  5,
+		MaxClients:        10000,
+		ProtoMaxBulkLen:   defaultMaxArg,
+		Shards:            256,
+		IOThreads:         max(1, startProcs/2),
 
 		SlowlogLogSlowerThan:           10000,
 		SlowlogMaxLen:                  128,
@@ -309,6 +319,12 @@ func (c Config) Validate() error {
 	}
 	if c.MetricsPort < 0 || c.MetricsPort > 65535 {
 		return fmt.Errorf("metrics-port: %d is not between 0 and 65535", c.MetricsPort)
+	}
+	if c.HTTPPort < 0 || c.HTTPPort > 65535 {
+		return fmt.Errorf("http-port: %d is not between 0 and 65535", c.HTTPPort)
+	}
+	if c.HTTPTLS && (c.TLSCertFile == "" || c.TLSKeyFile == "") {
+		return errors.New("http-tls: yes needs tls-cert-file and tls-key-file")
 	}
 	if c.Shards < 1 || c.Shards > 1<<16 || c.Shards&(c.Shards-1) != 0 {
 		return fmt.Errorf("shards: %d is not a power of two between 1 and 65536", c.Shards)

@@ -80,6 +80,7 @@ func (s *Server) Snapshot(topDenied int) metrics.Snapshot {
 			}
 		}
 	}
+	snap.Transports = s.transports()
 	snap.Latencies = s.latencies()
 	if topDenied > 0 {
 		top, _ := s.obs.denied.Top(topDenied, s.nowNano())
@@ -124,6 +125,8 @@ func (s *Server) readiness(primary, inSync bool, up *metrics.Upstream) (bool, st
 		return false, "replica not in sync with its primary"
 	case up != nil && up.Breaker != "closed":
 		return false, "upstream breaker " + up.Breaker
+	case !s.httpReady():
+		return false, "http-port not serving yet"
 	}
 	return true, ""
 }

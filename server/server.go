@@ -49,6 +49,7 @@ type Server struct {
 	closeErr  error
 
 	metricsHTTP []*http.Server // serving metrics-port (metrics.go); guarded by mu
+	http        httpFront      // http-port (edgehttp.go); its api guarded by mu
 
 	level      *slog.LevelVar         // the log level CONFIG SET changes
 	levelName  atomic.Pointer[string] // loglevel as configured
@@ -170,6 +171,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	// after openStore: appendonly shows whether the store is open
 	s.params = append(append(append(append(append(s.paramTable(), s.observeParams()...), s.tlsParams()...), s.collectionParams()...), s.scriptParams()...), s.latencyParams()...)
+	s.params = append(s.params, s.httpParams()...)
 	s.paramsByName, s.paramNames = indexParams(s.params)
 	if err := s.startReplication(); err != nil {
 		s.closeStore()
@@ -179,6 +181,10 @@ func New(cfg Config) (*Server, error) {
 	s.initMemory()
 	s.initConns()
 	if err := s.startMetrics(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.startHTTP(); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -330,7 +336,11 @@ func (s *Server) Close() error {
 		c.hangup()
 	}
 	s.closeMetricsLocked()
+	httpAPI := s.http.api
 	s.mu.Unlock()
+	if httpAPI != nil {
+		httpAPI.Close() // waits for its decisions under way, which may need s.mu
+	}
 	s.repl.Close()
 	s.stopLoops()
 	s.closeUpstream()

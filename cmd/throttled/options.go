@@ -211,6 +211,16 @@ func setOption(cfg *server.Config, name string, values []string) error {
 		return number(&cfg.DeniedEventsPerSecond)
 	case "metrics-port":
 		return number(&cfg.MetricsPort)
+	case "http-port":
+		return number(&cfg.HTTPPort)
+	case "http-tls":
+		on, err := yes()
+		cfg.HTTPTLS = on
+		return err
+	case "http-legacy-headers":
+		on, err := yes()
+		cfg.HTTPLegacyHeaders = on
+		return err
 	case "latency-tracking":
 		on, err := yes()
 		cfg.LatencyTracking = on

@@ -1,0 +1,18 @@
+// Package httpapi serves rate-limit decisions over HTTP, for the proxies in front of HTTP
+// services and for clients that speak no RESP.
+//
+// A request's path: Server.ServeHTTP authenticates it (Basic auth, or a bearer token, in
+// X-Throttled-Authorization or, on /v1/check, Authorization), reads what to decide (the JSON
+// body of POST /v1/check; the policy in the path of /v1/auth/<policy>/... and the subject
+// from the header its query names), and asks the Decider, which evaluates the policies as
+// the CHECK command does: the same counters, TOPDENIED, deny events and ACL checks. The
+// answer carries the decision in headers (RateLimit-Policy and RateLimit as
+// draft-ietf-httpapi-ratelimit-headers defines them, Retry-After when denied and, unless
+// turned off, X-RateLimit-Limit, -Remaining and -Reset) and, on /v1/check and on a denial,
+// in a JSON body. Allowed is 200, denied 429 (or the status the auth URL's deny= asks for:
+// nginx's auth_request takes only 2xx, 401 and 403), a bad request 400 with a JSON error
+// naming the problem.
+//
+// Serve bounds what one client can hold: header and body sizes, header and idle timeouts,
+// and the connections served at once.
+package httpapi

@@ -1,0 +1,317 @@
+package server
+
+import (
+	"bytes"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"throttled/httpapi"
+	"throttled/metrics"
+)
+
+// The glue of http-port: package httpapi serves HTTP and asks httpDecider, which runs each
+// decision as a CHECK command on a client of its own, through run as a RESP request goes:
+// the same ACL checks, gate, commandstats, INFO throttle, TOPDENIED, deny events, SLOWLOG
+// and MONITOR.
+
+// httpFront is the state of http-port.
+type httpFront struct {
+	api    *httpapi.Server // nil when http-port is 0
+	legacy atomic.Bool     // http-legacy-headers
+}
+
+// startHTTP listens on http-port when it is set.
+func (s *Server) startHTTP() error {
+	s.http.legacy.Store(s.cfg.HTTPLegacyHeaders)
+	if s.cfg.HTTPPort == 0 {
+		return nil
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(s.cfg.Bind, strconv.Itoa(s.cfg.HTTPPort)))
+	if err != nil {
+		return fmt.Errorf("server: http-port: %w", err)
+	}
+	go s.ServeHTTPAPI(ln)
+	return nil
+}
+
+// ServeHTTPAPI serves HTTP decisions on ln (over TLS with http-tls) until Close.
+func (s *Server) ServeHTTPAPI(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return nil
+	}
+	if s.http.api == nil {
+		s.http.legacy.Store(s.cfg.HTTPLegacyHeaders)
+		s.http.api = httpapi.New(&httpDecider{s: s}, httpapi.Options{
+			Log:           s.log.With("listener", "http"),
+			LegacyHeaders: s.http.legacy.Load,
+			MaxConns:      s.maxClients.Load,
+			Rejected:      func() { s.stats.rejected.Add(1) },
+			IdleTimeout:   time.Duration(s.conns.timeout.Load()) * time.Second,
+		})
+	}
+	api := s.http.api
+	s.mu.Unlock()
+	conf := s.httpTLSConfig()
+	s.log.Info("serving HTTP decisions", "addr", ln.Addr().String(), "tls", conf != nil)
+	return api.Serve(ln, conf)
+}
+
+// httpTLSConfig is http-port's TLS configuration: the tls-* files', reloaded as tls-port's.
+func (s *Server) httpTLSConfig() *tls.Config {
+	if !s.cfg.HTTPTLS || s.tlsFiles == nil {
+		return nil
+	}
+	return s.serverTLSConfig()
+}
+
+// httpReady is /readyz's word on http-port: serving when it is configured.
+func (s *Server) httpReady() bool {
+	s.mu.Lock()
+	api := s.http.api
+	s.mu.Unlock()
+	return s.cfg.HTTPPort == 0 || api != nil && api.Serving()
+}
+
+// transports splits the decisions by the door they came in: http-port's, and RESP's (the
+// rest: clients, scripts).
+func (s *Server) transports() []metrics.Transport {
+	resp := metrics.Transport{Transport: "resp", Allowed: s.stats.allowed.Load(), Denied: s.stats.denied.Load()}
+	s.mu.Lock()
+	api := s.http.api
+	s.mu.Unlock()
+	if api == nil {
+		return []metrics.Transport{resp}
+	}
+	st := api.Stats()
+	resp.Allowed -= st.Allowed
+	resp.Denied -= st.Denied
+	return []metrics.Transport{resp, {Transport: "http", Allowed: st.Allowed, Denied: st.Denied}}
+}
+
+func (s *Server) httpParams() []*param {
+	def := DefaultConfig()
+	return []*param{
+		{name: "http-port", get: func() string { return strconv.Itoa(s.cfg.HTTPPort) }, def: "0", file: plainValue},
+		{name: "http-tls", get: func() string { return yesNo(s.cfg.HTTPTLS) }, def: yesNo(def.HTTPTLS), file: plainValue},
+		{name: "http-legacy-headers", get: func() string { return yesNo(s.http.legacy.Load()) }, def: yesNo(def.HTTPLegacyHeaders),
+			file: plainValue, set: func(v string) (func(), error) {
+				on, err := parseYesNo(v)
+				if err != nil {
+					return nil, fmt.Errorf("http-legacy-headers: %w", err)
+				}
+				return func() { s.http.legacy.Store(on) }, nil
+			}},
+	}
+}
+
+// httpDecider runs HTTP decisions as CHECK commands.
+type httpDecider struct {
+	s       *Server
+	clients sync.Pool // of *client, each with the scratch CHECK reuses
+}
+
+var (
+	bCheck = []byte("CHECK")
+	bCost  = []byte("COST")
+	bPeek  = []byte("PEEK")
+)
+
+// Decide implements httpapi.Decider.
+func (d *httpDecider) Decide(cred httpapi.Credentials, req httpapi.Request) (httpapi.Result, error) {
+	s := d.s
+	user := s.acl.Default()
+	if cred.Given {
+		name := cred.User
+		if name == "" {
+			name = "default"
+		}
+		u, err := s.authenticate([]byte(name), []byte(cred.Password))
+		if err != nil {
+			return httpapi.Result{}, fmt.Errorf("%w: %s", httpapi.ErrUnauthorized, errorText(err))
+		}
+		user = u
+	} else if s.passwordSet() {
+		return httpapi.Result{}, fmt.Errorf("%w: Basic credentials or a bearer token", httpapi.ErrUnauthorized)
+	}
+	c, _ := d.clients.Get().(*client)
+	if c == nil {
+		c = &client{s: s, id: s.nextID.Add(1), laddr: "http", authed: true, w: writer{proto: 2}}
+	}
+	defer d.clients.Put(c)
+	c.raddr = req.Remote
+	c.user.Store(user)
+	names := strings.Join(req.Policies, ",")
+	args := [][]byte{bCheck, []byte(names), []byte(req.Subject)}
+	if req.Cost != 1 {
+		args = append(args, bCost, strconv.AppendInt(nil, req.Cost, 10))
+	}
+	if req.Peek {
+		args = append(args, bPeek)
+	}
+	c.w.b = c.w.b[:0]
+	c.startBatch()
+	s.run(c, args)
+	if c.mustSync {
+		c.mustSync = false
+		s.store.Wait() // appendfsync always: the decision is durable before it is told
+	}
+	res, err := parseCheckReply(c.w.b, len(req.Policies))
+	if err != nil {
+		return res, err
+	}
+	pv := s.policyView()
+	for i := range res.Policies {
+		res.Policies[i].Policy = req.Policies[i]
+		if cp := pv.byName[req.Policies[i]]; cp != nil {
+			res.Policies[i].Window = policyWindow(cp.src.Args, res.Policies[i].Limit)
+		}
+	}
+	return res, nil
+}
+
+// policyWindow is RateLimit-Policy's w for a policy's verb and limit: the time in which q
+// (the limit) units pass from an idle key. The windows' (SLIDE limit window, WINDOW limit
+// window) is their window; the rates' (THROTTLE max_burst count period, TOKENBUCKET capacity
+// refill period, LEAKYBUCKET capacity leak period) is the time the rate takes to bring the
+// whole limit back: period * limit / count, so THROTTLE 99 100 1m is q=100;w=60. 0 if none.
+func policyWindow(args []string, limit int64) time.Duration {
+	if len(args) == 0 {
+		return 0
+	}
+	if strings.EqualFold(args[0], "slide") || strings.EqualFold(args[0], "window") {
+		if len(args) < 3 {
+			return 0
+		}
+		ns, err := parseDuration("window", []byte(args[2]))
+		if err != nil {
+			return 0
+		}
+		return time.Duration(ns)
+	}
+	if len(args) < 4 {
+		return 0
+	}
+	ns, err := parseDuration("period", []byte(args[3]))
+	rate, rerr := strconv.ParseInt(args[2], 10, 64)
+	if err != nil || rerr != nil || rate <= 0 || limit <= 0 {
+		return 0
+	}
+	w := float64(ns) * float64(limit) / float64(rate)
+	if w > float64(math.MaxInt64) {
+		return 0
+	}
+	return time.Duration(w)
+}
+
+// errBadReply: CHECK wrote what a decision never is (a bug).
+var errBadReply = errors.New("CHECK's reply did not parse")
+
+// parseCheckReply reads CHECK's RESP2 reply: one decision with its status, or the combined
+// decision and each policy's; an error reply becomes an error httpapi maps to a status.
+func parseCheckReply(b []byte, policies int) (httpapi.Result, error) {
+	var res httpapi.Result
+	if len(b) > 0 && b[0] == '-' {
+		text := strings.TrimRight(string(b[1:]), "\r\n")
+		switch {
+		case strings.HasPrefix(text, "NOPERM"):
+			return res, fmt.Errorf("%w: %s", httpapi.ErrForbidden, text)
+		case strings.HasPrefix(text, "ERR "+errNoPolicy.Error()):
+			return res, fmt.Errorf("%w: %s", httpapi.ErrUnknownPolicy, strings.TrimPrefix(text, "ERR "))
+		case strings.HasPrefix(text, "ERR invalid"), strings.HasPrefix(text, "ERR CHECK policy"):
+			return res, fmt.Errorf("%w: %s", httpapi.ErrBadRequest, strings.TrimPrefix(text, "ERR "))
+		}
+		return res, errors.New(text)
+	}
+	r := respReader{b: b}
+	if policies > 1 {
+		if n := r.header('*'); n != int64(policies+1) {
+			return res, errBadReply
+		}
+		res.Decision = r.decision()
+	}
+	res.Policies = make([]httpapi.PolicyDecision, policies)
+	for i := range res.Policies {
+		res.Policies[i].Decision = r.decision()
+	}
+	if policies == 1 {
+		res.Decision = res.Policies[0].Decision
+	}
+	if r.bad || len(r.b) != 0 {
+		return res, errBadReply
+	}
+	return res, nil
+}
+
+// respReader reads the few RESP2 types a decision has.
+type respReader struct {
+	b   []byte
+	bad bool
+}
+
+// header reads a line that starts with kind and returns its number.
+func (r *respReader) header(kind byte) int64 {
+	i := bytes.Index(r.b, crlf)
+	if i < 2 || r.b[0] != kind || i > 21 {
+		r.bad = true
+		return 0
+	}
+	digits, neg := r.b[1:i], false
+	if digits[0] == '-' {
+		digits, neg = digits[1:], true
+	}
+	var n int64
+	for _, d := range digits {
+		if d < '0' || d > '9' {
+			r.bad = true
+			return 0
+		}
+		n = n*10 + int64(d-'0')
+	}
+	if len(digits) == 0 {
+		r.bad = true
+	}
+	r.b = r.b[i+2:]
+	if neg {
+		return -n
+	}
+	return n
+}
+
+var crlf = []byte("\r\n")
+
+// decision reads [limited, limit, remaining, retry_after_ms, reset_after_ms, (delay_ms,) status].
+func (r *respReader) decision() httpapi.Decision {
+	var d httpapi.Decision
+	n := r.header('*')
+	if r.bad || n < 6 || n > 7 {
+		r.bad = true
+		return d
+	}
+	d.Limited = r.header(':') == 1
+	d.Limit = r.header(':')
+	d.Remaining = r.header(':')
+	d.RetryAfterMs = r.header(':')
+	d.ResetAfterMs = r.header(':')
+	if n == 7 {
+		r.header(':') // LEAKYBUCKET's delay_ms: no header says it
+	}
+	size := r.header('$')
+	if r.bad || size < 0 || int64(len(r.b)) < size+2 {
+		r.bad = true
+		return d
+	}
+	d.Status = string(r.b[:size])
+	r.b = r.b[size+2:]
+	return d
+}
