@@ -141,3 +141,58 @@ func TestRefundErrors(t *testing.T) {
 	_, _, _, _, err = LeakyBucket{Capacity: 0, Leak: 1, Period: sec}.Refund(base, State{}, false, 1, nil)
 	require.ErrorIs(t, err, ErrCapacity)
 }
+
+func TestShare(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Share
+		ok   bool
+	}{
+		{"1", Whole, true}, {"0.8", 800_000, true}, {"0.125", 125_000, true}, {"1.0", Whole, true},
+		{"0.000001", 1, true}, {"0", 0, false}, {"0.0", 0, false}, {"1.5", 0, false}, {"2", 0, false},
+		{"10", 0, false}, {".5", 0, false}, {"0.", 0, false}, {"0.1234567", 0, false}, {"-0.5", 0, false},
+		{"", 0, false}, {"0.8x", 0, false}, {"1e-1", 0, false},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, ok := ParseShare([]byte(tc.in))
+			require.Equal(t, tc.ok, ok)
+			if ok {
+				require.Equal(t, tc.want, got)
+			}
+		})
+	}
+	require.Equal(t, int64(200), Share(800_000).Reserve(1000))
+	require.Equal(t, int64(1), Share(800_000).Reserve(4), "floor(3.2) = 3 for the tier, 1 kept")
+	require.Equal(t, int64(0), Whole.Reserve(1000))
+	require.Equal(t, int64(1000), Share(1).Reserve(1000), "a millionth of 1000 is no whole unit")
+}
+
+// TestTierKeepsTheReserve: a tier admitted by evaluating cost+reserve never
+// takes the reserve, and the whole tier still gets it.
+func TestTierKeepsTheReserve(t *testing.T) {
+	for _, a := range []Algorithm{
+		TokenBucket{Capacity: 10, Refill: 1, Period: 60 * sec},
+		LeakyBucket{Capacity: 10, Leak: 1, Period: 60 * sec},
+		SlidingLog{Limit: 10, Window: 60 * sec},
+		SlidingCounter{Limit: 10, Window: 60 * sec},
+		FixedWindow{Limit: 10, Window: 60 * sec},
+	} {
+		var k key
+		reserve := Share(800_000).Reserve(10)
+		admitted := 0
+		for i := 0; i < 20; i++ {
+			d, _, _, err := a.Take(base, k.st, k.exists, 1+reserve, nil) // looked at, not taken
+			require.NoError(t, err)
+			if d.Limited {
+				continue
+			}
+			k.take(t, a, base, 1)
+			admitted++
+		}
+		require.Equal(t, 8, admitted, "%T", a)
+		d := k.take(t, a, base, 0)
+		l, r := Tier(d.Limit, d.Remaining, reserve)
+		require.Equal(t, [2]int64{8, 0}, [2]int64{l, r}, "%T", a)
+		require.False(t, k.take(t, a, base, 2).Limited, "%T: the whole limit takes the reserve", a)
+	}
+}
