@@ -210,6 +210,7 @@ func (s *Server) infoThrottle() [][2]string {
 	out := [][2]string{
 		{"throttle_allowed", itoa(s.stats.allowed.Load())},
 		{"throttle_denied", itoa(s.stats.denied.Load())},
+		{"throttle_refunded", itoa(s.stats.refunded.Load())},
 	}
 	for _, cmd := range s.sortedCommands() {
 		if cmd.has(flagRatelimit) {

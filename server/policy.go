@@ -129,8 +129,8 @@ func policyArgs(args []string, l *limit) error {
 	if _, err := l.parse(verb, n, b, false); err != nil {
 		return err
 	}
-	if l.opts.peek || l.opts.cost != 1 {
-		return errors.New("COST and PEEK belong to CHECK, not to a policy")
+	if l.opts.peek || l.opts.cost != 1 || l.opts.refunding || l.opts.priority != nil {
+		return errors.New("COST, PEEK, REFUND and PRIORITY belong to CHECK, not to a policy")
 	}
 	l.key = nil
 	return nil
