@@ -18,6 +18,14 @@ package algorithms
 //
 // Concurrency takes no refund: CONCURRENCY.RELEASE frees an id's slots.
 
+// asRefund is a probe's decision as a refund's reply: a refund takes nothing,
+// so it is never limited, even on a key that holds more than new parameters
+// allow (a probe of it is).
+func asRefund(d Decision) Decision {
+	d.Limited, d.RetryAfter = false, -1
+	return d
+}
+
 // Refund gives back up to n tokens at now; see the comment above. scratch is unused.
 func (p TokenBucket) Refund(now int64, st State, exists bool, n int64, _ []byte) (d Decision, next State, store bool, refunded int64, err error) {
 	m, err := p.meter()
@@ -42,7 +50,7 @@ func (p TokenBucket) Refund(now int64, st State, exists bool, n int64, _ []byte)
 		next = State{Num: pack(tokens, lag), Num2: t, Expire: t + m.until(p.Capacity-tokens, lag)}
 	} // else full: a missing key is a full bucket
 	d, _, _, err = p.Take(now, next, next.Expire > 0, 0, nil)
-	return d, next, true, refunded, err
+	return asRefund(d), next, true, refunded, err
 }
 
 func (p TokenBucket) probe(now int64, st State, exists bool, err error) (Decision, State, bool, int64, error) {
@@ -50,7 +58,7 @@ func (p TokenBucket) probe(now int64, st State, exists bool, err error) (Decisio
 		return Decision{}, st, false, 0, err
 	}
 	d, _, _, err := p.Take(now, st, exists, 0, nil)
-	return d, st, false, 0, err
+	return asRefund(d), st, false, 0, err
 }
 
 // Refund takes up to n units out of the queue at now; see the comment above.
@@ -78,7 +86,7 @@ func (p LeakyBucket) Refund(now int64, st State, exists bool, n int64, _ []byte)
 		next = State{Num: pack(waiting, lag), Num2: t, Expire: t + m.until(waiting, lag)}
 	}
 	d, _, _, err = p.Take(now, next, next.Expire > 0, 0, nil)
-	return d, next, true, refunded, err
+	return asRefund(d), next, true, refunded, err
 }
 
 func (p LeakyBucket) probe(now int64, st State, exists bool, err error) (Decision, State, bool, int64, error) {
@@ -86,7 +94,7 @@ func (p LeakyBucket) probe(now int64, st State, exists bool, err error) (Decisio
 		return Decision{}, st, false, 0, err
 	}
 	d, _, _, err := p.Take(now, st, exists, 0, nil)
-	return d, st, false, 0, err
+	return asRefund(d), st, false, 0, err
 }
 
 // Refund lowers the current window's count by up to n at now; see the
@@ -111,7 +119,7 @@ func (p FixedWindow) Refund(now int64, st State, exists bool, n int64, _ []byte)
 		next = State{Num: st.Num, Num2: count, Expire: t - t%p.Window + p.Window}
 	}
 	d, _, _, err = p.Take(now, next, next.Expire > 0, 0, nil)
-	return d, next, true, refunded, err
+	return asRefund(d), next, true, refunded, err
 }
 
 func (p FixedWindow) probe(now int64, st State, exists bool, err error) (Decision, State, bool, int64, error) {
@@ -119,7 +127,7 @@ func (p FixedWindow) probe(now int64, st State, exists bool, err error) (Decisio
 		return Decision{}, st, false, 0, err
 	}
 	d, _, _, err := p.Take(now, st, exists, 0, nil)
-	return d, st, false, 0, err
+	return asRefund(d), st, false, 0, err
 }
 
 // Refund lowers the current window's count by up to n at now; the previous
@@ -155,7 +163,7 @@ func (p SlidingCounter) Refund(now int64, st State, exists bool, n int64, _ []by
 		next = State{Num: st.Num, Num2: int64(uint64(prev)<<32 | uint64(curr)), Expire: idle}
 	}
 	d, _, _, err = p.Take(now, next, next.Expire > 0, 0, nil)
-	return d, next, true, refunded, err
+	return asRefund(d), next, true, refunded, err
 }
 
 func (p SlidingCounter) probe(now int64, st State, exists bool, err error) (Decision, State, bool, int64, error) {
@@ -163,7 +171,7 @@ func (p SlidingCounter) probe(now int64, st State, exists bool, err error) (Deci
 		return Decision{}, st, false, 0, err
 	}
 	d, _, _, err := p.Take(now, st, exists, 0, nil)
-	return d, st, false, 0, err
+	return asRefund(d), st, false, 0, err
 }
 
 // Refund drops the n most recent admissions still in the window at now (the
@@ -204,7 +212,7 @@ func (p SlidingLog) Refund(now int64, st State, exists bool, n int64, scratch []
 		next = State{Num: lw.base, Bytes: lw.buf, Expire: lw.last*usNs + p.Window}
 	}
 	d, _, _, err = p.Take(now, next, next.Expire > 0, 0, nil)
-	return d, next, true, refunded, err
+	return asRefund(d), next, true, refunded, err
 }
 
 func (p SlidingLog) probe(now int64, st State, exists bool, err error) (Decision, State, bool, int64, error) {
@@ -212,5 +220,5 @@ func (p SlidingLog) probe(now int64, st State, exists bool, err error) (Decision
 		return Decision{}, st, false, 0, err
 	}
 	d, _, _, err := p.Take(now, st, exists, 0, nil)
-	return d, st, false, 0, err
+	return asRefund(d), st, false, 0, err
 }

@@ -102,6 +102,7 @@ func Refund(now, tat int64, exists bool, q Quota, n int64) (res Result, refunded
 	}
 	if !exists || tat <= now || n == 0 {
 		res, err = Throttle(now, tat, exists, q, 0)
+		res.Limited, res.RetryAfter = false, -1 // a probe of a key past new parameters' limit is limited; a refund never is
 		return res, 0, err
 	}
 	ahead := tat - now
@@ -114,6 +115,7 @@ func Refund(now, tat int64, exists bool, q Quota, n int64) (res Result, refunded
 	if err != nil {
 		return Result{}, 0, err
 	}
+	res.Limited, res.RetryAfter = false, -1
 	res.Store, res.TAT, res.TTL = true, newTAT, newTAT-now
 	return res, refunded, nil
 }

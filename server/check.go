@@ -31,7 +31,7 @@ type checked struct {
 // the keys the verbs keep upstream.
 var errCheckUpstream = errors.New("CHECK is not served in upstream mode")
 
-// CHECK name[,name...] subject [COST n] [PEEK]: evaluates each named policy's limit on the
+// CHECK name[,name...] subject [COST n|REFUND n] [PEEK] [PRIORITY name]: evaluates each named policy's limit on the
 // key policy:<name>:<subject>, all or nothing as ALLOF. Replies the decision and its status
 // (one policy), or the combined decision and then each policy's (several).
 func cmdCheck(c *client, args [][]byte) error {

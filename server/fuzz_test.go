@@ -57,6 +57,9 @@ func FuzzCommands(f *testing.F) {
 		"k 0 -1 WITHSCORES", "k [a (z BYLEX REV LIMIT 1 2", "k 5 BYSCORE REV WITHSCORES", "k 3",
 		"k a b c", "k 0 -1", "k a RANK -1 COUNT 0 MAXLEN 10", "k BEFORE a b", "k k2 LEFT RIGHT",
 		"k v PXAT 1", "k 5 PERSIST", "k k2 REPLACE", "k 0 DB 1",
+		"k 9 10 1m REFUND 3", "k 10 1 1s TIERS payments=1 default=0.8 PRIORITY payments COST 2",
+		"k 10 1s APPROX REFUND 9223372036854775807 TIERS a=0.000001 PRIORITY a", "api m7 PRIORITY payments REFUND 1",
+		"THROTTLE k 1 1 1s REFUND 1 WINDOW k2 5 1s TIERS x=0.5 PRIORITY x COST 3",
 	}
 	for i, seed := range seeds {
 		f.Add(uint16(i), seed)

@@ -15,16 +15,16 @@ func limitCommands() []*command {
 		return &command{name: name, arity: -(1 + len(splitGroups(syntax)) - countOptional(syntax)), flags: "write denyoom fast ratelimit",
 			firstKey: 1, lastKey: 1, group: "ratelimit", since: "0.1.0", summary: summary, syntax: syntax, handler: cmdLimit}
 	}
-	return []*command{
-		verb("throttle", "key max_burst count period [COST n] [PEEK]",
+	return []*command{ // CONCURRENCY.ACQUIRE takes COST and PEEK only
+		verb("throttle", "key max_burst count period [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name]",
 			"GCRA: count per period sustained, max_burst more at once. Replies a decision in milliseconds."),
-		verb("tokenbucket", "key capacity refill period [COST n] [PEEK]",
+		verb("tokenbucket", "key capacity refill period [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name]",
 			"Token bucket: starts full with capacity, refills refill tokens per period, continuously."),
-		verb("leakybucket", "key capacity leak period [COST n] [PEEK]",
+		verb("leakybucket", "key capacity leak period [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name]",
 			"Leaky bucket as a queue: admits while at most capacity units wait, drains leak per period; replies delay_ms too."),
-		verb("slide", "key limit window [APPROX] [COST n] [PEEK]",
+		verb("slide", "key limit window [APPROX] [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name]",
 			"Sliding window: an exact log of admissions, or with APPROX the weighted two-window counter."),
-		verb("window", "key limit window [COST n] [PEEK]",
+		verb("window", "key limit window [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name]",
 			"Fixed window aligned to multiples of window since the Unix epoch."),
 		verb("concurrency.acquire", "key limit lease id [COST n] [PEEK]",
 			"At most limit holders at once; id holds a slot for at most lease, and renews it by acquiring again."),
@@ -369,7 +369,8 @@ func keep(sh *keyspace.Shard, key []byte, next keyspace.Value) {
 	sh.SetLocked(key, next)
 }
 
-// THROTTLE, TOKENBUCKET, LEAKYBUCKET, SLIDE, WINDOW, CONCURRENCY.ACQUIRE: key params... [COST n] [PEEK]
+// THROTTLE, TOKENBUCKET, LEAKYBUCKET, SLIDE, WINDOW: key params... [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name]
+// CONCURRENCY.ACQUIRE key limit lease id [COST n] [PEEK]
 func cmdLimit(c *client, args [][]byte) error {
 	verb, n, _ := nativeVerb(args[0])
 	var l limit
