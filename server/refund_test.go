@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"sync"
@@ -296,4 +297,36 @@ func TestTiersKeepTheReserve(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRefundReplicates: a refund reaches the replica as the state it leaves (a key made
+// idle is deleted there too), and a replica refuses a refund as any write.
+func TestRefundReplicates(t *testing.T) {
+	primary := startServer(t)
+	p := primary.client(t, 2)
+	do(t, p, "SLIDE", "rs", 10, "1m", "COST", 6)
+	do(t, p, "THROTTLE", "rg", 9, 10, "1m", "COST", 3)
+	replica := startReplica(t, primary)
+	r := replica.client(t, 2)
+	sameState(t, primary, replica)
+	do(t, p, "SLIDE", "rs", 10, "1m", "REFUND", 2)
+	do(t, p, "THROTTLE", "rg", 9, 10, "1m", "REFUND", 3)
+	sameState(t, primary, replica)
+	require.Equal(t, int64(6), do(t, r, "SLIDE", "rs", 10, "1m", "COST", 0).([]any)[2])
+	require.Equal(t, int64(0), do(t, r, "EXISTS", "rg"))
+	require.Contains(t, doErr(t, r, "SLIDE", "rs", 10, "1m", "REFUND", 1), "READONLY")
+	require.Equal(t, int64(7), do(t, r, "SLIDE", "rs", 10, "1m", "REFUND", 1, "PEEK").([]any)[2], "PEEK is served by a replica")
+}
+
+func TestTiersFromConfigFile(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "throttled.conf")
+	writeFile(t, conf, "port 0\npolicy api THROTTLE 9 10 1m TIERS payments=1 default=0.8 SOFT 0.5\n")
+	ts := startServer(t, func(c *Config) { c.ConfigFile = conf })
+	rdb := ts.client(t, 2)
+	require.Equal(t, []any{int64(0), int64(8), int64(0), int64(-1)}, check(t, rdb, "api", "m", "COST", "8")[:4])
+	require.Equal(t, int64(1), check(t, rdb, "api", "m")[0])
+	require.Equal(t, []any{int64(0), int64(10), int64(1)}, check(t, rdb, "api", "m", "PRIORITY", "payments")[:3])
+	writeFile(t, conf, "port 0\npolicy api THROTTLE 9 10 1m TIERS payments=2\n")
+	require.Error(t, ts.ReloadPolicies(), "a bad share keeps the old policies")
+	require.Equal(t, int64(10), check(t, rdb, "api", "m", "PRIORITY", "payments", "COST", "0")[1])
 }
