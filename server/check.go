@@ -92,10 +92,12 @@ func cmdCheck(c *client, args [][]byte) error {
 			tiers = cp.base.opts.tiers
 		}
 		l.opts = opts
-		l.opts.tiers = tiers
-		if err := l.resolveTier(); err != nil {
-			c.checks, c.limits, c.checkKeys = checks, limits, key
-			return fmt.Errorf("CHECK policy '%s': %w", cp.name, err)
+		if tiers != nil || opts.priority != nil {
+			l.opts.tiers = tiers
+			if err := l.resolveTier(); err != nil {
+				c.checks, c.limits, c.checkKeys = checks, limits, key
+				return fmt.Errorf("CHECK policy '%s': %w", cp.name, err)
+			}
 		}
 		if checks[i].listed != 0 {
 			l.opts.peek, l.opts.cost, l.opts.refunding = true, 0, false // a list decides: the limit is only looked at
