@@ -330,3 +330,27 @@ func TestTiersFromConfigFile(t *testing.T) {
 	require.Error(t, ts.ReloadPolicies(), "a bad share keeps the old policies")
 	require.Equal(t, int64(10), check(t, rdb, "api", "m", "PRIORITY", "payments", "COST", "0")[1])
 }
+
+func TestTiersAndRefundsInAllOf(t *testing.T) {
+	ts := startServer(t)
+	rdb := ts.client(t, 2)
+	tiers := []any{"TIERS", "payments=1", "default=0.5"}
+	allof := func(opts ...any) []any {
+		a := append([]any{"ALLOF", "WINDOW", "m:min", 10, "1m"}, tiers...)
+		a = append(append(a, opts...), "WINDOW", "m:day", 100, "1d")
+		return do(t, rdb, a...).([]any)
+	}
+	got := allof("COST", 5)
+	require.Equal(t, []any{int64(0), int64(5), int64(0)}, got[1].([]any)[:3], "the tier's limit and remaining")
+	require.Equal(t, int64(5), got[0].([]any)[1], "the least limit")
+	got = allof()
+	require.Equal(t, int64(1), got[0].([]any)[0], "default has used its half")
+	require.Equal(t, int64(99), do(t, rdb, "WINDOW", "m:day", 100, "1d", "COST", 0).([]any)[2], "nothing taken from a limit of a denied ALLOF")
+	got = allof("PRIORITY", "payments")
+	require.Equal(t, int64(0), got[0].([]any)[0])
+	require.Equal(t, []any{int64(0), int64(10), int64(4)}, got[1].([]any)[:3])
+	// A key named twice: the refund, then a cost on what it leaves.
+	got = do(t, rdb, "ALLOF", "WINDOW", "m:min", 10, "1m", "REFUND", 6, "WINDOW", "m:min", 10, "1m", "COST", 10).([]any)
+	require.Equal(t, int64(0), got[0].([]any)[0], "the refund made the key idle: the whole limit fits")
+	require.Equal(t, int64(0), do(t, rdb, "WINDOW", "m:min", 10, "1m", "COST", 0).([]any)[2])
+}
