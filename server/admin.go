@@ -233,7 +233,7 @@ func (s *Server) infoKeyspace() [][2]string {
 func cmdConfigResetStat(c *client, args [][]byte) error {
 	s := c.s
 	for _, v := range []interface{ Store(int64) }{&s.stats.connections, &s.stats.rejected, &s.stats.commands,
-		&s.stats.errors, &s.stats.allowed, &s.stats.denied} {
+		&s.stats.errors, &s.stats.allowed, &s.stats.denied, &s.stats.refunded} {
 		v.Store(0)
 	}
 	for _, cmd := range s.commands {

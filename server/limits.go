@@ -154,7 +154,7 @@ func (l *limit) resolveTier() error {
 func (l *limit) units() int64 {
 	switch l.kind {
 	case keyspace.GCRA:
-		return l.quota.MaxBurst + 1
+		return min(l.quota.MaxBurst, math.MaxInt64-1) + 1 // too large a burst is THROTTLE's error
 	case keyspace.TokenBucket:
 		return l.tb.Capacity
 	case keyspace.LeakyBucket:

@@ -354,3 +354,15 @@ func TestTiersAndRefundsInAllOf(t *testing.T) {
 	require.Equal(t, int64(0), got[0].([]any)[0], "the refund made the key idle: the whole limit fits")
 	require.Equal(t, int64(0), do(t, rdb, "WINDOW", "m:min", 10, "1m", "COST", 0).([]any)[2])
 }
+
+func TestRefundCountsAndResets(t *testing.T) {
+	ts := startServer(t)
+	rdb := ts.client(t, 2)
+	do(t, rdb, "WINDOW", "c", 10, "1m", "COST", 4)
+	do(t, rdb, "WINDOW", "c", 10, "1m", "REFUND", 9) // 4 come back
+	require.Equal(t, int64(4), infoInt(t, rdb, "throttle_refunded"))
+	do(t, rdb, "CONFIG", "RESETSTAT")
+	require.Equal(t, int64(0), infoInt(t, rdb, "throttle_refunded"))
+	// A burst too large for int64 is THROTTLE's error, whatever the tier.
+	require.Contains(t, doErr(t, rdb, "THROTTLE", "g", "9223372036854775807", 1000, "1s", "TIERS", "a=0.5", "PRIORITY", "a"), "max_burst is too large")
+}
