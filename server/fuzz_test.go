@@ -110,3 +110,40 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// FuzzLimitOptions runs the native verbs, ALLOF and CHECK with arbitrary options after valid
+// parameters (REFUND, TIERS, PRIORITY, COST, PEEK in any mix), on keys that hold units: no
+// panic, and a reply that is a decision or an error.
+func FuzzLimitOptions(f *testing.F) {
+	s, c := fuzzServer(f)
+	s.run(c, [][]byte{[]byte("POLICY.SET"), []byte("api"), []byte("THROTTLE"), []byte("9"), []byte("10"), []byte("1m"),
+		[]byte("TIERS"), []byte("payments=1"), []byte("default=0.8")})
+	verbs := [][]string{
+		{"THROTTLE", "k1", "9", "10", "1m"}, {"TOKENBUCKET", "k2", "10", "1", "1s"}, {"LEAKYBUCKET", "k3", "10", "1", "1s"},
+		{"SLIDE", "k4", "10", "1m"}, {"SLIDE", "k5", "10", "1m", "APPROX"}, {"WINDOW", "k6", "10", "1m"},
+		{"CONCURRENCY.ACQUIRE", "k7", "3", "1m", "id"}, {"ALLOF", "WINDOW", "k6", "10", "1m"}, {"CHECK", "api", "m7"},
+	}
+	for _, seed := range []string{"REFUND 3", "COST 4", "TIERS a=1 default=0.5 PRIORITY a", "PRIORITY payments REFUND 2",
+		"TIERS a=0.000001 COST 1", "REFUND 9223372036854775807 PEEK", "TIERS =1", "TIERS a=1 a=1", "PRIORITY",
+		"COST 2 REFUND 1", "TIERS a=1 PRIORITY b", "REFUND 1 WINDOW k6 10 1m PRIORITY x TIERS x=0.3"} {
+		f.Add(uint8(len(seed)), seed)
+	}
+	f.Fuzz(func(t *testing.T, pick uint8, input string) {
+		var args [][]byte
+		for _, w := range verbs[int(pick)%len(verbs)] {
+			args = append(args, []byte(w))
+		}
+		for _, w := range strings.Fields(input) {
+			args = append(args, []byte(w))
+		}
+		c.w.b = c.w.b[:0]
+		s.run(c, args)
+		if len(c.w.b) == 0 || c.w.b[0] != '*' && c.w.b[0] != '-' {
+			t.Fatalf("%q: %q", args, c.w.b)
+		}
+		if bytes.Contains(c.w.b, []byte("internal error")) {
+			t.Fatalf("%q: %s", args, c.w.b)
+		}
+		c.w.proto = 2
+	})
+}
