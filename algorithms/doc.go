@@ -21,6 +21,15 @@
 // parameter struct is an Algorithm, so ALLOF can check several limits and
 // store all of their states only if all allow.
 //
+// REFUND n calls Refund instead of Take (every algorithm but Concurrency):
+// it gives back up to n consumed units in the algorithm's own terms and
+// takes nothing; its Decision is a probe's of the state it leaves, never
+// limited, and a state it leaves idle has Expire 0 (delete the key). See
+// refund.go. Priority tiers (TIERS, PRIORITY) need no call of their own: a
+// tier's Share of the limit leaves Reserve units to the tiers above it, and a
+// call of cost c passes when Take would admit c + Reserve (evaluated, not
+// stored); Tier turns the decision into the tier's. See tier.go.
+//
 // The rules every algorithm keeps:
 //
 //   - Units are whatever the caller counts (requests, bytes); cost is the

@@ -781,6 +781,35 @@ func FuzzState(f *testing.F) {
 				}
 			}
 		}
+		if r, ok := algo.(refunder); ok {
+			// A refund: never denied nor past full, gives back at most n, never lowers
+			// Remaining, and what it stores decodes.
+			for _, exists := range []bool{true, false} {
+				before, _, _, perr := algo.Take(now, st, exists, 0, nil)
+				d, next, store, got, err := r.Refund(now, st, exists, cost, nil)
+				if err != nil {
+					requireOneOf(t, err, ErrCorrupt, ErrCost, ErrClock, ErrCapacity, ErrRefill, ErrLeak,
+						ErrPeriod, ErrRefillCapacity, ErrLeakCapacity, ErrLimit, ErrApproxLimit, ErrWindow)
+					if store {
+						t.Fatal("an error stores")
+					}
+					continue
+				}
+				switch {
+				case d.Limited || d.Remaining < 0 || d.Remaining > d.Limit:
+					t.Fatalf("refund %d: %+v", cost, d)
+				case got < 0 || got > cost || store != (got > 0):
+					t.Fatalf("refund %d gave back %d (store %v)", cost, got, store)
+				case perr == nil && d.Remaining < before.Remaining:
+					t.Fatalf("refund %d lowered remaining %d -> %d", cost, before.Remaining, d.Remaining)
+				}
+				if store && next.Expire > 0 {
+					if _, _, _, err := algo.Take(now+1, next, true, 0, nil); err != nil {
+						t.Fatalf("the refunded state does not decode: %v", err)
+					}
+				}
+			}
+		}
 		held, next, err := Release(now, st, true, bs[:min(len(bs), 3)], nil)
 		if err != nil {
 			requireOneOf(t, err, ErrCorrupt, ErrClock, ErrIDLength)

@@ -71,4 +71,9 @@
 // that steps backwards never admits more than limit + (latest now - earliest
 // now) / interval units over a run, provided the stored state is kept until
 // the clock passes its TAT.
+//
+// Refund gives a THROTTLE key back n units (REFUND n): its TAT moves back n
+// emission intervals, never before now, and the reply is the key's after
+// it, never limited. A refunded unit lets one more pass, so the bound above
+// grows by the units refunded and no more.
 package gcra

@@ -123,6 +123,7 @@ func fuzzThrottleBody(t *testing.T, maxBurst, count, period int64, ops []byte) {
 	var s store
 	now, lo, hi := base, base, base
 	var admitted int64 // at most 1000 * (2^16 + 2): no overflow
+	var refunded int64 // units given back, as many
 	for len(ops) >= 3 {
 		step := int64(int16(uint16(ops[0])<<8 | uint16(ops[1])))
 		cost := int64(ops[2]) % (limit + 3)
@@ -132,6 +133,21 @@ func fuzzThrottleBody(t *testing.T, maxBurst, count, period int64, ops []byte) {
 		ops = ops[3:]
 		now += step * unit
 		lo, hi = min(lo, now), max(hi, now)
+
+		if step%5 == 3 && cost <= limit { // now and then a refund of up to cost
+			r, n, err := Refund(now, s.tat, s.exists, q, cost)
+			if err != nil {
+				t.Fatalf("refund %d: %v", cost, err)
+			}
+			if r.Limited || r.RetryAfter != -1 || n < 0 || n > cost || r.Remaining < 0 || r.Remaining > limit {
+				t.Fatalf("refund %d gave back %d: %+v", cost, n, r)
+			}
+			refunded += n
+			if r.Store {
+				s.tat, s.exists = r.TAT, r.TTL > 0
+			}
+			continue
+		}
 
 		// Plain checks in this loop: testify per call would make each input
 		// slow to run and to minimize.
@@ -169,10 +185,10 @@ func fuzzThrottleBody(t *testing.T, maxBurst, count, period int64, ops []byte) {
 		}
 	}
 
-	// admitted <= limit + count*(hi-lo)/period
+	// admitted <= limit + count*(hi-lo)/period + refunded
 	bound := new(big.Int).Mul(big.NewInt(q.Count), big.NewInt(hi-lo))
 	bound.Quo(bound, big.NewInt(q.Period))
-	bound.Add(bound, big.NewInt(limit))
+	bound.Add(bound, big.NewInt(limit+refunded))
 	require.LessOrEqual(t, big.NewInt(admitted).Cmp(bound), 0, "admitted %v > bound %v", admitted, bound)
 }
 

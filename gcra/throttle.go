@@ -82,3 +82,40 @@ func Throttle(now, tat int64, exists bool, q Quota, cost int64) (Result, error) 
 	}
 	return res, nil
 }
+
+// Refund gives back up to n units to a THROTTLE key at now: the TAT moves
+// back n emission intervals, never before now (a key back at now is idle,
+// and its state may go: Store with TTL 0). A missing or idle key holds
+// nothing and stays as it is. The Result is the key's decision after the
+// refund, as a probe would see it (never limited); refunded is the units
+// given back, at most n (the last may be a fraction of an interval).
+func Refund(now, tat int64, exists bool, q Quota, n int64) (res Result, refunded int64, err error) {
+	if n < 0 {
+		return Result{}, 0, &Error{Text: "ERR refund must be a non-negative integer"}
+	}
+	if now < 0 {
+		return Result{}, 0, errClock()
+	}
+	r, err := q.rate(0)
+	if err != nil {
+		return Result{}, 0, err
+	}
+	if !exists || tat <= now || n == 0 {
+		res, err = Throttle(now, tat, exists, q, 0)
+		res.Limited, res.RetryAfter = false, -1 // a probe of a key past new parameters' limit is limited; a refund never is
+		return res, 0, err
+	}
+	ahead := tat - now
+	refunded = min(n, ceilDiv(ahead, r.interval))
+	newTAT := now
+	if back, ok := mulOK(n, r.interval); ok && back < ahead {
+		newTAT = tat - back
+	}
+	res, err = Throttle(now, newTAT, newTAT > now, q, 0)
+	if err != nil {
+		return Result{}, 0, err
+	}
+	res.Limited, res.RetryAfter = false, -1
+	res.Store, res.TAT, res.TTL = true, newTAT, newTAT-now
+	return res, refunded, nil
+}

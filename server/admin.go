@@ -216,6 +216,7 @@ func (s *Server) infoThrottle() [][2]string {
 	out := [][2]string{
 		{"throttle_allowed", itoa(s.stats.allowed.Load())},
 		{"throttle_denied", itoa(s.stats.denied.Load())},
+		{"throttle_refunded", itoa(s.stats.refunded.Load())},
 	}
 	for _, cmd := range s.sortedCommands() {
 		if cmd.has(flagRatelimit) {
@@ -238,7 +239,7 @@ func (s *Server) infoKeyspace() [][2]string {
 func cmdConfigResetStat(c *client, args [][]byte) error {
 	s := c.s
 	for _, v := range []interface{ Store(int64) }{&s.stats.connections, &s.stats.rejected, &s.stats.commands,
-		&s.stats.errors, &s.stats.allowed, &s.stats.denied} {
+		&s.stats.errors, &s.stats.allowed, &s.stats.denied, &s.stats.refunded} {
 		v.Store(0)
 	}
 	for _, cmd := range s.commands {

@@ -59,7 +59,7 @@ func TestCommandIntrospection(t *testing.T) {
 	require.Equal(t, "summary", doc[0])
 	require.Equal(t, "arguments", doc[6])
 	args := doc[7].([]any)
-	require.Len(t, args, 6)
+	require.Len(t, args, 9)
 	require.Equal(t, []any{"name", "key", "type", "key"}, args[0])
 	require.Equal(t, []any{"name", "n", "type", "integer", "token", "COST", "flags", []any{"optional"}}, args[4])
 

@@ -1,9 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
+
+	"throttled/algorithms"
 )
 
 // parseInt parses a whole base-10 int64 as Redis's string2ll does: an
@@ -129,13 +132,35 @@ func parseCount(name string, b []byte, min int64) (int64, error) {
 
 // nativeOptions are the options every native verb takes after its parameters.
 type nativeOptions struct {
-	cost   int64
-	peek   bool
-	approx bool // SLIDE's APPROX
+	cost      int64
+	peek      bool
+	approx    bool  // SLIDE's APPROX
+	refunding bool  // REFUND n: give back refund units, take nothing
+	refund    int64 // REFUND's n
+	// tiers are the TIERS name=share arguments (in the request, or a policy's), unparsed
+	// until a call names its tier; priority is PRIORITY's name, nil for none.
+	tiers    [][]byte
+	priority []byte
+	// reserve is the units of the limit the call's tier leaves to the tiers above it
+	// (0: the call may use the whole limit); set by resolveTier once the limit is known.
+	reserve int64
 }
 
-// parseNativeOptions reads [COST n] [PEEK] in any order, and [APPROX] when approx is allowed.
-func parseNativeOptions(args [][]byte, approx bool) (nativeOptions, error) {
+// Option errors.
+var (
+	// errCostRefund is COST and REFUND in one call: a refund takes nothing.
+	errCostRefund = errors.New("syntax error: REFUND takes nothing, so it cannot go with COST")
+)
+
+// nativeOptionSet says which options besides COST, PEEK, REFUND and PRIORITY a verb takes.
+type nativeOptionSet struct {
+	approx bool // SLIDE's APPROX
+	tiers  bool // TIERS: not CHECK's, whose policy has them
+}
+
+// parseNativeOptions reads [COST n] [PEEK] [REFUND n] [TIERS name=share ...] [PRIORITY name]
+// in any order, and [APPROX] when allowed.
+func parseNativeOptions(args [][]byte, set nativeOptionSet) (nativeOptions, error) {
 	o := nativeOptions{cost: 1}
 	seenCost := false
 	for i := 0; i < len(args); i++ {
@@ -152,15 +177,100 @@ func parseNativeOptions(args [][]byte, approx bool) (nativeOptions, error) {
 			i++
 		case equalFold(args[i], "cost"):
 			return o, errors.New("COST needs a value")
+		case equalFold(args[i], "refund") && i+1 < len(args):
+			if o.refunding {
+				return o, errors.New("REFUND given twice")
+			}
+			n, err := parseCount("REFUND", args[i+1], 0)
+			if err != nil {
+				return o, err
+			}
+			o.refund, o.refunding = n, true
+			i++
+		case equalFold(args[i], "refund"):
+			return o, errors.New("REFUND needs a value")
+		case equalFold(args[i], "priority") && i+1 < len(args):
+			if o.priority != nil {
+				return o, errors.New("PRIORITY given twice")
+			}
+			o.priority = args[i+1]
+			i++
+		case equalFold(args[i], "priority"):
+			return o, errors.New("PRIORITY needs a tier's name")
+		case set.tiers && equalFold(args[i], "tiers"):
+			if o.tiers != nil {
+				return o, errors.New("TIERS given twice")
+			}
+			j := i + 1
+			for j < len(args) && bytes.IndexByte(args[j], '=') > 0 {
+				j++
+			}
+			if j == i+1 {
+				return o, errors.New("TIERS needs one or more name=share")
+			}
+			o.tiers = args[i+1 : j]
+			if err := checkTiers(o.tiers); err != nil {
+				return o, err
+			}
+			i = j - 1
 		case equalFold(args[i], "peek"):
 			o.peek = true
-		case approx && equalFold(args[i], "approx"):
+		case set.approx && equalFold(args[i], "approx"):
 			o.approx = true
 		default:
 			return o, fmt.Errorf("unknown option '%s'", truncate(args[i], 64))
 		}
 	}
+	if o.refunding && seenCost {
+		return o, errCostRefund
+	}
+	if o.refunding {
+		o.cost = 0
+	}
 	return o, nil
+}
+
+// checkTiers checks TIERS name=share arguments: each share a decimal in (0, 1], each name once.
+func checkTiers(tiers [][]byte) error {
+	for i, t := range tiers {
+		eq := bytes.IndexByte(t, '=')
+		name := t[:eq]
+		if _, ok := algorithms.ParseShare(t[eq+1:]); !ok {
+			return fmt.Errorf("tier '%s': share must be a number above 0 and at most 1, got '%s'", truncate(name, 64), truncate(t[eq+1:], 64))
+		}
+		for _, u := range tiers[:i] {
+			if bytes.Equal(u[:bytes.IndexByte(u, '=')], name) {
+				return fmt.Errorf("tier '%s' named twice", truncate(name, 64))
+			}
+		}
+	}
+	return nil
+}
+
+// tierShare is the share of the tier named name in tiers (checked by checkTiers): with no
+// name, the tier "default", or Whole when there is none so named.
+func tierShare(tiers [][]byte, name []byte) (algorithms.Share, error) {
+	if name == nil && tiers == nil {
+		return algorithms.Whole, nil
+	}
+	if tiers == nil {
+		return 0, fmt.Errorf("unknown tier '%s': the limit has no TIERS", truncate(name, 64))
+	}
+	want := name
+	if want == nil {
+		want = []byte("default") // does not escape: no allocation
+	}
+	for _, t := range tiers {
+		eq := bytes.IndexByte(t, '=')
+		if bytes.Equal(t[:eq], want) {
+			s, _ := algorithms.ParseShare(t[eq+1:])
+			return s, nil
+		}
+	}
+	if name == nil {
+		return algorithms.Whole, nil
+	}
+	return 0, fmt.Errorf("unknown tier '%s': the limit's TIERS do not name it", truncate(name, 64))
 }
 
 // equalFold compares an argument with a lower-case ASCII word, ignoring case, without allocating.

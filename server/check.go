@@ -31,18 +31,18 @@ type checked struct {
 // the keys the verbs keep upstream.
 var errCheckUpstream = errors.New("CHECK is not served in upstream mode")
 
-// CHECK name[,name...] subject [COST n] [PEEK]: evaluates each named policy's limit on the
+// CHECK name[,name...] subject [COST n|REFUND n] [PEEK] [PRIORITY name]: evaluates each named policy's limit on the
 // key policy:<name>:<subject>, all or nothing as ALLOF. Replies the decision and its status
 // (one policy), or the combined decision and then each policy's (several).
 func cmdCheck(c *client, args [][]byte) error {
 	if c.s.up != nil {
 		return errCheckUpstream
 	}
-	opts, err := parseNativeOptions(args[3:], false)
+	opts, err := parseNativeOptions(args[3:], nativeOptionSet{})
 	if err != nil {
 		return err
 	}
-	if c.readOnly && !opts.peek && opts.cost != 0 {
+	if c.readOnly && !opts.peek && (opts.cost != 0 || opts.refund != 0) {
 		return errReadOnly
 	}
 	pv := c.s.policyView()
@@ -87,9 +87,20 @@ func cmdCheck(c *client, args [][]byte) error {
 				checks[i].listed = k
 			}
 		}
+		tiers := l.opts.tiers // the policy's, or the override's
+		if tiers == nil {
+			tiers = cp.base.opts.tiers
+		}
 		l.opts = opts
+		if tiers != nil || opts.priority != nil {
+			l.opts.tiers = tiers
+			if err := l.resolveTier(); err != nil {
+				c.checks, c.limits, c.checkKeys = checks, limits, key
+				return fmt.Errorf("CHECK policy '%s': %w", cp.name, err)
+			}
+		}
 		if checks[i].listed != 0 {
-			l.opts.peek, l.opts.cost = true, 0 // a list decides: the limit is only looked at
+			l.opts.peek, l.opts.cost, l.opts.refunding = true, 0, false // a list decides: the limit is only looked at
 		}
 		n := len(policyKeyPrefix) + len(cp.name) + 1 + len(subject)
 		l.key = key[at : at+n]
@@ -156,6 +167,7 @@ func cmdCheck(c *client, args [][]byte) error {
 		for i := range limits {
 			if results[i].store && !limits[i].opts.peek {
 				keep(c.s.ks.Shard(limits[i].key), limits[i].key, results[i].next)
+				c.s.refunded(results[i].d.refunded)
 			}
 		}
 	}

@@ -57,6 +57,9 @@ func FuzzCommands(f *testing.F) {
 		"k 0 -1 WITHSCORES", "k [a (z BYLEX REV LIMIT 1 2", "k 5 BYSCORE REV WITHSCORES", "k 3",
 		"k a b c", "k 0 -1", "k a RANK -1 COUNT 0 MAXLEN 10", "k BEFORE a b", "k k2 LEFT RIGHT",
 		"k v PXAT 1", "k 5 PERSIST", "k k2 REPLACE", "k 0 DB 1",
+		"k 9 10 1m REFUND 3", "k 10 1 1s TIERS payments=1 default=0.8 PRIORITY payments COST 2",
+		"k 10 1s APPROX REFUND 9223372036854775807 TIERS a=0.000001 PRIORITY a", "api m7 PRIORITY payments REFUND 1",
+		"THROTTLE k 1 1 1s REFUND 1 WINDOW k2 5 1s TIERS x=0.5 PRIORITY x COST 3",
 	}
 	for i, seed := range seeds {
 		f.Add(uint16(i), seed)
@@ -105,5 +108,42 @@ func FuzzReader(f *testing.F) {
 				}
 			}
 		}
+	})
+}
+
+// FuzzLimitOptions runs the native verbs, ALLOF and CHECK with arbitrary options after valid
+// parameters (REFUND, TIERS, PRIORITY, COST, PEEK in any mix), on keys that hold units: no
+// panic, and a reply that is a decision or an error.
+func FuzzLimitOptions(f *testing.F) {
+	s, c := fuzzServer(f)
+	s.run(c, [][]byte{[]byte("POLICY.SET"), []byte("api"), []byte("THROTTLE"), []byte("9"), []byte("10"), []byte("1m"),
+		[]byte("TIERS"), []byte("payments=1"), []byte("default=0.8")})
+	verbs := [][]string{
+		{"THROTTLE", "k1", "9", "10", "1m"}, {"TOKENBUCKET", "k2", "10", "1", "1s"}, {"LEAKYBUCKET", "k3", "10", "1", "1s"},
+		{"SLIDE", "k4", "10", "1m"}, {"SLIDE", "k5", "10", "1m", "APPROX"}, {"WINDOW", "k6", "10", "1m"},
+		{"CONCURRENCY.ACQUIRE", "k7", "3", "1m", "id"}, {"ALLOF", "WINDOW", "k6", "10", "1m"}, {"CHECK", "api", "m7"},
+	}
+	for _, seed := range []string{"REFUND 3", "COST 4", "TIERS a=1 default=0.5 PRIORITY a", "PRIORITY payments REFUND 2",
+		"TIERS a=0.000001 COST 1", "REFUND 9223372036854775807 PEEK", "TIERS =1", "TIERS a=1 a=1", "PRIORITY",
+		"COST 2 REFUND 1", "TIERS a=1 PRIORITY b", "REFUND 1 WINDOW k6 10 1m PRIORITY x TIERS x=0.3"} {
+		f.Add(uint8(len(seed)), seed)
+	}
+	f.Fuzz(func(t *testing.T, pick uint8, input string) {
+		var args [][]byte
+		for _, w := range verbs[int(pick)%len(verbs)] {
+			args = append(args, []byte(w))
+		}
+		for _, w := range strings.Fields(input) {
+			args = append(args, []byte(w))
+		}
+		c.w.b = c.w.b[:0]
+		s.run(c, args)
+		if len(c.w.b) == 0 || c.w.b[0] != '*' && c.w.b[0] != '-' {
+			t.Fatalf("%q: %q", args, c.w.b)
+		}
+		if bytes.Contains(c.w.b, []byte("internal error")) {
+			t.Fatalf("%q: %s", args, c.w.b)
+		}
+		c.w.proto = 2
 	})
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"throttled/algorithms"
 	"throttled/gcra"
@@ -14,16 +15,16 @@ func limitCommands() []*command {
 		return &command{name: name, arity: -(1 + len(splitGroups(syntax)) - countOptional(syntax)), flags: "write denyoom fast ratelimit",
 			firstKey: 1, lastKey: 1, group: "ratelimit", since: "0.1.0", summary: summary, syntax: syntax, handler: cmdLimit}
 	}
-	return []*command{
-		verb("throttle", "key max_burst count period [COST n] [PEEK]",
+	return []*command{ // CONCURRENCY.ACQUIRE takes COST and PEEK only
+		verb("throttle", "key max_burst count period [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name]",
 			"GCRA: count per period sustained, max_burst more at once. Replies a decision in milliseconds."),
-		verb("tokenbucket", "key capacity refill period [COST n] [PEEK]",
+		verb("tokenbucket", "key capacity refill period [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name]",
 			"Token bucket: starts full with capacity, refills refill tokens per period, continuously."),
-		verb("leakybucket", "key capacity leak period [COST n] [PEEK]",
+		verb("leakybucket", "key capacity leak period [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name]",
 			"Leaky bucket as a queue: admits while at most capacity units wait, drains leak per period; replies delay_ms too."),
-		verb("slide", "key limit window [APPROX] [COST n] [PEEK]",
+		verb("slide", "key limit window [APPROX] [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name]",
 			"Sliding window: an exact log of admissions, or with APPROX the weighted two-window counter."),
-		verb("window", "key limit window [COST n] [PEEK]",
+		verb("window", "key limit window [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name]",
 			"Fixed window aligned to multiples of window since the Unix epoch."),
 		verb("concurrency.acquire", "key limit lease id [COST n] [PEEK]",
 			"At most limit holders at once; id holds a slot for at most lease, and renews it by acquiring again."),
@@ -68,6 +69,7 @@ type decision struct {
 	limit, remaining, retry, resetM int64
 	delay                           int64 // LEAKYBUCKET's delay_ms
 	hasDelay                        bool
+	refunded                        int64 // units a REFUND gave back (not in the reply)
 }
 
 // nativeVerbs are the verbs a limit may be, with their fixed parameter counts after the key.
@@ -100,7 +102,7 @@ func (l *limit) parse(verb string, nparams int, args [][]byte, inAllOf bool) (in
 	end := len(rest)
 	if inAllOf {
 		for i := 0; i < len(rest); i++ {
-			if equalFold(rest[i], "cost") {
+			if equalFold(rest[i], "cost") || equalFold(rest[i], "refund") || equalFold(rest[i], "priority") {
 				i++ // its value may be anything, even a verb's name
 				continue
 			}
@@ -111,13 +113,60 @@ func (l *limit) parse(verb string, nparams int, args [][]byte, inAllOf bool) (in
 		}
 	}
 	var err error
-	if l.opts, err = parseNativeOptions(rest[:end], verb == "slide"); err != nil {
+	if l.opts, err = parseNativeOptions(rest[:end], nativeOptionSet{approx: verb == "slide", tiers: true}); err != nil {
 		return 0, err
 	}
 	if err := l.parseParams(verb, p, l.opts.approx); err != nil {
 		return 0, err
 	}
+	if err := l.resolveTier(); err != nil {
+		return 0, err
+	}
 	return 1 + nparams + end, nil
+}
+
+// errConcurrencyOptions: a concurrency slot is given back by CONCURRENCY.RELEASE, and
+// holders have no tiers.
+var errConcurrencyOptions = errors.New("CONCURRENCY.ACQUIRE takes no REFUND, TIERS nor PRIORITY: CONCURRENCY.RELEASE frees an id's slots")
+
+// resolveTier sets the reserve of the call's tier from l's TIERS and PRIORITY, once l's
+// parameters are known.
+func (l *limit) resolveTier() error {
+	if l.opts.tiers == nil && l.opts.priority == nil {
+		l.opts.reserve = 0
+		if l.kind == keyspace.Concurrency && l.opts.refunding {
+			return errConcurrencyOptions
+		}
+		return nil
+	}
+	if l.kind == keyspace.Concurrency {
+		return errConcurrencyOptions
+	}
+	share, err := tierShare(l.opts.tiers, l.opts.priority)
+	if err != nil {
+		return err
+	}
+	l.opts.reserve = share.Reserve(l.units())
+	return nil
+}
+
+// units is l's limit: the most units that pass at once from an idle key.
+func (l *limit) units() int64 {
+	switch l.kind {
+	case keyspace.GCRA:
+		return min(l.quota.MaxBurst, math.MaxInt64-1) + 1 // too large a burst is THROTTLE's error
+	case keyspace.TokenBucket:
+		return l.tb.Capacity
+	case keyspace.LeakyBucket:
+		return l.lb.Capacity
+	case keyspace.SlidingLog:
+		return l.sl.Limit
+	case keyspace.SlidingCounter:
+		return l.sc.Limit
+	case keyspace.FixedWindow:
+		return l.fw.Limit
+	}
+	return l.cc.Limit
 }
 
 // parseParams reads a verb's parameters into l.
@@ -191,19 +240,60 @@ func (l *limit) parseParams(verb string, p [][]byte, approx bool) error {
 // store true, next is the value to keep (Kind None: delete the key); d and next
 // are zero to begin with. Bytes of next are built in scratch. (The value and
 // the results go by pointer: large structs passed and returned by value are
-// copied through memory at every call.)
+// copied through memory at every call.) A call with REFUND gives units back
+// instead (d.refunded says how many); a call of a tier with a reserve passes
+// only when cost + reserve would (see algorithms.Tier).
 func (l *limit) take(now int64, v *keyspace.Value, exists bool, scratch []byte, d *decision, next *keyspace.Value) (store bool, err error) {
+	if l.opts.reserve > 0 && !l.opts.refunding && l.opts.cost > 0 {
+		// The tier's check: cost + reserve looked at, never taken.
+		cost := l.opts.cost
+		l.opts.cost = addSat(cost, l.opts.reserve)
+		_, err = l.eval(now, v, exists, scratch, d, next)
+		l.opts.cost = cost
+		if err != nil {
+			return false, err
+		}
+		if d.limited {
+			d.limit, d.remaining = algorithms.Tier(d.limit, d.remaining, l.opts.reserve)
+			return false, nil
+		}
+		*d, *next = decision{}, keyspace.Value{}
+	}
+	store, err = l.eval(now, v, exists, scratch, d, next)
+	if err == nil && l.opts.reserve > 0 {
+		d.limit, d.remaining = algorithms.Tier(d.limit, d.remaining, l.opts.reserve)
+	}
+	return store, err
+}
+
+// addSat is a+b for a, b >= 0, saturated at math.MaxInt64.
+func addSat(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// eval is take for the whole limit.
+func (l *limit) eval(now int64, v *keyspace.Value, exists bool, scratch []byte, d *decision, next *keyspace.Value) (store bool, err error) {
 	if l.kind == keyspace.GCRA {
 		tat, exists, err := tatOf(*v, exists)
 		if err != nil {
 			return false, err
 		}
-		r, err := gcra.Throttle(now, tat, exists, l.quota, l.opts.cost)
+		var r gcra.Result
+		if l.opts.refunding {
+			r, d.refunded, err = gcra.Refund(now, tat, exists, l.quota, l.opts.refund)
+		} else {
+			r, err = gcra.Throttle(now, tat, exists, l.quota, l.opts.cost)
+		}
 		if err != nil {
 			return false, err
 		}
-		*d = decision{limited: r.Limited, limit: r.Limit, remaining: r.Remaining, retry: r.RetryAfter, resetM: r.ResetAfter}
-		*next = gcraValue(now, r)
+		d.limited, d.limit, d.remaining, d.retry, d.resetM = r.Limited, r.Limit, r.Remaining, r.RetryAfter, r.ResetAfter
+		if r.TTL > 0 {
+			*next = gcraValue(now, r)
+		} // else idle after a refund: the key goes
 		return r.Store, nil
 	}
 	if exists && v.Kind != l.kind {
@@ -212,20 +302,38 @@ func (l *limit) take(now int64, v *keyspace.Value, exists bool, scratch []byte, 
 	st := algorithms.State{Num: v.Num, Num2: v.Num2, Bytes: v.Bytes}
 	var ad algorithms.Decision
 	var ns algorithms.State
-	switch l.kind {
-	case keyspace.TokenBucket:
-		ad, ns, store, err = l.tb.Take(now, st, exists, l.opts.cost, scratch)
-	case keyspace.LeakyBucket:
-		ad, ns, store, err = l.lb.Take(now, st, exists, l.opts.cost, scratch)
-		d.hasDelay = true
-	case keyspace.SlidingLog:
-		ad, ns, store, err = l.sl.Take(now, st, exists, l.opts.cost, scratch)
-	case keyspace.SlidingCounter:
-		ad, ns, store, err = l.sc.Take(now, st, exists, l.opts.cost, scratch)
-	case keyspace.FixedWindow:
-		ad, ns, store, err = l.fw.Take(now, st, exists, l.opts.cost, scratch)
-	case keyspace.Concurrency:
-		ad, ns, store, err = l.cc.Take(now, st, exists, l.opts.cost, scratch)
+	if l.opts.refunding {
+		switch l.kind {
+		case keyspace.TokenBucket:
+			ad, ns, store, d.refunded, err = l.tb.Refund(now, st, exists, l.opts.refund, scratch)
+		case keyspace.LeakyBucket:
+			ad, ns, store, d.refunded, err = l.lb.Refund(now, st, exists, l.opts.refund, scratch)
+			d.hasDelay = true
+		case keyspace.SlidingLog:
+			ad, ns, store, d.refunded, err = l.sl.Refund(now, st, exists, l.opts.refund, scratch)
+		case keyspace.SlidingCounter:
+			ad, ns, store, d.refunded, err = l.sc.Refund(now, st, exists, l.opts.refund, scratch)
+		case keyspace.FixedWindow:
+			ad, ns, store, d.refunded, err = l.fw.Refund(now, st, exists, l.opts.refund, scratch)
+		default:
+			err = errConcurrencyOptions
+		}
+	} else {
+		switch l.kind {
+		case keyspace.TokenBucket:
+			ad, ns, store, err = l.tb.Take(now, st, exists, l.opts.cost, scratch)
+		case keyspace.LeakyBucket:
+			ad, ns, store, err = l.lb.Take(now, st, exists, l.opts.cost, scratch)
+			d.hasDelay = true
+		case keyspace.SlidingLog:
+			ad, ns, store, err = l.sl.Take(now, st, exists, l.opts.cost, scratch)
+		case keyspace.SlidingCounter:
+			ad, ns, store, err = l.sc.Take(now, st, exists, l.opts.cost, scratch)
+		case keyspace.FixedWindow:
+			ad, ns, store, err = l.fw.Take(now, st, exists, l.opts.cost, scratch)
+		case keyspace.Concurrency:
+			ad, ns, store, err = l.cc.Take(now, st, exists, l.opts.cost, scratch)
+		}
 	}
 	if err != nil {
 		return false, err
@@ -248,7 +356,9 @@ func msCeil(ns int64) int64 {
 
 // writes reports whether the call may change the limit's state: not with PEEK nor COST 0,
 // which a replica answers.
-func (l *limit) writes() bool { return !l.opts.peek && l.opts.cost != 0 }
+func (l *limit) writes() bool {
+	return !l.opts.peek && (l.opts.cost != 0 || l.opts.refunding && l.opts.refund != 0)
+}
 
 // keep writes a limit's new value: a value of kind None deletes the key.
 func keep(sh *keyspace.Shard, key []byte, next keyspace.Value) {
@@ -259,7 +369,8 @@ func keep(sh *keyspace.Shard, key []byte, next keyspace.Value) {
 	sh.SetLocked(key, next)
 }
 
-// THROTTLE, TOKENBUCKET, LEAKYBUCKET, SLIDE, WINDOW, CONCURRENCY.ACQUIRE: key params... [COST n] [PEEK]
+// THROTTLE, TOKENBUCKET, LEAKYBUCKET, SLIDE, WINDOW: key params... [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name]
+// CONCURRENCY.ACQUIRE key limit lease id [COST n] [PEEK]
 func cmdLimit(c *client, args [][]byte) error {
 	verb, n, _ := nativeVerb(args[0])
 	var l limit
@@ -287,6 +398,7 @@ func cmdLimit(c *client, args [][]byte) error {
 		c.scratch = next.Bytes[:0] // built in scratch: reuse what it grew to
 		if !l.opts.peek && !c.readOnly {
 			keep(sh, l.key, next)
+			c.s.refunded(d.refunded)
 		}
 	}
 	c.s.decided(c, d.limited)
@@ -373,6 +485,7 @@ func cmdAllOf(c *client, args [][]byte) error {
 		for i := range limits {
 			if results[i].store && !limits[i].opts.peek {
 				keep(c.s.ks.Shard(limits[i].key), limits[i].key, results[i].next)
+				c.s.refunded(results[i].d.refunded)
 			}
 		}
 	}

@@ -62,9 +62,9 @@ func policyCommands() []*command {
 	}
 	return []*command{
 		{name: "check", arity: -3, flags: "write denyoom fast ratelimit", group: "ratelimit", since: "0.2.0",
-			syntax:  "name[,name...] subject [COST n] [PEEK]",
+			syntax:  "name[,name...] subject [COST n] [REFUND n] [PEEK] [PRIORITY name]",
 			summary: "Evaluates named policies for a subject, all or nothing; replies the decision and a status.", handler: cmdCheck},
-		cmd("policy.set", -3, "write denyoom", "name verb params... [SOFT ratio] [SHADOW]", "Creates or changes a named policy.", cmdPolicySet),
+		cmd("policy.set", -3, "write denyoom", "name verb params... [TIERS name=share ...] [SOFT ratio] [SHADOW]", "Creates or changes a named policy.", cmdPolicySet),
 		cmd("policy.get", 2, "readonly", "name", "Describes a policy.", cmdPolicyGet),
 		cmd("policy.del", 2, "write", "name", "Deletes a policy set by command, with its overrides and lists.", cmdPolicyDel),
 		cmd("policy.list", 1, "readonly", "", "Lists the names of the policies.", cmdPolicyList),
@@ -129,8 +129,8 @@ func policyArgs(args []string, l *limit) error {
 	if _, err := l.parse(verb, n, b, false); err != nil {
 		return err
 	}
-	if l.opts.peek || l.opts.cost != 1 {
-		return errors.New("COST and PEEK belong to CHECK, not to a policy")
+	if l.opts.peek || l.opts.cost != 1 || l.opts.refunding || l.opts.priority != nil {
+		return errors.New("COST, PEEK, REFUND and PRIORITY belong to CHECK, not to a policy")
 	}
 	l.key = nil
 	return nil
@@ -334,7 +334,7 @@ func isPolicyRecord(v keyspace.Value) bool {
 	return v.Kind == keyspace.Policies || v.Kind == keyspace.Functions
 }
 
-// POLICY.SET name verb params... [SOFT ratio] [SHADOW]
+// POLICY.SET name verb params... [TIERS name=share ...] [SOFT ratio] [SHADOW]
 func cmdPolicySet(c *client, args [][]byte) error {
 	p, err := policy.ParsePolicy(strs(args[1:]))
 	if err != nil {

@@ -127,7 +127,7 @@ func TestPolicyCommands(t *testing.T) {
 	require.Contains(t, doErr(t, rdb, "POLICY.SET", "a:b", "THROTTLE", "1", "1", "1s"), "policy names are")
 	require.Contains(t, doErr(t, rdb, "POLICY.SET", "api", "GET", "1"), "a policy's verb is one of")
 	require.Contains(t, doErr(t, rdb, "POLICY.SET", "api", "THROTTLE", "1", "1"), "wrong number of arguments")
-	require.Contains(t, doErr(t, rdb, "POLICY.SET", "api", "THROTTLE", "1", "1", "1s", "PEEK"), "COST and PEEK belong to CHECK")
+	require.Contains(t, doErr(t, rdb, "POLICY.SET", "api", "THROTTLE", "1", "1", "1s", "PEEK"), "COST, PEEK, REFUND and PRIORITY belong to CHECK")
 	require.Contains(t, doErr(t, rdb, "POLICY.SET", "api", "THROTTLE", "1", "1", "1s", "SOFT", "2"), "SOFT must be")
 	require.Equal(t, redis.Nil, rdb.Do(context.Background(), "POLICY.GET", "api").Err())
 

@@ -107,6 +107,7 @@ type stats struct {
 	errors      atomic.Int64 // error replies
 	allowed     atomic.Int64 // rate-limit decisions that allowed
 	denied      atomic.Int64 // rate-limit decisions that denied
+	refunded    atomic.Int64 // units REFUND gave back
 }
 
 // New builds a server from cfg; Serve or ListenAndServe runs it.

@@ -171,6 +171,13 @@ func (w *writer) decisionStatus(d decision, status string) {
 // decided counts a rate-limit decision for INFO, in all and per verb.
 func (s *Server) decided(c *client, limited bool) { s.count(c.lastCmd.Load(), limited) }
 
+// refunded counts units a REFUND gave back, for INFO.
+func (s *Server) refunded(n int64) {
+	if n > 0 {
+		s.stats.refunded.Add(n)
+	}
+}
+
 // count counts a decision of cmd.
 func (s *Server) count(cmd *command, limited bool) {
 	if limited {

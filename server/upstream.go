@@ -220,6 +220,7 @@ type upCall struct {
 	limited     bool
 	retry       int64 // ms, when limited: for the deny event
 	now         int64 // the time of the last Eval
+	refunded    int64 // units the last Eval's REFUNDs give back, when it writes
 	unavailable bool  // the upstream could not decide: decide locally
 }
 
@@ -306,7 +307,7 @@ func (u *upCall) fail(err error) upstream.Outcome {
 // Eval evaluates the call at now on its keys' states, with the local verbs' code.
 func (u *upCall) Eval(now int64) upstream.Outcome {
 	u.w.b = u.w.b[:0]
-	u.decided, u.limited, u.now = true, false, now
+	u.decided, u.limited, u.now, u.refunded = true, false, now, 0
 	switch u.kind {
 	case callCell, callGCRA:
 		return u.evalGCRA(now)
@@ -362,6 +363,7 @@ func (u *upCall) evalLimit(now int64) upstream.Outcome {
 	switch {
 	case store && !l.opts.peek:
 		st.Next, st.Write = next, true
+		u.refunded = d.refunded
 		return upstream.Write
 	case d.limited && l.kind != keyspace.Concurrency:
 		return upstream.Settled // RELEASE elsewhere frees a concurrency slot; nothing else does
@@ -408,6 +410,7 @@ func (u *upCall) evalAllOf(now int64) upstream.Outcome {
 	for i, r := range results {
 		switch {
 		case allowed && r.store && !u.limits[i].opts.peek:
+			u.refunded += r.d.refunded
 			st := &u.states[u.keyOf[i]]
 			st.Next, st.Write = r.next, true // a key named again: the later limit's state, built on the earlier's
 			out = upstream.Write
@@ -424,6 +427,7 @@ func (u *upCall) counted() {
 		return
 	}
 	u.c.s.count(u.cmd, u.limited)
+	u.c.s.refunded(u.refunded)
 	switch {
 	case !u.limited:
 	case u.kind == callAllOf:
@@ -480,6 +484,7 @@ func (l *limit) share(share float64) {
 	case keyspace.Concurrency:
 		l.cc.Limit = shareOf(l.cc.Limit, share)
 	}
+	_ = l.resolveTier() // the tier's reserve of the cut limit; it resolved at parse
 }
 
 func shareCell(p *gcra.CellParams, share float64) {

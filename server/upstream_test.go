@@ -126,11 +126,15 @@ func sameReplies(t *testing.T, configure func(*Config)) {
 	pick := func(s ...string) string { return s[rng.IntN(len(s))] }
 	opts := func() []string {
 		var o []string
-		switch rng.IntN(8) {
+		switch rng.IntN(10) {
 		case 0:
 			o = append(o, "COST", pick("0", "2", "5", "40"))
 		case 1:
 			o = append(o, "PEEK")
+		case 2:
+			o = append(o, "REFUND", pick("1", "3", "0"))
+		case 3:
+			o = append(o, "TIERS", "payments=1", "default=0.5", "PRIORITY", pick("payments", "default"))
 		}
 		return o
 	}
