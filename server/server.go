@@ -88,6 +88,7 @@ type Server struct {
 	nextID    atomic.Int64
 	connected atomic.Int64 // clients connected now
 	stats     stats
+	edge      edge     // Envoy's rate-limit service on grpc-port (envoy.go)
 	obs       observer // commandstats, SLOWLOG, MONITOR, TOPDENIED, deny events (observe.go)
 
 	lastSave atomic.Int64 // Unix seconds: the start, LASTSAVE with appendonly no
@@ -150,6 +151,9 @@ func New(cfg Config) (*Server, error) {
 	if err := s.loadPolicies(); err != nil {
 		return nil, err
 	}
+	if err := s.openEdge(); err != nil {
+		return nil, err
+	}
 	s.initFunctions()
 	if err := s.openACL(); err != nil {
 		return nil, err
@@ -166,7 +170,8 @@ func New(cfg Config) (*Server, error) {
 		s.closeUpstream()
 		return nil, err
 	}
-	s.params = append(append(append(append(s.paramTable(), s.observeParams()...), s.tlsParams()...), s.collectionParams()...), s.scriptParams()...) // after openStore: appendonly shows whether the store is open
+	s.params = append(append(append(append(s.paramTable(), s.observeParams()...), s.tlsParams()...), s.collectionParams()...), s.scriptParams()...)
+	s.params = append(s.params, s.edgeParams()...) // after openStore: appendonly shows whether the store is open
 	s.paramsByName, s.paramNames = indexParams(s.params)
 	if err := s.startReplication(); err != nil {
 		s.closeStore()
@@ -176,6 +181,10 @@ func New(cfg Config) (*Server, error) {
 	s.initMemory()
 	s.initConns()
 	if err := s.startMetrics(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.startEdge(); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -328,6 +337,7 @@ func (s *Server) Close() error {
 	}
 	s.closeMetricsLocked()
 	s.mu.Unlock()
+	s.closeEdge()
 	s.repl.Close()
 	s.stopLoops()
 	s.closeUpstream()
