@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+	"gopkg.in/yaml.v3"
 )
 
 // rlsServer is a test server with ratelimit-config and its gRPC port.
@@ -481,4 +482,25 @@ descriptors:
 			}
 		}
 	})
+}
+
+// TestRLSExamplesEnvoy: the configuration examples/envoy gives users loads and answers.
+func TestRLSExamplesEnvoy(t *testing.T) {
+	ts := startServer(t, func(c *Config) { c.RateLimitConfig = "../examples/envoy/ratelimit" })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go ts.ServeGRPC(ln)
+	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	rs := &rlsServer{testServer: ts, conn: conn, rls: rlsv3.NewRateLimitServiceClient(conn)}
+	require.Equal(t, []string{ok, ok, ok}, codesOf(rs.ask(t, "edge", 10, desc("remote_address", "192.0.2.1"), desc("path", "/login"))))
+	require.Equal(t, []string{over, over, ok}, codesOf(rs.ask(t, "edge", 1, desc("remote_address", "192.0.2.1"), desc("path", "/login"))))
+	require.Equal(t, []string{ok, ok}, codesOf(rs.ask(t, "edge", 1000, desc("api_key", "k1"))))
+
+	b, err := os.ReadFile("../examples/envoy/envoy.yaml")
+	require.NoError(t, err)
+	var envoy map[string]any
+	require.NoError(t, yaml.Unmarshal(b, &envoy))
+	require.Contains(t, string(b), "domain: edge")
 }
