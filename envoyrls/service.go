@@ -104,21 +104,30 @@ func (s *Service) Reload() error {
 }
 
 // Watch reloads the configuration when its files change, looking every period, until stop
-// is closed.
+// is closed. A change is read once two looks in a row have seen it the same, so that a
+// file being written is not read half-way.
 func (s *Service) Watch(stop <-chan struct{}, period time.Duration) {
 	t := time.NewTicker(period)
 	defer t.Stop()
+	seen := ""
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.C:
 		}
+		sig := signature(s.path)
 		s.mu.Lock()
-		changed := signature(s.path) != s.sig
+		changed := sig != s.sig
 		s.mu.Unlock()
-		if changed {
+		switch {
+		case !changed:
+			seen = ""
+		case sig == seen:
 			s.Reload() // it logs what it did
+			seen = ""
+		default:
+			seen = sig
 		}
 	}
 }
