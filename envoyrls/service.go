@@ -191,7 +191,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		hits = 1
 	}
 	states := make([]descriptorState, len(descs))
-	replaced := map[string]bool{}
+	var replaced map[string]bool // the names of the limits a matched rule replaces
 	entries := make([]Entry, 0, 4)
 	for i, desc := range descs {
 		es := desc.GetEntries()
@@ -211,6 +211,9 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		}
 		if st.rule != nil {
 			for _, r := range st.rule.Replaces {
+				if replaced == nil {
+					replaced = map[string]bool{}
+				}
 				replaced[r] = true
 			}
 		}

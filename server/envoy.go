@@ -214,7 +214,11 @@ func (d *edgeDecider) Decide(items []envoyrls.Item) ([]envoyrls.Decision, error)
 	}
 	c.checkItems = ci
 	_, err := c.checkPolicies(ci, nativeOptions{})
-	s.timed(c, cmd, edgeArgs(items), start)
+	var args [][]byte // built only when SLOWLOG or MONITOR will show them
+	if t := s.obs.slowerThan.Load(); s.obs.monitoring.Load() != 0 || t >= 0 && s.obs.mono()-start >= t*1000 {
+		args = edgeArgs(items)
+	}
+	s.timed(c, cmd, args, start)
 	if err != nil {
 		cmd.failed.Add(1)
 		s.stats.errors.Add(1)
