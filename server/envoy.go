@@ -138,6 +138,13 @@ func (s *Server) grpcTLSConfig() *tls.Config {
 	return base
 }
 
+// serving reports whether a gRPC server has started serving.
+func (e *edge) serving() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.grpc) > 0
+}
+
 // closeEdge stops the gRPC servers (the calls under way end first, for a second at most)
 // and the watcher.
 func (s *Server) closeEdge() {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"math"
 	"net"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
@@ -503,4 +505,30 @@ func TestRLSExamplesEnvoy(t *testing.T) {
 	var envoy map[string]any
 	require.NoError(t, yaml.Unmarshal(b, &envoy))
 	require.Contains(t, string(b), "domain: edge")
+}
+
+// TestRLSOverTLS: with grpc-tls the gRPC port speaks TLS with the tls-* files, and asks for a
+// client certificate as tls-auth-clients says.
+func TestRLSOverTLS(t *testing.T) {
+	p := newPKI(t)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "d.yaml"), []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n"), 0o644))
+	ts := startServer(t, func(c *Config) {
+		c.RateLimitConfig, c.GRPCTLS = dir, true
+		c.TLSCertFile, c.TLSKeyFile, c.TLSCACertFile = p.serverCert, p.serverKey, p.caFile
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go ts.ServeGRPC(ln)
+	ask := func(conf *tls.Config) error {
+		conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(credentials.NewTLS(conf)))
+		require.NoError(t, err)
+		defer conn.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err = rlsv3.NewRateLimitServiceClient(conn).ShouldRateLimit(ctx, &rlsv3.RateLimitRequest{Domain: "d", Descriptors: []*commonv3.RateLimitDescriptor{desc("k", "v")}})
+		return err
+	}
+	require.NoError(t, ask(&tls.Config{RootCAs: p.pool, ServerName: "localhost", Certificates: []tls.Certificate{p.clientPair}}))
+	require.Error(t, ask(&tls.Config{RootCAs: p.pool, ServerName: "localhost"}), "tls-auth-clients yes by default: no certificate, no answer")
 }
