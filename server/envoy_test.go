@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -531,4 +532,29 @@ func TestRLSOverTLS(t *testing.T) {
 	}
 	require.NoError(t, ask(&tls.Config{RootCAs: p.pool, ServerName: "localhost", Certificates: []tls.Certificate{p.clientPair}}))
 	require.Error(t, ask(&tls.Config{RootCAs: p.pool, ServerName: "localhost"}), "tls-auth-clients yes by default: no certificate, no answer")
+}
+
+// BenchmarkShouldRateLimit: one descriptor over a real gRPC connection, random subjects.
+func BenchmarkShouldRateLimit(b *testing.B) {
+	dir := b.TempDir()
+	require.NoError(b, os.WriteFile(filepath.Join(dir, "d.yaml"), []byte("domain: d\ndescriptors:\n  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 100}\n"), 0o644))
+	ts := startServer(b, func(c *Config) { c.RateLimitConfig = dir })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(b, err)
+	go ts.ServeGRPC(ln)
+	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(b, err)
+	defer conn.Close()
+	rls := rlsv3.NewRateLimitServiceClient(conn)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			i++
+			_, err := rls.ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{Domain: "d", Descriptors: []*commonv3.RateLimitDescriptor{desc("user", "u"+strconv.Itoa(i%100000))}})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
