@@ -362,6 +362,7 @@ descriptors:
 	require.Equal(t, []any{"name", "rls.api.tenant", "limit", "WINDOW 3 60", "soft", "0", "shadow", int64(0), "source", "config", "entries", int64(0)},
 		do(t, rdb, "POLICY.GET", "rls.api.tenant"))
 	require.Equal(t, "SLIDE 2 3600", do(t, rdb, "POLICY.GET", "rls.api.path_-login").([]any)[3])
+	require.ErrorContains(t, rdb.Do(context.Background(), "POLICY.DEL", "rls.api.tenant").Err(), "comes from ratelimit-config")
 
 	r := rs.ask(t, "api", 1, desc("tenant", "acme"))
 	require.Equal(t, []string{ok, ok}, codesOf(r))

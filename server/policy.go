@@ -418,8 +418,11 @@ func cmdPolicyDel(c *client, args [][]byte) error {
 	deleted := false
 	err := c.s.changePolicies(func(t policy.Table, now int64) error {
 		if t[name] == nil {
-			if c.s.pol.configured(name) != nil {
+			if c.s.pol.file[name] != nil {
 				return fmt.Errorf("policy '%s' is declared in the config file: remove it there and POLICY.RELOAD", name)
+			}
+			if c.s.pol.edge[name] != nil {
+				return fmt.Errorf("policy '%s' comes from ratelimit-config: remove its descriptor there", name)
 			}
 			return nil
 		}
