@@ -403,6 +403,18 @@ descriptors:
 	top := do(t, rdb, "TOPDENIED").([]any)
 	require.Contains(t, top, "policy:rls.api.tenant:acme")
 	require.Contains(t, top, "policy:rls.api.tenant:evil")
+
+	// Deny events, as CHECK's.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ps := rs.client(t, 2).Subscribe(ctx, "__throttled__:denied:check")
+	defer ps.Close()
+	_, err := ps.Receive(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{over, over}, codesOf(rs.ask(t, "api", 1, desc("tenant", "evil"))))
+	msg, err := ps.ReceiveMessage(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "check policy:rls.api.tenant:evil -1", msg.Payload)
 }
 
 // TestRLSReload: a changed file applies on Reload (SIGHUP); a bad one keeps the old
