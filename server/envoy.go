@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -168,6 +169,15 @@ func (s *Server) closeEdge() {
 			g.Stop()
 		}
 	}
+}
+
+// edgeJSON is envoyproxy/ratelimit's /json form of ShouldRateLimit, for http-port to mount at
+// /json; nil without ratelimit-config.
+func (s *Server) edgeJSON() http.Handler {
+	if s.edge.rls == nil {
+		return nil
+	}
+	return http.HandlerFunc(s.edge.rls.ServeJSON)
 }
 
 // ReloadRateLimitConfig reads ratelimit-config again (SIGHUP). With an error, naming the

@@ -3,8 +3,11 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"io"
 	"math"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -570,4 +573,39 @@ func BenchmarkShouldRateLimit(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestRLSJSON: envoyproxy/ratelimit's /json form, as the HTTP port mounts it.
+func TestRLSJSON(t *testing.T) {
+	rs := startRLS(t, map[string]string{"a.yaml": "domain: d\nresponse_headers: true\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n"})
+	hs := httptest.NewServer(http.HandlerFunc(rs.edge.rls.ServeJSON))
+	defer hs.Close()
+	post := func(body string) (int, string, http.Header) {
+		resp, err := http.Post(hs.URL, "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b), resp.Header
+	}
+	req := `{"domain": "d", "descriptors": [{"entries": [{"key": "k", "value": "v"}]}]}`
+	code, body, hdr := post(req)
+	require.Equal(t, 200, code, body)
+	require.Contains(t, body, `"overallCode":"OK"`)
+	require.Equal(t, "0", hdr.Get("X-RateLimit-Remaining"))
+	code, body, hdr = post(req)
+	require.Equal(t, 429, code, body)
+	require.Contains(t, body, `"overallCode":"OVER_LIMIT"`)
+	require.NotEmpty(t, hdr.Get("Retry-After"))
+	for _, bad := range []string{`{`, `{"domain": 7}`, `{"domain": "d"}`, `{"domain": "d", "nope": 1}`} {
+		code, body, _ = post(bad)
+		require.Equal(t, 400, code, bad)
+		require.Contains(t, body, `"error":`, bad)
+	}
+	code, _, _ = post(strings.Repeat(" ", 2<<20))
+	require.Equal(t, 413, code)
+	resp, err := http.Get(hs.URL)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, 405, resp.StatusCode)
 }
