@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/net/netutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
@@ -88,11 +89,17 @@ func (s *Server) ServeGRPC(ln net.Listener) error {
 		ln.Close()
 		return errors.New("server: ServeGRPC: ratelimit-config is not set")
 	}
+	// As on the RESP port: at most maxclients connections (more wait to be accepted, as
+	// gRPC clients retry rather than read an error), and idle ones closed after timeout.
+	ln = netutil.LimitListener(ln, int(max(s.maxClients.Load(), 1)))
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(1 << 20),
 		grpc.MaxConcurrentStreams(1024),
 		grpc.ConnectionTimeout(10 * time.Second),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+	}
+	if t := s.conns.timeout.Load(); t > 0 {
+		opts = append(opts, grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: time.Duration(t) * time.Second}))
 	}
 	if s.cfg.GRPCTLS {
 		if s.tlsFiles == nil {
