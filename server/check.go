@@ -49,7 +49,7 @@ func cmdCheck(c *client, args [][]byte) error {
 		return err
 	}
 	names, subject := args[1], args[2]
-	items := c.checkItems[:0]
+	items := c.items[:0]
 	for rest := names; ; {
 		name := rest
 		i := bytes.IndexByte(rest, ',')
@@ -62,7 +62,7 @@ func cmdCheck(c *client, args [][]byte) error {
 		}
 		rest = rest[i+1:]
 	}
-	c.checkItems = items
+	c.items = items
 	allowed, err := c.checkPolicies(items, opts)
 	if err != nil {
 		return err

@@ -32,16 +32,16 @@ type client struct {
 	lastLookup *command // what it named
 
 	// Reused by the rate-limit verbs so that a call allocates nothing.
-	scratch    []byte            // a variable-size state being built
-	ldBuf      []byte            // HINCRBYFLOAT's sum, built while scratch holds the new pack
-	limits     []limit           // ALLOF's limits
-	keys       [][]byte          // ALLOF's keys
-	shards     []*keyspace.Shard // ALLOF's locked shards
-	scratches  [][]byte          // ALLOF: a scratch per limit
-	pending    []pending         // ALLOF: each limit's outcome
-	checks     []checked         // CHECK: each policy's part
-	checkKeys  []byte            // CHECK: the keys it derives, end to end
-	checkItems []checkItem       // CHECK: its policies, subjects and costs
+	scratch   []byte            // a variable-size state being built
+	ldBuf     []byte            // HINCRBYFLOAT's sum, built while scratch holds the new pack
+	limits    []limit           // ALLOF's limits
+	keys      [][]byte          // ALLOF's keys
+	shards    []*keyspace.Shard // ALLOF's locked shards
+	scratches [][]byte          // ALLOF: a scratch per limit
+	pending   []pending         // ALLOF: each limit's outcome
+	checks    []checked         // CHECK: each policy's part
+	checkKeys []byte            // CHECK: the keys it derives, end to end
+	items     []checkItem       // CHECK: its policies, subjects and costs
 
 	tx      *transaction        // between MULTI and EXEC or DISCARD; nil otherwise
 	txHeld  uint64              // the transaction stripes EXEC holds while it runs (scripting.go)

@@ -232,11 +232,11 @@ func (d *edgeDecider) Decide(items []envoyrls.Item) ([]envoyrls.Decision, error)
 	c.tick = s.obs.mono()
 	start := c.tick
 	c.lastCmd.Store(cmd)
-	ci := c.checkItems[:0]
+	ci := c.items[:0]
 	for _, it := range items {
 		ci = append(ci, checkItem{name: []byte(it.Policy), subject: []byte(it.Subject), cost: it.Cost})
 	}
-	c.checkItems = ci
+	c.items = ci
 	_, err := c.checkPolicies(ci, nativeOptions{})
 	var args [][]byte // built only when SLOWLOG or MONITOR will show them
 	if t := s.obs.slowerThan.Load(); s.obs.monitoring.Load() != 0 || t >= 0 && s.obs.mono()-start >= t*1000 {
