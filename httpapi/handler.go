@@ -421,3 +421,23 @@ func truncate(s string, n int) string {
 	}
 	return s
 }
+
+// Authorize wraps h, a route of Options.Routes, behind the same users as the decisions:
+// the credentials a request gives (Basic, or a bearer token) go to check, which returns
+// ErrUnauthorized or ErrForbidden to refuse it.
+func Authorize(h http.Handler, check func(Credentials) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cred, err := credentials(r, true)
+		if err == nil {
+			err = check(cred)
+		}
+		switch {
+		case err == nil:
+			h.ServeHTTP(w, r)
+		case errors.Is(err, ErrForbidden):
+			writeError(w, http.StatusForbidden, err.Error())
+		default:
+			writeError(w, http.StatusUnauthorized, err.Error())
+		}
+	})
+}

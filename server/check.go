@@ -31,6 +31,12 @@ type checked struct {
 // the keys the verbs keep upstream.
 var errCheckUpstream = errors.New("CHECK is not served in upstream mode")
 
+// checkItem is one policy of a check: its name, the subject its key names and its cost.
+type checkItem struct {
+	name, subject []byte
+	cost          int64
+}
+
 // CHECK name[,name...] subject [COST n|REFUND n] [PEEK] [PRIORITY name]: evaluates each named policy's limit on the
 // key policy:<name>:<subject>, all or nothing as ALLOF. Replies the decision and its status
 // (one policy), or the combined decision and then each policy's (several).
@@ -42,35 +48,79 @@ func cmdCheck(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	if c.readOnly && !opts.peek && (opts.cost != 0 || opts.refund != 0) {
-		return errReadOnly
-	}
-	pv := c.s.policyView()
 	names, subject := args[1], args[2]
-	checks := c.checks[:0]
-	limits := c.limits[:0]
-	key := c.checkKeys[:0]
+	items := c.items[:0]
 	for rest := names; ; {
 		name := rest
 		i := bytes.IndexByte(rest, ',')
 		if i >= 0 {
 			name = rest[:i]
 		}
-		cp := pv.byName[string(name)]
-		if cp == nil {
-			c.checks, c.limits, c.checkKeys = checks, limits, key
-			return fmt.Errorf("%w '%s'", errNoPolicy, truncate(name, 64))
-		}
-		checks = append(checks, checked{cp: cp})
-		limits = append(limits, cp.base)
-		key = append(key, policyKeyPrefix...)
-		key = append(key, name...)
-		key = append(key, ':')
-		key = append(key, subject...)
+		items = append(items, checkItem{name: name, subject: subject, cost: opts.cost})
 		if i < 0 {
 			break
 		}
 		rest = rest[i+1:]
+	}
+	c.items = items
+	allowed, err := c.checkPolicies(items, opts)
+	if err != nil {
+		return err
+	}
+	checks, results := c.checks, c.pending
+	if len(checks) == 1 {
+		c.w.decisionStatus(results[0].d, statusNames[checks[0].status])
+		return nil
+	}
+	all := combine(results, allowed)
+	// The most telling status: allowlisted only when every policy's is.
+	status, everyAllowlisted := statusOK, true
+	for i := range checks {
+		status = max(status, checks[i].status)
+		everyAllowlisted = everyAllowlisted && checks[i].status == statusAllowlisted
+	}
+	if status == statusAllowlisted && !everyAllowlisted {
+		status = statusOK
+	}
+	c.w.array(1 + len(checks))
+	c.w.decisionStatus(all, statusNames[status])
+	for i := range checks {
+		c.w.decisionStatus(results[i].d, statusNames[checks[i].status])
+	}
+	return nil
+}
+
+// checkPolicies evaluates each item's policy on the key policy:<name>:<subject> with the
+// item's cost and opts' other options, all or nothing as ALLOF, and counts the decisions under c's command. It
+// leaves each policy's part in c.checks and its outcome in c.pending, and reports whether
+// all allowed. CHECK and the edge front doors (envoy.go) decide through it.
+func (c *client) checkPolicies(items []checkItem, opts nativeOptions) (bool, error) {
+	if c.readOnly && !opts.peek {
+		if opts.refund != 0 {
+			return false, errReadOnly
+		}
+		for _, it := range items {
+			if it.cost != 0 {
+				return false, errReadOnly
+			}
+		}
+	}
+	pv := c.s.policyView()
+	checks := c.checks[:0]
+	limits := c.limits[:0]
+	key := c.checkKeys[:0]
+	for _, it := range items {
+		cp := pv.byName[string(it.name)]
+		if cp == nil {
+			c.checks, c.limits, c.checkKeys = checks, limits, key
+			return false, fmt.Errorf("%w '%s'", errNoPolicy, truncate(it.name, 64))
+		}
+		checks = append(checks, checked{cp: cp})
+		limits = append(limits, cp.base)
+		key = append(key, policyKeyPrefix...)
+		key = append(key, it.name...)
+		key = append(key, ':')
+		key = append(key, it.subject...)
 	}
 	c.checks, c.checkKeys = checks, key
 	now := c.now()
@@ -78,6 +128,7 @@ func cmdCheck(c *client, args [][]byte) error {
 	at := 0
 	for i := range checks {
 		cp := checks[i].cp
+		subject := items[i].subject
 		l := &limits[i]
 		if !cp.lists.Empty() {
 			switch k, e := cp.lists.Match(subject, now); k {
@@ -92,11 +143,12 @@ func cmdCheck(c *client, args [][]byte) error {
 			tiers = cp.base.opts.tiers
 		}
 		l.opts = opts
+		l.opts.cost = items[i].cost
 		if tiers != nil || opts.priority != nil {
 			l.opts.tiers = tiers
 			if err := l.resolveTier(); err != nil {
 				c.checks, c.limits, c.checkKeys = checks, limits, key
-				return fmt.Errorf("CHECK policy '%s': %w", cp.name, err)
+				return false, fmt.Errorf("CHECK policy '%s': %w", cp.name, err)
 			}
 		}
 		if checks[i].listed != 0 {
@@ -139,7 +191,7 @@ func cmdCheck(c *client, args [][]byte) error {
 		store, err := l.take(now, &v, ok, c.scratches[i][:0], &r.d, &r.next)
 		if err != nil {
 			c.pending = results
-			return fmt.Errorf("CHECK policy '%s': %w", checks[i].cp.name, err)
+			return false, fmt.Errorf("CHECK policy '%s': %w", checks[i].cp.name, err)
 		}
 		if store {
 			c.scratches[i] = r.next.Bytes[:0]
@@ -187,24 +239,5 @@ func cmdCheck(c *client, args [][]byte) error {
 		}
 	}
 	c.s.decided(c, !allowed)
-	if len(checks) == 1 {
-		c.w.decisionStatus(results[0].d, statusNames[checks[0].status])
-		return nil
-	}
-	all := combine(results, allowed)
-	// The most telling status: allowlisted only when every policy's is.
-	status, everyAllowlisted := statusOK, true
-	for i := range checks {
-		status = max(status, checks[i].status)
-		everyAllowlisted = everyAllowlisted && checks[i].status == statusAllowlisted
-	}
-	if status == statusAllowlisted && !everyAllowlisted {
-		status = statusOK
-	}
-	c.w.array(1 + len(checks))
-	c.w.decisionStatus(all, statusNames[status])
-	for i := range checks {
-		c.w.decisionStatus(results[i].d, statusNames[checks[i].status])
-	}
-	return nil
+	return allowed, nil
 }

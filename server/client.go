@@ -41,6 +41,7 @@ type client struct {
 	pending   []pending         // ALLOF: each limit's outcome
 	checks    []checked         // CHECK: each policy's part
 	checkKeys []byte            // CHECK: the keys it derives, end to end
+	items     []checkItem       // CHECK: its policies, subjects and costs
 
 	tx      *transaction        // between MULTI and EXEC or DISCARD; nil otherwise
 	txHeld  uint64              // the transaction stripes EXEC holds while it runs (scripting.go)

@@ -161,6 +161,15 @@ type Config struct {
 	// HTTPLegacyHeaders adds X-RateLimit-Limit, -Remaining and -Reset to HTTP decisions
 	// beside the draft's RateLimit fields ("http-legacy-headers"; default yes).
 	HTTPLegacyHeaders bool
+	// GRPCPort serves Envoy's rate-limit service (envoy.service.ratelimit.v3) and gRPC health
+	// checking on Bind ("grpc-port"); 0, the default, serves none.
+	GRPCPort int
+	// RateLimitConfig is an envoyproxy/ratelimit configuration: a YAML file, or a directory
+	// of them ("ratelimit-config"). Its descriptors become policies; it is read again when
+	// it changes and on SIGHUP. Empty: none.
+	RateLimitConfig string
+	// GRPCTLS serves grpc-port over TLS with the tls-* files ("grpc-tls"); default no.
+	GRPCTLS bool
 
 	// The data types (collections.go), with Redis's names: a hash or a sorted set with more
 	// entries than ...Entries, or a field, value or member longer than ...Value bytes, takes
@@ -316,6 +325,15 @@ func (c Config) Validate() error {
 	}
 	if c.DeniedEventsPerSecond < 0 {
 		return fmt.Errorf("denied-events-per-second: %d must not be negative", c.DeniedEventsPerSecond)
+	}
+	if c.GRPCPort < 0 || c.GRPCPort > 65535 {
+		return fmt.Errorf("grpc-port: %d is not between 0 and 65535", c.GRPCPort)
+	}
+	if c.GRPCPort != 0 && c.RateLimitConfig == "" {
+		return errors.New("grpc-port: needs ratelimit-config, the descriptors it serves")
+	}
+	if c.GRPCTLS && (c.TLSCertFile == "" || c.TLSKeyFile == "") {
+		return errors.New("grpc-tls: needs tls-cert-file and tls-key-file")
 	}
 	if c.MetricsPort < 0 || c.MetricsPort > 65535 {
 		return fmt.Errorf("metrics-port: %d is not between 0 and 65535", c.MetricsPort)

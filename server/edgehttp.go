@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +59,7 @@ func (s *Server) ServeHTTPAPI(ln net.Listener) error {
 			MaxConns:      s.maxClients.Load,
 			Rejected:      func() { s.stats.rejected.Add(1) },
 			IdleTimeout:   time.Duration(s.conns.timeout.Load()) * time.Second,
+			Routes:        s.jsonRoute(),
 		})
 	}
 	api := s.http.api
@@ -314,4 +316,34 @@ func (r *respReader) decision() httpapi.Decision {
 	d.Status = string(r.b[:size])
 	r.b = r.b[size+2:]
 	return d
+}
+
+// jsonRoute mounts envoyproxy/ratelimit's /json form (ratelimit-config) on http-port, for
+// the users that may run CHECK; nil without ratelimit-config.
+func (s *Server) jsonRoute() map[string]http.Handler {
+	h := s.edgeJSON()
+	if h == nil {
+		return nil
+	}
+	check := s.commands["check"]
+	return map[string]http.Handler{"/json": httpapi.Authorize(h, func(cred httpapi.Credentials) error {
+		user := s.acl.Default()
+		if cred.Given {
+			name := cred.User
+			if name == "" {
+				name = "default"
+			}
+			u, err := s.authenticate([]byte(name), []byte(cred.Password))
+			if err != nil {
+				return fmt.Errorf("%w: %s", httpapi.ErrUnauthorized, errorText(err))
+			}
+			user = u
+		} else if s.passwordSet() {
+			return fmt.Errorf("%w: Basic credentials or a bearer token", httpapi.ErrUnauthorized)
+		}
+		if p := user.Perms(); !p.All && !p.CanRun(check.aclID) {
+			return fmt.Errorf("%w: this user has no permissions to run the 'check' command", httpapi.ErrForbidden)
+		}
+		return nil
+	})}
 }

@@ -121,6 +121,8 @@ func (s *Server) readiness(primary, inSync bool, up *metrics.Upstream) (bool, st
 	switch {
 	case s.Addr() == nil:
 		return false, "not serving yet"
+	case s.cfg.GRPCPort != 0 && !s.edge.serving():
+		return false, "grpc-port not serving yet"
 	case !primary && !inSync:
 		return false, "replica not in sync with its primary"
 	case up != nil && up.Breaker != "closed":

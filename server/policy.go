@@ -81,6 +81,7 @@ func policyCommands() []*command {
 type policies struct {
 	mu      sync.Mutex   // guards file, stats and the rebuilds of view; held by writers of the record
 	file    policy.Table // the config file's, nil when none
+	edge    policy.Table // ratelimit-config's (envoy.go), nil when none; the file's win a name both have
 	fileGen atomic.Int64 // changes with file
 	stats   map[string]*policyStats
 	view    atomic.Pointer[policyView]
@@ -180,6 +181,15 @@ func (s *Server) ReloadPolicies() error {
 	return nil
 }
 
+// configured returns the policy name of the config file or of ratelimit-config; nil when
+// neither declares it.
+func (p *policies) configured(name string) *policy.Policy {
+	if f := p.file[name]; f != nil {
+		return f
+	}
+	return p.edge[name]
+}
+
 // policyRecord returns the version of the stored record, and its bytes (copied) when withBytes.
 func (s *Server) policyRecord(withBytes bool) (int64, []byte) {
 	key := []byte(policiesKey)
@@ -228,11 +238,14 @@ func (s *Server) rebuildPoliciesLocked() *policyView {
 	for n := range s.pol.file {
 		names[n] = true
 	}
+	for n := range s.pol.edge {
+		names[n] = true
+	}
 	for n := range pv.stored {
 		names[n] = true
 	}
 	for n := range names {
-		f, st := s.pol.file[n], pv.stored[n]
+		f, st := s.pol.configured(n), pv.stored[n]
 		m := &policy.Policy{Name: n}
 		switch {
 		case st != nil && st.Args != nil:
@@ -408,6 +421,9 @@ func cmdPolicyDel(c *client, args [][]byte) error {
 			if c.s.pol.file[name] != nil {
 				return fmt.Errorf("policy '%s' is declared in the config file: remove it there and POLICY.RELOAD", name)
 			}
+			if c.s.pol.edge[name] != nil {
+				return fmt.Errorf("policy '%s' comes from ratelimit-config: remove its descriptor there", name)
+			}
 			return nil
 		}
 		delete(t, name)
@@ -441,7 +457,7 @@ func (c *client) addEntry(name string, e policy.Entry) error {
 	return c.s.changePolicies(func(t policy.Table, now int64) error {
 		p := t[name]
 		if p == nil {
-			if c.s.pol.file[name] == nil {
+			if c.s.pol.configured(name) == nil {
 				return fmt.Errorf("%w '%s'", errNoPolicy, truncate([]byte(name), 64))
 			}
 			p = &policy.Policy{Name: name} // entries added to the file's policy
@@ -492,7 +508,7 @@ func cmdPolicyUnlist(c *client, args [][]byte) error {
 	err := c.s.changePolicies(func(t policy.Table, now int64) error {
 		p := t[name]
 		if p == nil {
-			if c.s.pol.file[name] == nil {
+			if c.s.pol.configured(name) == nil {
 				return fmt.Errorf("%w '%s'", errNoPolicy, truncate(args[1], 64))
 			}
 			return nil

@@ -90,6 +90,7 @@ type Server struct {
 	nextID    atomic.Int64
 	connected atomic.Int64 // clients connected now
 	stats     stats
+	edge      edge     // Envoy's rate-limit service on grpc-port (envoy.go)
 	obs       observer // commandstats, SLOWLOG, MONITOR, TOPDENIED, deny events (observe.go)
 
 	lastSave atomic.Int64 // Unix seconds: the start, LASTSAVE with appendonly no
@@ -153,6 +154,9 @@ func New(cfg Config) (*Server, error) {
 	if err := s.loadPolicies(); err != nil {
 		return nil, err
 	}
+	if err := s.openEdge(); err != nil {
+		return nil, err
+	}
 	s.initFunctions()
 	if err := s.openACL(); err != nil {
 		return nil, err
@@ -173,6 +177,7 @@ func New(cfg Config) (*Server, error) {
 	// after openStore: appendonly shows whether the store is open
 	s.params = append(append(append(append(append(s.paramTable(), s.observeParams()...), s.tlsParams()...), s.collectionParams()...), s.scriptParams()...), s.latencyParams()...)
 	s.params = append(s.params, s.httpParams()...)
+	s.params = append(s.params, s.edgeParams()...)
 	s.paramsByName, s.paramNames = indexParams(s.params)
 	if err := s.startReplication(); err != nil {
 		s.closeStore()
@@ -185,7 +190,11 @@ func New(cfg Config) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
-	if err := s.startHTTP(); err != nil {
+	err := s.startHTTP()
+	if err == nil {
+		err = s.startEdge()
+	}
+	if err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -342,6 +351,7 @@ func (s *Server) Close() error {
 	if httpAPI != nil {
 		httpAPI.Close() // waits for its decisions under way, which may need s.mu
 	}
+	s.closeEdge()
 	s.repl.Close()
 	s.stopLoops()
 	s.closeUpstream()

@@ -44,7 +44,8 @@ func main() {
 				srv.Close()
 				return
 			case <-hup:
-				srv.ReloadPolicies() // it logs what it did
+				srv.ReloadPolicies()        // it logs what it did
+				srv.ReloadRateLimitConfig() // and so does it
 			case <-srv.Done():
 				return
 			}

@@ -230,6 +230,24 @@ func setOption(cfg *server.Config, name string, values []string) error {
 		return nil
 	case "busy-reply-threshold", "lua-time-limit":
 		return number(&cfg.BusyReplyThreshold)
+	case "grpc-port":
+		return number(&cfg.GRPCPort)
+	case "grpc-tls":
+		on, err := yes()
+		cfg.GRPCTLS = on
+		return err
+	case "ratelimit-config":
+		if err := str(&cfg.RateLimitConfig); err != nil {
+			return err
+		}
+		if cfg.RateLimitConfig != "" {
+			abs, err := filepath.Abs(cfg.RateLimitConfig)
+			if err != nil {
+				return fmt.Errorf("ratelimit-config: %w", err)
+			}
+			cfg.RateLimitConfig = abs // read again on SIGHUP, whatever the directory then
+		}
+		return nil
 
 	// The data types' thresholds, with Redis's names and their older ziplist aliases.
 	case "hash-max-listpack-entries", "hash-max-ziplist-entries":

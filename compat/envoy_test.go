@@ -1,0 +1,81 @@
+package compat
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	commonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+// TestEnvoyRateLimitService drives the real binary as Envoy does: grpc-port and
+// ratelimit-config from the config file, ShouldRateLimit and the health check through
+// go-control-plane's generated client, the descriptor's policy through redis-cli, and a
+// changed file applied on SIGHUP, a bad one kept out with its file and line in the log.
+func TestEnvoyRateLimitService(t *testing.T) {
+	dir := t.TempDir()
+	rules := filepath.Join(dir, "rules")
+	require.NoError(t, os.Mkdir(rules, 0o755))
+	yamlFile := filepath.Join(rules, "edge.yaml")
+	write := func(n int) {
+		require.NoError(t, os.WriteFile(yamlFile, []byte("domain: edge\ndescriptors:\n  - key: remote_address\n    rate_limit:\n      unit: minute\n      requests_per_unit: "+strconv.Itoa(n)+"\n"), 0o644))
+	}
+	write(2)
+	grpcPort := freePort(t)
+	conf := filepath.Join(dir, "throttled.conf")
+	require.NoError(t, os.WriteFile(conf, []byte("grpc-port "+strconv.Itoa(grpcPort)+"\nratelimit-config "+rules+"\n"), 0o644))
+	p := start(t, conf)
+
+	conn, err := grpc.NewClient("127.0.0.1:"+strconv.Itoa(grpcPort), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	h, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: "envoy.service.ratelimit.v3.RateLimitService"}, grpc.WaitForReady(true))
+	require.NoError(t, err)
+	require.Equal(t, healthpb.HealthCheckResponse_SERVING, h.Status)
+
+	rls := rlsv3.NewRateLimitServiceClient(conn)
+	ask := func(addr string) string {
+		r, err := rls.ShouldRateLimit(ctx, &rlsv3.RateLimitRequest{Domain: "edge", Descriptors: []*commonv3.RateLimitDescriptor{
+			{Entries: []*commonv3.RateLimitDescriptor_Entry{{Key: "remote_address", Value: addr}}}}})
+		require.NoError(t, err)
+		return r.OverallCode.String()
+	}
+	require.Equal(t, "OK", ask("192.0.2.1"))
+	require.Equal(t, "OK", ask("192.0.2.1"))
+	require.Equal(t, "OVER_LIMIT", ask("192.0.2.1"))
+	require.Equal(t, "rls.edge.remote_address", p.cli(t, "POLICY.LIST"))
+	require.Equal(t, "1", strings.Split(p.cli(t, "CHECK", "rls.edge.remote_address", "192.0.2.1", "PEEK"), "\n")[0])
+	require.Equal(t, "OK", p.cli(t, "POLICY.DENY", "rls.edge.remote_address", "198.51.100.0/24"))
+	require.Equal(t, "OVER_LIMIT", ask("198.51.100.7"))
+	require.Contains(t, p.cli(t, "INFO", "commandstats"), "cmdstat_check:calls=5,")
+
+	write(100)
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGHUP))
+	require.Eventually(t, func() bool {
+		return strings.Contains(p.cli(t, "POLICY.GET", "rls.edge.remote_address"), "THROTTLE 99 100 60")
+	}, 5*time.Second, 20*time.Millisecond)
+	// 192.0.2.1 keeps what it used (2 of 2 is 100 of 100): a new limit never refills.
+	require.Equal(t, "OVER_LIMIT", ask("192.0.2.1"))
+	for i := 0; i < 3; i++ {
+		require.Equal(t, "OK", ask("192.0.2.2"))
+	}
+
+	require.NoError(t, os.WriteFile(yamlFile, []byte("domain: edge\ndescriptors:\n  - key: remote_address\n    rate_limit: {unit: fortnight, requests_per_unit: 1}\n"), 0o644))
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGHUP))
+	require.Eventually(t, func() bool { return strings.Contains(p.stderr.String(), yamlFile+":3: unit must be") }, 5*time.Second, 20*time.Millisecond)
+	require.Contains(t, p.stderr.String(), "ratelimit-config not reloaded")
+	require.Contains(t, p.cli(t, "POLICY.GET", "rls.edge.remote_address"), "THROTTLE 99 100 60")
+	require.Equal(t, "OK", ask("192.0.2.2"))
+}

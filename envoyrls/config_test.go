@@ -1,0 +1,116 @@
+package envoyrls
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseErrorsNameTheLine(t *testing.T) {
+	for _, tc := range []struct{ name, yaml, err string }{
+		{"no domain", "descriptors: []\n", "f.yaml: domain is missing or empty"},
+		{"no key", "domain: d\ndescriptors:\n  - value: v\n", "f.yaml:3: a descriptor needs a key"},
+		{"unit", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: fortnight, requests_per_unit: 1}\n", "f.yaml:3: unit must be"},
+		{"unknown field", "domain: d\ndescriptors:\n  - key: k\n    ratelimit: {}\n", "f.yaml:4: unknown field 'ratelimit'"},
+		{"twice", "domain: d\ndescriptors:\n  - key: k\n  - key: k\n", "f.yaml:4: descriptor d.k is declared twice"},
+		{"algorithm", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, algorithm: magic}\n", "f.yaml:3: algorithm must be"},
+		{"negative", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: -1}\n", "f.yaml:3: requests_per_unit must be"},
+		{"unlimited with unit", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unlimited: true, unit: second}\n", "f.yaml:3: an unlimited rate_limit"},
+		{"bad yaml", "domain: [\n", "f.yaml: yaml:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("f.yaml", []byte(tc.yaml))
+			require.ErrorContains(t, err, tc.err)
+		})
+	}
+}
+
+func TestPoliciesAndMatch(t *testing.T) {
+	c, err := Parse("f.yaml", []byte(`
+domain: web
+descriptors:
+  - key: path
+    value: /api/*
+    descriptors:
+      - key: user
+        rate_limit: {unit: minute, requests_per_unit: 60, algorithm: tokenbucket}
+  - key: path
+    value: /api/v1/*
+    rate_limit: {unit: second, requests_per_unit: 5, unit_multiplier: 10, algorithm: sliding-approx}
+  - key: path
+    value: /health
+    rate_limit: {unit: second, requests_per_unit: 100}
+  - key: path
+    rate_limit: {unit: hour, requests_per_unit: 1000, algorithm: window}
+`))
+	require.NoError(t, err)
+	args := map[string][]string{}
+	for n, p := range c.Policies {
+		args[n] = p.Args
+	}
+	require.Equal(t, map[string][]string{
+		"rls.web.path_-api--.user": {"TOKENBUCKET", "60", "60", "60"},
+		"rls.web.path_-api-v1--":   {"SLIDE", "5", "10", "APPROX"},
+		"rls.web.path_-health":     {"THROTTLE", "99", "100", "1"},
+		"rls.web.path":             {"WINDOW", "1000", "3600"},
+	}, args)
+	d := c.Domains["web"]
+	for _, tc := range []struct {
+		entries         []Entry
+		policy, subject string
+	}{
+		{[]Entry{{"path", "/health"}}, "rls.web.path_-health", "-"},
+		{[]Entry{{"path", "/api/v1/x"}}, "rls.web.path_-api-v1--", "/api/v1/x"}, // the longest wildcard
+		{[]Entry{{"path", "/api/x"}}, "", ""},                                   // as envoyproxy/ratelimit: the wildcard is met first, and its level has no limit
+		{[]Entry{{"path", "/api/x"}, {"user", "ann"}}, "rls.web.path_-api--.user", "/api/x:ann"},
+		{[]Entry{{"path", "/api/x"}, {"user", "ann"}, {"more", "x"}}, "", ""},
+		{[]Entry{{"other", "x"}}, "", ""},
+		{nil, "", ""},
+	} {
+		r, subject := d.Match(tc.entries)
+		if tc.policy == "" {
+			require.Nil(t, r, "%v", tc.entries)
+			continue
+		}
+		require.NotNil(t, r, "%v", tc.entries)
+		require.Equal(t, tc.policy, r.Policy)
+		require.Equal(t, tc.subject, subject)
+	}
+}
+
+func TestPolicyNamesAreValidAndUnique(t *testing.T) {
+	long := ""
+	for i := 0; i < 200; i++ {
+		long += "x"
+	}
+	c, err := Parse("f.yaml", []byte("domain: d\ndescriptors:\n  - key: a\n    value: 'b c'\n    rate_limit: {unit: second, requests_per_unit: 1}\n  - key: a\n    value: 'b/c'\n    rate_limit: {unit: second, requests_per_unit: 1}\n  - key: "+long+"\n    rate_limit: {unit: second, requests_per_unit: 1}\n"))
+	require.NoError(t, err)
+	require.Len(t, c.Policies, 3)
+	for n := range c.Policies {
+		require.LessOrEqual(t, len(n), 128)
+		for _, ch := range []byte(n) {
+			require.True(t, 'a' <= ch && ch <= 'z' || 'A' <= ch && ch <= 'Z' || '0' <= ch && ch <= '9' || ch == '_' || ch == '-' || ch == '.', n)
+		}
+	}
+}
+
+func TestLoadDirectory(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))
+	}
+	_, err := Load(dir)
+	require.ErrorIs(t, err, ErrNoFiles)
+	write("a.yaml", "domain: one\n")
+	write("b.yml", "domain: two\n")
+	write(".hidden.yaml", "not: [yaml\n")
+	write("notes.txt", "not yaml\n")
+	c, err := Load(dir)
+	require.NoError(t, err)
+	require.Len(t, c.Domains, 2)
+	write("c.yaml", "domain: one\n")
+	_, err = Load(dir)
+	require.ErrorContains(t, err, "c.yaml: domain 'one' is declared again (first in "+filepath.Join(dir, "a.yaml")+")")
+}

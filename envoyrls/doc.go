@@ -1,0 +1,20 @@
+// Package envoyrls is throttled's side of Envoy's global rate limiting: the gRPC service
+// envoy.service.ratelimit.v3.RateLimitService over a configuration written as
+// envoyproxy/ratelimit's users write theirs (YAML, one domain a file).
+//
+// A configuration's path: Load reads the file or the directory's files (config.go) into a
+// tree of descriptors per domain, and makes each descriptor that has a rate_limit a Rule and
+// a policy (policy.Policy, named "rls." and its path), which the service hands to the server
+// (Decider.SetPolicies) so that CHECK, POLICY.GET, overrides and allow and deny lists see it
+// as they see the config file's. Reload and Watch read it again; a bad file keeps the old
+// configuration and the error names the file and the line.
+//
+// A request's path: ShouldRateLimit matches each descriptor against its domain's tree
+// (match.go: at each level key and value, then the longest wildcard, then the key alone;
+// the rule is the one at the level of the descriptor's last entry), drops the rules that
+// another matched rule replaces, and hands the rest to Decider.Decide, the server's CHECK
+// path, which evaluates them all or nothing and counts them as CHECK's. The decisions become
+// the statuses, the overall code and, when the domain asks, the RateLimit headers.
+//
+// The package knows nothing of RESP or of the keyspace: it never imports the server.
+package envoyrls

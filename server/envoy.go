@@ -1,0 +1,274 @@
+package server
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/net/netutil"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
+
+	"throttled/envoyrls"
+	"throttled/policy"
+)
+
+// Envoy's rate-limit service: package envoyrls serves it and holds its configuration; the
+// server only lends it CHECK's path (edgeDecider) and keeps the policies the configuration
+// makes beside the config file's (policies.edge), so that POLICY.GET, overrides and lists
+// apply to them. Each gRPC decision runs on a client of its own, as a CHECK of its
+// descriptors' policies, and counts as one in INFO, commandstats, the metrics, TOPDENIED
+// and the deny events.
+
+// rlsWatchPeriod is how often the configuration's files are looked at for a change.
+const rlsWatchPeriod = time.Second
+
+// edge is the state of the gRPC front door.
+type edge struct {
+	rls  *envoyrls.Service // nil without ratelimit-config
+	stop chan struct{}     // closed by Close: stops the watcher
+	mu   sync.Mutex        // guards grpc
+	grpc []*grpc.Server
+}
+
+// edgeDecider decides for envoyrls through checkPolicies.
+type edgeDecider struct {
+	s       *Server
+	check   *command
+	clients sync.Pool // of *client
+}
+
+// openEdge loads ratelimit-config when it is set; its errors stop the start.
+func (s *Server) openEdge() error {
+	s.edge.stop = make(chan struct{})
+	if s.cfg.RateLimitConfig == "" {
+		return nil
+	}
+	d := &edgeDecider{s: s, check: s.findCommand("check")}
+	d.clients.New = func() any {
+		return &client{s: s, raddr: "grpc", laddr: "grpc", authed: true, w: writer{proto: 2}}
+	}
+	rls, err := envoyrls.New(s.cfg.RateLimitConfig, d, s.log)
+	if err != nil {
+		return fmt.Errorf("ratelimit-config: %w", err)
+	}
+	s.edge.rls = rls
+	go rls.Watch(s.edge.stop, rlsWatchPeriod)
+	return nil
+}
+
+// startEdge listens on grpc-port when it is set.
+func (s *Server) startEdge() error {
+	if s.cfg.GRPCPort == 0 {
+		return nil
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(s.cfg.Bind, strconv.Itoa(s.cfg.GRPCPort)))
+	if err != nil {
+		return fmt.Errorf("server: grpc-port: %w", err)
+	}
+	go func() {
+		if err := s.ServeGRPC(ln); err != nil {
+			s.log.Error("gRPC listener failed", "err", err)
+		}
+	}()
+	return nil
+}
+
+// ServeGRPC serves Envoy's rate-limit service and gRPC health checking on ln until Close,
+// over TLS with the tls-* files when grpc-tls is yes.
+func (s *Server) ServeGRPC(ln net.Listener) error {
+	if s.edge.rls == nil {
+		ln.Close()
+		return errors.New("server: ServeGRPC: ratelimit-config is not set")
+	}
+	// As on the RESP port: at most maxclients connections (more wait to be accepted, as
+	// gRPC clients retry rather than read an error), and idle ones closed after timeout.
+	ln = netutil.LimitListener(ln, int(max(s.maxClients.Load(), 1)))
+	opts := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(1 << 20),
+		grpc.MaxConcurrentStreams(1024),
+		grpc.ConnectionTimeout(10 * time.Second),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+	}
+	if t := s.conns.timeout.Load(); t > 0 {
+		opts = append(opts, grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: time.Duration(t) * time.Second}))
+	}
+	if s.cfg.GRPCTLS {
+		if s.tlsFiles == nil {
+			ln.Close()
+			return errors.New("server: grpc-tls: tls-cert-file and tls-key-file are not set")
+		}
+		opts = append(opts, grpc.Creds(credentials.NewTLS(s.grpcTLSConfig())))
+	}
+	g := grpc.NewServer(opts...)
+	s.edge.rls.Register(g)
+	s.mu.Lock()
+	closed := s.closed
+	if !closed {
+		s.edge.mu.Lock()
+		s.edge.grpc = append(s.edge.grpc, g)
+		s.edge.mu.Unlock()
+	}
+	s.mu.Unlock()
+	if closed {
+		ln.Close()
+		return nil
+	}
+	s.log.Info("serving Envoy's rate-limit service", "addr", ln.Addr().String(), "tls", s.cfg.GRPCTLS)
+	if err := g.Serve(ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		return fmt.Errorf("server: grpc: %w", err)
+	}
+	return nil
+}
+
+// grpcTLSConfig is serverTLSConfig with HTTP/2's ALPN name, which gRPC clients ask for.
+func (s *Server) grpcTLSConfig() *tls.Config {
+	base := s.serverTLSConfig()
+	get := base.GetConfigForClient
+	base.NextProtos = []string{"h2"}
+	base.GetConfigForClient = func(h *tls.ClientHelloInfo) (*tls.Config, error) {
+		c, err := get(h)
+		if c == nil || err != nil {
+			return c, err
+		}
+		c = c.Clone()
+		c.NextProtos = []string{"h2"}
+		return c, nil
+	}
+	return base
+}
+
+// serving reports whether a gRPC server has started serving.
+func (e *edge) serving() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.grpc) > 0
+}
+
+// closeEdge stops the gRPC servers (the calls under way end first, for a second at most)
+// and the watcher.
+func (s *Server) closeEdge() {
+	if s.edge.stop == nil {
+		return
+	}
+	close(s.edge.stop)
+	if s.edge.rls != nil {
+		s.edge.rls.Shutdown()
+	}
+	s.edge.mu.Lock()
+	servers := s.edge.grpc
+	s.edge.grpc = nil
+	s.edge.mu.Unlock()
+	for _, g := range servers {
+		done := make(chan struct{})
+		go func() { g.GracefulStop(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(time.Second):
+			g.Stop()
+		}
+	}
+}
+
+// edgeJSON is envoyproxy/ratelimit's /json form of ShouldRateLimit, for http-port to mount at
+// /json; nil without ratelimit-config.
+func (s *Server) edgeJSON() http.Handler {
+	if s.edge.rls == nil {
+		return nil
+	}
+	return http.HandlerFunc(s.edge.rls.ServeJSON)
+}
+
+// ReloadRateLimitConfig reads ratelimit-config again (SIGHUP). With an error, naming the
+// file and the line, the configuration in force stays.
+func (s *Server) ReloadRateLimitConfig() error {
+	if s.edge.rls == nil {
+		return nil
+	}
+	return s.edge.rls.Reload()
+}
+
+// edgeParams are grpc-port's and ratelimit-config's entries in the parameter table.
+func (s *Server) edgeParams() []*param {
+	return []*param{
+		{name: "grpc-port", get: func() string { return strconv.Itoa(s.cfg.GRPCPort) }, def: "0", file: plainValue},
+		{name: "grpc-tls", get: func() string { return yesNo(s.cfg.GRPCTLS) }, def: "no", file: plainValue},
+		{name: "ratelimit-config", get: func() string { return s.cfg.RateLimitConfig }, def: "", file: quoted},
+	}
+}
+
+// SetPolicies makes t the policies of ratelimit-config (envoyrls.Decider).
+func (d *edgeDecider) SetPolicies(t policy.Table) {
+	s := d.s
+	s.pol.mu.Lock()
+	s.pol.edge = t
+	s.pol.fileGen.Add(1)
+	s.pol.mu.Unlock()
+}
+
+// Decide runs items as one CHECK (envoyrls.Decider).
+func (d *edgeDecider) Decide(items []envoyrls.Item) ([]envoyrls.Decision, error) {
+	s := d.s
+	if s.up != nil {
+		return nil, errCheckUpstream
+	}
+	cmd := d.check
+	c := d.clients.Get().(*client)
+	defer d.clients.Put(c)
+	if err := s.checkWrite(c, cmd); err != nil {
+		cmd.rejected.Add(1)
+		s.stats.errors.Add(1)
+		return nil, err
+	}
+	s.stats.commands.Add(1)
+	c.tick = s.obs.mono()
+	start := c.tick
+	c.lastCmd.Store(cmd)
+	ci := c.items[:0]
+	for _, it := range items {
+		ci = append(ci, checkItem{name: []byte(it.Policy), subject: []byte(it.Subject), cost: it.Cost})
+	}
+	c.items = ci
+	_, err := c.checkPolicies(ci, nativeOptions{})
+	var args [][]byte // built only when SLOWLOG or MONITOR will show them
+	if t := s.obs.slowerThan.Load(); s.obs.monitoring.Load() != 0 || t >= 0 && s.obs.mono()-start >= t*1000 {
+		args = edgeArgs(items)
+	}
+	s.timed(c, cmd, args, start)
+	if err != nil {
+		cmd.failed.Add(1)
+		s.stats.errors.Add(1)
+		return nil, err
+	}
+	out := make([]envoyrls.Decision, len(items))
+	for i := range out {
+		r := c.pending[i].d
+		out[i] = envoyrls.Decision{Limited: r.limited, Limit: r.limit, Remaining: r.remaining,
+			RetryMs: r.retry, ResetMs: r.resetM, Status: statusNames[c.checks[i].status]}
+	}
+	return out, nil
+}
+
+// edgeArgs is a gRPC decision as SLOWLOG and MONITOR show it: CHECK, the policies, the
+// subjects and the costs, each list joined by ','.
+func edgeArgs(items []envoyrls.Item) [][]byte {
+	var names, subjects, costs []string
+	for _, it := range items {
+		names = append(names, it.Policy)
+		subjects = append(subjects, it.Subject)
+		costs = append(costs, strconv.FormatInt(it.Cost, 10))
+	}
+	args := [][]byte{[]byte("CHECK"), []byte(strings.Join(names, ",")), []byte(strings.Join(subjects, ","))}
+	if slices.ContainsFunc(items, func(it envoyrls.Item) bool { return it.Cost != 1 }) {
+		args = append(args, []byte("COST"), []byte(strings.Join(costs, ",")))
+	}
+	return args
+}
