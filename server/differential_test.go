@@ -27,6 +27,9 @@ import (
 
 var diffCommands = flag.Int("diff.n", 20000, "commands each differential test sends per protocol")
 
+// diffSeed replays the run of a seed a failure printed.
+var diffSeed = flag.Uint64("diff.seed", 0, "the seed to draw the commands from; 0 for a new one each run")
+
 // diffCmd is one generated command.
 type diffCmd struct {
 	args []string
@@ -100,6 +103,9 @@ func runDifferential(t *testing.T, gen func(*rand.Rand) diffCmd) {
 			ts := startServer(t, func(c *Config) { c.Now = nil })
 			want, got := dialDiff(t, rs.Addr, proto), dialDiff(t, ts.addr, proto)
 			seed := uint64(time.Now().UnixNano())
+			if *diffSeed != 0 {
+				seed = *diffSeed
+			}
 			r := rand.New(rand.NewPCG(seed, 1))
 			var history []string
 			const batch = 64
