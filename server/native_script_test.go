@@ -1,0 +1,320 @@
+package server
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The native scripts (package scripting/native) against the interpreter: two servers on
+// one injected clock, one running the scripts it recognises as Go code and one running
+// every script on Lua, get the same calls and must give byte-identical replies and be
+// left with identical keyspaces (every key's type, bytes and expiry).
+
+// nativePair is the two servers, and a client of each.
+type nativePair struct {
+	clock      atomic.Int64 // Unix nanoseconds: TIME, and the keyspace's expiry, on both
+	native     *Server
+	interp     *Server
+	nc, ic     *client
+	keys       []string
+	calls, rej int
+}
+
+func newNativePair(t testing.TB) *nativePair {
+	p := &nativePair{keys: []string{"rl:a", "rl:b", "rl:c", "rl:h"}}
+	p.clock.Store(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC).UnixNano())
+	mk := func(native bool) (*Server, *client) {
+		cfg := DefaultConfig()
+		cfg.Shards = 4
+		cfg.AppendOnly = false
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		cfg.Now = func() time.Time { return time.Unix(0, p.clock.Load()) }
+		s, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		s.scripts.eng.SetNative(native)
+		a, b := net.Pipe()
+		t.Cleanup(func() { a.Close(); b.Close() })
+		return s, s.newClient(a)
+	}
+	p.native, p.nc = mk(true)
+	p.interp, p.ic = mk(false)
+	return p
+}
+
+// do runs args on both servers and returns both replies.
+func (p *nativePair) do(args ...string) (native, interp string) {
+	req := make([][]byte, len(args))
+	for i, a := range args {
+		req[i] = []byte(a)
+	}
+	run := func(s *Server, c *client) string {
+		c.w.b = c.w.b[:0]
+		s.run(c, req)
+		return string(c.w.b)
+	}
+	return run(p.native, p.nc), run(p.interp, p.ic)
+}
+
+// state is every key's type, value and absolute expiry, on one server.
+func (p *nativePair) state(s *Server, c *client) string {
+	var b strings.Builder
+	run := func(args ...string) string {
+		req := make([][]byte, len(args))
+		for i, a := range args {
+			req[i] = []byte(a)
+		}
+		c.w.b = c.w.b[:0]
+		s.run(c, req)
+		return string(c.w.b)
+	}
+	b.WriteString(run("DBSIZE"))
+	for _, k := range p.keys {
+		typ := run("TYPE", k)
+		b.WriteString(k + " " + typ + run("PEXPIRETIME", k))
+		switch typ {
+		case "+string\r\n":
+			b.WriteString(run("GET", k))
+		case "+hash\r\n":
+			b.WriteString(run("HGETALL", k))
+		}
+	}
+	return b.String()
+}
+
+// nativeScripts are the scripts package native knows, by name.
+var nativeScripts = map[string]string{
+	"allowN":      redisRateAllowN,
+	"allowAtMost": redisRateAllowAtMost,
+}
+
+// nativeArg is a random argument of a limiter: mostly what the libraries send, sometimes
+// what only the interpreter can read.
+func nativeArg(r *rand.Rand) string {
+	switch r.IntN(12) {
+	case 0:
+		return strconv.FormatFloat(r.Float64()*100, 'f', -1, 64)
+	case 1:
+		return strconv.FormatFloat(r.NormFloat64()*1e3, 'g', -1, 64)
+	case 2:
+		return []string{"0", "-0", "010", " 5", "5 ", "+5", "0x10", "1e400", "inf", "nan", "", "abc", "1.", ".5", "1e", "-1", "1e-300", "1e300", "3.5e2"}[r.IntN(19)]
+	case 3:
+		return strconv.Itoa(r.IntN(1_000_000))
+	}
+	return strconv.Itoa(1 + r.IntN(20))
+}
+
+// nativeClock moves the shared clock: mostly forward by a little, sometimes far, back, or
+// to odd instants (before 2017, the epoch, microseconds at 0).
+func (p *nativePair) nativeClock(r *rand.Rand) {
+	switch r.IntN(20) {
+	case 0:
+		p.clock.Add(-int64(r.IntN(5_000_000_000)))
+	case 1:
+		p.clock.Add(int64(r.IntN(1000)) * int64(time.Hour))
+	case 2:
+		p.clock.Store(time.Date(2016, 12, 31, 23, 59, 59, 0, time.UTC).UnixNano() + int64(r.IntN(3_000_000_000)))
+	case 3:
+		p.clock.Store(int64(r.IntN(1_000_000_000)))
+	case 4:
+		p.clock.Store(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC).UnixNano())
+	default:
+		p.clock.Add(int64(r.IntN(300_000_000)))
+	}
+}
+
+// step makes one random call, on both servers, and fails when they differ.
+func (p *nativePair) step(t testing.TB, r *rand.Rand) {
+	p.nativeClock(r)
+	key := p.keys[r.IntN(len(p.keys))]
+	switch r.IntN(40) {
+	case 0:
+		p.do("SET", key, nativeArg(r))
+		return
+	case 1:
+		p.do("DEL", key)
+		return
+	case 2:
+		p.do("HSET", key, "f", "1")
+		return
+	case 3:
+		p.do("SET", key, strconv.FormatFloat(float64(p.clock.Load())/1e9-1483228800+r.Float64()*10, 'g', 17, 64), "PX", strconv.Itoa(1+r.IntN(5000)))
+		return
+	}
+	names := []string{"allowN", "allowAtMost"}
+	body := nativeScripts[names[r.IntN(2)]]
+	args := []string{"EVALSHA", scriptSHA(body), "1", key, nativeArg(r), nativeArg(r), nativeArg(r), nativeArg(r)}
+	switch r.IntN(20) {
+	case 0:
+		args[0], args[1] = "EVAL", body
+	case 1:
+		args = args[:4+r.IntN(4)] // an ARGV missing
+	case 2:
+		args[2] = "0"
+		args = append(args[:3], args[4:]...) // no key
+	case 3:
+		args[0] = "EVALSHA_RO"
+	case 4:
+		args = append(args, "extra")
+	}
+	if r.IntN(4) == 0 {
+		// go-redis/redis_rate's own arguments: burst, rate, period (seconds), cost.
+		args = append(args[:4], strconv.Itoa(1+r.IntN(100)), strconv.Itoa(1+r.IntN(100)), pick(r, "1", "60", "3600", "0.5"), strconv.Itoa(r.IntN(5)))
+	}
+	proto := 2 + r.IntN(2)
+	p.nc.w.proto, p.ic.w.proto = proto, proto
+	n, i := p.do(args...)
+	p.nc.w.proto, p.ic.w.proto = 2, 2
+	p.calls++
+	if n != i {
+		t.Fatalf("RESP%d %q:\nnative:      %q\ninterpreter: %q", proto, args, n, i)
+	}
+	if ns, is := p.state(p.native, p.nc), p.state(p.interp, p.ic); ns != is {
+		t.Fatalf("RESP%d %q left\nnative:      %q\ninterpreter: %q", proto, args, ns, is)
+	}
+}
+
+// TestNativeScriptsDifferential runs random calls of redis_rate's scripts, random clocks
+// and random stored values through both paths.
+func TestNativeScriptsDifferential(t *testing.T) {
+	p := newNativePair(t)
+	seed := uint64(time.Now().UnixNano())
+	r := rand.New(rand.NewPCG(seed, 2))
+	n := 20_000
+	if testing.Short() {
+		n = 2000
+	}
+	for range n {
+		p.step(t, r)
+	}
+	nst, ist := p.native.scripts.eng.Stats(), p.interp.scripts.eng.Stats()
+	t.Logf("seed %d: native %d, fallbacks %d, interpreted %d; interpreter-only server %d", seed, nst.Natives, nst.Fallbacks, nst.Calls, ist.Calls)
+	require.Zero(t, ist.Natives)
+	require.Greater(t, nst.Natives, int64(n/4), "the native path served too few calls")
+	require.Greater(t, nst.Fallbacks, int64(0), "no call took the fallback")
+}
+
+// FuzzNativeScripts is the same differential over fuzzer-chosen seeds: each input is a
+// run of random calls from its seed, on the servers the previous inputs left.
+func FuzzNativeScripts(f *testing.F) {
+	p := newNativePair(f)
+	for i := range uint64(8) {
+		f.Add(i, uint8(10))
+	}
+	f.Fuzz(func(t *testing.T, seed uint64, n uint8) {
+		r := rand.New(rand.NewPCG(seed, 3))
+		for range int(n)%64 + 1 {
+			p.step(t, r)
+		}
+	})
+}
+
+// TestNativeScriptsDigests checks the texts package native recognises are the library's
+// byte for byte: the digests redis_rate v10.0.1 sends EVALSHA with.
+func TestNativeScriptsDigests(t *testing.T) {
+	sum := func(s string) string { d := sha1.Sum([]byte(s)); return hex.EncodeToString(d[:]) }
+	require.Equal(t, sum(redisRateAllowN), scriptSHA(redisRateAllowN))
+	p := newNativePair(t)
+	for name, body := range nativeScripts {
+		t.Run(name, func(t *testing.T) {
+			n, i := p.do("SCRIPT", "LOAD", body)
+			require.Equal(t, i, n)
+			n, _ = p.do("EVALSHA", sum(body), "1", "rl:a", "10", "10", "1", "1")
+			require.Equal(t, byte('*'), n[0], n)
+		})
+	}
+	before := p.native.scripts.eng.Stats().Natives
+	p.do("SCRIPT", "FLUSH")
+	n, _ := p.do("EVAL", redisRateAllowN, "1", "rl:b", "10", "10", "1", "1")
+	require.Equal(t, byte('*'), n[0], n)
+	require.Equal(t, before+1, p.native.scripts.eng.Stats().Natives, "EVAL after SCRIPT FLUSH takes the native path")
+	info, _ := p.do("INFO", "scripting")
+	require.Contains(t, info, "script_calls_native:")
+	require.Contains(t, info, "script_calls_interpreted:")
+}
+
+// redisRateAllowAtMost is go-redis/redis_rate v10.0.1's other script (lua.go,
+// allowAtMost), test data here as redisRateAllowN is.
+const redisRateAllowAtMost = `
+-- this script has side-effects, so it requires replicate commands mode
+redis.replicate_commands()
+
+local rate_limit_key = KEYS[1]
+local burst = ARGV[1]
+local rate = ARGV[2]
+local period = ARGV[3]
+local cost = tonumber(ARGV[4])
+
+local emission_interval = period / rate
+local burst_offset = emission_interval * burst
+
+-- redis returns time as an array containing two integers: seconds of the epoch
+-- time (10 digits) and microseconds (6 digits). for convenience we need to
+-- convert them to a floating point number. the resulting number is 16 digits,
+-- bordering on the limits of a 64-bit double-precision floating point number.
+-- adjust the epoch to be relative to Jan 1, 2017 00:00:00 GMT to avoid floating
+-- point problems. this approach is good until "now" is 2,483,228,799 (Wed, 09
+-- Sep 2048 01:46:39 GMT), when the adjusted value is 16 digits.
+local jan_1_2017 = 1483228800
+local now = redis.call("TIME")
+now = (now[1] - jan_1_2017) + (now[2] / 1000000)
+
+local tat = redis.call("GET", rate_limit_key)
+
+if not tat then
+  tat = now
+else
+  tat = tonumber(tat)
+end
+
+tat = math.max(tat, now)
+
+local diff = now - (tat - burst_offset)
+local remaining = diff / emission_interval
+
+if remaining < 1 then
+  local reset_after = tat - now
+  local retry_after = emission_interval - diff
+  return {
+    0, -- allowed
+    0, -- remaining
+    tostring(retry_after),
+    tostring(reset_after),
+  }
+end
+
+if remaining < cost then
+  cost = remaining
+  remaining = 0
+else
+  remaining = remaining - cost
+end
+
+local increment = emission_interval * cost
+local new_tat = tat + increment
+
+local reset_after = new_tat - now
+if reset_after > 0 then
+  redis.call("SET", rate_limit_key, new_tat, "EX", math.ceil(reset_after))
+end
+
+return {
+  cost,
+  remaining,
+  tostring(-1),
+  tostring(reset_after),
+}
+`
