@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"strconv"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -31,9 +32,9 @@ type nativePair struct {
 	calls, rej int
 }
 
-func newNativePair(t testing.TB) *nativePair {
+func newNativePair(t testing.TB, start time.Time) *nativePair {
 	p := &nativePair{keys: []string{"rl:a", "rl:b", "rl:c", "rl:h"}}
-	p.clock.Store(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC).UnixNano())
+	p.clock.Store(start.UnixNano())
 	mk := func(native bool) (*Server, *client) {
 		cfg := DefaultConfig()
 		cfg.Shards = 4
@@ -81,7 +82,9 @@ func (p *nativePair) state(s *Server, c *client) string {
 		s.run(c, req)
 		return string(c.w.b)
 	}
-	b.WriteString(run("DBSIZE"))
+	keys := strings.Split(run("KEYS", "*"), "\r\n") // not DBSIZE: it counts expired keys that active expiry, on its own time, has not reclaimed yet
+	slices.Sort(keys)
+	b.WriteString(strings.Join(keys, " "))
 	for _, k := range p.keys {
 		typ := run("TYPE", k)
 		b.WriteString(k + " " + typ + run("PEXPIRETIME", k))
@@ -117,20 +120,17 @@ func nativeArg(r *rand.Rand) string {
 	return strconv.Itoa(1 + r.IntN(20))
 }
 
-// nativeClock moves the shared clock: mostly forward by a little, sometimes far, back, or
-// to odd instants (before 2017, the epoch, microseconds at 0).
+// nativeClock moves the shared clock forward: mostly by a little, sometimes by hours
+// or years. Never back: active expiry reads the clock on its own time, and a reading
+// from before a step back would delete keys the commands after it still see.
 func (p *nativePair) nativeClock(r *rand.Rand) {
 	switch r.IntN(20) {
 	case 0:
-		p.clock.Add(-int64(r.IntN(5_000_000_000)))
-	case 1:
 		p.clock.Add(int64(r.IntN(1000)) * int64(time.Hour))
+	case 1:
+		p.clock.Add(int64(r.IntN(10)) * 365 * 24 * int64(time.Hour))
 	case 2:
-		p.clock.Store(time.Date(2016, 12, 31, 23, 59, 59, 0, time.UTC).UnixNano() + int64(r.IntN(3_000_000_000)))
-	case 3:
-		p.clock.Store(int64(r.IntN(1_000_000_000)))
-	case 4:
-		p.clock.Store(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC).UnixNano())
+		p.clock.Add(int64(r.IntN(1_000_000))) // within a microsecond or a few
 	default:
 		p.clock.Add(int64(r.IntN(300_000_000)))
 	}
@@ -190,27 +190,36 @@ func (p *nativePair) step(t testing.TB, r *rand.Rand) {
 // TestNativeScriptsDifferential runs random calls of redis_rate's scripts, random clocks
 // and random stored values through both paths.
 func TestNativeScriptsDifferential(t *testing.T) {
-	p := newNativePair(t)
-	seed := uint64(time.Now().UnixNano())
-	r := rand.New(rand.NewPCG(seed, 2))
-	n := 20_000
-	if testing.Short() {
-		n = 2000
+	for _, start := range []time.Time{
+		time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC),
+		time.Date(2016, 12, 31, 23, 59, 0, 0, time.UTC), // the scripts' now below 0, then crossing it
+		time.Unix(0, 0),
+		time.Date(2048, 9, 9, 1, 40, 0, 0, time.UTC), // where the scripts' comment says their floats run out of digits
+	} {
+		t.Run(start.Format("2006-01-02"), func(t *testing.T) {
+			p := newNativePair(t, start)
+			seed := uint64(time.Now().UnixNano())
+			r := rand.New(rand.NewPCG(seed, 2))
+			n := 10_000
+			if testing.Short() {
+				n = 1000
+			}
+			for range n {
+				p.step(t, r)
+			}
+			nst, ist := p.native.scripts.eng.Stats(), p.interp.scripts.eng.Stats()
+			t.Logf("seed %d: native %d, fallbacks %d, interpreted %d; interpreter-only server %d", seed, nst.Natives, nst.Fallbacks, nst.Calls, ist.Calls)
+			require.Zero(t, ist.Natives)
+			require.Greater(t, nst.Natives, int64(n/4), "the native path served too few calls")
+			require.Greater(t, nst.Fallbacks, int64(0), "no call took the fallback")
+		})
 	}
-	for range n {
-		p.step(t, r)
-	}
-	nst, ist := p.native.scripts.eng.Stats(), p.interp.scripts.eng.Stats()
-	t.Logf("seed %d: native %d, fallbacks %d, interpreted %d; interpreter-only server %d", seed, nst.Natives, nst.Fallbacks, nst.Calls, ist.Calls)
-	require.Zero(t, ist.Natives)
-	require.Greater(t, nst.Natives, int64(n/4), "the native path served too few calls")
-	require.Greater(t, nst.Fallbacks, int64(0), "no call took the fallback")
 }
 
 // FuzzNativeScripts is the same differential over fuzzer-chosen seeds: each input is a
 // run of random calls from its seed, on the servers the previous inputs left.
 func FuzzNativeScripts(f *testing.F) {
-	p := newNativePair(f)
+	p := newNativePair(f, time.Date(2016, 12, 31, 23, 59, 0, 0, time.UTC))
 	for i := range uint64(8) {
 		f.Add(i, uint8(10))
 	}
@@ -227,7 +236,7 @@ func FuzzNativeScripts(f *testing.F) {
 func TestNativeScriptsDigests(t *testing.T) {
 	sum := func(s string) string { d := sha1.Sum([]byte(s)); return hex.EncodeToString(d[:]) }
 	require.Equal(t, sum(redisRateAllowN), scriptSHA(redisRateAllowN))
-	p := newNativePair(t)
+	p := newNativePair(t, time.Now())
 	for name, body := range nativeScripts {
 		t.Run(name, func(t *testing.T) {
 			n, i := p.do("SCRIPT", "LOAD", body)
