@@ -332,6 +332,11 @@ type Call struct {
 	Proto      int           // the caller's protocol, 2 or 3: the reply's
 	BusyAfter  time.Duration // when Host.Busy is called; 0 for never
 	Slot       uint64        // which shard of the interpreter pool the run draws from: the caller's id
+	// Scratch and ScratchBytes are Native code's to reuse from run to run of a Call kept
+	// by its caller: the arguments of the commands it calls (Host.Call keeps none), so
+	// that a run allocates nothing.
+	Scratch      [][]byte
+	ScratchBytes []byte
 
 	kill atomic.Bool
 }

@@ -32,6 +32,7 @@ func luaNumber(b []byte) (float64, bool) {
 		neg = true
 		i++
 	}
+	start := i
 	switch {
 	case i < len(b) && b[i] == '0':
 		i++
@@ -42,7 +43,9 @@ func luaNumber(b []byte) (float64, bool) {
 	default:
 		return 0, false
 	}
+	plain := true // digits alone
 	if i < len(b) && b[i] == '.' {
+		plain = false
 		i++
 		if i == len(b) || !isDigit(b[i]) {
 			return 0, false
@@ -52,6 +55,7 @@ func luaNumber(b []byte) (float64, bool) {
 		}
 	}
 	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		plain = false
 		i++
 		if i < len(b) && (b[i] == '+' || b[i] == '-') {
 			i++
@@ -65,6 +69,19 @@ func luaNumber(b []byte) (float64, bool) {
 	}
 	if i != len(b) {
 		return 0, false
+	}
+	if plain && i-start <= 15 { // below 10^15, exact; else strconv rounds as strtod does
+		var n int64
+		for _, c := range b[start:] {
+			n = n*10 + int64(c-'0')
+		}
+		if neg {
+			if n == 0 {
+				return 0, false
+			}
+			n = -n
+		}
+		return float64(n), true
 	}
 	f, err := strconv.ParseFloat(string(b), 64)
 	if err != nil || (f == 0 && neg) || math.IsInf(f, 0) {

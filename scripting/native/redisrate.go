@@ -199,7 +199,11 @@ func redisRate(dst []byte, call *scripting.Call, atMost bool) ([]byte, bool, err
 	}
 
 	mark := len(dst)
-	args := [5][]byte{cmdTime}
+	if cap(call.Scratch) < 5 {
+		call.Scratch = make([][]byte, 5)
+	}
+	args := call.Scratch[:5]
+	args[0] = cmdTime
 	out, err := call.Host.Call(dst, args[:1], 2) // now = redis.call("TIME")
 	if err != nil {
 		return dst, false, err
@@ -272,9 +276,11 @@ func redisRate(dst []byte, call *scripting.Call, atMost bool) ([]byte, bool, err
 		if ex > maxEX {
 			return dst, false, nil
 		}
-		var nums [64]byte
-		tatArg := scripting.AppendArgNumber(nums[:0], newTat)
-		exArg := scripting.AppendArgNumber(nums[len(tatArg):len(tatArg)], ex)
+		nums := scripting.AppendArgNumber(call.ScratchBytes[:0], newTat)
+		n := len(nums)
+		nums = scripting.AppendArgNumber(nums, ex)
+		call.ScratchBytes = nums
+		tatArg, exArg := nums[:n:n], nums[n:]
 		args[0], args[1], args[2], args[3], args[4] = cmdSet, key, tatArg, argEX, exArg
 		if out, err = call.Host.Call(dst, args[:5], 2); err != nil {
 			return dst, false, err
