@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"throttled/internal/redistest"
 )
 
 // The native scripts (package scripting/native) against the interpreter: two servers on
@@ -327,3 +330,71 @@ return {
   tostring(reset_after),
 }
 `
+
+// TestNativeScriptsRedis makes fixed calls of redis_rate's scripts on redis-server and on
+// throttled, where they take the native path, each on both one after the other. Both read
+// their own clocks (TIME): the cases are those whose replies do not depend on the instant
+// (fresh keys, and costs and intervals that are whole seconds, which the scripts' floats
+// add exactly), and those must be byte-identical, with the same TTL left; the stored tat is
+// the instant plus a whole number of seconds, so it is compared as a number within a
+// second. The sequences on one key compare their integers exactly and their times within a
+// second.
+func TestNativeScriptsRedis(t *testing.T) {
+	rs := redistest.Start(t)
+	ts := startServer(t, func(c *Config) { c.Now = nil })
+	for _, proto := range []int{2, 3} {
+		t.Run("RESP"+strconv.Itoa(proto), func(t *testing.T) {
+			want, got := dialDiff(t, rs.Addr, proto), dialDiff(t, ts.addr, proto)
+			for name, body := range nativeScripts {
+				sha := scriptSHA(body)
+				require.Equal(t, want.do(t, cmd("SCRIPT", "LOAD", body)), got.do(t, cmd("SCRIPT", "LOAD", body)))
+				for i, tc := range []struct {
+					argv  []string // burst, rate, period, cost
+					calls int
+				}{
+					{[]string{"10", "1", "1", "1"}, 1},   // allowed
+					{[]string{"3", "1", "1", "5"}, 1},    // denied: cost over the burst
+					{[]string{"10", "10", "1", "0"}, 1},  // cost 0: nothing stored
+					{[]string{"2", "1", "3600", "1"}, 4}, // 1 an hour, burst 2: allowed, then denied
+					{[]string{"5", "1", "60", "2"}, 5},
+					{[]string{"4", "2", "2", "3"}, 3},
+				} {
+					key := fmt.Sprintf("rl:%s:%d", name, i)
+					for n := range tc.calls {
+						c := cmd(append([]string{"EVALSHA", sha, "1", key}, tc.argv...)...)
+						w, g := want.do(t, c), got.do(t, c)
+						if n == 0 {
+							require.Equal(t, w, g, "%s %v", name, tc.argv)
+						} else {
+							require.True(t, numbersAlike(w, g), "%s %v call %d: redis %q, throttled %q", name, tc.argv, n+1, w, g)
+						}
+					}
+					require.Equal(t, want.do(t, cmd("TYPE", key)), got.do(t, cmd("TYPE", key)))
+					require.Equal(t, want.do(t, cmd("TTL", key)), got.do(t, cmd("TTL", key)))
+					require.True(t, numbersAlike(want.do(t, cmd("GET", key)), got.do(t, cmd("GET", key))))
+				}
+			}
+			before := ts.scripts.eng.Stats().Natives
+			require.Positive(t, before, "throttled ran the scripts natively")
+		})
+	}
+}
+
+// numbersAlike compares two replies token by token: equal, or both numbers within a second.
+func numbersAlike(a, b string) bool {
+	as, bs := strings.Split(a, "\r\n"), strings.Split(b, "\r\n")
+	if len(as) != len(bs) {
+		return false
+	}
+	for i := range as {
+		if as[i] == bs[i] || (as[i] != "" && bs[i] != "" && as[i][0] == '$' && bs[i][0] == '$') {
+			continue // a bulk string's length may differ with its digits
+		}
+		x, err1 := strconv.ParseFloat(as[i], 64)
+		y, err2 := strconv.ParseFloat(bs[i], 64)
+		if err1 != nil || err2 != nil || x-y > 1 || y-x > 1 {
+			return false
+		}
+	}
+	return true
+}
