@@ -105,6 +105,8 @@ func (p *nativePair) state(s *Server, c *client) string {
 var nativeScripts = map[string]string{
 	"allowN":      redisRateAllowN,
 	"allowAtMost": redisRateAllowAtMost,
+	"increment":   rateLimitRedisIncrement,
+	"get":         rateLimitRedisGet,
 }
 
 // nativeArg is a random argument of a limiter: mostly what the libraries send, sometimes
@@ -156,9 +158,16 @@ func (p *nativePair) step(t testing.TB, r *rand.Rand) {
 	case 3:
 		p.do("SET", key, strconv.FormatFloat(float64(p.clock.Load())/1e9-1483228800+r.Float64()*10, 'g', 17, 64), "PX", strconv.Itoa(1+r.IntN(5000)))
 		return
+	case 4:
+		p.do("SET", key, pick(r, "1", "41", "9223372036854775806", "9223372036854775807", "-5", "x"), "PX", strconv.Itoa(1+r.IntN(5000)))
+		return
+	case 5:
+		p.do("PEXPIRE", key, strconv.Itoa(1+r.IntN(5000)))
+		return
 	}
-	names := []string{"allowN", "allowAtMost"}
-	body := nativeScripts[names[r.IntN(2)]]
+	names := []string{"allowN", "allowAtMost", "increment", "get"}
+	name := names[r.IntN(len(names))]
+	body := nativeScripts[name]
 	args := []string{"EVALSHA", scriptSHA(body), "1", key, nativeArg(r), nativeArg(r), nativeArg(r), nativeArg(r)}
 	switch r.IntN(20) {
 	case 0:
@@ -173,9 +182,12 @@ func (p *nativePair) step(t testing.TB, r *rand.Rand) {
 	case 4:
 		args = append(args, "extra")
 	}
-	if r.IntN(4) == 0 {
+	switch {
+	case r.IntN(4) == 0 && (name == "allowN" || name == "allowAtMost"):
 		// go-redis/redis_rate's own arguments: burst, rate, period (seconds), cost.
 		args = append(args[:4], strconv.Itoa(1+r.IntN(100)), strconv.Itoa(1+r.IntN(100)), pick(r, "1", "60", "3600", "0.5"), strconv.Itoa(r.IntN(5)))
+	case r.IntN(2) == 0 && len(args) >= 5 && (name == "increment" || name == "get"):
+		args = append(args[:4], pick(r, "1000", "60000", "1", "500", "1e3", "2.5")) // rate-limit-redis's windowMs
 	}
 	proto := 2 + r.IntN(2)
 	p.nc.w.proto, p.ic.w.proto = proto, proto
@@ -190,7 +202,7 @@ func (p *nativePair) step(t testing.TB, r *rand.Rand) {
 	}
 }
 
-// TestNativeScriptsDifferential runs random calls of redis_rate's scripts, random clocks
+// TestNativeScriptsDifferential runs random calls of the native scripts, random clocks
 // and random stored values through both paths.
 func TestNativeScriptsDifferential(t *testing.T) {
 	for _, start := range []time.Time{
@@ -234,11 +246,14 @@ func FuzzNativeScripts(f *testing.F) {
 	})
 }
 
-// TestNativeScriptsDigests checks the texts package native recognises are the library's
-// byte for byte: the digests redis_rate v10.0.1 sends EVALSHA with.
+// TestNativeScriptsDigests checks the texts package native recognises are the libraries'
+// byte for byte: the digests redis_rate v10.0.1 and rate-limit-redis 6.0.1 send EVALSHA
+// with (the latter's as Node computes them from the library's source).
 func TestNativeScriptsDigests(t *testing.T) {
 	sum := func(s string) string { d := sha1.Sum([]byte(s)); return hex.EncodeToString(d[:]) }
 	require.Equal(t, sum(redisRateAllowN), scriptSHA(redisRateAllowN))
+	require.Equal(t, "895b92e1712734e1b464999be23953485475357b", sum(rateLimitRedisIncrement))
+	require.Equal(t, "6aeb97ed6086dcdeafdc6fda3999a0d0e38ec96a", sum(rateLimitRedisGet))
 	p := newNativePair(t, time.Now())
 	for name, body := range nativeScripts {
 		t.Run(name, func(t *testing.T) {
@@ -348,7 +363,7 @@ func TestNativeScriptsRedis(t *testing.T) {
 			for name, body := range nativeScripts {
 				sha := scriptSHA(body)
 				require.Equal(t, want.do(t, cmd("SCRIPT", "LOAD", body)), got.do(t, cmd("SCRIPT", "LOAD", body)))
-				for i, tc := range []struct {
+				cases := []struct {
 					argv  []string // burst, rate, period, cost
 					calls int
 				}{
@@ -358,7 +373,18 @@ func TestNativeScriptsRedis(t *testing.T) {
 					{[]string{"2", "1", "3600", "1"}, 4}, // 1 an hour, burst 2: allowed, then denied
 					{[]string{"5", "1", "60", "2"}, 5},
 					{[]string{"4", "2", "2", "3"}, 3},
-				} {
+				}
+				if name == "increment" || name == "get" { // rate-limit-redis: windowMs
+					cases = cases[:0]
+					cases = append(cases, struct {
+						argv  []string
+						calls int
+					}{[]string{"60000"}, 1}, struct {
+						argv  []string
+						calls int
+					}{[]string{"3600000"}, 4})
+				}
+				for i, tc := range cases {
 					key := fmt.Sprintf("rl:%s:%d", name, i)
 					for n := range tc.calls {
 						c := cmd(append([]string{"EVALSHA", sha, "1", key}, tc.argv...)...)
@@ -380,21 +406,45 @@ func TestNativeScriptsRedis(t *testing.T) {
 	}
 }
 
-// numbersAlike compares two replies token by token: equal, or both numbers within a second.
+// numbersAlike compares two replies token by token: equal, or both numbers within a second:
+// texts in seconds, and integers of 1000 or more, which are milliseconds (PTTL's); smaller
+// integers (allowed, remaining, hits) must be equal.
 func numbersAlike(a, b string) bool {
 	as, bs := strings.Split(a, "\r\n"), strings.Split(b, "\r\n")
 	if len(as) != len(bs) {
 		return false
 	}
 	for i := range as {
-		if as[i] == bs[i] || (as[i] != "" && bs[i] != "" && as[i][0] == '$' && bs[i][0] == '$') {
+		x, y := as[i], bs[i]
+		if x == y || (x != "" && y != "" && x[0] == '$' && y[0] == '$') {
 			continue // a bulk string's length may differ with its digits
 		}
-		x, err1 := strconv.ParseFloat(as[i], 64)
-		y, err2 := strconv.ParseFloat(bs[i], 64)
-		if err1 != nil || err2 != nil || x-y > 1 || y-x > 1 {
+		tolerance := 1.0
+		if strings.HasPrefix(x, ":") && strings.HasPrefix(y, ":") {
+			x, y, tolerance = x[1:], y[1:], 1000
+		}
+		fx, err1 := strconv.ParseFloat(x, 64)
+		fy, err2 := strconv.ParseFloat(y, 64)
+		if err1 != nil || err2 != nil || fx-fy > tolerance || fy-fx > tolerance || (tolerance == 1000 && min(fx, fy) < 1000) {
 			return false
 		}
 	}
 	return true
 }
+
+// rateLimitRedisIncrement and rateLimitRedisGet are rate-limit-redis 6.0.1's scripts
+// (dist/index.mjs, scripts.increment and scripts.get, as the library trims them), test
+// data here.
+const (
+	rateLimitRedisIncrement = `local windowMs = tonumber(ARGV[1])
+local timeToExpire = redis.call("PTTL", KEYS[1])
+if timeToExpire <= 0 then
+redis.call("SET", KEYS[1], 1, "PX", windowMs)
+return { 1, windowMs }
+end
+local totalHits = redis.call("INCR", KEYS[1])        
+return { totalHits, timeToExpire }`
+	rateLimitRedisGet = `local totalHits = redis.call("GET", KEYS[1])
+local timeToExpire = redis.call("PTTL", KEYS[1])
+return { totalHits, timeToExpire }`
+)

@@ -24,6 +24,7 @@
 // the interpreter's run starts from the same keyspace. Engine counts both paths, and a
 // decline, for INFO.
 //
-// The scripts (redisrate.go): go-redis/redis_rate v10.0.1's allowN and allowAtMost, GCRA
-// with the theoretical arrival time in a string.
+// The scripts: go-redis/redis_rate v10.0.1's allowN and allowAtMost, GCRA with the
+// theoretical arrival time in a string (redisrate.go); rate-limit-redis 6.0.1's increment
+// and get, a fixed window counted with INCR under a PTTL (ratelimitredis.go).
 package native

@@ -15,6 +15,10 @@ func Lookup(d [20]byte) scripting.Native {
 		return redisRateAllowN
 	case redisRateAllowAtMostDigest:
 		return redisRateAllowAtMost
+	case rateLimitRedisIncrementDigest:
+		return rateLimitRedisIncrement
+	case rateLimitRedisGetDigest:
+		return rateLimitRedisGet
 	}
 	return nil
 }
@@ -88,6 +92,32 @@ func luaNumber(b []byte) (float64, bool) {
 		return 0, false
 	}
 	return f, true
+}
+
+// scratch returns n argument slots of the Call's scratch.
+func scratch(call *scripting.Call, n int) [][]byte {
+	if cap(call.Scratch) < n {
+		call.Scratch = make([][]byte, max(n, 8))
+	}
+	return call.Scratch[:n]
+}
+
+// integer reads a whole RESP integer reply; ok is false for anything else (an error).
+func integer(b []byte) (int64, bool) {
+	if len(b) < 4 || b[0] != ':' || b[len(b)-2] != '\r' || b[len(b)-1] != '\n' {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(b[1:len(b)-2]), 10, 64)
+	return n, err == nil
+}
+
+// appendBulk appends b as a bulk string.
+func appendBulk(dst, b []byte) []byte {
+	dst = append(dst, '$')
+	dst = strconv.AppendInt(dst, int64(len(b)), 10)
+	dst = append(dst, '\r', '\n')
+	dst = append(dst, b...)
+	return append(dst, '\r', '\n')
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }

@@ -199,10 +199,7 @@ func redisRate(dst []byte, call *scripting.Call, atMost bool) ([]byte, bool, err
 	}
 
 	mark := len(dst)
-	if cap(call.Scratch) < 5 {
-		call.Scratch = make([][]byte, 5)
-	}
-	args := call.Scratch[:5]
+	args := scratch(call, 5)
 	args[0] = cmdTime
 	out, err := call.Host.Call(dst, args[:1], 2) // now = redis.call("TIME")
 	if err != nil {
