@@ -107,6 +107,7 @@ var nativeScripts = map[string]string{
 	"allowAtMost": redisRateAllowAtMost,
 	"increment":   rateLimitRedisIncrement,
 	"get":         rateLimitRedisGet,
+	"flexible":    rateLimiterFlexible,
 }
 
 // nativeArg is a random argument of a limiter: mostly what the libraries send, sometimes
@@ -170,7 +171,7 @@ func (p *nativePair) step(t testing.TB, r *rand.Rand) {
 		p.do("PEXPIRE", key, strconv.Itoa(1+r.IntN(5000)))
 		return
 	}
-	names := []string{"allowN", "allowAtMost", "increment", "get"}
+	names := []string{"allowN", "allowAtMost", "increment", "get", "flexible"}
 	name := names[r.IntN(len(names))]
 	body := nativeScripts[name]
 	args := []string{"EVALSHA", scriptSHA(body), "1", key, nativeArg(r), nativeArg(r), nativeArg(r), nativeArg(r)}
@@ -193,6 +194,9 @@ func (p *nativePair) step(t testing.TB, r *rand.Rand) {
 		args = append(args[:4], strconv.Itoa(1+r.IntN(100)), strconv.Itoa(1+r.IntN(100)), pick(r, "1", "60", "3600", "0.5"), strconv.Itoa(r.IntN(5)))
 	case r.IntN(2) == 0 && len(args) >= 5 && (name == "increment" || name == "get"):
 		args = append(args[:4], pick(r, "1000", "60000", "1", "500", "1e3", "2.5")) // rate-limit-redis's windowMs
+	case r.IntN(3) > 0 && len(args) >= 6 && name == "flexible":
+		// rate-limiter-flexible's points and window (s), then its points and duration again.
+		args = append(args[:4], pick(r, "1", "2", "-1", "0", "5", "100"), pick(r, "1", "5", "60", "3600", "0", "-1", "999999999", "1000000000"), "10", "60")
 	}
 	proto := 2 + r.IntN(2)
 	p.nc.w.proto, p.ic.w.proto = proto, proto
@@ -253,12 +257,14 @@ func FuzzNativeScripts(f *testing.F) {
 
 // TestNativeScriptsDigests checks the texts package native recognises are the libraries'
 // byte for byte: the digests redis_rate v10.0.1 and rate-limit-redis 6.0.1 send EVALSHA
-// with (the latter's as Node computes them from the library's source).
+// with (rate-limit-redis's and rate-limiter-flexible 11.4.0's as Node computes them from
+// the libraries' sources).
 func TestNativeScriptsDigests(t *testing.T) {
 	sum := func(s string) string { d := sha1.Sum([]byte(s)); return hex.EncodeToString(d[:]) }
 	require.Equal(t, sum(redisRateAllowN), scriptSHA(redisRateAllowN))
 	require.Equal(t, "895b92e1712734e1b464999be23953485475357b", sum(rateLimitRedisIncrement))
 	require.Equal(t, "6aeb97ed6086dcdeafdc6fda3999a0d0e38ec96a", sum(rateLimitRedisGet))
+	require.Equal(t, "a1de965f42e177aa339706bd580f049065eca79a", sum(rateLimiterFlexible))
 	p := newNativePair(t, time.Now())
 	for name, body := range nativeScripts {
 		t.Run(name, func(t *testing.T) {
@@ -379,6 +385,16 @@ func TestNativeScriptsRedis(t *testing.T) {
 					{[]string{"5", "1", "60", "2"}, 5},
 					{[]string{"4", "2", "2", "3"}, 3},
 				}
+				if name == "flexible" { // rate-limiter-flexible: points, window (s)
+					cases = cases[:0]
+					cases = append(cases, struct {
+						argv  []string
+						calls int
+					}{[]string{"1", "60"}, 1}, struct {
+						argv  []string
+						calls int
+					}{[]string{"2", "3600", "10", "3600"}, 4})
+				}
 				if name == "increment" || name == "get" { // rate-limit-redis: windowMs
 					cases = cases[:0]
 					cases = append(cases, struct {
@@ -453,3 +469,7 @@ return { totalHits, timeToExpire }`
 local timeToExpire = redis.call("PTTL", KEYS[1])
 return { totalHits, timeToExpire }`
 )
+
+// rateLimiterFlexible is rate-limiter-flexible 11.4.0's script (lib/RateLimiterRedis.js,
+// incrTtlLuaScript, its lines joined by their final backslashes), test data here.
+const rateLimiterFlexible = `redis.call('set', KEYS[1], 0, 'EX', ARGV[2], 'NX') local consumed = redis.call('incrby', KEYS[1], ARGV[1]) local ttl = redis.call('pttl', KEYS[1]) if ttl == -1 then   redis.call('expire', KEYS[1], ARGV[2])   ttl = 1000 * ARGV[2] end return {consumed, ttl} `

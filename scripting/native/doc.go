@@ -26,5 +26,8 @@
 //
 // The scripts: go-redis/redis_rate v10.0.1's allowN and allowAtMost, GCRA with the
 // theoretical arrival time in a string (redisrate.go); rate-limit-redis 6.0.1's increment
-// and get, a fixed window counted with INCR under a PTTL (ratelimitredis.go).
+// and get, a fixed window counted with INCR under a PTTL (ratelimitredis.go);
+// rate-limiter-flexible 11.4.0's incrTtlLuaScript, a fixed window of points with SET NX EX
+// and INCRBY (ratelimiterflexible.go), whose first command writes: what could fail after
+// it is checked before it.
 package native

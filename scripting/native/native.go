@@ -19,6 +19,8 @@ func Lookup(d [20]byte) scripting.Native {
 		return rateLimitRedisIncrement
 	case rateLimitRedisGetDigest:
 		return rateLimitRedisGet
+	case rateLimiterFlexibleDigest:
+		return rateLimiterFlexible
 	}
 	return nil
 }

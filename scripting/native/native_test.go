@@ -67,3 +67,18 @@ func TestTimeNow(t *testing.T) {
 	_, ok = timeNow([]byte("*2\r\n$10\r\n1483228801\r\n"), jan2017)
 	require.False(t, ok)
 }
+
+func TestSmallInteger(t *testing.T) {
+	for _, tc := range []struct {
+		in             string
+		signed, window bool
+	}{
+		{"0", true, false}, {"1", true, true}, {"-5", true, false}, {"60", true, true},
+		{"999999999", true, true}, {"1000000000", true, false}, {"999999999999999", true, false},
+		{"-0", false, false}, {"01", false, false}, {"+1", false, false}, {"1.5", false, false},
+		{"", false, false}, {"-", false, false}, {"1e3", false, false}, {"1000000000000000", false, false},
+	} {
+		require.Equal(t, tc.signed, smallInteger([]byte(tc.in), true), "points %q", tc.in)
+		require.Equal(t, tc.window, smallInteger([]byte(tc.in), false), "window %q", tc.in)
+	}
+}
