@@ -568,3 +568,17 @@ func (st *state) appendError(dst []byte, obj lua.LValue, sha string) []byte {
 	}
 	return appendErrorText(dst, msg)
 }
+
+// AppendCallError appends the reply to a script that failed at line of @user_script
+// because a redis.call there got the error reply reply ("-ERR ...\r\n"), as Run words it:
+// for Native code whose error comes after a write, when the interpreter may not run
+// the script again.
+func AppendCallError(dst, reply []byte, sha string, line int) []byte {
+	text := string(reply)
+	if len(text) > 0 && text[0] == '-' {
+		text = text[1:]
+	}
+	msg := cString(errorCode(text))
+	msg += " script: " + sha + ", on @user_script:" + itoa(line) + "."
+	return appendErrorText(dst, msg)
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net"
 	"slices"
@@ -473,3 +474,28 @@ return { totalHits, timeToExpire }`
 // rateLimiterFlexible is rate-limiter-flexible 11.4.0's script (lib/RateLimiterRedis.js,
 // incrTtlLuaScript, its lines joined by their final backslashes), test data here.
 const rateLimiterFlexible = `redis.call('set', KEYS[1], 0, 'EX', ARGV[2], 'NX') local consumed = redis.call('incrby', KEYS[1], ARGV[1]) local ttl = redis.call('pttl', KEYS[1]) if ttl == -1 then   redis.call('expire', KEYS[1], ARGV[2])   ttl = 1000 * ARGV[2] end return {consumed, ttl} `
+
+// TestNativeScriptsErrorAfterWrite: rate-limiter-flexible's script writes first, so an
+// error after its write cannot be left to the interpreter; the native path must end with
+// the interpreter's error, and leave the same keys: an EXPIRE past the year 2262, and an
+// ACL that lets the user SET but not INCRBY.
+func TestNativeScriptsErrorAfterWrite(t *testing.T) {
+	p := newNativePair(t, time.Unix(0, math.MaxInt64-5e9-1)) // SET EX 5 fits, EXPIRE 5 does not (its check is in ms)
+	p.do("SET", "rl:a", "5")
+	n, i := p.do("EVAL", rateLimiterFlexible, "1", "rl:a", "1", "5")
+	require.Equal(t, i, n)
+	require.Contains(t, n, "invalid expire time in 'expire' command script: ")
+	require.Equal(t, p.state(p.interp, p.ic), p.state(p.native, p.nc))
+
+	p.clock.Store(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	for _, c := range [][]string{{"ACL", "SETUSER", "lim", "on", "nopass", "~rl:*", "+@all", "-incrby"}, {"AUTH", "lim", "x"}} {
+		n, i := p.do(c...)
+		require.Equal(t, "+OK\r\n", n)
+		require.Equal(t, i, n)
+	}
+	n, i = p.do("EVAL", rateLimiterFlexible, "1", "rl:b", "1", "60")
+	require.Equal(t, i, n)
+	require.Contains(t, n, "can't run this command or subcommand script: ")
+	require.Equal(t, p.state(p.interp, p.ic), p.state(p.native, p.nc))
+	require.Equal(t, int64(2), p.native.scripts.eng.Stats().Natives, "both took the native path")
+}

@@ -2,6 +2,7 @@ package native
 
 import (
 	"crypto/sha1"
+	"encoding/hex"
 
 	"throttled/scripting"
 )
@@ -12,7 +13,10 @@ import (
 // key counts the points consumed, created at 0 with the window's TTL.
 const rateLimiterFlexibleText = `redis.call('set', KEYS[1], 0, 'EX', ARGV[2], 'NX') local consumed = redis.call('incrby', KEYS[1], ARGV[1]) local ttl = redis.call('pttl', KEYS[1]) if ttl == -1 then   redis.call('expire', KEYS[1], ARGV[2])   ttl = 1000 * ARGV[2] end return {consumed, ttl} `
 
-var rateLimiterFlexibleDigest = sha1.Sum([]byte(rateLimiterFlexibleText))
+var (
+	rateLimiterFlexibleDigest = sha1.Sum([]byte(rateLimiterFlexibleText))
+	rateLimiterFlexibleSHA    = hex.EncodeToString(rateLimiterFlexibleDigest[:])
+)
 
 // The commands' names, as the script spells them.
 var (
@@ -65,9 +69,7 @@ func rateLimiterFlexible(dst []byte, call *scripting.Call) ([]byte, bool, error)
 	dst = out[:mark]
 	if !ok {
 		if created {
-			// Cannot be: INCRBY of a small integer on the 0 just stored. Were it to happen,
-			// the key is written and the interpreter must not run again: say so loudly.
-			return append(dst, "-ERR native script: INCRBY failed after SET\r\n"...), true, nil
+			return failed(out, mark), true, nil
 		}
 		return dst, false, nil
 	}
@@ -77,10 +79,10 @@ func rateLimiterFlexible(dst []byte, call *scripting.Call) ([]byte, bool, error)
 		return dst, false, err
 	}
 	pttl, ok := integer(out[mark:])
-	dst = out[:mark]
 	if !ok {
-		return append(dst, "-ERR native script: PTTL failed\r\n"...), true, nil // PTTL has no error on a key
+		return failed(out, mark), true, nil
 	}
+	dst = out[:mark]
 	ttl := float64(pttl)
 	if ttl == -1 { // if ttl == -1 then
 		// redis.call('expire', KEYS[1], ARGV[2])
@@ -89,7 +91,7 @@ func rateLimiterFlexible(dst []byte, call *scripting.Call) ([]byte, bool, error)
 			return dst, false, err
 		}
 		if len(out) > mark && out[mark] == '-' {
-			return out, true, nil // EXPIRE takes any window SET took: not reached
+			return failed(out, mark), true, nil
 		}
 		dst = out[:mark]
 		ttl = float64(1000 * seconds) // ttl = 1000 * ARGV[2]
@@ -98,6 +100,12 @@ func rateLimiterFlexible(dst []byte, call *scripting.Call) ([]byte, bool, error)
 	dst = append(dst, "*2\r\n"...)
 	dst = appendInt(dst, scripting.ReplyInteger(float64(consumed)))
 	return appendInt(dst, scripting.ReplyInteger(ttl)), true, nil
+}
+
+// failed replaces the error reply at out[mark:] with the script's error (line 1).
+func failed(out []byte, mark int) []byte {
+	reply := string(out[mark:])
+	return scripting.AppendCallError(out[:mark], []byte(reply), rateLimiterFlexibleSHA, 1)
 }
 
 // smallInteger reports whether b is an integer every command reads alike: plain digits
