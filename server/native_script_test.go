@@ -411,7 +411,7 @@ func TestNativeScriptsRedis(t *testing.T) {
 					for n := range tc.calls {
 						c := cmd(append([]string{"EVALSHA", sha, "1", key}, tc.argv...)...)
 						w, g := want.do(t, c), got.do(t, c)
-						if n == 0 {
+						if n == 0 && name != "flexible" { // its PTTL is read a moment after its SET: it may have moved
 							require.Equal(t, w, g, "%s %v", name, tc.argv)
 						} else {
 							require.True(t, numbersAlike(w, g), "%s %v call %d: redis %q, throttled %q", name, tc.argv, n+1, w, g)
