@@ -41,7 +41,17 @@ type Script struct {
 	Shebang bool
 	Flags   Flags
 	proto   *lua.FunctionProto // the script's chunk
+	native  Native             // the script as Go code, when Engine.Natives knows its digest
 }
+
+// Native runs a script the engine recognises by its digest as Go code, with the effects
+// and the reply the interpreter's run would have, and appends the reply to dst. It calls
+// the same commands through call.Host, with the same arguments, as the script's
+// redis.call would. When done is false it declined (arguments, a stored value or a reply
+// it does not reproduce to the byte) before any command that changes anything, and the
+// interpreter runs the script instead; out is then dst as given. A non-nil error is the
+// host's, as Run returns it.
+type Native func(dst []byte, call *Call) (out []byte, done bool, err error)
 
 // Flags are the flags a "#!lua flags=..." line gives.
 type Flags uint8
@@ -76,7 +86,19 @@ type Engine struct {
 	// MemoryLimit is how much a script may grow the heap by before it fails with
 	// errScriptMemory; 0 for no limit. Set before the first run.
 	MemoryLimit uint64
+	// Natives returns the Go code of the script with a digest, or nil for the scripts that
+	// take the interpreter. Set before the first Load.
+	Natives func(digest [20]byte) Native
+
+	interpretOnly atomic.Bool // SetNative(false): every script takes the interpreter
 }
+
+// SetNative turns on or off the native runs of the scripts Natives knows (on by default):
+// off, every script takes the interpreter, as to compare both.
+func (e *Engine) SetNative(on bool) { e.interpretOnly.Store(!on) }
+
+// NativeOn reports whether SetNative left native runs on.
+func (e *Engine) NativeOn() bool { return !e.interpretOnly.Load() }
 
 // DefaultMemoryLimit is the memory a script may take: gopher-lua cannot count what a
 // script allocates, so the limit is on the heap's growth while it runs, read every few
@@ -99,8 +121,11 @@ type scriptCache struct {
 type statePool struct {
 	mu    sync.Mutex // guards idle
 	idle  []*state
-	calls int64 // runs from this shard; guarded by mu
-	_     [64]byte
+	calls int64 // interpreter runs from this shard; guarded by mu
+	// natives are the runs of this shard's callers that native code served; fallbacks
+	// those it declined, which the interpreter ran (and calls counts).
+	natives, fallbacks atomic.Int64
+	_                  [64]byte
 }
 
 // poolShardIdle bounds each shard's idle interpreters.
@@ -136,6 +161,9 @@ func (e *Engine) Load(body []byte) (*Script, error) {
 	if err != nil {
 		return nil, err
 	}
+	if e.Natives != nil && !s.Shebang {
+		s.native = e.Natives(d)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	old := e.cache.Load()
@@ -166,7 +194,9 @@ type Stats struct {
 	Scripts    int   // cached scripts
 	BodyBytes  int64 // their bodies' bytes
 	States     int   // idle interpreters
-	Calls      int64 // runs since start
+	Calls      int64 // interpreter runs since start
+	Natives    int64 // runs native code served since start
+	Fallbacks  int64 // runs native code declined, which the interpreter ran (counted in Calls too)
 	StateBytes int64 // an estimate of the idle interpreters' memory
 }
 
@@ -180,6 +210,8 @@ func (e *Engine) Stats() Stats {
 		st.States += len(p.idle)
 		st.Calls += p.calls
 		p.mu.Unlock()
+		st.Natives += p.natives.Load()
+		st.Fallbacks += p.fallbacks.Load()
 	}
 	st.StateBytes = int64(st.States) * stateBytes
 	return st
@@ -300,6 +332,11 @@ type Call struct {
 	Proto      int           // the caller's protocol, 2 or 3: the reply's
 	BusyAfter  time.Duration // when Host.Busy is called; 0 for never
 	Slot       uint64        // which shard of the interpreter pool the run draws from: the caller's id
+	// Scratch and ScratchBytes are Native code's to reuse from run to run of a Call kept
+	// by its caller: the arguments of the commands it calls (Host.Call keeps none), so
+	// that a run allocates nothing.
+	Scratch      [][]byte
+	ScratchBytes []byte
 
 	kill atomic.Bool
 }
@@ -312,6 +349,18 @@ func (c *Call) Kill() { c.kill.Store(true) }
 // returns an error only when the host stopped the script (Host.Call); dst is then as it
 // was.
 func (e *Engine) Run(dst []byte, s *Script, call *Call) ([]byte, error) {
+	if s.native != nil && !e.interpretOnly.Load() {
+		p := &e.pools[call.Slot%uint64(len(e.pools))]
+		out, done, err := s.native(dst, call)
+		switch {
+		case err != nil:
+			return dst, err
+		case done:
+			p.natives.Add(1)
+			return out, nil
+		}
+		p.fallbacks.Add(1)
+	}
 	st := e.get(call.Slot)
 	defer e.put(st, call.Slot)
 	fn := st.function(s)
@@ -517,5 +566,19 @@ func (st *state) appendError(dst []byte, obj lua.LValue, sha string) []byte {
 	if st.errInfo.line > 0 {
 		msg += " script: " + sha + ", on " + st.errInfo.source + ":" + itoa(st.errInfo.line) + "."
 	}
+	return appendErrorText(dst, msg)
+}
+
+// AppendCallError appends the reply to a script that failed at line of @user_script
+// because a redis.call there got the error reply reply ("-ERR ...\r\n"), as Run words it:
+// for Native code whose error comes after a write, when the interpreter may not run
+// the script again.
+func AppendCallError(dst, reply []byte, sha string, line int) []byte {
+	text := string(reply)
+	if len(text) > 0 && text[0] == '-' {
+		text = text[1:]
+	}
+	msg := cString(errorCode(text))
+	msg += " script: " + sha + ", on @user_script:" + itoa(line) + "."
 	return appendErrorText(dst, msg)
 }

@@ -284,3 +284,15 @@ func digitVal(c byte) int {
 }
 
 func digitIn(c byte, base int) bool { return digitVal(c) < base }
+
+// The conversions native code (Engine.Natives) needs to give the interpreter's bytes.
+
+// AppendArgNumber appends f as redis.call hands a Lua number to a command: "%.17g".
+func AppendArgNumber(dst []byte, f float64) []byte { return appendArgNumber(dst, f) }
+
+// AppendLuaNumber appends f as Lua 5.1's tostring writes it: "%.14g".
+func AppendLuaNumber(dst []byte, f float64) []byte { return appendLuaNumber(dst, f) }
+
+// ReplyInteger is the integer a Lua number returned by a script becomes: C's cast,
+// truncation toward zero (the smallest integer for NaN and out of range).
+func ReplyInteger(f float64) int64 { return toInteger(f) }

@@ -76,6 +76,12 @@ return {cost, remaining, tostring(retry_after), tostring(reset_after)}
 // benchScript runs EVALSHA of body through dispatch, the interpreter and the keyspace (no
 // network) over 100,000 random keys, as benchKeys does a verb; argv follows the key.
 func benchScript(b *testing.B, body string, argv func(i int) []string) {
+	benchScriptPath(b, body, argv, true)
+}
+
+// benchScriptPath is benchScript, with the scripts package native knows run as Go code
+// (native) or on the interpreter.
+func benchScriptPath(b *testing.B, body string, argv func(i int) []string, native bool) {
 	cfg := DefaultConfig()
 	cfg.AppendOnly = false
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -87,6 +93,7 @@ func benchScript(b *testing.B, body string, argv func(i int) []string) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
+	s.scripts.eng.SetNative(native)
 	sc, err := s.scripts.eng.Load([]byte(body))
 	if err != nil {
 		b.Fatal(err)
@@ -117,10 +124,21 @@ func benchScript(b *testing.B, body string, argv func(i int) []string) {
 	})
 }
 
-// BenchmarkEvalshaGCRA is redis_rate's Allow: EVALSHA of its GCRA script.
+// BenchmarkEvalshaGCRA is redis_rate's Allow: EVALSHA of its GCRA script (allowN), run
+// as Go code (package scripting/native) and on the interpreter.
 func BenchmarkEvalshaGCRA(b *testing.B) {
 	args := []string{"10", "10", "1", "1"} // burst, rate, period (s), cost
-	benchScript(b, redisRateAllowN, func(int) []string { return args })
+	b.Run("native", func(b *testing.B) { benchScriptPath(b, redisRateAllowN, func(int) []string { return args }, true) })
+	b.Run("interpreter", func(b *testing.B) { benchScriptPath(b, redisRateAllowN, func(int) []string { return args }, false) })
+}
+
+// BenchmarkEvalshaGCRAAtMost is redis_rate's AllowAtMost: its other script.
+func BenchmarkEvalshaGCRAAtMost(b *testing.B) {
+	args := []string{"10", "10", "1", "3"}
+	b.Run("native", func(b *testing.B) { benchScriptPath(b, redisRateAllowAtMost, func(int) []string { return args }, true) })
+	b.Run("interpreter", func(b *testing.B) {
+		benchScriptPath(b, redisRateAllowAtMost, func(int) []string { return args }, false)
+	})
 }
 
 // BenchmarkEvalshaTokenBucket is the classic token bucket in a hash, with fractional

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"throttled/scripting"
+	"throttled/scripting/native"
 )
 
 // The scripting commands: EVAL and its kin run a script of package scripting, which calls
@@ -52,6 +53,7 @@ type luaScripts struct {
 
 func (l *luaScripts) init(cfg Config) {
 	l.eng = scripting.New()
+	l.eng.Natives = native.Lookup // the limiter scripts people run most, as Go code
 	l.busy = make(map[*scriptRun]struct{})
 	l.busyAfter.Store(int64(cfg.BusyReplyThreshold))
 }
@@ -63,7 +65,16 @@ const defaultBusyReplyThreshold = 5000
 // older name lua-time-limit.
 func (s *Server) scriptParams() []*param {
 	n := &s.scripts.busyAfter
-	return []*param{{name: "busy-reply-threshold", aliases: []string{"lua-time-limit"}, def: itoa(defaultBusyReplyThreshold), file: plainValue,
+	eng := s.scripts.eng
+	return []*param{{name: "lua-native-scripts", def: "yes", file: plainValue,
+		get: func() string { return yesNo(eng.NativeOn()) },
+		set: func(v string) (func(), error) {
+			on, err := parseYesNo(v)
+			if err != nil {
+				return nil, err
+			}
+			return func() { eng.SetNative(on) }, nil
+		}}, {name: "busy-reply-threshold", aliases: []string{"lua-time-limit"}, def: itoa(defaultBusyReplyThreshold), file: plainValue,
 		get: func() string { return itoa(n.Load()) },
 		set: func(v string) (func(), error) {
 			x, err := strconv.ParseInt(v, 10, 64)
@@ -508,7 +519,11 @@ func (s *Server) infoScriptMemory() [][2]string {
 func (s *Server) infoScripting() [][2]string {
 	st := s.scripts.eng.Stats()
 	return [][2]string{
-		{"script_calls", itoa(st.Calls)},
+		{"script_calls", itoa(st.Calls + st.Natives)},
+		{"script_calls_native", itoa(st.Natives)},
+		{"script_calls_interpreted", itoa(st.Calls)},
+		{"script_native_fallbacks", itoa(st.Fallbacks)},
+		{"script_native", yesNo(s.scripts.eng.NativeOn())},
 		{"number_of_cached_scripts", itoa(int64(st.Scripts))},
 		{"lua_interpreters_idle", itoa(int64(st.States))},
 		{"busy_scripts", itoa(int64(s.scripts.nbusy.Load()))},

@@ -133,6 +133,10 @@ var evalshaScripts = []evalshaScript{
 		text: "EVALSHA sha 1 k 10 0.5 1"},
 }
 
+// interpreterSide marks the pairs measured with lua-native-scripts off: redis_rate's
+// script on the interpreter, not as Go code.
+const interpreterSide = ", interpreter"
+
 // evalshaRun is what the scripts part measured.
 type evalshaRun struct {
 	checks []scriptCheck
@@ -186,10 +190,25 @@ func (r *runner) evalsha() (evalshaRun, error) {
 		}
 		return out
 	}
+	// redis_rate's script is recognised by its digest and run as Go code (scripting/native);
+	// measured again with lua-native-scripts off, it takes the interpreter as any other.
+	interpreted := func(suffix string) ([]pair, error) {
+		if _, err := t.do("CONFIG", "SET", "lua-native-scripts", "no"); err != nil {
+			return nil, err
+		}
+		defer t.do("CONFIG", "SET", "lua-native-scripts", "yes")
+		ps := []pair{pairsAt(1, interpreterSide+suffix)[0], pairsAt(16, interpreterSide+suffix)[0]}
+		return ps, r.measurePairs(ps)
+	}
 	run.pairs = append(pairsAt(1, ""), pairsAt(16, "")...)
 	if err := r.measurePairs(run.pairs); err != nil {
 		return run, err
 	}
+	ps, err := interpreted("")
+	if err != nil {
+		return run, err
+	}
+	run.pairs = append(run.pairs, ps...)
 	// As in the collections part: again with each server on CPU 1 and the load on CPU 0.
 	all := "0-" + strconv.Itoa(runtime.NumCPU()-1)
 	if err := pinAll(map[*server]string{t: "1", redis: "1"}, "0"); err != nil {
@@ -198,6 +217,10 @@ func (r *runner) evalsha() (evalshaRun, error) {
 	pinned := append(pairsAt(1, ownCore), pairsAt(16, ownCore)...)
 	err = r.measurePairs(pinned)
 	run.pairs = append(run.pairs, pinned...)
+	if err == nil {
+		ps, err = interpreted(ownCore)
+		run.pairs = append(run.pairs, ps...)
+	}
 	return run, errors.Join(err, pinAll(map[*server]string{t: all, redis: all}, all))
 }
 
@@ -371,6 +394,9 @@ func evalshaSection(cfg config, run evalshaRun) string {
 	}
 	p("\nredis_rate's script is go-redis/redis_rate v10.0.1's `allowN` (lua.go) byte for byte; the token bucket\n")
 	p("keeps fractional tokens in a hash (HMGET, HMSET, PEXPIRE). Both are in `benchmarks/cmd/loadgen/evalsha.go`.\n")
+	p("throttled recognises redis_rate's script by its digest and runs it as Go code (package scripting/native),\n")
+	p("byte-identical to the interpreter; the rows marked \"interpreter\" ran it with `CONFIG SET lua-native-scripts no`,\n")
+	p("on the Lua interpreter as every other script. The token bucket always takes the interpreter.\n")
 	p("The rows marked \"own core\" ran with each server pinned to CPU 1 (one loaded at a time) and the load on CPU 0.\n\n")
 	p("| comparison | P | throttled, req/s | redis, req/s | ratio per round | median |\n|---|--:|---|---|---|--:|\n")
 	for _, c := range run.pairs {
