@@ -24,7 +24,7 @@ info = r.info("latencystats")
 shape = {k: sorted((p, isinstance(v, float)) for p, v in d.items()) for k, d in info.items()
          if k in ("latency_percentiles_usec_set", "latency_percentiles_usec_get")}
 h = r.execute_command("LATENCY", "HISTOGRAM", "set")
-print(json.dumps({"info": shape, "histogram": [h[0].decode(), [x.decode() if isinstance(x, bytes) else type(x).__name__ for x in h[1][:3]]]}))
+print(json.dumps({"info": shape, "histogram": [h[0].decode(), [x.decode() if isinstance(x, bytes) else type(x).__name__ for x in h[1][:3]]]}, sort_keys=True))
 `
 
 // TestLatencyStatsRedisPy: redis-py parses throttled's INFO latencystats and LATENCY
