@@ -144,7 +144,10 @@ func fuzzThrottleBody(t *testing.T, maxBurst, count, period int64, ops []byte) {
 			}
 			refunded += n
 			if r.Store {
-				s.tat, s.exists = r.TAT, r.TTL > 0
+				// The state persists, as this loop keeps every key (expiry is not modelled):
+				// a refund that leaves the TAT at now is a key with nothing owed, which the
+				// server deletes; a clock stepped back before now must still find it owed.
+				s.tat, s.exists = r.TAT, true
 			}
 			continue
 		}
