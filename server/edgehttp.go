@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"throttled/acl"
 	"throttled/httpapi"
 	"throttled/metrics"
 )
@@ -132,19 +133,9 @@ var (
 // Decide implements httpapi.Decider.
 func (d *httpDecider) Decide(cred httpapi.Credentials, req httpapi.Request) (httpapi.Result, error) {
 	s := d.s
-	user := s.acl.Default()
-	if cred.Given {
-		name := cred.User
-		if name == "" {
-			name = "default"
-		}
-		u, err := s.authenticate([]byte(name), []byte(cred.Password))
-		if err != nil {
-			return httpapi.Result{}, fmt.Errorf("%w: %s", httpapi.ErrUnauthorized, errorText(err))
-		}
-		user = u
-	} else if s.passwordSet() {
-		return httpapi.Result{}, fmt.Errorf("%w: Basic credentials or a bearer token", httpapi.ErrUnauthorized)
+	user, err := s.httpUser(cred)
+	if err != nil {
+		return httpapi.Result{}, err
 	}
 	c, _ := d.clients.Get().(*client)
 	if c == nil {
@@ -327,23 +318,33 @@ func (s *Server) jsonRoute() map[string]http.Handler {
 	}
 	check := s.commands["check"]
 	return map[string]http.Handler{"/json": httpapi.Authorize(h, func(cred httpapi.Credentials) error {
-		user := s.acl.Default()
-		if cred.Given {
-			name := cred.User
-			if name == "" {
-				name = "default"
-			}
-			u, err := s.authenticate([]byte(name), []byte(cred.Password))
-			if err != nil {
-				return fmt.Errorf("%w: %s", httpapi.ErrUnauthorized, errorText(err))
-			}
-			user = u
-		} else if s.passwordSet() {
-			return fmt.Errorf("%w: Basic credentials or a bearer token", httpapi.ErrUnauthorized)
+		user, err := s.httpUser(cred)
+		if err != nil {
+			return err
 		}
 		if p := user.Perms(); !p.All && !p.CanRun(check.aclID) {
 			return fmt.Errorf("%w: this user has no permissions to run the 'check' command", httpapi.ErrForbidden)
 		}
 		return nil
 	})}
+}
+
+// httpUser is the ACL user an HTTP request's credentials name: the default user without
+// any, unless a password is set.
+func (s *Server) httpUser(cred httpapi.Credentials) (*acl.User, error) {
+	if !cred.Given {
+		if s.passwordSet() {
+			return nil, fmt.Errorf("%w: Basic credentials or a bearer token", httpapi.ErrUnauthorized)
+		}
+		return s.acl.Default(), nil
+	}
+	name := cred.User
+	if name == "" {
+		name = "default"
+	}
+	u, err := s.authenticate([]byte(name), []byte(cred.Password))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", httpapi.ErrUnauthorized, errorText(err))
+	}
+	return u, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"throttled/internal/redistest"
+	"throttled/scripting/native"
 )
 
 // The native scripts (package scripting/native) against the interpreter: two servers on
@@ -257,12 +258,13 @@ func FuzzNativeScripts(f *testing.F) {
 }
 
 // TestNativeScriptsDigests checks the texts package native recognises are the libraries'
-// byte for byte: the digests redis_rate v10.0.1 and rate-limit-redis 6.0.1 send EVALSHA
-// with (rate-limit-redis's and rate-limiter-flexible 11.4.0's as Node computes them from
+// byte for byte: the digests redis_rate v10.0.1 (of lua.go's texts) and rate-limit-redis
+// 6.0.1 send EVALSHA with (rate-limit-redis's and rate-limiter-flexible 11.4.0's as Node computes them from
 // the libraries' sources).
 func TestNativeScriptsDigests(t *testing.T) {
 	sum := func(s string) string { d := sha1.Sum([]byte(s)); return hex.EncodeToString(d[:]) }
-	require.Equal(t, sum(redisRateAllowN), scriptSHA(redisRateAllowN))
+	require.Equal(t, "f52a5b566060d79fd321d695df55bc918339c4aa", sum(redisRateAllowN))
+	require.Equal(t, "054143318f521948424aa25df61d7f7ba835a9d7", sum(redisRateAllowAtMost))
 	require.Equal(t, "895b92e1712734e1b464999be23953485475357b", sum(rateLimitRedisIncrement))
 	require.Equal(t, "6aeb97ed6086dcdeafdc6fda3999a0d0e38ec96a", sum(rateLimitRedisGet))
 	require.Equal(t, "a1de965f42e177aa339706bd580f049065eca79a", sum(rateLimiterFlexible))
@@ -285,78 +287,9 @@ func TestNativeScriptsDigests(t *testing.T) {
 	require.Contains(t, info, "script_calls_interpreted:")
 }
 
-// redisRateAllowAtMost is go-redis/redis_rate v10.0.1's other script (lua.go,
-// allowAtMost), test data here as redisRateAllowN is.
-const redisRateAllowAtMost = `
--- this script has side-effects, so it requires replicate commands mode
-redis.replicate_commands()
-
-local rate_limit_key = KEYS[1]
-local burst = ARGV[1]
-local rate = ARGV[2]
-local period = ARGV[3]
-local cost = tonumber(ARGV[4])
-
-local emission_interval = period / rate
-local burst_offset = emission_interval * burst
-
--- redis returns time as an array containing two integers: seconds of the epoch
--- time (10 digits) and microseconds (6 digits). for convenience we need to
--- convert them to a floating point number. the resulting number is 16 digits,
--- bordering on the limits of a 64-bit double-precision floating point number.
--- adjust the epoch to be relative to Jan 1, 2017 00:00:00 GMT to avoid floating
--- point problems. this approach is good until "now" is 2,483,228,799 (Wed, 09
--- Sep 2048 01:46:39 GMT), when the adjusted value is 16 digits.
-local jan_1_2017 = 1483228800
-local now = redis.call("TIME")
-now = (now[1] - jan_1_2017) + (now[2] / 1000000)
-
-local tat = redis.call("GET", rate_limit_key)
-
-if not tat then
-  tat = now
-else
-  tat = tonumber(tat)
-end
-
-tat = math.max(tat, now)
-
-local diff = now - (tat - burst_offset)
-local remaining = diff / emission_interval
-
-if remaining < 1 then
-  local reset_after = tat - now
-  local retry_after = emission_interval - diff
-  return {
-    0, -- allowed
-    0, -- remaining
-    tostring(retry_after),
-    tostring(reset_after),
-  }
-end
-
-if remaining < cost then
-  cost = remaining
-  remaining = 0
-else
-  remaining = remaining - cost
-end
-
-local increment = emission_interval * cost
-local new_tat = tat + increment
-
-local reset_after = new_tat - now
-if reset_after > 0 then
-  redis.call("SET", rate_limit_key, new_tat, "EX", math.ceil(reset_after))
-end
-
-return {
-  cost,
-  remaining,
-  tostring(-1),
-  tostring(reset_after),
-}
-`
+// redisRateAllowAtMost is go-redis/redis_rate v10.0.1's other script, as package native
+// recognises it.
+const redisRateAllowAtMost = native.RedisRateAllowAtMost
 
 // TestNativeScriptsRedis makes fixed calls of redis_rate's scripts on redis-server and on
 // throttled, where they take the native path, each on both one after the other. Both read

@@ -14,7 +14,8 @@ import (
 // n emission intervals (period / rate) and is allowed while it stays within burst
 // intervals of now.
 
-const redisRateAllowNText = `
+// RedisRateAllowN is redis_rate's allowN, the script of Limiter.Allow and AllowN.
+const RedisRateAllowN = `
 -- this script has side-effects, so it requires replicate commands mode
 redis.replicate_commands()
 
@@ -74,7 +75,8 @@ local retry_after = -1
 return {cost, remaining, tostring(retry_after), tostring(reset_after)}
 `
 
-const redisRateAllowAtMostText = `
+// RedisRateAllowAtMost is redis_rate's allowAtMost, the script of Limiter.AllowAtMost.
+const RedisRateAllowAtMost = `
 -- this script has side-effects, so it requires replicate commands mode
 redis.replicate_commands()
 
@@ -146,8 +148,8 @@ return {
 `
 
 var (
-	redisRateAllowNDigest      = sha1.Sum([]byte(redisRateAllowNText))
-	redisRateAllowAtMostDigest = sha1.Sum([]byte(redisRateAllowAtMostText))
+	redisRateAllowNDigest      = sha1.Sum([]byte(RedisRateAllowN))
+	redisRateAllowAtMostDigest = sha1.Sum([]byte(RedisRateAllowAtMost))
 )
 
 // jan2017 is the scripts' epoch, 2017-01-01T00:00:00Z in Unix seconds.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"throttled/benchmarks/loadtest"
+	"throttled/scripting/native"
 )
 
 // The scripts part measures EVALSHA of the limiter scripts clients send unchanged, on throttled
@@ -23,70 +24,10 @@ import (
 // server on a core of its own, as the collections part does.
 
 // redisRateAllowN is the script github.com/go-redis/redis_rate/v10 v10.0.1 sends for
-// Limiter.AllowN (lua.go, allowN; itself after rwz/redis-gcra's perform_gcra_ratelimit.lua,
-// Copyright (c) 2017 Pavel Pravosud), byte for byte, so that its digest is the library's.
-// It is an input of the benchmark, not code of throttled.
+// Limiter.AllowN, byte for byte as package native keeps it (its digest is the library's).
 // KEYS[1] "rate:" + key; ARGV: burst, rate, period (s), cost.
 // Reply: allowed (cost or 0), remaining, retry_after (s), reset_after (s); the last two as text.
-const redisRateAllowN = `
--- this script has side-effects, so it requires replicate commands mode
-redis.replicate_commands()
-
-local rate_limit_key = KEYS[1]
-local burst = ARGV[1]
-local rate = ARGV[2]
-local period = ARGV[3]
-local cost = tonumber(ARGV[4])
-
-local emission_interval = period / rate
-local increment = emission_interval * cost
-local burst_offset = emission_interval * burst
-
--- redis returns time as an array containing two integers: seconds of the epoch
--- time (10 digits) and microseconds (6 digits). for convenience we need to
--- convert them to a floating point number. the resulting number is 16 digits,
--- bordering on the limits of a 64-bit double-precision floating point number.
--- adjust the epoch to be relative to Jan 1, 2017 00:00:00 GMT to avoid floating
--- point problems. this approach is good until "now" is 2,483,228,799 (Wed, 09
--- Sep 2048 01:46:39 GMT), when the adjusted value is 16 digits.
-local jan_1_2017 = 1483228800
-local now = redis.call("TIME")
-now = (now[1] - jan_1_2017) + (now[2] / 1000000)
-
-local tat = redis.call("GET", rate_limit_key)
-
-if not tat then
-  tat = now
-else
-  tat = tonumber(tat)
-end
-
-tat = math.max(tat, now)
-
-local new_tat = tat + increment
-local allow_at = new_tat - burst_offset
-
-local diff = now - allow_at
-local remaining = diff / emission_interval
-
-if remaining < 0 then
-  local reset_after = tat - now
-  local retry_after = diff * -1
-  return {
-    0, -- allowed
-    0, -- remaining
-    tostring(retry_after),
-    tostring(reset_after),
-  }
-end
-
-local reset_after = new_tat - now
-if reset_after > 0 then
-  redis.call("SET", rate_limit_key, new_tat, "EX", math.ceil(reset_after))
-end
-local retry_after = -1
-return {cost, remaining, tostring(retry_after), tostring(reset_after)}
-`
+const redisRateAllowN = native.RedisRateAllowN
 
 // hashBucketScript is the classic token bucket in a hash: the tokens, a fraction of them
 // refilled every moment, and the time of the last refill (s, with µs), read with HMGET and
