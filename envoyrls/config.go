@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"gopkg.in/yaml.v3"
 
 	"throttled/algorithms"
@@ -69,6 +70,9 @@ type Rule struct {
 	DetailedMetric bool
 	File           string
 	Line           int
+	// current is the rule's current_limit, made once: responses share it (marshalling only
+	// reads it).
+	current *rlsv3.RateLimitResponse_RateLimit
 }
 
 // node is a descriptor of the tree requests are matched against.
@@ -353,6 +357,7 @@ func (c *Config) rule(where, name string, yd *yamlDescriptor) (*Rule, error) {
 			r.Args = append(r.Args, t+"="+yl.Tiers[t])
 		}
 	}
+	r.current = &rlsv3.RateLimitResponse_RateLimit{Name: r.Name, RequestsPerUnit: r.PerUnit, Unit: unitCode(r.Unit)}
 	r.Policy = c.policyName(name)
 	c.Policies[r.Policy] = &policy.Policy{Name: r.Policy, Args: r.Args, Shadow: r.Shadow}
 	return r, nil

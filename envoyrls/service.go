@@ -255,6 +255,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		}
 	}
 	resp := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK, Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(states))}
+	block := make([]rlsv3.RateLimitResponse_DescriptorStatus, len(states)) // one allocation for every status
 	denied := false
 	for _, dec := range decisions {
 		denied = denied || dec.Limited
@@ -262,7 +263,8 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 	most := -1 // the status the headers tell of: a denied one, else the least remaining
 	for i := range states {
 		st := &states[i]
-		ds := &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
+		ds := &block[i]
+		ds.Code = rlsv3.RateLimitResponse_OK
 		resp.Statuses[i] = ds
 		switch {
 		case st.rule == nil:
@@ -270,7 +272,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 			ds.LimitRemaining = math.MaxUint32
 		default:
 			dec := decisions[st.item]
-			ds.CurrentLimit = &rlsv3.RateLimitResponse_RateLimit{Name: st.rule.Name, RequestsPerUnit: st.rule.PerUnit, Unit: unitCode(st.rule.Unit)}
+			ds.CurrentLimit = st.rule.current
 			rem := dec.Remaining
 			if denied && !dec.Limited && dec.Status != "allowlisted" {
 				// All or nothing: another descriptor's denial took nothing from this one.

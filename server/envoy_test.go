@@ -515,7 +515,10 @@ func TestRLSExamplesEnvoy(t *testing.T) {
 	rs := &rlsServer{testServer: ts, conn: conn, rls: rlsv3.NewRateLimitServiceClient(conn)}
 	require.Equal(t, []string{ok, ok, ok}, codesOf(rs.ask(t, "edge", 10, desc("remote_address", "192.0.2.1"), desc("path", "/login"))))
 	require.Equal(t, []string{over, over, ok}, codesOf(rs.ask(t, "edge", 1, desc("remote_address", "192.0.2.1"), desc("path", "/login"))))
-	require.Equal(t, []string{ok, ok}, codesOf(rs.ask(t, "edge", 1000, desc("api_key", "k1"))))
+	require.Equal(t, []string{over, over}, codesOf(rs.ask(t, "edge", 801, desc("api_key", "k1"))), "the default tier's 800")
+	require.Equal(t, []string{ok, ok}, codesOf(rs.ask(t, "edge", 800, desc("api_key", "k1"))))
+	require.Equal(t, []string{over, over}, codesOf(rs.ask(t, "edge", 1, desc("api_key", "k1"))))
+	require.Equal(t, []string{ok, ok}, codesOf(rs.ask(t, "edge", 200, desc("api_key", "k1", "priority", "payments"))))
 
 	b, err := os.ReadFile("../examples/envoy/envoy.yaml")
 	require.NoError(t, err)
