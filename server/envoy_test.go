@@ -469,13 +469,17 @@ func FuzzShouldRateLimit(f *testing.F) {
 	seed := &rlsv3.RateLimitRequest{Domain: "d", HitsAddend: 2, Descriptors: []*commonv3.RateLimitDescriptor{desc("k", "v"), desc("a", "x", "b", "y")}}
 	b, _ := proto.Marshal(seed)
 	f.Add(b)
+	seed = &rlsv3.RateLimitRequest{Domain: "d", Descriptors: []*commonv3.RateLimitDescriptor{desc("k", "v", "p", "pay"), desc("p", "x", "a", "x", "b", "y")}}
+	b, _ = proto.Marshal(seed)
+	f.Add(b)
 	f.Add([]byte{})
 	dir := f.TempDir()
 	require.NoError(f, os.WriteFile(filepath.Join(dir, "d.yaml"), []byte(`
 domain: d
+priority_key: p
 descriptors:
   - key: k
-    rate_limit: {unit: second, requests_per_unit: 5}
+    rate_limit: {unit: second, requests_per_unit: 5, tiers: {pay: 1, default: 0.5}}
   - key: a
     value: x*
     descriptors:
