@@ -655,3 +655,23 @@ func TestRLSJSONOnHTTPPort(t *testing.T) {
 	require.Equal(t, 200, code, body)
 	require.Contains(t, body, `"overallCode":"OK"`)
 }
+
+// BenchmarkShouldRateLimitHandler is one decision of Envoy's service without gRPC: the
+// matching, the CHECK and the response, to set against BenchmarkShouldRateLimit.
+func BenchmarkShouldRateLimitHandler(b *testing.B) {
+	dir := b.TempDir()
+	require.NoError(b, os.WriteFile(filepath.Join(dir, "d.yaml"), []byte("domain: d\ndescriptors:\n  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 100}\n"), 0o644))
+	ts := startServer(b, func(c *Config) { c.RateLimitConfig = dir })
+	reqs := make([]*rlsv3.RateLimitRequest, 1024)
+	for i := range reqs {
+		reqs[i] = &rlsv3.RateLimitRequest{Domain: "d", Descriptors: []*commonv3.RateLimitDescriptor{desc("user", "u"+strconv.Itoa(i))}}
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := ts.edge.rls.ShouldRateLimit(ctx, reqs[i%len(reqs)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
