@@ -51,9 +51,12 @@ test: deps vet
 FUZZTIME_SHORT ?= 3s
 
 # bench measures throttled beside redis-server (Lua scripts and INCR) in one run, with the Go
-# benchmarks of each verb, and writes benchmarks/RESULTS.md (about 10 minutes).
+# benchmarks of each verb, and writes benchmarks/RESULTS.md (about 10 minutes); then the edge's
+# doors (gRPC ShouldRateLimit, HTTP /v1/auth, RESP CHECK) in one run of their own, written to
+# the section "At the edge" of the same file.
 bench: build deps
 	$(GO) run ./benchmarks/cmd/loadgen
+	$(GO) run ./benchmarks/cmd/edgeload -out benchmarks/RESULTS.md
 
 # bench-go runs every Go benchmark of every package.
 .PHONY: bench-go

@@ -2,6 +2,8 @@ package compat
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -33,7 +35,9 @@ func TestEnvoyRateLimitService(t *testing.T) {
 	write(2)
 	grpcPort := freePort(t)
 	conf := filepath.Join(dir, "throttled.conf")
-	require.NoError(t, os.WriteFile(conf, []byte("grpc-port "+strconv.Itoa(grpcPort)+"\nratelimit-config "+rules+"\n"), 0o644))
+	metricsPort := freePort(t)
+	require.NoError(t, os.WriteFile(conf, []byte("grpc-port "+strconv.Itoa(grpcPort)+"\nratelimit-config "+rules+
+		"\nmetrics-port "+strconv.Itoa(metricsPort)+"\n"), 0o644))
 	p := start(t, conf)
 
 	conn, err := grpc.NewClient("127.0.0.1:"+strconv.Itoa(grpcPort), grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -60,6 +64,19 @@ func TestEnvoyRateLimitService(t *testing.T) {
 	require.Equal(t, "OK", p.cli(t, "POLICY.DENY", "rls.edge.remote_address", "198.51.100.0/24"))
 	require.Equal(t, "OVER_LIMIT", ask("198.51.100.7"))
 	require.Contains(t, p.cli(t, "INFO", "commandstats"), "cmdstat_check:calls=5,")
+	// The gRPC decisions under their own transport label, redis-cli's CHECK under RESP's.
+	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(metricsPort) + "/metrics")
+	require.NoError(t, err)
+	metrics, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	for _, want := range []string{
+		`throttled_transport_decisions_total{result="allowed",transport="grpc"} 2`,
+		`throttled_transport_decisions_total{result="denied",transport="grpc"} 2`,
+		`throttled_transport_decisions_total{result="denied",transport="resp"} 1`,
+	} {
+		require.Contains(t, string(metrics), want+"\n")
+	}
 
 	write(100)
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGHUP))

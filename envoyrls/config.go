@@ -11,8 +11,10 @@ import (
 	"strconv"
 	"strings"
 
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"gopkg.in/yaml.v3"
 
+	"throttled/algorithms"
 	"throttled/policy"
 )
 
@@ -68,6 +70,9 @@ type Rule struct {
 	DetailedMetric bool
 	File           string
 	Line           int
+	// current is the rule's current_limit, made once: responses share it (marshalling only
+	// reads it).
+	current *rlsv3.RateLimitResponse_RateLimit
 }
 
 // node is a descriptor of the tree requests are matched against.
@@ -86,7 +91,10 @@ type wildcard struct {
 type Domain struct {
 	Name    string
 	Headers bool // response_headers: true
-	root    *node
+	// PriorityKey is the key of the entry that names a descriptor's priority tier
+	// (priority_key): such an entry is taken out before the descriptor is matched.
+	PriorityKey string
+	root        *node
 }
 
 // Config is a loaded configuration: its domains by name, and the policies their rules make.
@@ -116,13 +124,15 @@ type yamlLimit struct {
 	Replaces        []struct {
 		Name string `yaml:"name"`
 	} `yaml:"replaces"`
-	Algorithm string `yaml:"algorithm"`
+	Algorithm string            `yaml:"algorithm"`
+	Tiers     map[string]string `yaml:"tiers"`
 }
 
 type yamlFile struct {
 	Domain          string            `yaml:"domain"`
 	Descriptors     []*yamlDescriptor `yaml:"descriptors"`
 	ResponseHeaders bool              `yaml:"response_headers"`
+	PriorityKey     string            `yaml:"priority_key"`
 }
 
 // ErrNoFiles is Load's error for a directory that holds no .yaml or .yml file.
@@ -208,16 +218,16 @@ func (c *Config) add(file string, b []byte, from map[string]string) error {
 		return fmt.Errorf("%s: domain '%s' is declared again (first in %s)", file, yf.Domain, f)
 	}
 	from[yf.Domain] = file
-	d := &Domain{Name: yf.Domain, Headers: yf.ResponseHeaders, root: &node{}}
-	if err := c.descriptors(file, d.root, yf.Domain, yf.Descriptors); err != nil {
+	d := &Domain{Name: yf.Domain, Headers: yf.ResponseHeaders, PriorityKey: yf.PriorityKey, root: &node{}}
+	if err := c.descriptors(file, d, d.root, yf.Domain, yf.Descriptors); err != nil {
 		return err
 	}
 	c.Domains[d.Name] = d
 	return nil
 }
 
-// descriptors adds ds below n; path is the envoyproxy/ratelimit name of n.
-func (c *Config) descriptors(file string, n *node, path string, ds []*yamlDescriptor) error {
+// descriptors adds ds below n, of domain d; path is the envoyproxy/ratelimit name of n.
+func (c *Config) descriptors(file string, d *Domain, n *node, path string, ds []*yamlDescriptor) error {
 	for _, yd := range ds {
 		if yd == nil {
 			continue
@@ -225,6 +235,9 @@ func (c *Config) descriptors(file string, n *node, path string, ds []*yamlDescri
 		where := fmt.Sprintf("%s:%d", file, yd.line)
 		if yd.Key == "" {
 			return fmt.Errorf("%s: a descriptor needs a key", where)
+		}
+		if yd.Key == d.PriorityKey {
+			return fmt.Errorf("%s: descriptor key '%s' is the domain's priority_key, which names a tier, not a level", where, yd.Key)
 		}
 		id := yd.Key
 		if yd.Value != "" {
@@ -262,7 +275,7 @@ func (c *Config) descriptors(file string, n *node, path string, ds []*yamlDescri
 			child.rule = r
 			c.Rules++
 		}
-		if err := c.descriptors(file, child, name, yd.Descriptors); err != nil {
+		if err := c.descriptors(file, d, child, name, yd.Descriptors); err != nil {
 			return err
 		}
 	}
@@ -326,6 +339,25 @@ func (c *Config) rule(where, name string, yd *yamlDescriptor) (*Rule, error) {
 			r.Args = append(r.Args, "APPROX")
 		}
 	}
+	if len(yl.Tiers) > 0 {
+		// TIERS name=share, the shares as CHECK reads them, the names in a fixed order.
+		names := make([]string, 0, len(yl.Tiers))
+		for t := range yl.Tiers {
+			names = append(names, t)
+		}
+		sort.Strings(names)
+		r.Args = append(r.Args, "TIERS")
+		for _, t := range names {
+			if t == "" || strings.ContainsAny(t, "= \t") {
+				return nil, fmt.Errorf("%s: tier name '%s' must be non-empty, without '=' or spaces", where, t)
+			}
+			if _, ok := algorithms.ParseShare([]byte(yl.Tiers[t])); !ok {
+				return nil, fmt.Errorf("%s: tier '%s': share must be a number above 0 and at most 1, got '%s'", where, t, yl.Tiers[t])
+			}
+			r.Args = append(r.Args, t+"="+yl.Tiers[t])
+		}
+	}
+	r.current = &rlsv3.RateLimitResponse_RateLimit{Name: r.Name, RequestsPerUnit: r.PerUnit, Unit: unitCode(r.Unit)}
 	r.Policy = c.policyName(name)
 	c.Policies[r.Policy] = &policy.Policy{Name: r.Policy, Args: r.Args, Shadow: r.Shadow}
 	return r, nil
@@ -357,17 +389,20 @@ func checkKeys(doc *yaml.Node) error {
 		"domain": true, "descriptors": true, "response_headers": true, "key": true, "value": true,
 		"rate_limit": true, "shadow_mode": true, "detailed_metric": true, "name": true, "unit": true,
 		"requests_per_unit": true, "unit_multiplier": true, "unlimited": true, "replaces": true, "algorithm": true,
+		"tiers": true, "priority_key": true,
 	}
 	var walk func(n *yaml.Node) error
 	walk = func(n *yaml.Node) error {
-		if n.Kind == yaml.MappingNode {
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				if k := n.Content[i]; !known[k.Value] {
-					return fmt.Errorf("%d: unknown field '%s'", k.Line, k.Value)
+		for i, ch := range n.Content {
+			if n.Kind == yaml.MappingNode && i%2 == 0 {
+				if !known[ch.Value] {
+					return fmt.Errorf("%d: unknown field '%s'", ch.Line, ch.Value)
 				}
+				continue
 			}
-		}
-		for _, ch := range n.Content {
+			if n.Kind == yaml.MappingNode && n.Content[i-1].Value == "tiers" {
+				continue // the tiers' names are the user's
+			}
 			if err := walk(ch); err != nil {
 				return err
 			}

@@ -19,6 +19,10 @@ func TestParseErrorsNameTheLine(t *testing.T) {
 		{"negative", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: -1}\n", "f.yaml:3: requests_per_unit must be"},
 		{"unlimited with unit", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unlimited: true, unit: second}\n", "f.yaml:3: an unlimited rate_limit"},
 		{"bad yaml", "domain: [\n", "f.yaml: yaml:"},
+		{"bad share", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, tiers: {a: 2}}\n", "f.yaml:3: tier 'a': share must be"},
+		{"tiers as a list", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, tiers: [a]}\n", "f.yaml: yaml:"},
+		{"tier with =", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, tiers: {a=b: 1}}\n", "f.yaml:3: tier name 'a=b'"},
+		{"priority key as a level", "domain: d\npriority_key: k\ndescriptors:\n  - key: k\n", "f.yaml:4: descriptor key 'k' is the domain's priority_key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("f.yaml", []byte(tc.yaml))

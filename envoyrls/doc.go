@@ -9,8 +9,9 @@
 // as they see the config file's. Reload and Watch read it again; a bad file keeps the old
 // configuration and the error names the file and the line.
 //
-// A request's path: ShouldRateLimit matches each descriptor against its domain's tree
-// (match.go: at each level key and value, then the longest wildcard, then the key alone;
+// A request's path: ShouldRateLimit takes the domain's priority_key entry out of each
+// descriptor (its value is the descriptor's tier), matches the rest against its domain's
+// tree (match.go: at each level key and value, then the longest wildcard, then the key alone;
 // the rule is the one at the level of the descriptor's last entry), drops the rules that
 // another matched rule replaces, and hands the rest to Decider.Decide, the server's CHECK
 // path, which evaluates them all or nothing and counts them as CHECK's. The decisions become

@@ -16,6 +16,16 @@ import (
 // maxJSONBody bounds a /json request's body.
 const maxJSONBody = 1 << 20
 
+// overHTTP is the context key ServeJSON marks its requests with.
+type overHTTP struct{}
+
+// OverHTTP reports whether a request came by ServeJSON rather than by gRPC: the door its
+// decisions count under.
+func OverHTTP(ctx context.Context) bool {
+	v, _ := ctx.Value(overHTTP{}).(bool)
+	return v
+}
+
 // ServeJSON answers envoyproxy/ratelimit's /json form of ShouldRateLimit, so that curl can
 // ask: POST a RateLimitRequest in protobuf's JSON mapping, get the RateLimitResponse the same
 // way, with 200 when its overall code is OK and 429 when OVER_LIMIT. A bad request gets 400
@@ -47,7 +57,7 @@ func (s *Service) ServeJSON(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "not a RateLimitRequest: "+err.Error())
 		return
 	}
-	resp, err := s.ShouldRateLimit(context.WithoutCancel(r.Context()), &req)
+	resp, err := s.ShouldRateLimit(context.WithValue(context.WithoutCancel(r.Context()), overHTTP{}, true), &req)
 	if err != nil {
 		st := status.Convert(err)
 		code := http.StatusServiceUnavailable

@@ -25,11 +25,13 @@ import (
 	"throttled/policy"
 )
 
-// Item is one policy's part of a decision: the policy, the subject its key names, and the
-// units the request takes.
+// Item is one policy's part of a decision: the policy, the subject its key names, the units
+// the request takes, and its priority tier (the descriptor's priority_key entry; empty for
+// none). A tier the policy's tiers do not name is no tier: it comes from a request header.
 type Item struct {
 	Policy, Subject string
 	Cost            int64
+	Priority        string
 }
 
 // Decision is what CHECK answers for one policy.
@@ -42,9 +44,10 @@ type Decision struct {
 // Decider decides as CHECK does; the server provides it.
 type Decider interface {
 	// Decide evaluates every item all or nothing, as CHECK a,b does, and counts the decisions
-	// as CHECK's. It returns one decision an item, or an error when it decided nothing (a
-	// policy it does not have, a key holding another kind of value).
-	Decide(items []Item) ([]Decision, error)
+	// as CHECK's (over HTTP when OverHTTP(ctx), else over gRPC). It returns one decision an
+	// item, or an error when it decided nothing (a policy it does not have, a key holding
+	// another kind of value).
+	Decide(ctx context.Context, items []Item) ([]Decision, error)
 	// SetPolicies replaces the policies made from the configuration by t.
 	SetPolicies(t policy.Table)
 }
@@ -163,10 +166,11 @@ func (s *Service) Shutdown() { s.health.Shutdown() }
 
 // descriptorState is one descriptor of a request while it is decided.
 type descriptorState struct {
-	rule    *Rule
-	subject string
-	cost    int64
-	item    int // its index in the items; -1 when no policy decides it
+	rule     *Rule
+	subject  string
+	priority string // the value of the domain's priority_key entry
+	cost     int64
+	item     int // its index in the items; -1 when no policy decides it
 }
 
 // ShouldRateLimit answers a request as envoyproxy/ratelimit does, with throttled's policies:
@@ -198,12 +202,16 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		if len(es) > maxEntries {
 			return nil, status.Errorf(codes.InvalidArgument, "descriptor %d: at most %d entries, got %d", i, maxEntries, len(es))
 		}
-		entries = entries[:0]
-		for _, e := range es {
-			entries = append(entries, Entry{Key: e.GetKey(), Value: e.GetValue()})
-		}
 		st := &states[i]
 		st.item = -1
+		entries = entries[:0]
+		for _, e := range es {
+			if d != nil && d.PriorityKey != "" && e.GetKey() == d.PriorityKey {
+				st.priority = e.GetValue() // a tier, not a level of the tree
+				continue
+			}
+			entries = append(entries, Entry{Key: e.GetKey(), Value: e.GetValue()})
+		}
 		st.rule, st.subject = d.Match(entries)
 		st.cost = hits
 		if h := desc.GetHitsAddend(); h != nil {
@@ -233,12 +241,12 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 			cost = 2 // more than the one unit the policy holds: denied, and nothing taken
 		}
 		st.item = len(items)
-		items = append(items, Item{Policy: st.rule.Policy, Subject: st.subject, Cost: cost})
+		items = append(items, Item{Policy: st.rule.Policy, Subject: st.subject, Cost: cost, Priority: st.priority})
 	}
 	var decisions []Decision
 	if len(items) > 0 {
 		var err error
-		decisions, err = s.dec.Decide(items)
+		decisions, err = s.dec.Decide(ctx, items)
 		if err != nil {
 			if errors.Is(err, ctx.Err()) {
 				return nil, status.FromContextError(err).Err()
@@ -247,6 +255,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		}
 	}
 	resp := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK, Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(states))}
+	block := make([]rlsv3.RateLimitResponse_DescriptorStatus, len(states)) // one allocation for every status
 	denied := false
 	for _, dec := range decisions {
 		denied = denied || dec.Limited
@@ -254,7 +263,8 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 	most := -1 // the status the headers tell of: a denied one, else the least remaining
 	for i := range states {
 		st := &states[i]
-		ds := &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
+		ds := &block[i]
+		ds.Code = rlsv3.RateLimitResponse_OK
 		resp.Statuses[i] = ds
 		switch {
 		case st.rule == nil:
@@ -262,7 +272,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 			ds.LimitRemaining = math.MaxUint32
 		default:
 			dec := decisions[st.item]
-			ds.CurrentLimit = &rlsv3.RateLimitResponse_RateLimit{Name: st.rule.Name, RequestsPerUnit: st.rule.PerUnit, Unit: unitCode(st.rule.Unit)}
+			ds.CurrentLimit = st.rule.current
 			rem := dec.Remaining
 			if denied && !dec.Limited && dec.Status != "allowlisted" {
 				// All or nothing: another descriptor's denial took nothing from this one.

@@ -1,6 +1,7 @@
 package envoyrls
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"os"
@@ -21,7 +22,7 @@ type tables struct {
 	last policy.Table
 }
 
-func (d *tables) Decide([]Item) ([]Decision, error) { return nil, nil }
+func (d *tables) Decide(context.Context, []Item) ([]Decision, error) { return nil, nil }
 
 func (d *tables) SetPolicies(t policy.Table) {
 	d.mu.Lock()

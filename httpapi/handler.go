@@ -52,9 +52,11 @@ type checkBody struct {
 	Subject  *string  `json:"subject"`
 	Cost     *int64   `json:"cost"` // 1 when absent
 	Peek     bool     `json:"peek"`
+	Refund   *int64   `json:"refund"`   // units to give back, taking nothing
+	Priority *string  `json:"priority"` // the call's tier
 }
 
-// check answers POST /v1/check {"policy", "subject", "cost", "peek"}.
+// check answers POST /v1/check {"policy", "subject", "cost", "peek", "refund", "priority"}.
 func (s *Server) check(w http.ResponseWriter, r *http.Request) {
 	cred, err := credentials(r, true)
 	if err != nil {
@@ -99,6 +101,23 @@ func (s *Server) check(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		req.Cost = *b.Cost
+	}
+	if b.Refund != nil {
+		switch {
+		case b.Cost != nil:
+			writeError(w, http.StatusBadRequest, "give 'cost' or 'refund', not both: a refund takes nothing")
+			return
+		case *b.Refund < 0:
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("'refund' must be a whole number >= 0, got %d", *b.Refund))
+			return
+		}
+		req.Refunding, req.Refund = true, *b.Refund
+	}
+	if b.Priority != nil {
+		if req.Priority, err = tier(*b.Priority, "'priority'"); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
 	}
 	res, ok := s.decide(w, cred, req)
 	if !ok {
@@ -157,6 +176,10 @@ func (s *Server) auth(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if req.Priority, req.AnyTier, err = priorityFrom(r, q.Get("priority")); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	deny := http.StatusTooManyRequests
 	if v := q.Get("deny"); v != "" {
 		switch n, _ := strconv.Atoi(v); n {
@@ -202,11 +225,6 @@ func (s *Server) decide(w http.ResponseWriter, cred Credentials, req Request) (R
 		}
 		writeError(w, status, err.Error())
 		return res, false
-	}
-	if res.Limited {
-		s.denied.Add(1)
-	} else {
-		s.allowed.Add(1)
 	}
 	s.setHeaders(w.Header(), res)
 	return res, true
@@ -276,6 +294,39 @@ func subjectFrom(r *http.Request, from string) (string, error) {
 		return subject(strings.TrimSpace(h.Get(name)), "header "+truncate(name, 64))
 	}
 	return "", fmt.Errorf("query 'subject' must be x-forwarded-for, x-real-ip, user, ip or header:<name>, got '%s'", truncate(from, 64))
+}
+
+// priorityFrom takes forward-auth's tier as from, the query's priority=, names it:
+//
+//	"": none, the default tier
+//	"header:<Name>": the header Name's value (none when it is absent or empty); anyTier,
+//	   since a header's value must neither fail the request nor pick a tier that is not there
+//	anything else: that tier, as the location the proxy guards names it
+func priorityFrom(r *http.Request, from string) (name string, anyTier bool, err error) {
+	if from == "" {
+		return "", false, nil
+	}
+	if h, ok := strings.CutPrefix(from, "header:"); ok && h != "" {
+		v := strings.TrimSpace(r.Header.Get(h))
+		if v == "" {
+			return "", false, nil
+		}
+		name, err = tier(v, "header "+truncate(h, 64))
+		return name, true, err
+	}
+	name, err = tier(from, "query 'priority'")
+	return name, false, err
+}
+
+// tier checks a tier's name.
+func tier(v, what string) (string, error) {
+	switch {
+	case v == "":
+		return "", fmt.Errorf("empty tier: %s", what)
+	case len(v) > maxTier:
+		return "", fmt.Errorf("tier longer than %d bytes: %s", maxTier, what)
+	}
+	return v, nil
 }
 
 // peerIP is the host of the peer's address.

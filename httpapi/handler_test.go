@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,6 +41,38 @@ func TestSubjectFrom(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestPriorityFrom(t *testing.T) {
+	for _, tc := range []struct {
+		name, from string
+		header     []string
+		want       string
+		anyTier    bool
+		err        string
+	}{
+		{"none", "", []string{"X-Tier", "payments"}, "", false, ""},
+		{"the location's tier", "payments", nil, "payments", false, ""},
+		{"a header's tier", "header:X-Tier", []string{"X-Tier", " payments "}, "payments", true, ""},
+		{"a header absent", "header:X-Tier", nil, "", false, ""},
+		{"a header too long", "header:X-Tier", []string{"X-Tier", strings.Repeat("t", maxTier+1)}, "", false, "tier longer than 256 bytes: header X-Tier"},
+		{"a tier too long", strings.Repeat("t", maxTier+1), nil, "", false, "query 'priority'"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest("GET", "/v1/auth/api", nil)
+			for i := 0; i+1 < len(tc.header); i += 2 {
+				r.Header.Set(tc.header[i], tc.header[i+1])
+			}
+			got, anyTier, err := priorityFrom(r, tc.from)
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+			require.Equal(t, tc.anyTier, anyTier)
 		})
 	}
 }

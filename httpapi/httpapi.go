@@ -21,12 +21,21 @@ type Credentials struct {
 	User, Password string
 }
 
-// Request is what a caller asks: CHECK policies subject [COST n] [PEEK].
+// Request is what a caller asks: CHECK policies subject [COST n|REFUND n] [PEEK]
+// [PRIORITY tier].
 type Request struct {
 	Policies []string // one or more names, evaluated all or nothing as CHECK a,b does
 	Subject  string
 	Cost     int64
 	Peek     bool
+	// Refunding asks to give Refund units back instead of taking Cost (CHECK's REFUND).
+	Refunding bool
+	Refund    int64
+	// Priority is the call's tier (CHECK's PRIORITY); empty for none. With AnyTier, a tier
+	// a policy's limit does not name is no tier rather than an error: the tier came from a
+	// request header, which must neither fail the request nor pick a tier that is not there.
+	Priority string
+	AnyTier  bool
 	Remote   string // the peer's address, for SLOWLOG and MONITOR
 }
 

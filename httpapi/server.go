@@ -17,6 +17,7 @@ const (
 	maxBody        = 64 << 10 // a /v1/check body
 	maxHeaderBytes = 16 << 10
 	maxSubject     = 4096
+	maxTier        = 256
 	readHeader     = 10 * time.Second
 	readTimeout    = 30 * time.Second
 	writeTimeout   = 30 * time.Second
@@ -50,8 +51,6 @@ type Server struct {
 	log   *slog.Logger
 	conns atomic.Int64 // connections open now
 
-	allowed, denied atomic.Int64 // decisions answered, for the transport label
-
 	mu      sync.Mutex // guards servers and closed
 	servers []*http.Server
 	closed  bool
@@ -71,16 +70,8 @@ func New(d Decider, opt Options) *Server {
 	return &Server{d: d, opt: opt, log: log}
 }
 
-// Stats is what a Server has answered.
-type Stats struct {
-	Connections     int64 // open now
-	Allowed, Denied int64 // decisions
-}
-
-// Stats returns the server's counts.
-func (s *Server) Stats() Stats {
-	return Stats{Connections: s.conns.Load(), Allowed: s.allowed.Load(), Denied: s.denied.Load()}
-}
+// Connections returns the connections open now.
+func (s *Server) Connections() int64 { return s.conns.Load() }
 
 // Serving reports whether Serve is serving a listener.
 func (s *Server) Serving() bool {

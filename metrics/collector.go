@@ -28,7 +28,7 @@ var (
 	uptime          = newFamily("uptime_seconds", "Seconds since the server started.", prometheus.GaugeValue)
 	ready           = newFamily("ready", "1 when /readyz answers ready: state loaded, replica in sync, upstream reachable, as applies.", prometheus.GaugeValue)
 	decisions       = newFamily("decisions_total", "Rate-limit decisions by verb and result (allowed or denied).", prometheus.CounterValue, "verb", "result")
-	transports      = newFamily("transport_decisions_total", "Rate-limit decisions by transport (resp, http) and result (allowed or denied).", prometheus.CounterValue, "transport", "result")
+	transports      = newFamily("transport_decisions_total", "Rate-limit decisions by transport (resp, http, grpc) and result (allowed or denied).", prometheus.CounterValue, "transport", "result")
 	commands        = newFamily("commands_total", "Commands run, by command (INFO commandstats calls).", prometheus.CounterValue, "command")
 	commandRejected = newFamily("command_rejected_total", "Commands refused before running (arity, NOAUTH, READONLY...), by command.", prometheus.CounterValue, "command")
 	commandFailed   = newFamily("command_failed_total", "Commands that ran and replied an error, by command.", prometheus.CounterValue, "command")
@@ -170,7 +170,7 @@ func bool01(b bool) float64 {
 // collectors' (go_..., process_...): what the dashboard's queries may name.
 func Names() []string {
 	var out []string
-	for _, f := range []family{buildInfo, uptime, ready, decisions, commands, commandRejected, commandFailed, commandSeconds,
+	for _, f := range []family{buildInfo, uptime, ready, decisions, transports, commands, commandRejected, commandFailed, commandSeconds,
 		keys, keysExpiring, memoryUsed, memoryResident, clients, connections, connRejected, eventsPublished, eventsDropped,
 		topDenied, persistWriteOK, persistLastSave, persistChanges, persistBatches, persistSyncs, persistWritten,
 		persistDeleted, persistRetries, persistDisk, persistLoaded, persistLoadTime, replPrimary, replOffset, replReplicas,

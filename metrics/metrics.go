@@ -22,7 +22,7 @@ type Snapshot struct {
 	Uptime  time.Duration
 
 	Decisions []Decisions // per rate-limit verb
-	// Transports are the same decisions by the door they came in: resp, http.
+	// Transports are the same decisions by the door they came in: resp, http, grpc.
 	Transports []Transport
 	Commands   []Command // commands that ran or were refused
 	Latencies  []Latency // the decision verbs' and CHECK's, and "other" for the rest
@@ -53,7 +53,7 @@ type Decisions struct {
 
 // Transport is the decisions that came in by one door.
 type Transport struct {
-	Transport       string // resp, http
+	Transport       string // resp, http, grpc
 	Allowed, Denied int64
 }
 

@@ -22,8 +22,9 @@ type full struct{ ready bool }
 func (f full) Snapshot(top int) Snapshot {
 	return Snapshot{
 		Version: "1.0", Role: "master", Uptime: time.Minute,
-		Decisions: []Decisions{{Verb: "throttle", Allowed: 5, Denied: 2}},
-		Commands:  []Command{{Name: "throttle", Calls: 7, Time: time.Millisecond}},
+		Decisions:  []Decisions{{Verb: "throttle", Allowed: 5, Denied: 2}},
+		Transports: []Transport{{Transport: "resp", Allowed: 3, Denied: 1}, {Transport: "grpc", Allowed: 2, Denied: 1}},
+		Commands:   []Command{{Name: "throttle", Calls: 7, Time: time.Millisecond}},
 		Latencies: []Latency{{Command: "throttle", Count: 7, Sum: time.Millisecond, P50: 90 * time.Microsecond,
 			Buckets: []uint64{1, 5, 6, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7}}},
 		Keys:        3,

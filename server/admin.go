@@ -242,6 +242,10 @@ func cmdConfigResetStat(c *client, args [][]byte) error {
 		&s.stats.errors, &s.stats.allowed, &s.stats.denied, &s.stats.refunded} {
 		v.Store(0)
 	}
+	for i := range s.stats.byDoor {
+		s.stats.byDoor[i][0].Store(0)
+		s.stats.byDoor[i][1].Store(0)
+	}
 	for _, cmd := range s.commands {
 		for _, cc := range append([]*command{cmd}, sortedSubcommands(cmd)...) {
 			cc.calls.Store(0)

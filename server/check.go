@@ -35,6 +35,7 @@ var errCheckUpstream = errors.New("CHECK is not served in upstream mode")
 type checkItem struct {
 	name, subject []byte
 	cost          int64
+	priority      []byte // the item's tier (an Envoy descriptor's), over the options'; nil for theirs
 }
 
 // CHECK name[,name...] subject [COST n|REFUND n] [PEEK] [PRIORITY name]: evaluates each named policy's limit on the
@@ -144,9 +145,17 @@ func (c *client) checkPolicies(items []checkItem, opts nativeOptions) (bool, err
 		}
 		l.opts = opts
 		l.opts.cost = items[i].cost
-		if tiers != nil || opts.priority != nil {
+		if items[i].priority != nil {
+			l.opts.priority = items[i].priority
+		}
+		if tiers != nil || l.opts.priority != nil {
 			l.opts.tiers = tiers
-			if err := l.resolveTier(); err != nil {
+			err := l.resolveTier()
+			if err != nil && c.anyTier && l.opts.priority != nil {
+				l.opts.priority = nil // a tier the limit does not name is no tier (edge.go)
+				err = l.resolveTier()
+			}
+			if err != nil {
 				c.checks, c.limits, c.checkKeys = checks, limits, key
 				return false, fmt.Errorf("CHECK policy '%s': %w", cp.name, err)
 			}

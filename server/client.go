@@ -42,6 +42,8 @@ type client struct {
 	checks    []checked         // CHECK: each policy's part
 	checkKeys []byte            // CHECK: the keys it derives, end to end
 	items     []checkItem       // CHECK: its policies, subjects and costs
+	door      door              // the door an edge decision came in by (edge.go): RESP's for a connection
+	anyTier   bool              // a tier a limit does not name is no tier: the edge's tier comes from a request header
 
 	tx      *transaction        // between MULTI and EXEC or DISCARD; nil otherwise
 	txHeld  uint64              // the transaction stripes EXEC holds while it runs (scripting.go)

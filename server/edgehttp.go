@@ -16,7 +16,6 @@ import (
 
 	"throttled/acl"
 	"throttled/httpapi"
-	"throttled/metrics"
 )
 
 // The glue of http-port: package httpapi serves HTTP and asks httpDecider, which runs each
@@ -86,22 +85,6 @@ func (s *Server) httpReady() bool {
 	return s.cfg.HTTPPort == 0 || api != nil && api.Serving()
 }
 
-// transports splits the decisions by the door they came in: http-port's, and RESP's (the
-// rest: clients, scripts).
-func (s *Server) transports() []metrics.Transport {
-	resp := metrics.Transport{Transport: "resp", Allowed: s.stats.allowed.Load(), Denied: s.stats.denied.Load()}
-	s.mu.Lock()
-	api := s.http.api
-	s.mu.Unlock()
-	if api == nil {
-		return []metrics.Transport{resp}
-	}
-	st := api.Stats()
-	resp.Allowed -= st.Allowed
-	resp.Denied -= st.Denied
-	return []metrics.Transport{resp, {Transport: "http", Allowed: st.Allowed, Denied: st.Denied}}
-}
-
 func (s *Server) httpParams() []*param {
 	def := DefaultConfig()
 	return []*param{
@@ -125,9 +108,11 @@ type httpDecider struct {
 }
 
 var (
-	bCheck = []byte("CHECK")
-	bCost  = []byte("COST")
-	bPeek  = []byte("PEEK")
+	bCheck    = []byte("CHECK")
+	bCost     = []byte("COST")
+	bPeek     = []byte("PEEK")
+	bRefund   = []byte("REFUND")
+	bPriority = []byte("PRIORITY")
 )
 
 // Decide implements httpapi.Decider.
@@ -139,7 +124,7 @@ func (d *httpDecider) Decide(cred httpapi.Credentials, req httpapi.Request) (htt
 	}
 	c, _ := d.clients.Get().(*client)
 	if c == nil {
-		c = &client{s: s, id: s.nextID.Add(1), laddr: "http", authed: true, w: writer{proto: 2}}
+		c = &client{s: s, id: s.nextID.Add(1), laddr: "http", authed: true, w: writer{proto: 2}, door: doorHTTP}
 	}
 	defer d.clients.Put(c)
 	c.raddr = req.Remote
@@ -152,6 +137,13 @@ func (d *httpDecider) Decide(cred httpapi.Credentials, req httpapi.Request) (htt
 	if req.Peek {
 		args = append(args, bPeek)
 	}
+	if req.Refunding {
+		args = append(args, bRefund, strconv.AppendInt(nil, req.Refund, 10))
+	}
+	if req.Priority != "" {
+		args = append(args, bPriority, []byte(req.Priority))
+	}
+	c.anyTier = req.AnyTier
 	c.w.b = c.w.b[:0]
 	c.startBatch()
 	s.run(c, args)
@@ -221,7 +213,7 @@ func parseCheckReply(b []byte, policies int) (httpapi.Result, error) {
 			return res, fmt.Errorf("%w: %s", httpapi.ErrForbidden, text)
 		case strings.HasPrefix(text, "ERR "+errNoPolicy.Error()):
 			return res, fmt.Errorf("%w: %s", httpapi.ErrUnknownPolicy, strings.TrimPrefix(text, "ERR "))
-		case strings.HasPrefix(text, "ERR invalid"), strings.HasPrefix(text, "ERR CHECK policy"):
+		case strings.HasPrefix(text, "ERR invalid"), strings.HasPrefix(text, "ERR CHECK policy"), strings.HasPrefix(text, "ERR syntax"):
 			return res, fmt.Errorf("%w: %s", httpapi.ErrBadRequest, strings.TrimPrefix(text, "ERR "))
 		}
 		return res, errors.New(text)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -54,7 +55,7 @@ func (s *Server) openEdge() error {
 	}
 	d := &edgeDecider{s: s, check: s.findCommand("check")}
 	d.clients.New = func() any {
-		return &client{s: s, raddr: "grpc", laddr: "grpc", authed: true, w: writer{proto: 2}}
+		return &client{s: s, raddr: "grpc", laddr: "grpc", authed: true, w: writer{proto: 2}, anyTier: true}
 	}
 	rls, err := envoyrls.New(s.cfg.RateLimitConfig, d, s.log)
 	if err != nil {
@@ -214,8 +215,9 @@ func (d *edgeDecider) SetPolicies(t policy.Table) {
 	s.pol.mu.Unlock()
 }
 
-// Decide runs items as one CHECK (envoyrls.Decider).
-func (d *edgeDecider) Decide(items []envoyrls.Item) ([]envoyrls.Decision, error) {
+// Decide runs items as one CHECK (envoyrls.Decider), counted under grpc-port's door, or
+// http-port's for the /json form.
+func (d *edgeDecider) Decide(ctx context.Context, items []envoyrls.Item) ([]envoyrls.Decision, error) {
 	s := d.s
 	if s.up != nil {
 		return nil, errCheckUpstream
@@ -223,6 +225,10 @@ func (d *edgeDecider) Decide(items []envoyrls.Item) ([]envoyrls.Decision, error)
 	cmd := d.check
 	c := d.clients.Get().(*client)
 	defer d.clients.Put(c)
+	c.door = doorGRPC
+	if envoyrls.OverHTTP(ctx) {
+		c.door = doorHTTP
+	}
 	if err := s.checkWrite(c, cmd); err != nil {
 		cmd.rejected.Add(1)
 		s.stats.errors.Add(1)
@@ -235,6 +241,9 @@ func (d *edgeDecider) Decide(items []envoyrls.Item) ([]envoyrls.Decision, error)
 	ci := c.items[:0]
 	for _, it := range items {
 		ci = append(ci, checkItem{name: []byte(it.Policy), subject: []byte(it.Subject), cost: it.Cost})
+		if it.Priority != "" {
+			ci[len(ci)-1].priority = []byte(it.Priority)
+		}
 	}
 	c.items = ci
 	_, err := c.checkPolicies(ci, nativeOptions{})
@@ -258,7 +267,7 @@ func (d *edgeDecider) Decide(items []envoyrls.Item) ([]envoyrls.Decision, error)
 }
 
 // edgeArgs is a gRPC decision as SLOWLOG and MONITOR show it: CHECK, the policies, the
-// subjects and the costs, each list joined by ','.
+// subjects, the costs and the tiers, each list joined by ','.
 func edgeArgs(items []envoyrls.Item) [][]byte {
 	var names, subjects, costs []string
 	for _, it := range items {
@@ -269,6 +278,13 @@ func edgeArgs(items []envoyrls.Item) [][]byte {
 	args := [][]byte{[]byte("CHECK"), []byte(strings.Join(names, ",")), []byte(strings.Join(subjects, ","))}
 	if slices.ContainsFunc(items, func(it envoyrls.Item) bool { return it.Cost != 1 }) {
 		args = append(args, []byte("COST"), []byte(strings.Join(costs, ",")))
+	}
+	if slices.ContainsFunc(items, func(it envoyrls.Item) bool { return it.Priority != "" }) {
+		var tiers []string
+		for _, it := range items {
+			tiers = append(tiers, it.Priority)
+		}
+		args = append(args, []byte("PRIORITY"), []byte(strings.Join(tiers, ",")))
 	}
 	return args
 }

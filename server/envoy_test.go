@@ -469,13 +469,17 @@ func FuzzShouldRateLimit(f *testing.F) {
 	seed := &rlsv3.RateLimitRequest{Domain: "d", HitsAddend: 2, Descriptors: []*commonv3.RateLimitDescriptor{desc("k", "v"), desc("a", "x", "b", "y")}}
 	b, _ := proto.Marshal(seed)
 	f.Add(b)
+	seed = &rlsv3.RateLimitRequest{Domain: "d", Descriptors: []*commonv3.RateLimitDescriptor{desc("k", "v", "p", "pay"), desc("p", "x", "a", "x", "b", "y")}}
+	b, _ = proto.Marshal(seed)
+	f.Add(b)
 	f.Add([]byte{})
 	dir := f.TempDir()
 	require.NoError(f, os.WriteFile(filepath.Join(dir, "d.yaml"), []byte(`
 domain: d
+priority_key: p
 descriptors:
   - key: k
-    rate_limit: {unit: second, requests_per_unit: 5}
+    rate_limit: {unit: second, requests_per_unit: 5, tiers: {pay: 1, default: 0.5}}
   - key: a
     value: x*
     descriptors:
@@ -515,7 +519,10 @@ func TestRLSExamplesEnvoy(t *testing.T) {
 	rs := &rlsServer{testServer: ts, conn: conn, rls: rlsv3.NewRateLimitServiceClient(conn)}
 	require.Equal(t, []string{ok, ok, ok}, codesOf(rs.ask(t, "edge", 10, desc("remote_address", "192.0.2.1"), desc("path", "/login"))))
 	require.Equal(t, []string{over, over, ok}, codesOf(rs.ask(t, "edge", 1, desc("remote_address", "192.0.2.1"), desc("path", "/login"))))
-	require.Equal(t, []string{ok, ok}, codesOf(rs.ask(t, "edge", 1000, desc("api_key", "k1"))))
+	require.Equal(t, []string{over, over}, codesOf(rs.ask(t, "edge", 801, desc("api_key", "k1"))), "the default tier's 800")
+	require.Equal(t, []string{ok, ok}, codesOf(rs.ask(t, "edge", 800, desc("api_key", "k1"))))
+	require.Equal(t, []string{over, over}, codesOf(rs.ask(t, "edge", 1, desc("api_key", "k1"))))
+	require.Equal(t, []string{ok, ok}, codesOf(rs.ask(t, "edge", 200, desc("api_key", "k1", "priority", "payments"))))
 
 	b, err := os.ReadFile("../examples/envoy/envoy.yaml")
 	require.NoError(t, err)
@@ -647,4 +654,24 @@ func TestRLSJSONOnHTTPPort(t *testing.T) {
 	code, body = post("Bearer pw")
 	require.Equal(t, 200, code, body)
 	require.Contains(t, body, `"overallCode":"OK"`)
+}
+
+// BenchmarkShouldRateLimitHandler is one decision of Envoy's service without gRPC: the
+// matching, the CHECK and the response, to set against BenchmarkShouldRateLimit.
+func BenchmarkShouldRateLimitHandler(b *testing.B) {
+	dir := b.TempDir()
+	require.NoError(b, os.WriteFile(filepath.Join(dir, "d.yaml"), []byte("domain: d\ndescriptors:\n  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 100}\n"), 0o644))
+	ts := startServer(b, func(c *Config) { c.RateLimitConfig = dir })
+	reqs := make([]*rlsv3.RateLimitRequest, 1024)
+	for i := range reqs {
+		reqs[i] = &rlsv3.RateLimitRequest{Domain: "d", Descriptors: []*commonv3.RateLimitDescriptor{desc("user", "u"+strconv.Itoa(i))}}
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := ts.edge.rls.ShouldRateLimit(ctx, reqs[i%len(reqs)]); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

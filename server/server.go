@@ -109,6 +109,9 @@ type stats struct {
 	allowed     atomic.Int64 // rate-limit decisions that allowed
 	denied      atomic.Int64 // rate-limit decisions that denied
 	refunded    atomic.Int64 // units REFUND gave back
+	// byDoor counts the decisions of the edge's doors, allowed [0] and denied [1] (edge.go);
+	// RESP's are the rest.
+	byDoor [doors][2]atomic.Int64
 }
 
 // New builds a server from cfg; Serve or ListenAndServe runs it.

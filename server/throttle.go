@@ -169,7 +169,12 @@ func (w *writer) decisionStatus(d decision, status string) {
 }
 
 // decided counts a rate-limit decision for INFO, in all and per verb.
-func (s *Server) decided(c *client, limited bool) { s.count(c.lastCmd.Load(), limited) }
+func (s *Server) decided(c *client, limited bool) {
+	s.count(c.lastCmd.Load(), limited)
+	if c.door != doorRESP {
+		s.stats.byDoor[c.door][b2i(limited)].Add(1)
+	}
+}
 
 // refunded counts units a REFUND gave back, for INFO.
 func (s *Server) refunded(n int64) {
