@@ -45,32 +45,8 @@ func (p Policy) String() string { return policyNames[p] }
 // volatile reports whether p chooses among the keys with an expiry only.
 func (p Policy) volatile() bool { return p == VolatileTTL || p == VolatileLRU || p == VolatileRandom }
 
-// LRU reports whether p needs the keys' last access, which SetLRU keeps.
+// LRU reports whether p orders keys by their last access (the access clock, clock.go).
 func (p Policy) LRU() bool { return p == AllKeysLRU || p == VolatileLRU }
-
-// SetLRU turns on or off the record of each key's last access that the LRU policies sample:
-// 4 bytes a key, and a store at each GetLocked and SetLocked. Keys present when it turns on
-// count as used long ago.
-func (ks *Keyspace) SetLRU(on bool) {
-	for _, s := range ks.shards {
-		s.mu.Lock()
-		if on && s.lru == nil {
-			s.lru = make([]uint32, len(s.ids))
-		} else if !on {
-			s.lru = nil
-		}
-		s.Unlock()
-	}
-}
-
-// touchLRU notes an access to the key with record id.
-func (s *Shard) touchLRU(id uint32) {
-	if int(id) >= len(s.lru) {
-		s.lru = append(s.lru, make([]uint32, int(id)+1-len(s.lru)+len(s.lru)/4)...)
-	}
-	s.tick++
-	s.lru[id] = s.tick
-}
 
 // Eviction samples, as Redis's: each key evicted is the best of samples keys drawn at random
 // from one shard. A draw looks at random slots of the index until one holds a key the policy
@@ -149,12 +125,8 @@ func (s *Shard) evictLocked(p Policy, samples int, now int64) bool {
 			score = math.MinInt64
 		case p == VolatileTTL:
 			score = exp
-		case p.LRU() && s.lru != nil:
-			if id := getID(e); int(id) < len(s.lru) {
-				score = -int64(s.tick - s.lru[id]) // the longest unused has the lowest
-			} else {
-				score = math.MinInt64 + 1
-			}
+		case p.LRU():
+			score = -s.idleOf(e) // the longest idle has the lowest
 		}
 		if best < 0 || score < bestScore {
 			best, bestOff, bestScore = j, off, score
