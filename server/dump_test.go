@@ -250,3 +250,27 @@ func FuzzRestorePayload(f *testing.F) {
 	})
 }
 
+
+// TestRestoreAndSetBitPersistAndReplicate: RESTORE and SETBIT are writes as any other, to
+// the log and to replicas.
+func TestRestoreAndSetBitPersistAndReplicate(t *testing.T) {
+	r := newRestartable(t)
+	primary, p := r.start(t)
+	replica := startReplica(t, primary)
+	do(t, p, "HSET", "h", "f", "v")
+	do(t, p, "RESTORE", "h2", 0, dumpOf(t, p, "h"))
+	do(t, p, "SETBIT", "b", 12, 1)
+	do(t, p, "RESTORE", "gone", 0, dumpOf(t, p, "b"))
+	do(t, p, "RESTORE", "gone", 1, dumpOf(t, p, "b"), "REPLACE", "ABSTTL") // deletes it
+	sameState(t, primary, replica)
+	rr := replica.client(t, 2)
+	require.Equal(t, map[any]any{"f": "v"}, toMap(do(t, rr, "HGETALL", "h2")))
+	require.Equal(t, int64(1), do(t, rr, "GETBIT", "b", 12))
+	require.Equal(t, int64(0), do(t, rr, "EXISTS", "gone"))
+	require.NoError(t, primary.Close())
+
+	_, p = r.start(t)
+	require.Equal(t, map[any]any{"f": "v"}, toMap(do(t, p, "HGETALL", "h2")))
+	require.Equal(t, "\x00\x08", do(t, p, "GET", "b"))
+	require.Equal(t, int64(0), do(t, p, "EXISTS", "gone"))
+}
