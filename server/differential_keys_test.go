@@ -48,8 +48,8 @@ func diffKeyCmd(r *rand.Rand, k string) diffCmd {
 		return diffCmd{args: []string{"DUMP", k}, shape: true}
 	}
 	c := cmd("RESTORE", k, pick(r, "0", "0", "100000", "-1", "x", ""), pick(r, "", "abc",
-		"\x00\x03abc\x0a\x00\x01\x02\x03\x04\x05\x06\x07\x08", // Redis's form, a wrong CRC
-		"\x00\x03abc\x01\x74\x01\x02\x03\x04\x05\x06\x07\x08", // this server's version, a wrong CRC
+		"\x00\x03abc\x0a\x00\x01\x02\x03\x04\x05\x06\x07\x08",  // Redis's form, a wrong CRC
+		"\x00\x03abc\x01\x74\x01\x02\x03\x04\x05\x06\x07\x08",  // this server's version, a wrong CRC
 		"\x00\x03abc\xff\x00\x00\x00\x00\x00\x00\x00\x00\x00")) // a version past Redis's
 	for range r.IntN(3) {
 		switch r.IntN(6) {

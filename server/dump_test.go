@@ -250,7 +250,6 @@ func FuzzRestorePayload(f *testing.F) {
 	})
 }
 
-
 // TestRestoreAndSetBitPersistAndReplicate: RESTORE and SETBIT are writes as any other, to
 // the log and to replicas.
 func TestRestoreAndSetBitPersistAndReplicate(t *testing.T) {
