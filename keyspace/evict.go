@@ -58,8 +58,8 @@ const evictTries = 16
 
 // Evict removes up to n keys chosen by p, each the best of samples keys sampled in a random
 // shard: for VolatileTTL the one expiring first, for the LRU policies the one used least
-// recently, for the random ones any. Keys that have expired at now go first whatever the
-// policy. It returns the keys removed: fewer than n when none is left to choose (no key, or
+// recently (by the second: then the one expiring first), for the random ones any. Keys that
+// have expired at now go first whatever the policy. It returns the keys removed: fewer than n when none is left to choose (no key, or
 // none with an expiry for the volatile policies), and none for NoEviction. Removals reach
 // persistence and replicas as deletions, as Redis propagates its evictions.
 func (ks *Keyspace) Evict(p Policy, n, samples int, now int64) int {
@@ -101,7 +101,7 @@ func (s *Shard) evictLocked(p Policy, samples int, now int64) bool {
 		return false
 	}
 	best, bestOff := -1, uint32(0)
-	bestScore := int64(math.MaxInt64)
+	bestScore, bestTie := int64(math.MaxInt64), int64(math.MaxInt64)
 	seen := 0
 	for try := 0; try < samples*evictTries && seen < samples; try++ {
 		j := home(uint32(rand.Uint64()), n)
@@ -119,17 +119,23 @@ func (s *Shard) evictLocked(p Policy, samples int, now int64) bool {
 			continue // the server's records: evicting one would drop every policy or function
 		}
 		seen++
-		var score int64 // the lowest goes
+		var score, tie int64 // the lowest goes
 		switch {
 		case exp != 0 && now >= exp:
 			score = math.MinInt64
 		case p == VolatileTTL:
 			score = exp
 		case p.LRU():
-			score = -s.idleOf(e) // the longest idle has the lowest
+			// The longest idle has the lowest. The clock counts seconds, as Redis's: among
+			// keys used in the same second, the one expiring first goes (a key without an
+			// expiry last), so that under a flood of new keys a busy limit stays.
+			score, tie = -s.idleOf(e), exp
+			if exp == 0 {
+				tie = math.MaxInt64
+			}
 		}
-		if best < 0 || score < bestScore {
-			best, bestOff, bestScore = j, off, score
+		if best < 0 || score < bestScore || score == bestScore && tie < bestTie {
+			best, bestOff, bestScore, bestTie = j, off, score, tie
 		}
 	}
 	if best < 0 {
