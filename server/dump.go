@@ -54,11 +54,11 @@ func cmdRandomKey(c *client, args [][]byte) error {
 	return nil
 }
 
-// DUMP key: the payload, nil when there is no key.
+// DUMP key: the payload, nil when there is no key. A read: it notes an access, as on Redis.
 func cmdDump(c *client, args [][]byte) error {
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
-	v, ok := sh.PeekLocked(args[1], c.now())
+	v, ok := sh.GetLocked(args[1], c.now())
 	if !ok {
 		sh.Unlock()
 		c.w.null()
