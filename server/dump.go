@@ -58,14 +58,15 @@ func cmdRandomKey(c *client, args [][]byte) error {
 func cmdDump(c *client, args [][]byte) error {
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
-	v, ok := sh.GetLocked(args[1], c.now())
+	now := c.now()
+	v, ok := sh.GetLocked(args[1], now)
 	if !ok {
 		sh.Unlock()
 		c.w.null()
 		return nil
 	}
 	if v.Kind == keyspace.Hash || v.Kind == keyspace.ZSet || v.Kind == keyspace.List {
-		v, _, _ = getKindLocked(sh, args[1], v.Kind, c.now()) // its count
+		v, _, _ = getKindLocked(sh, args[1], v.Kind, now) // its count
 		switch {
 		case v.Kind == keyspace.Hash:
 			v.Bytes = hashOf(v).Pack
