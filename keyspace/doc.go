@@ -17,7 +17,9 @@
 //     compares hashes without touching keys, a lookup touches one slot and one entry, and
 //     resizing reads no key.
 //   - arena: 8 KiB blocks of entries, one per key: a header (the Kind and two flags), the
-//     record id, then Expire, Num and Num2, each only when it is not zero (a GCRA key has
+//     record id, the access clock (3 bytes: the second of the last read or write, modulo
+//     2^24, which OBJECT IDLETIME and the LRU policies read: clock.go), then Expire, Num and
+//     Num2, each only when it is not zero (a GCRA key has
 //     the first two; a hash without an expiry, none), the key's length and the key, then
 //     the byte value's length and the bytes when there are any. Reads and in-place updates
 //     of the fields need no decoding. An entry that dies or changes size is written anew
@@ -39,11 +41,13 @@
 //     whole SCAN is returned at least once.
 //   - vals: byte values longer than 512 bytes (strings, long logs), in a map from record id.
 //
-// A 14-byte GCRA key with an expiry thus costs a 36-byte entry, 4 bytes of ids and about
-// 12 bytes of index: about 55 bytes on the heap, against about 140 for a map[string]*entry
+// A 14-byte GCRA key with an expiry thus costs a 39-byte entry, 4 bytes of ids and about
+// 12 bytes of index: about 57 bytes on the heap, against about 134 for a map[string]*entry
 // (see BenchmarkMemoryPerGCRAKey). A sliding log with one admission (a 12-byte value)
-// makes the entry 49 bytes: about 72 bytes a key, against about 140 with the value in a
-// map (BenchmarkMemoryPerLogKey). A new value has no room, so that figure stands; a log
+// makes the entry 52 bytes: about 75 bytes a key, against about 140 with the value in a
+// map (BenchmarkMemoryPerLogKey). The access clock took those 3 bytes of each (55 and 72
+// before it); a key never touched would have saved them, but Redis answers OBJECT IDLETIME
+// for every key, and a side array only under an LRU policy cost 4 bytes and a cache miss. A new value has no room, so that figure stands; a log
 // that has grown keeps at most 33 bytes of room (with its length byte), 17 on average from
 // 2 to 100 admissions (TestValueRoomMemory). 300,000 logs grown one admission at a time to
 // 20 take about 180 bytes a key with the dead bytes their moves leave in the arena, where

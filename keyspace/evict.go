@@ -45,32 +45,8 @@ func (p Policy) String() string { return policyNames[p] }
 // volatile reports whether p chooses among the keys with an expiry only.
 func (p Policy) volatile() bool { return p == VolatileTTL || p == VolatileLRU || p == VolatileRandom }
 
-// LRU reports whether p needs the keys' last access, which SetLRU keeps.
+// LRU reports whether p orders keys by their last access (the access clock, clock.go).
 func (p Policy) LRU() bool { return p == AllKeysLRU || p == VolatileLRU }
-
-// SetLRU turns on or off the record of each key's last access that the LRU policies sample:
-// 4 bytes a key, and a store at each GetLocked and SetLocked. Keys present when it turns on
-// count as used long ago.
-func (ks *Keyspace) SetLRU(on bool) {
-	for _, s := range ks.shards {
-		s.mu.Lock()
-		if on && s.lru == nil {
-			s.lru = make([]uint32, len(s.ids))
-		} else if !on {
-			s.lru = nil
-		}
-		s.Unlock()
-	}
-}
-
-// touchLRU notes an access to the key with record id.
-func (s *Shard) touchLRU(id uint32) {
-	if int(id) >= len(s.lru) {
-		s.lru = append(s.lru, make([]uint32, int(id)+1-len(s.lru)+len(s.lru)/4)...)
-	}
-	s.tick++
-	s.lru[id] = s.tick
-}
 
 // Eviction samples, as Redis's: each key evicted is the best of samples keys drawn at random
 // from one shard. A draw looks at random slots of the index until one holds a key the policy
@@ -82,8 +58,8 @@ const evictTries = 16
 
 // Evict removes up to n keys chosen by p, each the best of samples keys sampled in a random
 // shard: for VolatileTTL the one expiring first, for the LRU policies the one used least
-// recently, for the random ones any. Keys that have expired at now go first whatever the
-// policy. It returns the keys removed: fewer than n when none is left to choose (no key, or
+// recently (by the second: then the one expiring first), for the random ones any. Keys that
+// have expired at now go first whatever the policy. It returns the keys removed: fewer than n when none is left to choose (no key, or
 // none with an expiry for the volatile policies), and none for NoEviction. Removals reach
 // persistence and replicas as deletions, as Redis propagates its evictions.
 func (ks *Keyspace) Evict(p Policy, n, samples int, now int64) int {
@@ -125,7 +101,7 @@ func (s *Shard) evictLocked(p Policy, samples int, now int64) bool {
 		return false
 	}
 	best, bestOff := -1, uint32(0)
-	bestScore := int64(math.MaxInt64)
+	bestScore, bestTie := int64(math.MaxInt64), int64(math.MaxInt64)
 	seen := 0
 	for try := 0; try < samples*evictTries && seen < samples; try++ {
 		j := home(uint32(rand.Uint64()), n)
@@ -143,21 +119,23 @@ func (s *Shard) evictLocked(p Policy, samples int, now int64) bool {
 			continue // the server's records: evicting one would drop every policy or function
 		}
 		seen++
-		var score int64 // the lowest goes
+		var score, tie int64 // the lowest goes
 		switch {
 		case exp != 0 && now >= exp:
 			score = math.MinInt64
 		case p == VolatileTTL:
 			score = exp
-		case p.LRU() && s.lru != nil:
-			if id := getID(e); int(id) < len(s.lru) {
-				score = -int64(s.tick - s.lru[id]) // the longest unused has the lowest
-			} else {
-				score = math.MinInt64 + 1
+		case p.LRU():
+			// The longest idle has the lowest. The clock counts seconds, as Redis's: among
+			// keys used in the same second, the one expiring first goes (a key without an
+			// expiry last), so that under a flood of new keys a busy limit stays.
+			score, tie = -s.idleOf(e), exp
+			if exp == 0 {
+				tie = math.MaxInt64
 			}
 		}
-		if best < 0 || score < bestScore {
-			best, bestOff, bestScore = j, off, score
+		if best < 0 || score < bestScore || score == bestScore && tie < bestTie {
+			best, bestOff, bestScore, bestTie = j, off, score, tie
 		}
 	}
 	if best < 0 {

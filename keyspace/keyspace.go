@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 )
 
 // Kind says which kind of state a key holds.
@@ -97,6 +98,10 @@ type Keyspace struct {
 	shards []*Shard
 
 	expiry expiry
+
+	// clock is the access clock: the second, modulo 2^24, that reads and writes note in
+	// an entry as its last access (SetClock).
+	clock atomic.Uint32
 }
 
 // expiry is where active expiry stands between calls of ExpireStep.
@@ -114,7 +119,7 @@ func New(shards int) *Keyspace {
 	n := 1 << bits.Len(uint(shards-1))
 	ks := &Keyspace{seed: maphash.MakeSeed(), mask: uint64(n - 1), shards: make([]*Shard, n)}
 	for i := range ks.shards {
-		ks.shards[i] = newShard(ks.seed, i)
+		ks.shards[i] = newShard(ks.seed, i, &ks.clock)
 	}
 	return ks
 }

@@ -15,7 +15,8 @@ import (
 //
 //	offset 0   header: the Kind (6 bits), hdrWide, hdrBytes
 //	       1   record id, uint32 little-endian, with idRoom, idExpire and idNum in its top bits
-//	       5   Expire, int64 little-endian, only when idExpire (it is not 0)
+//	       5   the access clock: the second of the last access, 24 bits little-endian (clock.go)
+//	       8   Expire, int64 little-endian, only when idExpire (it is not 0)
 //	    then   Num, int64 little-endian, only when idNum (it is not 0)
 //	    then   Num2, int64 little-endian, only when hdrWide (it is not 0)
 //	    then   the key's length, uvarint
@@ -35,7 +36,8 @@ import (
 // each move leaves dead bytes behind, and compacting them moves other entries too.
 const (
 	eID      = 1
-	eFields  = 5 // where Expire, Num and Num2 start, those present
+	eClock   = 5 // the access clock's 3 bytes
+	eFields  = 8 // where Expire, Num and Num2 start, those present
 	hdrKind  = 0x3f
 	hdrWide  = 0x40 // Num2 != 0: the entry has its 8 bytes
 	hdrBytes = 0x80 // the key has a byte value (Value.Bytes is not empty)
@@ -156,10 +158,7 @@ type Shard struct {
 
 	watchers map[string][]*Watch // the keys WATCHed and their watches; nil when none
 
-	// lru[id] is the tick of the last access to the key with record id, while an LRU
-	// eviction policy is on (Keyspace.SetLRU); nil otherwise. tick counts the accesses.
-	lru  []uint32
-	tick uint32
+	clock *atomic.Uint32 // Keyspace.clock: the second entries note as their last access
 
 	keys    atomic.Int64 // Keyspace.Len
 	expires atomic.Int64 // Keyspace.Expires
@@ -169,8 +168,8 @@ type Shard struct {
 	_ [64]byte // keeps the counters off the next shard's mutex cache line
 }
 
-func newShard(seed maphash.Seed, ord int) *Shard {
-	return &Shard{seed: seed, ord: ord, tail: -1}
+func newShard(seed maphash.Seed, ord int, clock *atomic.Uint32) *Shard {
+	return &Shard{seed: seed, ord: ord, tail: -1, clock: clock}
 }
 
 // Lock locks the shard.
@@ -206,9 +205,7 @@ func (s *Shard) GetLocked(key []byte, now int64) (Value, bool) {
 		b = s.bytesOf(e)
 		s.loan |= loanBytes
 	}
-	if s.lru != nil {
-		s.touchLRU(getID(e))
-	}
+	touchClock(e, s.clock.Load())
 	return Value{Kind: Kind(hdr & hdrKind), Expire: exp, Num: num, Num2: num2, Bytes: b}, true
 }
 
@@ -231,9 +228,6 @@ func (s *Shard) SetLocked(key []byte, v Value) {
 	h := s.hash(key)
 	pos, off, ok := s.find(key, h)
 	if ok {
-		if s.lru != nil {
-			s.touchLRU(getID(s.entry(off)))
-		}
 		s.replace(pos, off, key, v)
 		return
 	}
@@ -243,11 +237,8 @@ func (s *Shard) SetLocked(key []byte, v Value) {
 	}
 	off, e := s.appendEntry(entrySize(len(key), len(v.Bytes), 0, v)) // may compact: only then take the id
 	id := s.allocID()
-	writeEntry(e, id, key, v, 0)
+	writeEntry(e, id, key, v, 0, s.clock.Load())
 	s.ids[id] = off
-	if s.lru != nil {
-		s.touchLRU(id)
-	}
 	if len(key) > maxInlineKey {
 		if s.big == nil {
 			s.big = make(map[uint32][]byte)
@@ -449,10 +440,11 @@ func inVals(e []byte) bool {
 // writeEntry writes an entry for key and v into e, which is entrySize long, an inline byte
 // value with room bytes of room. A byte value longer than maxInlineValue is left for the
 // caller to put in Shard.vals.
-func writeEntry(e []byte, id uint32, key []byte, v Value, room int) {
+func writeEntry(e []byte, id uint32, key []byte, v Value, room int, clock uint32) {
 	flags, hdr := layoutOf(v)
 	e[0] = byte(v.Kind) | hdr
 	binary.LittleEndian.PutUint32(e[eID:], id|flags)
+	putClock(e, clock)
 	at := putFields(e, v)
 	at += binary.PutUvarint(e[at:], uint64(len(key)))
 	if len(key) <= maxInlineKey {
@@ -652,9 +644,11 @@ func (s *Shard) replace(pos int, off uint32, key []byte, v Value) {
 		// The fixed-size kinds' path: no sizes to work out.
 		e[0] = e[0]&hdrWide | byte(v.Kind)
 		putFields(e, v)
+		touchClock(e, s.clock.Load())
 	} else {
 		s.replaceSized(pos, off, key, v)
 		off = s.ids[id] // it may have moved
+		touchClock(s.entry(off), s.clock.Load())
 	}
 	if s.tracking {
 		s.noteWrite(id, off)
@@ -698,7 +692,7 @@ func (s *Shard) replaceSized(pos int, off uint32, key []byte, v Value) {
 	if s.tail != tail {
 		off = s.ids[id] // compacting the old tail block may have moved the entry
 	}
-	writeEntry(ne, id, key, v, room)
+	writeEntry(ne, id, key, v, room, s.clock.Load())
 	slide := newOff == off+uint32(size) && off/blockSize == newOff/blockSize // in the same block: not one ending where the next begins
 	if slide {
 		// The old entry ends the tail block where the new one starts: the new one takes its
@@ -1082,9 +1076,6 @@ func (s *Shard) resetLocked() {
 	s.ids, s.freeIDs, s.freeSum = nil, nil, nil
 	s.blocks, s.meta, s.freeBlocks, s.tail, s.spare, s.queue = nil, nil, nil, -1, nil, nil
 	s.vals, s.big = nil, nil
-	if s.lru != nil {
-		s.lru = s.lru[:0]
-	}
 	s.sweep = 0
 	for f := range s.trk {
 		s.trk[f].forget()
@@ -1096,7 +1087,7 @@ func (s *Shard) resetLocked() {
 // memoryLocked returns the bytes the shard's structures take.
 func (s *Shard) memoryLocked() int64 {
 	n := 8*cap(s.index) + 4*cap(s.ids) + 8*cap(s.freeIDs) + 8*cap(s.freeSum) +
-		8*cap(s.blocks) + 8*cap(s.meta) + 4*cap(s.freeBlocks) + 4*cap(s.lru) + s.trackerMemory()
+		8*cap(s.blocks) + 8*cap(s.meta) + 4*cap(s.freeBlocks) + s.trackerMemory()
 	for _, b := range s.blocks {
 		if b != nil {
 			n += blockSize

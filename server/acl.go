@@ -43,6 +43,7 @@ func aclSubcommands() []*command {
 var dangerous = map[string]bool{
 	"flushdb": true, "flushall": true, "keys": true, "info": true, "role": true,
 	"client|list": true, "client|kill": true, "config": true, "acl": true, "shutdown": true,
+	"restore": true,
 }
 
 // categories returns cmd's ACL categories, from its flags and group as Redis assigns them.
@@ -86,6 +87,8 @@ func categories(cmd *command) uint64 {
 		add("keyspace")
 	case "string":
 		add("string")
+	case "bitmap":
+		add("bitmap")
 	case "hash":
 		add("hash")
 	case "sorted-set":

@@ -140,6 +140,8 @@ func (s *Server) commandTable() map[string]*command {
 	register(table, nil, connectionCommands())
 	register(table, nil, serverCommands())
 	register(table, nil, keyCommands())
+	register(table, nil, dumpCommands())
+	register(table, nil, bitmapCommands())
 	register(table, nil, stringCommands())
 	register(table, nil, hashCommands())
 	register(table, nil, zsetCommands())

@@ -312,7 +312,9 @@ func genStrings(r *rand.Rand) diffCmd {
 	if r.IntN(30) == 0 {
 		k = "b\x00\r\n\xff" // binary safe
 	}
-	switch r.IntN(47) {
+	switch r.IntN(52) {
+	case 47, 48, 49, 50, 51:
+		return diffKeyCmd(r, k)
 	case 44:
 		return cmd("GETSET", k, diffStrValue(r))
 	case 45:
@@ -373,7 +375,9 @@ func genStrings(r *rand.Rand) diffCmd {
 		case 2:
 			c.args = c.args[:1]
 		}
-		c.skip = len(c.args) == 3 && c.args[1] == "IDLETIME" // seconds since the last access: 0 here
+		// Seconds since the last access: each server's own, which may differ by one at the
+		// edge of a second.
+		c.skip = len(c.args) == 3 && c.args[1] == "IDLETIME"
 		return c
 	case 31, 32:
 		return cmd(pick(r, "RENAME", "RENAMENX"), k, k2)

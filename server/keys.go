@@ -26,7 +26,7 @@ func keyCommands() []*command {
 		{name: "pexpiretime", arity: 2, flags: "readonly fast", firstKey: 1, lastKey: 1, group: "keyspace", since: "7.0.0", summary: "Returns the expiration time of a key as a Unix milliseconds timestamp.", syntax: "key", handler: ttlHandler(1e6, true)},
 		{name: "persist", arity: 2, flags: "write fast", firstKey: 1, lastKey: 1, group: "keyspace", since: "2.2.0", summary: "Removes the expiration time of a key.", syntax: "key", handler: cmdPersist},
 		{name: "keys", arity: 2, flags: "readonly", group: "keyspace", since: "1.0.0", summary: "Returns all key names that match a pattern.", syntax: "pattern", handler: cmdKeys},
-		{name: "touch", arity: -2, flags: "readonly fast", firstKey: 1, lastKey: -1, group: "keyspace", since: "3.2.1", summary: "Returns the number of existing keys out of those specified after updating the time they were last accessed.", syntax: "key [key ...]", handler: cmdExists},
+		{name: "touch", arity: -2, flags: "readonly fast", firstKey: 1, lastKey: -1, group: "keyspace", since: "3.2.1", summary: "Returns the number of existing keys out of those specified after updating the time they were last accessed.", syntax: "key [key ...]", handler: cmdTouch},
 		{name: "rename", arity: 3, flags: "write", firstKey: 1, lastKey: 2, group: "keyspace", since: "1.0.0", summary: "Renames a key and overwrites the destination.", syntax: "key newkey", handler: renameHandler(false)},
 		{name: "renamenx", arity: 3, flags: "write fast", firstKey: 1, lastKey: 2, group: "keyspace", since: "1.0.0", summary: "Renames a key only when the target key name doesn't exist.", syntax: "key newkey", handler: renameHandler(true)},
 		{name: "copy", arity: -3, flags: "write denyoom", firstKey: 1, lastKey: 2, group: "keyspace", since: "6.2.0", summary: "Copies the value of a key to a new key.", syntax: "source destination [DB destination-db] [REPLACE]", handler: cmdCopy},
@@ -39,7 +39,7 @@ func objectSubcommands() []*command {
 	return []*command{
 		{name: "encoding", arity: 3, flags: "readonly", firstKey: 2, lastKey: 2, group: "keyspace", since: "2.2.3", summary: "Returns the internal encoding of a Redis object.", syntax: "key", handler: objectHandler(objectEncoding)},
 		{name: "refcount", arity: 3, flags: "readonly", firstKey: 2, lastKey: 2, group: "keyspace", since: "2.2.3", summary: "Returns the reference count of a value of a key.", syntax: "key", handler: objectHandler(objectRefcount)},
-		{name: "idletime", arity: 3, flags: "readonly", firstKey: 2, lastKey: 2, group: "keyspace", since: "2.2.3", summary: "Returns the time since the last access to a Redis object.", syntax: "key", handler: objectHandler(objectIdletime)},
+		{name: "idletime", arity: 3, flags: "readonly", firstKey: 2, lastKey: 2, group: "keyspace", since: "2.2.3", summary: "Returns the time since the last access to a Redis object.", syntax: "key", handler: cmdObjectIdletime},
 		{name: "freq", arity: 3, flags: "readonly", firstKey: 2, lastKey: 2, group: "keyspace", since: "4.0.0", summary: "Returns the logarithmic access frequency counter of a Redis object.", syntax: "key", handler: objectHandler(objectFreq)},
 		{name: "help", arity: 2, flags: "loading stale", group: "keyspace", since: "6.2.0", summary: "Returns helpful text about the different subcommands.", handler: cmdObjectHelp},
 	}
@@ -61,14 +61,25 @@ func cmdDel(c *client, args [][]byte) error {
 	return nil
 }
 
-// EXISTS key [key ...]
-func cmdExists(c *client, args [][]byte) error {
+// EXISTS key [key ...], and TOUCH key [key ...] (touch): the keys that exist. EXISTS leaves
+// their access time alone, as Redis's; TOUCH notes an access to each.
+func cmdExists(c *client, args [][]byte) error { return countKeys(c, args, false) }
+
+func cmdTouch(c *client, args [][]byte) error { return countKeys(c, args, true) }
+
+func countKeys(c *client, args [][]byte, touch bool) error {
 	now := c.now()
 	n := int64(0)
 	for _, key := range args[1:] {
 		sh := c.s.ks.Shard(key)
 		sh.Lock()
-		if _, ok := sh.GetLocked(key, now); ok {
+		var ok bool
+		if touch {
+			_, ok = sh.GetLocked(key, now)
+		} else {
+			_, ok = sh.PeekLocked(key, now)
+		}
+		if ok {
 			n++
 		}
 		sh.Unlock()
@@ -81,7 +92,7 @@ func cmdExists(c *client, args [][]byte) error {
 func cmdType(c *client, args [][]byte) error {
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
-	v, _ := sh.GetLocked(args[1], c.now())
+	v, _ := sh.PeekLocked(args[1], c.now())
 	sh.Unlock()
 	c.w.simple(v.Kind.String())
 	return nil
@@ -197,7 +208,7 @@ func ttlHandler(unit int64, absolute bool) handler {
 		now := c.now()
 		sh := c.s.ks.Shard(args[1])
 		sh.Lock()
-		v, ok := sh.GetLocked(args[1], now)
+		v, ok := sh.PeekLocked(args[1], now)
 		sh.Unlock()
 		switch {
 		case !ok:
@@ -315,8 +326,6 @@ func (c *client) setExpireLocked(sh *keyspace.Shard, key []byte, when, now int64
 	sh.SetLocked(key, v)
 }
 
-// TOUCH key [key ...] is EXISTS: reading a key is what notes its access for the LRU policies.
-
 // renameHandler makes RENAME key newkey and RENAMENX key newkey: the value moves with its
 // expiry; RENAME replaces newkey, RENAMENX leaves an existing one alone and replies 0.
 func renameHandler(nx bool) handler {
@@ -413,13 +422,13 @@ func cmdCopy(c *client, args [][]byte) error {
 }
 
 // objectHandler makes an OBJECT subcommand that reports on the value at args[2]: nil
-// when there is none.
+// when there is none. OBJECT notes no access, as on Redis.
 func objectHandler(report func(c *client, v keyspace.Value) error) handler {
 	return func(c *client, args [][]byte) error {
 		sh := c.s.ks.Shard(args[2])
 		sh.Lock()
 		defer sh.Unlock()
-		v, ok := sh.GetLocked(args[2], c.now())
+		v, ok := sh.PeekLocked(args[2], c.now())
 		if !ok {
 			c.w.null()
 			return nil
@@ -499,10 +508,18 @@ func objectRefcount(c *client, v keyspace.Value) error {
 	return nil
 }
 
-// OBJECT IDLETIME key: 0. The keyspace keeps no time of last access (the LRU policies
-// order keys by a counter), so every key counts as just used.
-func objectIdletime(c *client, v keyspace.Value) error {
-	c.w.int(0)
+// OBJECT IDLETIME key: the seconds since the key was last read or written, by the
+// keyspace's access clock.
+func cmdObjectIdletime(c *client, args [][]byte) error {
+	sh := c.s.ks.Shard(args[2])
+	sh.Lock()
+	idle, ok := sh.IdleLocked(args[2], c.now())
+	sh.Unlock()
+	if !ok {
+		c.w.null()
+		return nil
+	}
+	c.w.int(idle)
 	return nil
 }
 

@@ -45,14 +45,12 @@ func (s *Server) initMemory() {
 	s.mem.max.Store(s.cfg.MaxMemory)
 	s.mem.policy.Store(int32(p))
 	s.mem.samples.Store(int64(s.cfg.MaxMemorySamples))
-	s.ks.SetLRU(p.LRU())
 	s.mem.done = make(chan struct{})
 	go s.memoryLoop()
 }
 
-// setPolicy switches maxmemory-policy, with the access record the LRU policies need.
+// setPolicy switches maxmemory-policy.
 func (s *Server) setPolicy(p keyspace.Policy) {
-	s.ks.SetLRU(p.LRU())
 	s.mem.policy.Store(int32(p))
 }
 

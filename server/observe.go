@@ -112,13 +112,14 @@ func (s *Server) timed(c *client, cmd *command, args [][]byte, start int64) {
 	}
 }
 
-// logSlow adds an entry to SLOWLOG; AUTH, HELLO and EXEC are not logged, as in Redis
-// (EXEC's commands are, one by one), nor the commands that detach (they wait).
+// logSlow adds an entry to SLOWLOG, passwords redacted; EXEC is not logged, as in Redis
+// (its commands are, one by one), nor the commands that detach (they wait).
 func (s *Server) logSlow(c *client, cmd *command, args [][]byte, d int64) {
 	switch {
-	case cmd.detach, cmd.name == "auth", cmd.name == "hello", cmd.name == "exec":
+	case cmd.detach, cmd.name == "exec":
 		return
 	}
+	args = redact(args)
 	n := min(len(args), slowlogMaxArgs)
 	e := slowEntry{at: time.Now().Unix(), usec: d / 1000, peer: c.raddr, args: make([]string, n)}
 	for i := 0; i < n; i++ {
@@ -273,12 +274,13 @@ func (s *Server) unmonitor(c *client) {
 }
 
 // feedMonitors sends c's request to every monitor as Redis does:
-// +1700000000.123456 [0 127.0.0.1:1234] "cmd" "arg". Administrative commands and AUTH and
-// HELLO are not shown, as in Redis.
+// +1700000000.123456 [0 127.0.0.1:1234] "cmd" "arg", passwords redacted. Administrative
+// commands are not shown, as in Redis.
 func (s *Server) feedMonitors(c *client, cmd *command, args [][]byte) {
-	if cmd.name == "auth" || cmd.name == "hello" || strings.Contains(cmd.flags, "admin") {
+	if strings.Contains(cmd.flags, "admin") {
 		return
 	}
+	args = redact(args)
 	now := time.Now()
 	line := make([]byte, 0, 64)
 	line = append(line, '+')

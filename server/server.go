@@ -144,6 +144,7 @@ func New(cfg Config) (*Server, error) {
 		sweepDone: make(chan struct{}),
 		stopped:   make(chan struct{}),
 	}
+	s.ks.SetClock(s.nowNano()) // the access clock; expireLoop keeps it going
 	s.txLocks.seed = maphash.MakeSeed()
 	s.listpack.init(cfg)
 	s.password.Store(&cfg.RequirePass)
@@ -401,6 +402,7 @@ func (s *Server) expireLoop() {
 		case <-s.shutdown:
 			return
 		case <-slow.C:
+			s.ks.SetClock(s.nowNano()) // OBJECT IDLETIME's and the LRU policies' second
 		case <-fastC:
 			budget = fastExpireTime
 		}

@@ -1,0 +1,288 @@
+package server
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"hash/crc64"
+	"math"
+
+	"throttled/collection"
+	"throttled/keyspace"
+)
+
+// A DUMP payload is throttled's own, built as Redis's is: the value, then a footer of the
+// format's version (2 bytes, little-endian) and a CRC-64 (ECMA) of all that comes before it
+// (8 bytes, little-endian). The value is keyspace.Encode's form of the key's Value without
+// its expiry: its Kind, Num, Num2 and Bytes, whatever the kind, so that a kind added later
+// dumps with no change here. A collection goes without the index a big one keeps in front
+// of its pack (RESTORE builds it again). The version is far above any RDB version Redis
+// has used, so that Redis refuses a throttled payload as it refuses one of a newer Redis,
+// and this server refuses Redis's (version 10 or less) and any payload damaged on the way.
+const dumpVersion = 0x7401
+
+var (
+	dumpTable = crc64.MakeTable(crc64.ECMA)
+	// errDumpPayload is RESTORE's payload from another server or damaged: Redis's text.
+	errDumpPayload = errors.New("DUMP payload version or checksum are wrong")
+	// errBadDump is a payload whose footer is right and whose value is not one this server
+	// stores: Redis's text for a payload that does not load.
+	errBadDump = errors.New("Bad data format")
+	// errBusyKey is RESTORE onto an existing key without REPLACE.
+	errBusyKey = &codedError{"BUSYKEY", "Target key name already exists."}
+	errBadTTL  = errors.New("Invalid TTL value, must be >= 0")
+	errBadIdle = errors.New("Invalid IDLETIME value, must be >= 0")
+	errBadFreq = errors.New("Invalid FREQ value, must be >= 0 and <= 255")
+)
+
+func dumpCommands() []*command {
+	return []*command{
+		{name: "dump", arity: 2, flags: "readonly", firstKey: 1, lastKey: 1, group: "keyspace", since: "2.6.0", summary: "Returns a serialized representation of the value stored at a key.", syntax: "key", handler: cmdDump},
+		{name: "restore", arity: -4, flags: "write denyoom", firstKey: 1, lastKey: 1, group: "keyspace", since: "2.6.0", summary: "Creates a key from the serialized representation of a value.", syntax: "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]", handler: cmdRestore},
+		{name: "randomkey", arity: 1, flags: "readonly", group: "keyspace", since: "1.0.0", summary: "Returns a random key name from the database.", handler: cmdRandomKey},
+	}
+}
+
+// RANDOMKEY: nil when the keyspace holds no live key.
+func cmdRandomKey(c *client, args [][]byte) error {
+	key, ok := c.s.ks.RandomKey(c.now())
+	if !ok {
+		c.w.null()
+		return nil
+	}
+	c.w.bulk(key)
+	return nil
+}
+
+// DUMP key: the payload, nil when there is no key. A read: it notes an access, as on Redis.
+func cmdDump(c *client, args [][]byte) error {
+	sh := c.s.ks.Shard(args[1])
+	sh.Lock()
+	now := c.now()
+	v, ok := sh.GetLocked(args[1], now)
+	if !ok {
+		sh.Unlock()
+		c.w.null()
+		return nil
+	}
+	if v.Kind == keyspace.Hash || v.Kind == keyspace.ZSet || v.Kind == keyspace.List {
+		v, _, _ = getKindLocked(sh, args[1], v.Kind, now) // its count
+		switch {
+		case v.Kind == keyspace.Hash:
+			v.Bytes = hashOf(v).Pack
+		case v.Kind == keyspace.ZSet:
+			v.Bytes = zsetOf(v).Pack
+		}
+		v.Num2 &^= indexedPack
+	}
+	v.Expire = 0
+	payload := dumpPayload(v)
+	sh.Unlock()
+	c.w.bulk(payload)
+	return nil
+}
+
+// dumpPayload returns v's payload.
+func dumpPayload(v keyspace.Value) []byte {
+	n := keyspace.EncodedLen(v)
+	b := make([]byte, n, n+10)
+	keyspace.Encode(b, v)
+	b = binary.LittleEndian.AppendUint16(b, dumpVersion)
+	return binary.LittleEndian.AppendUint64(b, crc64.Checksum(b, dumpTable))
+}
+
+// readPayload returns the value a payload holds, errDumpPayload when its footer is not
+// this server's, errBadDump when the value does not decode. Bytes alias b.
+func readPayload(b []byte) (keyspace.Value, error) {
+	if len(b) < 10 {
+		return keyspace.Value{}, errDumpPayload
+	}
+	body, footer := b[:len(b)-10], b[len(b)-10:]
+	if binary.LittleEndian.Uint16(footer) != dumpVersion ||
+		binary.LittleEndian.Uint64(footer[2:]) != crc64.Checksum(b[:len(b)-8], dumpTable) {
+		return keyspace.Value{}, errDumpPayload
+	}
+	v, err := keyspace.DecodeValue(body)
+	if err != nil || v.Expire != 0 {
+		return keyspace.Value{}, errBadDump
+	}
+	return v, nil
+}
+
+// RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]:
+// the options, the key, the ttl and the payload are checked in Redis's order. A ttl of 0
+// is none; one already past deletes what REPLACE would have replaced and stores nothing.
+// FREQ is read and, as Redis does under a policy other than LFU, not used.
+func cmdRestore(c *client, args [][]byte) error {
+	replace, absTTL := false, false
+	idle, freq := int64(-1), int64(-1)
+	for j := 4; j < len(args); j++ {
+		more := len(args) - j - 1
+		switch {
+		case equalFold(args[j], "replace"):
+			replace = true
+		case equalFold(args[j], "absttl"):
+			absTTL = true
+		case equalFold(args[j], "idletime") && more >= 1 && freq == -1:
+			n, ok := parseInt(args[j+1])
+			if !ok {
+				return errNotInteger
+			}
+			if n < 0 {
+				return errBadIdle
+			}
+			idle = n
+			j++
+		case equalFold(args[j], "freq") && more >= 1 && idle == -1:
+			n, ok := parseInt(args[j+1])
+			if !ok {
+				return errNotInteger
+			}
+			if n < 0 || n > 255 {
+				return errBadFreq
+			}
+			freq = n
+			j++
+		default:
+			return errSyntax
+		}
+	}
+	key := args[1]
+	now := c.now()
+	sh := c.s.ks.Shard(key)
+	sh.Lock()
+	defer sh.Unlock()
+	_, exists := sh.PeekLocked(key, now)
+	if exists && !replace {
+		return errBusyKey
+	}
+	ttl, ok := parseInt(args[2])
+	if !ok {
+		return errNotInteger
+	}
+	if ttl < 0 {
+		return errBadTTL
+	}
+	v, err := readPayload(args[3])
+	if err != nil {
+		return err
+	}
+	if v, err = c.s.restoredValue(v); err != nil {
+		return err
+	}
+	if ttl != 0 {
+		nowMS := now / 1e6
+		if !absTTL {
+			ttl = addSat(ttl, nowMS)
+		}
+		if ttl <= nowMS {
+			sh.DeleteLocked(key) // replaced by nothing: the deletion replicates
+			c.w.ok()
+			return nil
+		}
+		v.Expire = math.MaxInt64
+		if ttl <= math.MaxInt64/int64(1e6) {
+			v.Expire = ttl * 1e6
+		}
+	}
+	if exists {
+		sh.DeleteLocked(key) // the new key is a new object: its access time is its own
+	}
+	if v.Kind == keyspace.Hash || v.Kind == keyspace.ZSet || v.Kind == keyspace.List {
+		storeCollectionLocked(sh, key, v)
+	} else {
+		sh.SetLocked(key, v)
+	}
+	if idle >= 0 {
+		sh.SetIdleLocked(key, idle)
+	}
+	c.w.ok()
+	return nil
+}
+
+// restoredValue checks a payload's value as this server would have stored it and returns
+// it ready to store: a value that would break the commands reading it (a damaged pack, a
+// sorted set out of order) is refused, so that nothing a client sends can harm the server.
+// The rate-limit states' own readers refuse a corrupt state at their next call.
+func (s *Server) restoredValue(v keyspace.Value) (keyspace.Value, error) {
+	switch v.Kind {
+	case keyspace.String:
+		if v.Num < strAsSet || v.Num > strOwnInt || v.Num2 != 0 || len(v.Bytes) > s.cfg.ProtoMaxBulkLen {
+			return v, errBadDump
+		}
+	case keyspace.GCRA, keyspace.TokenBucket, keyspace.LeakyBucket, keyspace.SlidingCounter, keyspace.FixedWindow:
+		if len(v.Bytes) != 0 {
+			return v, errBadDump
+		}
+	case keyspace.SlidingLog, keyspace.Concurrency:
+	case keyspace.Hash, keyspace.ZSet, keyspace.List:
+		return s.restoredCollection(v)
+	default: // the server's records, and kinds this server does not know
+		return v, errBadDump
+	}
+	return v, nil
+}
+
+// restoredCollection checks the pack of a hash, sorted set or list (every element whole;
+// a hash's fields and a sorted set's members distinct; a sorted set's scores numbers, in
+// order) and returns the value to store, with its count and, when it is or must now be big,
+// its big encoding (a hash with its index; a sorted set indexes at its next write).
+func (s *Server) restoredCollection(v keyspace.Value) (keyspace.Value, error) {
+	pack := v.Bytes
+	var elems []collection.Elem
+	longest := 0
+	for b := pack; len(b) > 0; {
+		e, n := collection.Read(b)
+		if n == 0 {
+			return v, errBadDump
+		}
+		elems = append(elems, e)
+		longest = max(longest, e.Len())
+		b = b[n:]
+	}
+	per := 2
+	if v.Kind == keyspace.List {
+		per = 1
+	}
+	if len(elems) == 0 || len(elems)%per != 0 || v.Num2&^bigEncoding != 0 || v.Kind == keyspace.List && v.Num2 != 0 {
+		return v, errBadDump
+	}
+	num := int64(len(elems) / per)
+	if per == 2 {
+		seen := make(map[string]bool, num)
+		var prev []byte
+		for i := 0; i < len(elems); i += 2 {
+			name := string(elems[i].Append(nil))
+			if seen[name] {
+				return v, errBadDump
+			}
+			seen[name] = true
+			if v.Kind != keyspace.ZSet {
+				continue
+			}
+			sc := elems[i+1]
+			if sc.Kind == collection.Str || math.IsNaN(sc.Number()) || elems[i].Kind == collection.Float {
+				return v, errBadDump
+			}
+			if i > 0 {
+				ps := elems[i-1].Number()
+				if ps > sc.Number() || ps == sc.Number() && bytes.Compare(prev, []byte(name)) >= 0 {
+					return v, errBadDump
+				}
+			}
+			prev = []byte(name)
+		}
+	}
+	v.Num = num
+	switch v.Kind {
+	case keyspace.Hash:
+		if v.Num2&bigEncoding != 0 || num > s.listpack.hashEntries.Load() || int64(longest) > s.listpack.hashValue.Load() {
+			v.Num2, v.Bytes = bigEncoding|indexedPack, collection.IndexHash(pack, num)
+		}
+	case keyspace.ZSet:
+		if num > s.listpack.zsetEntries.Load() || int64(longest) > s.listpack.zsetValue.Load() {
+			v.Num2 = bigEncoding
+		}
+	}
+	return v, nil
+}
