@@ -165,7 +165,7 @@ func cPow(x, y float64) float64 {
 		}
 		return x
 	case x < 0 && !math.IsInf(x, 0) && !math.IsInf(y, 0) && y != math.Trunc(y):
-		return math.Float64frombits(0xfff8000000000000) // (x - x) / (x - x): x86's default NaN
+		return defaultNaN // (x - x) / (x - x)
 	}
 	return math.Pow(x, y)
 }

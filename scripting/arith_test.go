@@ -42,6 +42,10 @@ func TestStringArithmetic(t *testing.T) {
 		{`local n = 0 for i = "1", " 3 " do n = n + i end return n`, ":6\r\n"},
 		{`for i = 1, "x" do end`, "-ERR user_script:1: 'for' limit must be a number script: 91a06528cbcb74bdd26743522b8c0b3f74b87c05, on @user_script:1.\r\n"},
 		{`return tostring(math.huge)`, "$3\r\ninf\r\n"},
+		{`return tostring(math.log(-1))`, "$4\r\n-nan\r\n"},
+		{`return tostring(math.acos(2))`, "$3\r\nnan\r\n"},
+		{`return tostring(math.log(0/0))`, "$4\r\n-nan\r\n"},
+		{`return tostring(math.abs(0/0))`, "$3\r\nnan\r\n"},
 	} {
 		t.Run(tc.body, func(t *testing.T) {
 			require.Equal(t, tc.want, runScript(t, e, h, 2, tc.body, nil, nil))

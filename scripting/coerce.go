@@ -1,6 +1,8 @@
 package scripting
 
 import (
+	"math"
+
 	lua "github.com/yuin/gopher-lua"
 )
 
@@ -18,8 +20,9 @@ import (
 // arguments are positions or counts, which C reads as a long (cLong: NaN and numbers out of
 // its range are its smallest, as x86-64 converts, and all are given to fn within ±2^53,
 // where gopher-lua's index arithmetic cannot overflow: string.find(s, p, 0/0) finds from
-// the start, as in Redis) or an int (cInt: the long's low 32 bits).
-func (st *state) numberArgs(fn lua.LGFunction, from, to int, integer intSize) lua.LGFunction {
+// the start, as in Redis) or an int (cInt: the long's low 32 bits). Otherwise (cNumber) a
+// NaN result is made glibc's: invalid is the NaN of an invalid operation (0: leave fn's).
+func (st *state) numberArgs(fn lua.LGFunction, from, to int, integer intSize, invalid float64) lua.LGFunction {
 	return func(L *lua.LState) int {
 		last := L.GetTop()
 		if to > 0 && to < last {
@@ -49,9 +52,34 @@ func (st *state) numberArgs(fn lua.LGFunction, from, to int, integer intSize) lu
 			}
 			L.Replace(i, st.box.number(f))
 		}
-		return fn(L)
+		if integer != cNumber || invalid == 0 {
+			return fn(L)
+		}
+		var nan lua.LValue // the first NaN argument
+		for i := 1; i <= L.GetTop() && nan == nil; i++ {
+			if f, ok := L.Get(i).(lua.LNumber); ok && f != f {
+				nan = f
+			}
+		}
+		n := fn(L)
+		// glibc gives a NaN argument back (sign and all), and for an invalid operation
+		// (math.log(-1), math.fmod(1, 0)) the x86 default NaN, negative, or for acos, asin
+		// and log10 a positive one; Go's functions return NaNs of their own.
+		for i := L.GetTop() - n + 1; i <= L.GetTop(); i++ {
+			if f, ok := L.Get(i).(lua.LNumber); ok && f != f {
+				if nan != nil {
+					L.Replace(i, nan)
+				} else {
+					L.Replace(i, lua.LNumber(invalid))
+				}
+			}
+		}
+		return n
 	}
 }
+
+// defaultNaN is the NaN x86's invalid operations give (0/0): negative.
+var defaultNaN = math.Float64frombits(0xfff8000000000000)
 
 // intSize is how a library function reads a number argument: as a number, a C long
 // (luaL_checkinteger) or a C int (luaL_checkint).
@@ -73,6 +101,7 @@ func (st *state) wrapNumberArgs() {
 		from, to int
 		integer  intSize
 	}
+	positiveNaN := map[string]bool{"acos": true, "asin": true, "log10": true}
 	libs := map[string]map[string]args{
 		"string": {"byte": {2, 3, cLong}, "char": {1, 0, cInt}, "find": {3, 3, cLong}, "match": {3, 3, cLong},
 			"gsub": {4, 4, cInt}, "sub": {2, 3, cLong}},
@@ -93,7 +122,14 @@ func (st *state) wrapNumberArgs() {
 		}
 		for name, a := range fns {
 			if fn, ok := t.RawGetString(name).(*lua.LFunction); ok && fn.IsG {
-				t.RawSetString(name, st.L.NewFunction(st.numberArgs(fn.GFunction, a.from, a.to, a.integer)))
+				invalid := defaultNaN
+				switch {
+				case positiveNaN[name]:
+					invalid = math.Float64frombits(0x7ff8000000000000)
+				case name == "abs":
+					invalid = 0 // Go's Abs clears a NaN's sign, as C's fabs
+				}
+				t.RawSetString(name, st.L.NewFunction(st.numberArgs(fn.GFunction, a.from, a.to, a.integer, invalid)))
 			}
 		}
 	}
