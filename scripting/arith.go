@@ -86,8 +86,15 @@ func arithNumber(v lua.LValue) (float64, bool) {
 	return 0, false
 }
 
-// arith is Lua 5.1's arithmetic (luai_num*): % is a - floor(a/b)*b.
+// arith is Lua 5.1's arithmetic (luai_num*): % is a - floor(a/b)*b. A NaN operand is the
+// result, the first when both are, as x86 gives it (Go may swap the operands of * and +).
 func arith(op arithOp, a, b float64) float64 {
+	if op != arithPow && op != arithUnm && (a != a || b != b) {
+		if a != a {
+			return a
+		}
+		return b
+	}
 	switch op {
 	case arithAdd:
 		return a + b
