@@ -36,9 +36,23 @@ var arithLibs = []string{
 	"string.find('hello', 'l', @)", "tostring(tonumber('10', @))",
 }
 
+// arithFixed are scripts on minus zero in constants (Lua 5.1 keeps one constant for 0 and
+// -0 in a function, the first written) and on the math library's infinities and NaNs.
+var arithFixed = []string{
+	"local a = 0 return tostring(-0)", "return {tostring(-0), tostring(0)}", "return {tostring(0), tostring(-0)}",
+	"local x = -0 local y = 0 return tostring(y)", "return tostring(0 * -1)", "local z = 0 return tostring(0 * -1)",
+	"return tostring(-(0))", "local t = {-0} return tostring(t[1])", "return tostring(-0 .. '')",
+	"return tostring(math.huge)", "return tostring(-math.huge)", "return tostring(math.log(-1))",
+	"return tostring(math.acos(2))", "return tostring(math.log(0/0))", "return tostring(math.abs(0/0))",
+	"return tostring(math.fmod(1, 0))", "return tostring(math.pow(-8, 1/3))", "return tostring(math.sqrt(-1))",
+}
+
 // genArithScript draws a script doing arithmetic on strings, a library call or a numeric
 // for with a string operand; its reply or its error.
 func genArithScript(r *rand.Rand) diffCmd {
+	if r.IntN(12) == 0 {
+		return cmd("EVAL", arithFixed[r.IntN(len(arithFixed))], "0")
+	}
 	s := arithStrings[r.IntN(len(arithStrings))]
 	var setup []string
 	var operand string
