@@ -77,7 +77,7 @@ func (st *state) openBit() *lua.LTable {
 // bitArg is LuaBitOp's barg: the number rounded to an integer modulo 2^32, by adding
 // 2^52+2^51 and taking the low word, as it does.
 func bitArg(L *lua.LState, n int) uint32 {
-	f := float64(L.CheckNumber(n))
+	f := checkNumber(L, n)
 	return uint32(math.Float64bits(f + 6755399441055744.0))
 }
 

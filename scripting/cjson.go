@@ -64,7 +64,7 @@ func (st *state) jsonIntOption(v *int, lo, hi int, msg string) lua.LGFunction {
 			L.RaiseError("bad argument #2 to '?' (found too many arguments)")
 		}
 		if L.GetTop() == 1 {
-			n := L.CheckInt(1)
+			n := checkInt(L, 1)
 			if n < lo || n > hi {
 				L.ArgError(1, msg)
 			}
@@ -108,10 +108,10 @@ func (st *state) jsonSparse(L *lua.LState) int {
 		c.sparseConvert = lua.LVAsBool(L.Get(1))
 	}
 	if L.GetTop() >= 2 {
-		c.sparseRatio = L.CheckInt(2)
+		c.sparseRatio = checkInt(L, 2)
 	}
 	if L.GetTop() >= 3 {
-		c.sparseSafe = L.CheckInt(3)
+		c.sparseSafe = checkInt(L, 3)
 	}
 	L.Push(lua.LBool(c.sparseConvert))
 	L.Push(lua.LNumber(c.sparseRatio))

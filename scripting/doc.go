@@ -29,9 +29,12 @@
 //
 // What a script sees is Lua 5.1 as Redis configures it, down to the texts: the sandbox of
 // state.go (read-only globals, no os or io), tostring and concatenation writing numbers as
-// "%.14g" (number.go), string.format as C's sprintf (format.go), tonumber as strtod, the
-// bit library, runtime errors worded as Lua 5.1's with the variable at fault named
-// (names.go), and compile errors as its parser gives them.
+// "%.14g" (number.go), string.format as C's sprintf (format.go), tonumber as strtod, and
+// strings read as numbers as strtod reads them wherever Lua 5.1 converts: arithmetic, through
+// metamethods on the strings' metatable, which gopher-lua's VM asks before its own conversion
+// (arith.go), the library functions' number arguments and a numeric for's bounds
+// (coerce.go, rewrite.go); the bit library, runtime errors worded as Lua 5.1's with the
+// variable at fault named (names.go), and compile errors as its parser gives them.
 //
 // A script must run as one command, and may touch keys it did not declare: the server
 // decides how (its scripting.go). It locks the transaction stripes of the declared KEYS

@@ -39,13 +39,13 @@ func stringFormat(L *lua.LState) int {
 		spec.verb = format[i]
 		switch spec.verb {
 		case 'c':
-			b.WriteString(spec.pad(string([]byte{byte(int64(L.CheckNumber(arg)))}), false))
+			b.WriteString(spec.pad(string([]byte{byte(int64(checkNumber(L, arg)))}), false))
 		case 'd', 'i':
-			b.WriteString(spec.integer(int64(toLong(float64(L.CheckNumber(arg)))), false))
+			b.WriteString(spec.integer(int64(toLong(float64(checkNumber(L, arg)))), false))
 		case 'o', 'u', 'x', 'X':
-			b.WriteString(spec.integer(int64(toLong(float64(L.CheckNumber(arg)))), true))
+			b.WriteString(spec.integer(int64(toLong(float64(checkNumber(L, arg)))), true))
 		case 'e', 'E', 'f', 'g', 'G':
-			b.WriteString(spec.float(float64(L.CheckNumber(arg))))
+			b.WriteString(spec.float(float64(checkNumber(L, arg))))
 		case 'q':
 			b.WriteString(quoteLua(checkLString(L, arg)))
 		case 's':

@@ -85,16 +85,20 @@ func strtod(s string) (f float64, n int) {
 	}
 	if matchFold(s[i:], "nan") > 0 {
 		j := i + 3
+		nan := glibcNaN
 		if j < len(s) && s[j] == '(' { // nan(chars)
 			k := j + 1
 			for k < len(s) && (isAlnum(s[k]) || s[k] == '_') {
 				k++
 			}
 			if k < len(s) && s[k] == ')' {
+				if payload, ok := nanPayload(s[j+1 : k]); ok {
+					nan = math.Float64frombits(math.Float64bits(glibcNaN) | payload&(1<<51-1))
+				}
 				j = k + 1
 			}
 		}
-		return signed(math.NaN(), neg), j
+		return signed(nan, neg), j
 	}
 	if i+1 < len(s) && s[i] == '0' && (s[i+1] == 'x' || s[i+1] == 'X') {
 		if f, m := hexFloat(s[i+2:]); m > 0 {
@@ -187,8 +191,12 @@ func hexFloat(s string) (f float64, n int) {
 }
 
 // str2number reads a whole string as a number as Lua 5.1 does (luaO_str2d): strtod, then
-// only blanks may follow.
+// only blanks may follow. Lua reads the string as C does, up to its first NUL ("10\0" is 10).
 func str2number(s string) (float64, bool) {
+	if f, ok := smallInteger(s); ok {
+		return f, true
+	}
+	s = cString(s)
 	f, n := strtod(s)
 	if n == 0 {
 		return 0, false
@@ -197,6 +205,30 @@ func str2number(s string) (float64, bool) {
 		if !isSpace(s[n]) {
 			return 0, false
 		}
+	}
+	return f, true
+}
+
+// smallInteger reads the common case fast: an optional minus and up to 15 decimal digits,
+// nothing else (strtod's result for them, -0 included).
+func smallInteger(s string) (float64, bool) {
+	i := 0
+	if len(s) > 0 && s[0] == '-' {
+		i = 1
+	}
+	if i == len(s) || len(s)-i > 15 {
+		return 0, false
+	}
+	var v int64
+	for ; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			return 0, false
+		}
+		v = v*10 + int64(s[i]-'0')
+	}
+	f := float64(v)
+	if s[0] == '-' {
+		f = -f
 	}
 	return f, true
 }
@@ -237,6 +269,36 @@ func strtoul(s string, base int) (v float64, n int) {
 	}
 	return float64(u), j
 }
+
+// nanPayload reads the chars of "nan(chars)" as glibc does, with strtoull in base 0
+// (decimal, 0x hexadecimal, 0 octal, all ones past 64 bits); ok only when it reads them
+// all. Its low 51 bits are the NaN's payload.
+func nanPayload(s string) (uint64, bool) {
+	base := uint64(10)
+	switch {
+	case len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') && isHex(s[2]):
+		base, s = 16, s[2:]
+	case len(s) > 1 && s[0] == '0':
+		base = 8
+	}
+	var v uint64
+	for i := 0; i < len(s); i++ {
+		d := uint64(digitVal(s[i]))
+		if d >= base {
+			return 0, false
+		}
+		if v > (math.MaxUint64-d)/base {
+			v = math.MaxUint64
+			continue
+		}
+		v = v*base + d
+	}
+	return v, true
+}
+
+// glibcNaN is the NaN glibc's strtod reads "nan" as (Go's math.NaN has another payload,
+// which LuaBitOp's bit.band(x, 1) would show).
+var glibcNaN = math.Float64frombits(0x7ff8000000000000)
 
 func signed(f float64, neg bool) float64 {
 	if neg {

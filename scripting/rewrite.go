@@ -17,13 +17,16 @@ import (
 //     a global costs one lookup instead of a lookup through the view;
 //   - every loop body and function body starts with a call of the tick function, so that a
 //     script that never calls Redis can still be stopped (SCRIPT KILL);
+//   - a numeric for whose bounds are not all numerals takes them from the fornum function,
+//     which reads strings as Lua 5.1's FORPREP does (strtod: for i = 1, ARGV[1]), where
+//     gopher-lua's VM accepts numbers only;
 //   - a call with more arguments than gopher-lua has registers for (it has 200, Lua 5.1
 //     250) passes them in a table that the unpack function spreads again:
 //     redis.call('ZADD', k, s1, m1, ... s150, m150) compiles as on Redis.
 //
 // The functions and the view reach the script as upvalues: the chunk compiled is
 //
-//	local (concat), (tick), (unpack), (G) = ...
+//	local (concat), (tick), (unpack), (G), (fornum) = ...
 //	return function(...) <the script> end
 //
 // and each interpreter calls it once with its own to get the script's function. Their
@@ -34,6 +37,7 @@ const (
 	tickName    = "(tick)"
 	unpackName  = "(unpack)"
 	globalsName = "(G)"
+	fornumName  = "(fornum)"
 	// maxDirectArgs is the most arguments a call keeps; past it they go in a table,
 	// leaving gopher-lua's registers for the locals and temporaries around the call.
 	maxDirectArgs = 100
@@ -50,7 +54,7 @@ func wrapChunk(chunk []ast.Stmt) []ast.Stmt {
 	if len(chunk) > 0 {
 		fn.SetLastLine(chunk[len(chunk)-1].LastLine())
 	}
-	locals := &ast.LocalAssignStmt{Names: []string{concatName, tickName, unpackName, globalsName}, Exprs: []ast.Expr{&ast.Comma3Expr{}}}
+	locals := &ast.LocalAssignStmt{Names: []string{concatName, tickName, unpackName, globalsName, fornumName}, Exprs: []ast.Expr{&ast.Comma3Expr{}}}
 	return []ast.Stmt{locals, &ast.ReturnStmt{Exprs: []ast.Expr{fn}}}
 }
 
@@ -173,6 +177,9 @@ func (rw *rewriter) stmt(s ast.Stmt) ast.Stmt {
 			s.Step = rw.expr(s.Step)
 		}
 		s.Stmts = rw.block(s.Stmts, true, s.Line(), s.Name)
+		if !numeral(s.Init) || !numeral(s.Limit) || (s.Step != nil && !numeral(s.Step)) {
+			return forNumbers(s)
+		}
 	case *ast.GenericForStmt:
 		rw.exprs(s.Exprs)
 		s.Stmts = rw.block(s.Stmts, true, s.Line(), s.Names...)
@@ -274,6 +281,69 @@ func (rw *rewriter) expr(e ast.Expr) ast.Expr {
 		return call
 	}
 	return e
+}
+
+// numeral reports whether e is a number literal, or one negated: a for's bound that needs
+// no conversion.
+func numeral(e ast.Expr) bool {
+	if m, ok := e.(*ast.UnaryMinusOpExpr); ok {
+		e = m.Expr
+	}
+	_, ok := e.(*ast.NumberExpr)
+	return ok
+}
+
+// forNumbers is a numeric for whose bounds go through the fornum function first:
+//
+//	do local (init), (limit), (step) = (fornum)(init, limit, step or 1)
+//	for name = (init), (limit), (step) do ... end end
+//
+// which evaluates the three before it checks any, as Lua 5.1's FORPREP does.
+func forNumbers(s *ast.NumberForStmt) ast.Stmt {
+	line := s.Line()
+	step := s.Step
+	if step == nil {
+		n := &ast.NumberExpr{Value: "1"}
+		n.SetLine(line)
+		step = n
+	}
+	id := &ast.IdentExpr{Value: fornumName}
+	id.SetLine(line)
+	call := &ast.FuncCallExpr{Func: id, Args: []ast.Expr{s.Init, s.Limit, step}}
+	call.SetLine(line)
+	call.SetLastLine(line)
+	names := []string{"(init)", "(limit)", "(step)"}
+	locals := &ast.LocalAssignStmt{Names: names, Exprs: []ast.Expr{call}}
+	locals.SetLine(line)
+	locals.SetLastLine(line)
+	bound := func(name string) ast.Expr {
+		e := &ast.IdentExpr{Value: name}
+		e.SetLine(line)
+		return e
+	}
+	s.Init, s.Limit, s.Step = bound(names[0]), bound(names[1]), bound(names[2])
+	do := &ast.DoBlockStmt{Stmts: []ast.Stmt{locals, s}}
+	do.SetLine(line)
+	do.SetLastLine(s.LastLine())
+	return do
+}
+
+// fornum is the fornum function: a numeric for's init, limit and step as numbers, a string
+// read as Lua 5.1 reads it (luaV_tonumber), else Lua 5.1's error for the first that is not.
+func (st *state) fornum(L *lua.LState) int {
+	for i, what := range [...]string{"initial value", "limit", "step"} {
+		switch v := L.Get(i + 1).(type) {
+		case lua.LNumber:
+			continue
+		case lua.LString:
+			if f, ok := str2number(string(v)); ok {
+				L.Replace(i+1, st.box.number(f))
+				continue
+			}
+		}
+		L.RaiseError("'for' %s must be a number", what)
+	}
+	return 3
 }
 
 // isOpen reports whether e gives all its values (a call or "..." last in a list).

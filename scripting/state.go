@@ -41,6 +41,7 @@ type state struct {
 	concatFn *lua.LFunction // the concat function scripts call (rewrite.go)
 	tickFn   *lua.LFunction // the tick function
 	unpackFn *lua.LFunction // the unpack function
+	fornumFn *lua.LFunction // the fornum function
 	catBuf   []byte         // concat's buffer, reused
 	keys     *lua.LTable    // KEYS and ARGV of the last run, reused (fill)
 	argv     *lua.LTable
@@ -156,6 +157,7 @@ func newState(e *Engine) *state {
 		shown := L.CreateTable(0, 1)
 		shown.RawSetString("__index", sv)
 		smt.RawSetString("__metatable", st.protect(shown))
+		st.setStringArith(smt) // arithmetic on strings as Lua 5.1's (arith.go)
 		L.SetMetatable(lua.LString(""), smt)
 	}
 	// From here on, whatever asks for the globals gets the view: loadstring's chunks,
@@ -170,6 +172,7 @@ func newState(e *Engine) *state {
 	st.concatFn = L.NewFunction(st.concat)
 	st.tickFn = L.NewFunction(st.tick)
 	st.unpackFn = L.NewFunction(unpackArgs)
+	st.fornumFn = L.NewFunction(st.fornum)
 	st.killErr = plainError(L, "Script killed by user with SCRIPT KILL...")
 	st.memErr = plainError(L, "Script used too much memory: its heap grew past "+itoa(int(e.MemoryLimit>>20))+" MB")
 	st.heap = [1]metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
@@ -306,18 +309,20 @@ func (st *state) setLibraries() {
 		sl.RawSetString("format", L.NewFunction(stringFormat))
 	}
 	if ml, ok := g.RawGetString("math").(*lua.LTable); ok {
+		ml.RawSetString("huge", lua.LNumber(math.Inf(1))) // C's HUGE_VAL; gopher-lua's is the largest finite number
 		ml.RawSetString("max", L.NewFunction(st.mathMinMax(true)))
 		ml.RawSetString("min", L.NewFunction(st.mathMinMax(false)))
 		// floor and ceil as gopher-lua's, their result boxed without an allocation.
 		ml.RawSetString("floor", L.NewFunction(func(L *lua.LState) int {
-			L.Push(st.box.number(math.Floor(float64(L.CheckNumber(1)))))
+			L.Push(st.box.number(math.Floor(checkNumber(L, 1))))
 			return 1
 		}))
 		ml.RawSetString("ceil", L.NewFunction(func(L *lua.LState) int {
-			L.Push(st.box.number(math.Ceil(float64(L.CheckNumber(1)))))
+			L.Push(st.box.number(math.Ceil(checkNumber(L, 1))))
 			return 1
 		}))
 	}
+	st.wrapNumberArgs()
 }
 
 // tableForeach is Lua 5.1's table.foreach (every pair) and table.foreachi (1..#t): f is
@@ -558,7 +563,8 @@ func (st *state) instantiate(proto *lua.FunctionProto) *lua.LFunction {
 	L.Push(st.tickFn)
 	L.Push(st.unpackFn)
 	L.Push(st.gv)
-	L.Call(4, 1)
+	L.Push(st.fornumFn)
+	L.Call(5, 1)
 	fn := L.Get(-1).(*lua.LFunction)
 	L.Pop(1)
 	fn.Env = st.g // reads go straight to the globals; writes go through the view (rewrite.go)
@@ -696,7 +702,7 @@ func (st *state) luaToNumber(L *lua.LState) int {
 	v := L.CheckAny(1)
 	base := 10
 	if L.GetTop() >= 2 && L.Get(2) != lua.LNil {
-		base = L.CheckInt(2)
+		base = checkInt(L, 2)
 	}
 	if base == 10 {
 		switch v := v.(type) {
@@ -718,7 +724,7 @@ func (st *state) luaToNumber(L *lua.LState) int {
 	s := ""
 	switch v := v.(type) {
 	case lua.LString:
-		s = string(v)
+		s = cString(string(v)) // read as C reads it, up to a NUL
 	case lua.LNumber:
 		s = luaNumberString(float64(v))
 	default:
@@ -742,7 +748,7 @@ func (st *state) luaToNumber(L *lua.LState) int {
 // level's function.
 func luaErrorFn(L *lua.LState) int {
 	obj := L.Get(1)
-	level := L.OptInt(2, 1)
+	level := optInt(L, 2, 1)
 	switch v := obj.(type) {
 	case lua.LString, lua.LNumber:
 		msg := string(luaString(v))
@@ -796,7 +802,7 @@ const maxString = 512 << 20
 // stringRep is string.rep with the size checked first.
 func stringRep(L *lua.LState) int {
 	s := L.CheckString(1)
-	n := L.CheckInt(2)
+	n := checkInt(L, 2)
 	if n <= 0 || len(s) == 0 {
 		L.Push(lua.LString(""))
 		return 1
@@ -812,14 +818,14 @@ func stringRep(L *lua.LState) int {
 // so that NaN falls as C's does.
 func (st *state) mathMinMax(isMax bool) lua.LGFunction {
 	return func(L *lua.LState) int {
-		m := L.CheckNumber(1)
+		m := checkNumber(L, 1)
 		for i := 2; i <= L.GetTop(); i++ {
-			d := L.CheckNumber(i)
+			d := checkNumber(L, i)
 			if (isMax && d > m) || (!isMax && d < m) {
 				m = d
 			}
 		}
-		L.Push(st.box.number(float64(m)))
+		L.Push(st.box.number(m))
 		return 1
 	}
 }

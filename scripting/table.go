@@ -28,7 +28,7 @@ func (st *state) tableInsert(L *lua.LState) int {
 	case 2:
 		pos = e
 	case 3:
-		pos = L.CheckInt(2)
+		pos = checkInt(L, 2)
 		if pos > e {
 			e = pos
 		}
@@ -46,7 +46,7 @@ func (st *state) tableInsert(L *lua.LState) int {
 func (st *state) tableRemove(L *lua.LState) int {
 	t := st.writable(L, 1)
 	e := t.Len()
-	pos := L.OptInt(2, e)
+	pos := optInt(L, 2, e)
 	if pos < 1 || pos > e {
 		return 0
 	}

@@ -471,6 +471,8 @@ func genScripts(r *rand.Rand) diffCmd {
 		return cmd(name, body, "1", diffKey(r))
 	case n < 80:
 		return genLibScript(r)
+	case n < 86:
+		return genArithScript(r)
 	}
 	body := conversionScripts[r.IntN(len(conversionScripts))]
 	c := cmd("EVAL", body, "1", diffKey(r), diffValue(r))

@@ -62,6 +62,10 @@ func FuzzScript(f *testing.F) {
 	for _, seed := range append(structScripts, msgpackScripts...) {
 		f.Add(seed) // the libraries' byte formats, for the fuzzer to change
 	}
+	for _, s := range arithStrings { // strings Lua reads as numbers, or not
+		f.Add("local x = " + luaQuote(s) + " return {tostring(x + 1), -x, string.sub('hello', x), unpack({1, 2}, x)}")
+		f.Add("for i = " + luaQuote(s) + ", 3 do redis.call('INCR', 'fz:n') end return table.concat({1, 2}, ',', " + luaQuote(s) + ")")
+	}
 	for _, seed := range []string{
 		"while true do end", "redis.call('SET', 'fz:a', 1) while true do end", "local t = {} t[1] = t return t",
 		"return redis.call('GET', 'other')", "return redis.call('FLUSHALL')", "return redis.call('KEYS', '*')",

@@ -7,14 +7,15 @@ import (
 	"throttled/scripting"
 )
 
-// rate-limiter-flexible 11.4.0's script (npm, lib/RateLimiterRedis.js, incrTtlLuaScript),
-// byte for byte as the library sends it with EVAL: its template literal's lines joined by
-// the backslashes that end them, so one line with a blank at its end. A fixed window: the
-// key counts the points consumed, created at 0 with the window's TTL.
-const rateLimiterFlexibleText = `redis.call('set', KEYS[1], 0, 'EX', ARGV[2], 'NX') local consumed = redis.call('incrby', KEYS[1], ARGV[1]) local ttl = redis.call('pttl', KEYS[1]) if ttl == -1 then   redis.call('expire', KEYS[1], ARGV[2])   ttl = 1000 * ARGV[2] end return {consumed, ttl} `
+// RateLimiterFlexible is rate-limiter-flexible 11.4.0's script (npm, lib/RateLimiterRedis.js,
+// incrTtlLuaScript), byte for byte as the library sends it with EVAL: its template literal's
+// lines joined by the backslashes that end them, so one line with a blank at its end. A
+// fixed window: the key counts the points consumed, created at 0 with the window's TTL.
+// KEYS[1] the key; ARGV: points, window (s).
+const RateLimiterFlexible = `redis.call('set', KEYS[1], 0, 'EX', ARGV[2], 'NX') local consumed = redis.call('incrby', KEYS[1], ARGV[1]) local ttl = redis.call('pttl', KEYS[1]) if ttl == -1 then   redis.call('expire', KEYS[1], ARGV[2])   ttl = 1000 * ARGV[2] end return {consumed, ttl} `
 
 var (
-	rateLimiterFlexibleDigest = sha1.Sum([]byte(rateLimiterFlexibleText))
+	rateLimiterFlexibleDigest = sha1.Sum([]byte(RateLimiterFlexible))
 	rateLimiterFlexibleSHA    = hex.EncodeToString(rateLimiterFlexibleDigest[:])
 )
 

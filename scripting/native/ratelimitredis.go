@@ -13,7 +13,8 @@ import (
 // line's leading blanks and the blank lines removed, then trimmed; the INCR line keeps its
 // trailing blanks).
 
-const rateLimitRedisIncrementText = `local windowMs = tonumber(ARGV[1])
+// RateLimitRedisIncrement is scripts.increment. KEYS[1] the key; ARGV[1] the window (ms).
+const RateLimitRedisIncrement = `local windowMs = tonumber(ARGV[1])
 local timeToExpire = redis.call("PTTL", KEYS[1])
 if timeToExpire <= 0 then
 redis.call("SET", KEYS[1], 1, "PX", windowMs)
@@ -22,13 +23,14 @@ end
 local totalHits = redis.call("INCR", KEYS[1])        
 return { totalHits, timeToExpire }`
 
-const rateLimitRedisGetText = `local totalHits = redis.call("GET", KEYS[1])
+// RateLimitRedisGet is scripts.get. KEYS[1] the key.
+const RateLimitRedisGet = `local totalHits = redis.call("GET", KEYS[1])
 local timeToExpire = redis.call("PTTL", KEYS[1])
 return { totalHits, timeToExpire }`
 
 var (
-	rateLimitRedisIncrementDigest = sha1.Sum([]byte(rateLimitRedisIncrementText))
-	rateLimitRedisGetDigest       = sha1.Sum([]byte(rateLimitRedisGetText))
+	rateLimitRedisIncrementDigest = sha1.Sum([]byte(RateLimitRedisIncrement))
+	rateLimitRedisGetDigest       = sha1.Sum([]byte(RateLimitRedisGet))
 )
 
 var (

@@ -63,19 +63,31 @@ type evalshaScript struct {
 	name, body, prefix string
 	argv               []string // after the key
 	text               string   // the arguments, for the report
+	native             bool     // package native runs it as Go code
 }
 
 // evalshaScripts: redis_rate.PerSecond(10) (burst 10, rate 10, period 1 s, as Allow sends it,
-// its key prefixed "rate:"), and a bucket of 10 tokens refilled at 0.5 a second.
+// its key prefixed "rate:"), and a bucket of 10 tokens refilled at 0.5 a second; then the
+// other scripts package native runs as Go code: redis_rate's AllowAtMost with the same limit,
+// rate-limit-redis's increment and get (a window of a minute) and rate-limiter-flexible's
+// incrTtl (a point in a window of a minute), each with the arguments its library sends.
 var evalshaScripts = []evalshaScript{
 	{name: "redis_rate v10 AllowN (GCRA)", body: redisRateAllowN, prefix: "rate", argv: []string{"10", "10", "1", "1"},
-		text: "EVALSHA sha 1 rate:k 10 10 1 1"},
+		text: "EVALSHA sha 1 rate:k 10 10 1 1", native: true},
 	{name: "token bucket in a hash", body: hashBucketScript, prefix: "bucket", argv: []string{"10", "0.5", "1"},
 		text: "EVALSHA sha 1 k 10 0.5 1"},
+	{name: "redis_rate v10 AllowAtMost", body: native.RedisRateAllowAtMost, prefix: "ratemost", argv: []string{"10", "10", "1", "1"},
+		text: "EVALSHA sha 1 rate:k 10 10 1 1", native: true},
+	{name: "rate-limit-redis increment", body: native.RateLimitRedisIncrement, prefix: "rl", argv: []string{"60000"},
+		text: "EVALSHA sha 1 rl:k 60000", native: true},
+	{name: "rate-limit-redis get", body: native.RateLimitRedisGet, prefix: "rl", argv: nil,
+		text: "EVALSHA sha 1 rl:k", native: true},
+	{name: "rate-limiter-flexible incrTtl", body: native.RateLimiterFlexible, prefix: "rlflx", argv: []string{"1", "60"},
+		text: "EVALSHA sha 1 rlflx:k 1 60", native: true},
 }
 
-// interpreterSide marks the pairs measured with lua-native-scripts off: redis_rate's
-// script on the interpreter, not as Go code.
+// interpreterSide marks the pairs measured with lua-native-scripts off: the native
+// scripts on the interpreter, not as Go code.
 const interpreterSide = ", interpreter"
 
 // evalshaRun is what the scripts part measured.
@@ -131,14 +143,19 @@ func (r *runner) evalsha() (evalshaRun, error) {
 		}
 		return out
 	}
-	// redis_rate's script is recognised by its digest and run as Go code (scripting/native);
-	// measured again with lua-native-scripts off, it takes the interpreter as any other.
+	// The native scripts are recognised by their digest and run as Go code (scripting/native);
+	// measured again with lua-native-scripts off, they take the interpreter as any other.
 	interpreted := func(suffix string) ([]pair, error) {
 		if _, err := t.do("CONFIG", "SET", "lua-native-scripts", "no"); err != nil {
 			return nil, err
 		}
 		defer t.do("CONFIG", "SET", "lua-native-scripts", "yes")
-		ps := []pair{pairsAt(1, interpreterSide+suffix)[0], pairsAt(16, interpreterSide+suffix)[0]}
+		var ps []pair
+		for i, p := range append(pairsAt(1, interpreterSide+suffix), pairsAt(16, interpreterSide+suffix)...) {
+			if evalshaScripts[i%len(evalshaScripts)].native {
+				ps = append(ps, p)
+			}
+		}
 		return ps, r.measurePairs(ps)
 	}
 	run.pairs = append(pairsAt(1, ""), pairsAt(16, "")...)
@@ -333,11 +350,13 @@ func evalshaSection(cfg config, run evalshaRun) string {
 	for _, sc := range evalshaScripts {
 		p("- %s: `%s`\n", sc.name, sc.text)
 	}
-	p("\nredis_rate's script is go-redis/redis_rate v10.0.1's `allowN` (lua.go) byte for byte; the token bucket\n")
-	p("keeps fractional tokens in a hash (HMGET, HMSET, PEXPIRE). Both are in `benchmarks/cmd/loadgen/evalsha.go`.\n")
-	p("throttled recognises redis_rate's script by its digest and runs it as Go code (package scripting/native),\n")
-	p("byte-identical to the interpreter; the rows marked \"interpreter\" ran it with `CONFIG SET lua-native-scripts no`,\n")
-	p("on the Lua interpreter as every other script. The token bucket always takes the interpreter.\n")
+	p("\nredis_rate's scripts are go-redis/redis_rate v10.0.1's `allowN` and `allowAtMost` (lua.go) byte for byte,\n")
+	p("rate-limit-redis 6.0.1's `increment` and `get` and rate-limiter-flexible 11.4.0's `incrTtl` as those\n")
+	p("libraries send them (package scripting/native keeps them); the token bucket keeps fractional tokens in a\n")
+	p("hash (HMGET, HMSET, PEXPIRE, in `benchmarks/cmd/loadgen/evalsha.go`). throttled recognises the five\n")
+	p("library scripts by their digest and runs them as Go code (package scripting/native), byte-identical to\n")
+	p("the interpreter; the rows marked \"interpreter\" ran them with `CONFIG SET lua-native-scripts no`, on the\n")
+	p("Lua interpreter as every other script. The token bucket always takes the interpreter.\n")
 	p("The rows marked \"own core\" ran with each server pinned to CPU 1 (one loaded at a time) and the load on CPU 0.\n\n")
 	p("| comparison | P | throttled, req/s | redis, req/s | ratio per round | median |\n|---|--:|---|---|---|--:|\n")
 	for _, c := range run.pairs {
