@@ -149,7 +149,7 @@ func genSet(r *rand.Rand) diffCmd {
 			if r.IntN(10) == 0 {
 				compare = false // Redis scans a hashtable 10 at a time
 			} else {
-				args = append(args, "COUNT", "1000") // a hashtable scanned whole, as a set here always is
+				args = append(args, "COUNT", "5000") // a hashtable scanned whole, as a set here always is
 			}
 		}
 		return diffCmd{args: args, unordered: true, scan: true, skip: !compare}
