@@ -228,3 +228,56 @@ return {redis.call('SISMEMBER', KEYS[1], ARGV[1]), redis.call('SCARD', KEYS[1]),
 	require.Contains(t, doErr(t, rdb, "EVAL", "return redis.call('SADD', KEYS[1], 'x')", "1", "str"),
 		"WRONGTYPE Operation against a key holding the wrong kind of value")
 }
+
+// TestSetNoAllocs: SADD, SREM, SISMEMBER, SMISMEMBER, SCARD, SMEMBERS, SSCAN, SRANDMEMBER,
+// SPOP and SMOVE allocate nothing once the client's buffers have grown, on an intset, a
+// small set and a big one.
+func TestSetNoAllocs(t *testing.T) {
+	s, c := fuzzServer(t)
+	request := func(args ...string) [][]byte {
+		req := make([][]byte, len(args))
+		for i, a := range args {
+			req[i] = []byte(a)
+		}
+		return req
+	}
+	sendReq := func(req [][]byte) {
+		s.run(c, req)
+		if c.w.b[0] == '-' {
+			t.Fatalf("%q: %s", req, c.w.b)
+		}
+		c.w.b = c.w.b[:0]
+	}
+	send := func(args ...string) { sendReq(request(args...)) }
+	for i := range 300 {
+		send("SADD", "big", "user:"+strconv.Itoa(i))
+		if i < 100 {
+			send("SADD", "ids", strconv.Itoa(i))
+			send("SADD", "small", "user:"+strconv.Itoa(i))
+		}
+	}
+	for _, key := range []string{"ids", "small", "big"} {
+		for _, args := range [][]string{
+			{"SADD", key, "5", "user:5"},
+			{"SISMEMBER", key, "user:50"},
+			{"SISMEMBER", key, "50"},
+			{"SMISMEMBER", key, "user:1", "2", "x"},
+			{"SCARD", key},
+			{"SMEMBERS", key},
+			{"SSCAN", key, "0", "MATCH", "*5"},
+			{"SRANDMEMBER", key},
+			{"SRANDMEMBER", key, "5"},
+			{"SADD", key, "7000", "user:7000"},
+			{"SREM", key, "7000", "user:7000"},
+			{"SMOVE", key, "other", "user:7"},
+			{"SMOVE", "other", key, "user:7"},
+			{"SPOP", key},
+		} {
+			t.Run(key+" "+args[0], func(t *testing.T) {
+				req := request(args...)
+				sendReq(req) // grows the buffers
+				require.Zero(t, testing.AllocsPerRun(100, func() { sendReq(req) }), "%q", args)
+			})
+		}
+	}
+}
