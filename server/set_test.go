@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -280,4 +282,39 @@ func TestSetNoAllocs(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestMaxMemorySets: sets count towards maxmemory: SADD and the STORE commands are refused
+// past it while SREM and reads go on, and an eviction policy makes room by evicting sets.
+func TestMaxMemorySets(t *testing.T) {
+	ts := startServer(t, func(c *Config) {
+		c.AppendOnly = false
+		c.MaxMemory = 1 << 20
+	})
+	rdb := ts.client(t, 2)
+	ctx := context.Background()
+	members := make([]any, 20)
+	for i := range members {
+		members[i] = strings.Repeat(strconv.Itoa(i), 50)
+	}
+	const oom = "OOM command not allowed when used memory > 'maxmemory'."
+	sets := 0
+	require.Eventually(t, func() bool {
+		for range 100 {
+			if err := rdb.SAdd(ctx, "s"+strconv.Itoa(sets), members...).Err(); err != nil {
+				require.Equal(t, oom, err.Error())
+				return true
+			}
+			sets++
+		}
+		return false
+	}, 20*time.Second, time.Millisecond) // the memory check runs every 10 ms
+	require.Greater(t, sets, 100)
+	require.Equal(t, oom, doErr(t, rdb, "SUNIONSTORE", "u", "s1", "s2"))
+	require.Equal(t, int64(1), do(t, rdb, "SISMEMBER", "s1", members[3]))
+	require.Equal(t, int64(1), do(t, rdb, "SREM", "s1", members[3]))
+
+	do(t, rdb, "CONFIG", "SET", "maxmemory-policy", "allkeys-random")
+	require.Eventually(t, func() bool { return rdb.SAdd(ctx, "after", members...).Err() == nil }, 5*time.Second, 10*time.Millisecond)
+	require.Less(t, rdb.DBSize(ctx).Val(), int64(sets+1), "sets were evicted to make room")
 }
