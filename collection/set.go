@@ -1,9 +1,6 @@
 package collection
 
-import (
-	"iter"
-	"math/rand/v2"
-)
+import "iter"
 
 // A set takes one of three encodings, as Redis 7.0's intset and hashtable:
 //
@@ -353,23 +350,12 @@ func (e *SetEditor) Remove(member []byte) bool {
 	return true
 }
 
-// Pop removes a member picked at random and returns it in dst (the member's string form
-// appended), false when the set is empty.
-func (e *SetEditor) Pop(r *rand.Rand, dst []byte) ([]byte, bool) {
-	if e.Num == 0 {
-		return dst, false
-	}
-	m := e.Set().Nth(randN(r, int(e.Num)))
+// Pop removes the member of rank i (the caller's random pick, from 0 to Num-1) and returns
+// dst with its string form appended.
+func (e *SetEditor) Pop(i int, dst []byte) []byte {
+	m := e.Set().Nth(i)
 	start := len(dst)
 	dst = m.Append(dst)
 	e.Remove(dst[start:])
-	return dst, true
-}
-
-// randN returns a random integer in [0, n), from r or the process's source when r is nil.
-func randN(r *rand.Rand, n int) int {
-	if r == nil {
-		return rand.IntN(n)
-	}
-	return r.IntN(n)
+	return dst
 }

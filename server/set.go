@@ -233,8 +233,7 @@ func cmdSPop(c *client, args [][]byte) error {
 		}
 		ed := c.editSet(v)
 		var buf [64]byte
-		m, _ := ed.Pop(nil, buf[:0])
-		c.w.bulk(m)
+		c.w.bulk(ed.Pop(rand.IntN(int(ed.Num)), buf[:0]))
 		c.storeSetLocked(sh, args[1], v.Expire, &ed)
 		return nil
 	}
@@ -251,7 +250,7 @@ func cmdSPop(c *client, args [][]byte) error {
 	ed := c.editSet(v)
 	var buf []byte
 	for range count {
-		buf, _ = ed.Pop(nil, buf[:0])
+		buf = ed.Pop(rand.IntN(int(ed.Num)), buf[:0])
 		c.w.bulk(buf)
 	}
 	if rest := v.Num - count; rest*5 > count {
