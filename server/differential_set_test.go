@@ -64,7 +64,7 @@ const popKey = "sp"
 // on the same keys (WRONGTYPE).
 func genSet(r *rand.Rand) diffCmd {
 	k := diffKey(r)
-	switch r.IntN(40) {
+	switch r.IntN(41) {
 	case 0, 1, 2, 3:
 		return cmd(append([]string{"SADD", k}, setMembers(r)...)...)
 	case 4:
@@ -171,6 +171,9 @@ func genSet(r *rand.Rand) diffCmd {
 		return cmd("SCAN", "0", "COUNT", "1000", "TYPE", "set", "MATCH", k)
 	case 36:
 		return cmd(pick(r, "COPY", "RENAME"), k, diffKey(r))
+	case 37:
+		// Intsets cross their limit often at a small one.
+		return cmd("CONFIG", "SET", "set-max-intset-entries", pick(r, "0", "3", "8", "512"))
 	}
 	return cmd(pick(r, "SADD", "SREM", "SISMEMBER", "SMISMEMBER", "SCARD", "SMOVE", "SINTERSTORE", "SINTERCARD", "SSCAN", "SCARD"), k) // arity errors, and SCARD
 }
