@@ -225,3 +225,23 @@ func sortedInsert(order []string, m string) []string {
 	}
 	return slices.Insert(order, i, m)
 }
+
+// BenchmarkSetHas: SISMEMBER of a big set costs the same whatever its size (the index's
+// slots name the member's group), and a small set's walk stays short.
+func BenchmarkSetHas(b *testing.B) {
+	for _, n := range []int{100, 10_000, 100_000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			e := setFrom(SetLimits{IntsetEntries: 0, ListpackEntries: 128, ListpackValue: 64})
+			for i := range n {
+				e.Add([]byte("user:" + strconv.Itoa(i)))
+			}
+			s := e.Set()
+			probe := [][]byte{[]byte("user:" + strconv.Itoa(n/2)), []byte("user:nope")}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				s.Has(probe[i&1])
+			}
+		})
+	}
+}
