@@ -380,3 +380,43 @@ func (e *SetEditor) Pop(i int, dst []byte) []byte {
 	e.Remove(dst[start:])
 	return dst
 }
+
+// SetPack appends to dst the members of s as a pack of members alone, in s's order (a big
+// set's without its index and empty values): a set as a payload carries it (DUMP).
+func SetPack(dst []byte, s Set) []byte {
+	for p := s.Pack; len(p) > 0; {
+		k, n := Skip(p), s.step(p)
+		if k == 0 || n == 0 {
+			break
+		}
+		dst = append(dst, p[:k]...)
+		p = p[n:]
+	}
+	return dst
+}
+
+// SetFromPack builds, in new memory, the set of the members pack lists (SetPack's form),
+// as an intset when intset, else as a small set or, past lim, a big one; ok is false when
+// pack is no such set: an element cut short, a member twice, an intset's member that is no
+// integer or out of order. An intset past lim's takes the hashtable encoding, as Redis's.
+func SetFromPack(pack []byte, intset bool, lim SetLimits) (e SetEditor, ok bool) {
+	if intset {
+		e = NewSet(lim, nil)
+	} else {
+		e = NewSetEditor(Set{Enc: SmallSet}, 0, lim, nil)
+	}
+	var prev int64
+	var buf [24]byte
+	for p := pack; len(p) > 0; {
+		m, n := Read(p)
+		if n == 0 || m.Kind == Float || intset && (m.Kind != Int || e.Num > 0 && m.Int <= prev) {
+			return e, false
+		}
+		prev = m.Int
+		if !e.Add(m.Append(buf[:0])) {
+			return e, false
+		}
+		p = p[n:]
+	}
+	return e, e.Num > 0
+}

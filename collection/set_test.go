@@ -245,3 +245,35 @@ func BenchmarkSetHas(b *testing.B) {
 		})
 	}
 }
+
+// TestSetPack: a set's members alone, in every encoding, make the same set again; a pack
+// that is no set is refused.
+func TestSetPack(t *testing.T) {
+	small := SetLimits{IntsetEntries: 4, ListpackEntries: 4, ListpackValue: 64}
+	for _, ms := range [][]string{{"3", "1", "2"}, {"a", "1", "b"}, {"a", "b", "c", "d", "e", "f"}, {"1", "2", "3", "4", "5"}} {
+		e := setFrom(small, ms...)
+		pack := SetPack(nil, e.Set())
+		got, ok := SetFromPack(pack, e.Enc == Intset, small)
+		require.True(t, ok, ms)
+		require.Equal(t, e.Enc, got.Enc, ms)
+		require.Equal(t, members(e.Set()), members(got.Set()), ms)
+	}
+	for _, tc := range []struct {
+		name   string
+		pack   []byte
+		intset bool
+	}{
+		{"empty", nil, false},
+		{"cut short", []byte{5, 'a'}, false},
+		{"a member twice", AppendString(AppendString(nil, []byte("a")), []byte("a")), false},
+		{"an integer twice", AppendInt(AppendInt(nil, 7), 7), false},
+		{"an intset out of order", AppendInt(AppendInt(nil, 7), 1), true},
+		{"an intset with a string", AppendString(AppendInt(nil, 1), []byte("a")), true},
+		{"a float", AppendScore(nil, 1.5), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ok := SetFromPack(tc.pack, tc.intset, redisSetLimits)
+			require.False(t, ok)
+		})
+	}
+}
