@@ -1,4 +1,4 @@
-// Package collection holds Redis's collection types (hashes, sorted sets and lists) as the
+// Package collection holds Redis's collection types (hashes, sorted sets, lists and sets) as the
 // keyspace stores them: each a run of bytes, a pack, with its count beside it in the
 // keyspace's Value.Num, and the operations each command needs on those bytes. The package is
 // pure: no locks, no clock, no I/O. The server locks the key's shard, reads the pack the
@@ -9,7 +9,9 @@
 // A pack is elements back to back, as Redis's listpack, without its header and back-links:
 // a hash is field, value, field, value... in the order fields came (a field set again keeps
 // its place); a sorted set is member, score, member, score... in order of score, then member
-// by bytes; a list is its elements in order. Each element is one of (pack.go):
+// by bytes; a list is its elements in order; a set is its members, in order of value while
+// they are all integers (Redis's intset), else in the order they came, and past its small
+// limits a hash of empty values (set.go). Each element is one of (pack.go):
 //
 //	tag 0x00-0xbf   a string of tag bytes, which follow
 //	tag 0xc0        a string: its length as a uvarint, then its bytes

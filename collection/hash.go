@@ -208,7 +208,7 @@ func (h Hash) Get(field []byte) (Elem, bool) {
 	if !h.ix.hashed() {
 		return HashGet(h.Pack, field)
 	}
-	at, k, _, ok := h.ix.find(h.Pack, field)
+	at, k, _, _, ok := h.ix.find(h.Pack, field)
 	if !ok {
 		return Elem{}, false
 	}
@@ -240,7 +240,7 @@ func IndexHash(pack []byte, num int64) []byte {
 // Set sets field to value, a new field going at the end, and reports whether it was new.
 func (e *HashEditor) Set(field, value []byte) bool {
 	e.own(true, int(e.Num))
-	if at, k, _, ok := e.ix.find(e.Z, field); ok {
+	if at, k, _, _, ok := e.ix.find(e.Z, field); ok {
 		old := Skip(e.Z[at+k:])
 		AppendString(e.resize(at+k, old, ElemLen(value))[:0], value)
 		return false
@@ -257,7 +257,7 @@ func (e *HashEditor) Set(field, value []byte) bool {
 func (e *HashEditor) Del(field []byte) bool {
 	at, k, ok := 0, 0, false
 	if e.ix.hashed() {
-		at, k, _, ok = e.ix.find(e.Z, field)
+		at, k, _, _, ok = e.ix.find(e.Z, field)
 	} else {
 		at, k, ok = hashFind(e.Z, field)
 	}

@@ -174,8 +174,10 @@ func zpast(z []byte, past func(e []byte, score float64) bool) bool {
 }
 
 // find finds the entry of z whose first element is member (a set's member, a hash's
-// field) by the slots: its offset, the bytes of that element, and its rank.
-func (x index) find(z, member []byte) (at, k, rank int, ok bool) {
+// field) by the slots: its offset, the bytes of that element, and its group and place in
+// the group (its rank is x.rankOf(g) + r, which costs a pass over the groups: only a
+// sorted set's rank needs it).
+func (x index) find(z, member []byte) (at, k, g, r int, ok bool) {
 	key := zkeyOf(member)
 	h := key.hash()
 	mask := x.nslots() - 1
@@ -183,7 +185,7 @@ func (x index) find(z, member []byte) (at, k, rank int, ok bool) {
 	for i := int(h) & mask; ; i = (i + 1) & mask {
 		s := x.slot(i)
 		if s == 0 {
-			return 0, 0, 0, false
+			return 0, 0, 0, 0, false
 		}
 		if s&slotLive == 0 || s&slotHash != want {
 			continue
@@ -199,7 +201,7 @@ func (x index) find(z, member []byte) (at, k, rank int, ok bool) {
 				break
 			}
 			if key.equal(z[off : off+k]) {
-				return off, k, x.rankOf(g) + r, true
+				return off, k, g, r, true
 			}
 			e := zskip(z[off:])
 			if e == 0 {
@@ -231,10 +233,11 @@ func (z ZSet) Find(member []byte) ZLoc {
 	if !z.ix.hashed() {
 		return ZFind(z.Pack, member)
 	}
-	at, k, rank, ok := z.ix.find(z.Pack, member)
+	at, k, g, r, ok := z.ix.find(z.Pack, member)
 	if !ok {
 		return ZLoc{}
 	}
+	rank := z.ix.rankOf(g) + r
 	s, j := zreadScore(z.Pack[at+k:])
 	return ZLoc{Found: true, At: at, End: at + k + j, Rank: rank, Score: s}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// collectionState reads every hash, sorted set and list writeCollections wrote.
+// collectionState reads every hash, sorted set, list and set writeCollections wrote.
 func collectionState(t *testing.T, rdb *redis.Client) []string {
 	ctx := context.Background()
 	var out []string
@@ -21,6 +21,8 @@ func collectionState(t *testing.T, rdb *redis.Client) []string {
 			fmt.Sprint(rdb.HGetAll(ctx, h).Val()), rdb.ObjectEncoding(ctx, h).Val(),
 			fmt.Sprint(rdb.ZRangeWithScores(ctx, z, 0, -1).Val()), rdb.ObjectEncoding(ctx, z).Val(),
 			fmt.Sprint(rdb.LRange(ctx, l, 0, -1).Val()))
+		s := "s:" + strconv.Itoa(i)
+		out = append(out, fmt.Sprint(rdb.SMembers(ctx, s).Val()), rdb.ObjectEncoding(ctx, s).Val(), fmt.Sprint(rdb.TTL(ctx, s).Val() > 0))
 	}
 	return out
 }
@@ -40,8 +42,9 @@ func requireTTLs(t *testing.T, rdb *redis.Client) {
 	}
 }
 
-// writeCollections writes hashes, sorted sets and lists of every encoding: small ones, and
-// ones past the listpack thresholds; fractional tokens, timestamps, long members.
+// writeCollections writes hashes, sorted sets, lists and sets of every encoding: small ones,
+// and ones past the listpack thresholds; fractional tokens, timestamps, long members; sets
+// of integers (intsets), of names, and past set-max-listpack-entries.
 func writeCollections(t *testing.T, rdb *redis.Client) {
 	ctx := context.Background()
 	for i := range 50 {
@@ -54,6 +57,16 @@ func writeCollections(t *testing.T, rdb *redis.Client) {
 		}
 		require.NoError(t, rdb.ZAdd(ctx, z, redis.Z{Score: 0.1 * float64(i), Member: fmt.Sprintf("%070d", i)}).Err())
 		require.NoError(t, rdb.LPush(ctx, l, i).Err())
+		s := "s:" + strconv.Itoa(i)
+		for j := range i * 4 {
+			require.NoError(t, rdb.SAdd(ctx, s, 1732512345000+j*600).Err())
+		}
+		if i%3 == 0 {
+			require.NoError(t, rdb.SAdd(ctx, s, "user:"+strconv.Itoa(i), "user:x").Err())
+		}
+		if i%2 == 0 {
+			require.NoError(t, rdb.Expire(ctx, s, 3*time.Hour).Err())
+		}
 		if i%2 == 0 {
 			require.NoError(t, rdb.Expire(ctx, h, time.Hour).Err())
 			require.NoError(t, rdb.Expire(ctx, z, 2*time.Hour).Err())
@@ -61,8 +74,8 @@ func writeCollections(t *testing.T, rdb *redis.Client) {
 	}
 }
 
-// TestCollectionsSurviveKill9AndReachReplicas: hashes, sorted sets and lists written with
-// appendfsync always are all there after kill -9, and on a replica, as written.
+// TestCollectionsSurviveKill9AndReachReplicas: hashes, sorted sets, lists and sets written
+// with appendfsync always are all there after kill -9, and on a replica, as written.
 func TestCollectionsSurviveKill9AndReachReplicas(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -73,6 +86,9 @@ func TestCollectionsSurviveKill9AndReachReplicas(t *testing.T) {
 	want := collectionState(t, p)
 	require.Equal(t, "listpack", p.ObjectEncoding(ctx, "h:3").Val())
 	require.Equal(t, "skiplist", p.ObjectEncoding(ctx, "z:3").Val(), "a 70-byte member is past zset-max-listpack-value")
+	require.Equal(t, "intset", p.ObjectEncoding(ctx, "s:49").Val())
+	require.Equal(t, "hashtable", p.ObjectEncoding(ctx, "s:3").Val())
+	require.Equal(t, "hashtable", p.ObjectEncoding(ctx, "s:48").Val(), "194 members, past set-max-listpack-entries")
 	require.Equal(t, int64(1), p.Do(ctx, "WAIT", 1, 10000).Val())
 	r := replica.client()
 	defer r.Close()
@@ -100,4 +116,15 @@ func TestCollectionsSurviveKill9AndReachReplicas(t *testing.T) {
 	require.Equal(t, int64(1), p.ZRem(ctx, "z:49", "1732512351000").Val())
 	require.Equal(t, int64(11), p.ZRank(ctx, "z:49", "new").Val())
 	require.Equal(t, int64(148), p.ZCard(ctx, "z:49").Val())
+
+	// So does a big set's.
+	for _, c := range []*redis.Client{p, r} {
+		require.True(t, c.SIsMember(ctx, "s:48", "1732512345600").Val())
+		require.True(t, c.SIsMember(ctx, "s:48", "user:x").Val())
+		require.False(t, c.SIsMember(ctx, "s:48", "user:y").Val())
+	}
+	require.Equal(t, int64(1), p.SAdd(ctx, "s:48", "user:y").Val())
+	require.Equal(t, int64(1), p.SRem(ctx, "s:48", "user:x").Val())
+	require.Equal(t, []bool{true, false, true}, p.SMIsMember(ctx, "s:48", "user:y", "user:x", "1732512345600").Val())
+	require.Equal(t, int64(194), p.SCard(ctx, "s:48").Val())
 }

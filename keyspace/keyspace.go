@@ -30,6 +30,7 @@ const (
 	ZSet                       // a Redis sorted set: Num the members, Bytes the pack of members and scores in order
 	List                       // a Redis list: Num the elements, Bytes the pack of elements
 	Functions                  // the server's function libraries (FUNCTION DUMP's payload, in Bytes; Num its version), at one reserved key
+	Set                        // a Redis set: Num the members, Bytes package collection's pack of members
 )
 
 // maxKind is the largest Kind an entry header can hold.
@@ -66,6 +67,8 @@ func (k Kind) String() string {
 		return "list"
 	case Functions:
 		return "functions"
+	case Set:
+		return "set"
 	}
 	return "kind(" + strconv.Itoa(int(k)) + ")"
 }

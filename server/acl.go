@@ -95,6 +95,8 @@ func categories(cmd *command) uint64 {
 		add("sortedset")
 	case "list":
 		add("list")
+	case "set":
+		add("set")
 	case "connection":
 		add("connection")
 	case "transactions":

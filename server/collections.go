@@ -31,6 +31,11 @@ func getKindLocked(sh *keyspace.Shard, key []byte, kind keyspace.Kind, now int64
 			v.Num = int64(collection.Count(zsetOf(v).Pack) / 2)
 		case keyspace.List:
 			v.Num = int64(collection.Count(v.Bytes))
+		case keyspace.Set:
+			v.Num = int64(collection.Count(setOf(v).Pack))
+			if setOf(v).Enc == collection.BigSet {
+				v.Num /= 2
+			}
 		}
 	}
 	return v, true, nil
@@ -69,6 +74,7 @@ func storeCollectionLocked(sh *keyspace.Shard, key []byte, v keyspace.Value) {
 // size, kept for CONFIG's sake.
 type listpackLimits struct {
 	hashEntries, hashValue, zsetEntries, zsetValue, listSize atomic.Int64
+	setIntset, setEntries, setValue                          atomic.Int64
 }
 
 func (l *listpackLimits) init(cfg Config) {
@@ -77,6 +83,9 @@ func (l *listpackLimits) init(cfg Config) {
 	l.zsetEntries.Store(int64(cfg.ZsetMaxListpackEntries))
 	l.zsetValue.Store(int64(cfg.ZsetMaxListpackValue))
 	l.listSize.Store(int64(cfg.ListMaxListpackSize))
+	l.setIntset.Store(int64(cfg.SetMaxIntsetEntries))
+	l.setEntries.Store(int64(cfg.SetMaxListpackEntries))
+	l.setValue.Store(int64(cfg.SetMaxListpackValue))
 }
 
 // collectionParams are the data types' configuration parameters, under Redis 7's names with
@@ -85,7 +94,11 @@ func (s *Server) collectionParams() []*param {
 	def := DefaultConfig()
 	l := &s.listpack
 	p := func(name, alias string, n *atomic.Int64, d int) *param {
-		return &param{name: name, aliases: []string{alias}, def: strconv.Itoa(d), file: plainValue,
+		var aliases []string
+		if alias != "" {
+			aliases = []string{alias}
+		}
+		return &param{name: name, aliases: aliases, def: strconv.Itoa(d), file: plainValue,
 			get: func() string { return itoa(n.Load()) },
 			set: func(v string) (func(), error) {
 				if name == "list-max-listpack-size" {
@@ -108,6 +121,9 @@ func (s *Server) collectionParams() []*param {
 		p("zset-max-listpack-entries", "zset-max-ziplist-entries", &l.zsetEntries, def.ZsetMaxListpackEntries),
 		p("zset-max-listpack-value", "zset-max-ziplist-value", &l.zsetValue, def.ZsetMaxListpackValue),
 		p("list-max-listpack-size", "list-max-ziplist-size", &l.listSize, def.ListMaxListpackSize),
+		p("set-max-intset-entries", "", &l.setIntset, def.SetMaxIntsetEntries),
+		p("set-max-listpack-entries", "", &l.setEntries, def.SetMaxListpackEntries),
+		p("set-max-listpack-value", "", &l.setValue, def.SetMaxListpackValue),
 	}
 }
 

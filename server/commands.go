@@ -146,6 +146,7 @@ func (s *Server) commandTable() map[string]*command {
 	register(table, nil, hashCommands())
 	register(table, nil, zsetCommands())
 	register(table, nil, listCommands())
+	register(table, nil, setCommands())
 	register(table, nil, throttleCommands())
 	register(table, nil, limitCommands())
 	register(table, nil, policyCommands())

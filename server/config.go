@@ -182,6 +182,16 @@ type Config struct {
 	ZsetMaxListpackEntries int
 	// ZsetMaxListpackValue is "zset-max-listpack-value"; default 64.
 	ZsetMaxListpackValue int
+	// SetMaxIntsetEntries is "set-max-intset-entries"; default 512: a set of integers only
+	// keeps Redis's intset encoding (sorted) up to that many members.
+	SetMaxIntsetEntries int
+	// SetMaxListpackEntries is "set-max-listpack-entries" (Redis 7.2's name; 7.0 has no
+	// listpack sets); default 128: a set of more members, or of a member longer than
+	// SetMaxListpackValue, gets an index that finds a member without walking it. OBJECT
+	// ENCODING names 7.0's hashtable either way.
+	SetMaxListpackEntries int
+	// SetMaxListpackValue is "set-max-listpack-value"; default 64.
+	SetMaxListpackValue int
 	// ListMaxListpackSize is "list-max-listpack-size", Redis's size of a quicklist node;
 	// default -2. A list here is one pack whatever it is, so it is kept and shown only.
 	ListMaxListpackSize int
@@ -240,6 +250,9 @@ func DefaultConfig() Config {
 		ZsetMaxListpackEntries: 128,
 		ZsetMaxListpackValue:   64,
 		ListMaxListpackSize:    -2,
+		SetMaxIntsetEntries:    512,
+		SetMaxListpackEntries:  128,
+		SetMaxListpackValue:    64,
 
 		UpstreamTimeout:       50 * time.Millisecond,
 		UpstreamFallbackShare: 1,
@@ -363,6 +376,9 @@ func (c Config) Validate() error {
 		{"hash-max-listpack-value", c.HashMaxListpackValue},
 		{"zset-max-listpack-entries", c.ZsetMaxListpackEntries},
 		{"zset-max-listpack-value", c.ZsetMaxListpackValue},
+		{"set-max-intset-entries", c.SetMaxIntsetEntries},
+		{"set-max-listpack-entries", c.SetMaxListpackEntries},
+		{"set-max-listpack-value", c.SetMaxListpackValue},
 		{"list-max-listpack-size", c.ListMaxListpackSize},
 	} {
 		if lo, hi := intRange(o.name); int64(o.v) < lo || int64(o.v) > hi {
@@ -387,7 +403,8 @@ func intRange(name string) (lo, hi int64) {
 		return 0, math.MaxInt32
 	case "replica-announce-port":
 		return 0, 65535
-	case "hash-max-listpack-entries", "hash-max-listpack-value", "zset-max-listpack-entries", "zset-max-listpack-value":
+	case "hash-max-listpack-entries", "hash-max-listpack-value", "zset-max-listpack-entries", "zset-max-listpack-value",
+		"set-max-intset-entries", "set-max-listpack-entries", "set-max-listpack-value":
 		return 0, math.MaxInt64
 	case "list-max-listpack-size":
 		return math.MinInt32, math.MaxInt32

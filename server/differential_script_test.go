@@ -496,13 +496,15 @@ func genScripts(r *rand.Rand) diffCmd {
 // as the string generator's are: its PEXPIRETIME compares exactly only so.
 func genOther(r *rand.Rand) diffCmd {
 	var c diffCmd
-	switch r.IntN(4) {
+	switch r.IntN(5) {
 	case 0:
 		return genStrings(r)
 	case 1:
 		c = genHash(r)
 	case 2:
 		c = genZSet(r)
+	case 3:
+		c = genSet(r)
 	default:
 		c = genList(r)
 	}
@@ -511,7 +513,7 @@ func genOther(r *rand.Rand) diffCmd {
 		c.args = []string{"EXPIREAT", c.args[1], diffFutureTime(r, false)}
 	case "TTL": // of an absolute expiry: the seconds left round differently a moment later
 		c.skip = true
-	case "ZSCAN", "HSCAN":
+	case "ZSCAN", "HSCAN", "SSCAN":
 		// A big set or hash copied or renamed to a key the family keeps small (COPY {k}5
 		// k1): Redis scans its hash table with cursors, throttled answers it whole.
 		c.skip = true

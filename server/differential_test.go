@@ -150,6 +150,9 @@ func stateOf(d *diffConn, t *testing.T, key string) []diffCmd {
 		cmds = append(cmds, cmd("ZRANGE", key, "0", "-1", "WITHSCORES"), cmd("ZCARD", key))
 	case "+list\r\n":
 		cmds = append(cmds, cmd("LRANGE", key, "0", "-1"), cmd("LLEN", key))
+	case "+set\r\n": // an intset's members in order, a hashtable's in Redis's dict's
+		intset := d.do(t, cmd("OBJECT", "ENCODING", key)) == "$6\r\nintset\r\n"
+		cmds = append(cmds, diffCmd{args: []string{"SMEMBERS", key}, unordered: !intset}, cmd("SCARD", key))
 	}
 	return cmds
 }
@@ -554,7 +557,7 @@ func diffCopyOptions(r *rand.Rand) []string {
 // diffOtherType returns a write of a collection type on k when the server has its family.
 func diffOtherType(r *rand.Rand, k string) (diffCmd, bool) {
 	var cands []diffCmd
-	for _, c := range []diffCmd{cmd("HSET", k, "f", diffValue(r)), cmd("RPUSH", k, diffValue(r)), cmd("ZADD", k, "1", diffValue(r))} {
+	for _, c := range []diffCmd{cmd("HSET", k, "f", diffValue(r)), cmd("RPUSH", k, diffValue(r)), cmd("ZADD", k, "1", diffValue(r)), cmd("SADD", k, diffValue(r))} {
 		if diffKnown[strings.ToLower(c.args[0])] {
 			cands = append(cands, c)
 		}

@@ -65,13 +65,15 @@ func cmdDump(c *client, args [][]byte) error {
 		c.w.null()
 		return nil
 	}
-	if v.Kind == keyspace.Hash || v.Kind == keyspace.ZSet || v.Kind == keyspace.List {
+	if isCollection(v.Kind) {
 		v, _, _ = getKindLocked(sh, args[1], v.Kind, now) // its count
 		switch {
 		case v.Kind == keyspace.Hash:
 			v.Bytes = hashOf(v).Pack
 		case v.Kind == keyspace.ZSet:
 			v.Bytes = zsetOf(v).Pack
+		case v.Kind == keyspace.Set:
+			v.Bytes = collection.SetPack(nil, setOf(v))
 		}
 		v.Num2 &^= indexedPack
 	}
@@ -188,7 +190,7 @@ func cmdRestore(c *client, args [][]byte) error {
 	if exists {
 		sh.DeleteLocked(key) // the new key is a new object: its access time is its own
 	}
-	if v.Kind == keyspace.Hash || v.Kind == keyspace.ZSet || v.Kind == keyspace.List {
+	if isCollection(v.Kind) {
 		storeCollectionLocked(sh, key, v)
 	} else {
 		sh.SetLocked(key, v)
@@ -217,6 +219,13 @@ func (s *Server) restoredValue(v keyspace.Value) (keyspace.Value, error) {
 	case keyspace.SlidingLog, keyspace.Concurrency:
 	case keyspace.Hash, keyspace.ZSet, keyspace.List:
 		return s.restoredCollection(v)
+	case keyspace.Set:
+		// A set's pack is its members alone (SetPack's form); Num2 says intset or not.
+		ed, ok := collection.SetFromPack(v.Bytes, v.Num2 == 0, s.setLimits())
+		if !ok || v.Num2&^bigEncoding != 0 {
+			return v, errBadDump
+		}
+		v.Num, v.Num2, v.Bytes = ed.Num, setFlags(ed.Enc), ed.Bytes()
 	default: // the server's records, and kinds this server does not know
 		return v, errBadDump
 	}
@@ -285,4 +294,10 @@ func (s *Server) restoredCollection(v keyspace.Value) (keyspace.Value, error) {
 		}
 	}
 	return v, nil
+}
+
+// isCollection reports whether kind is one of the data types whose bytes are a pack of
+// package collection's, counted in Num.
+func isCollection(kind keyspace.Kind) bool {
+	return kind == keyspace.Hash || kind == keyspace.ZSet || kind == keyspace.List || kind == keyspace.Set
 }

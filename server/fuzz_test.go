@@ -60,6 +60,7 @@ func FuzzCommands(f *testing.F) {
 		"k 9 10 1m REFUND 3", "k 10 1 1s TIERS payments=1 default=0.8 PRIORITY payments COST 2",
 		"k 10 1s APPROX REFUND 9223372036854775807 TIERS a=0.000001 PRIORITY a", "api m7 PRIORITY payments REFUND 1",
 		"THROTTLE k 1 1 1s REFUND 1 WINDOW k2 5 1s TIERS x=0.5 PRIORITY x COST 3",
+		"k 1 2 3 user:1", "2 k k2 LIMIT 1", "k k2 k3", "k k2 1", "k -5", "k 0 MATCH user:* COUNT 10",
 	}
 	for i, seed := range seeds {
 		f.Add(uint16(i), seed)

@@ -462,6 +462,11 @@ func encodingOf(v keyspace.Value) string {
 		return "listpack"
 	case keyspace.List:
 		return "quicklist" // 7.0 has no listpack lists (7.2 has)
+	case keyspace.Set:
+		if v.Num2&bigEncoding != 0 {
+			return "hashtable" // 7.0 has no listpack sets (7.2 has)
+		}
+		return "intset"
 	}
 	return "raw"
 }

@@ -258,6 +258,12 @@ func setOption(cfg *server.Config, name string, values []string) error {
 		return number(&cfg.ZsetMaxListpackEntries)
 	case "zset-max-listpack-value", "zset-max-ziplist-value":
 		return number(&cfg.ZsetMaxListpackValue)
+	case "set-max-intset-entries":
+		return number(&cfg.SetMaxIntsetEntries)
+	case "set-max-listpack-entries":
+		return number(&cfg.SetMaxListpackEntries)
+	case "set-max-listpack-value":
+		return number(&cfg.SetMaxListpackValue)
 	case "list-max-listpack-size", "list-max-ziplist-size":
 		return number(&cfg.ListMaxListpackSize)
 

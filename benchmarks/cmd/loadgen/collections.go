@@ -16,7 +16,7 @@ import (
 // the same commands on throttled (appendonly no) and on redis-server: a token bucket's hash
 // of two fields (HSET, HMGET) and a sliding log's sorted set of 100 timestamps (ZADD,
 // ZREMRANGEBYSCORE, ZCARD), in paired rounds at P=1 and 16, and the resident memory of the
-// same data in each.
+// same data in each, and of small sets (an allow list of names, an intset of ids).
 
 // logBase is the first timestamp (Unix ms) of the sliding logs; logWindow their window.
 const (
@@ -57,6 +57,8 @@ func (r *runner) collections() (collRun, error) {
 				return append(loadtest.Encode(hset(k)...), loadtest.Encode("PEXPIRE", k, "3600000")...)
 			}},
 		{"sorted set, 100 timestamps (a sliding log)", "ZADD k t1 t1 ... t100 t100 (ms)", "mz", r.cfg.memKeys / 10, 1, one(zlog)},
+		{"set, 5 names (an allow list)", "SADD k user:1001 ... user:1005", "ms", r.cfg.memKeys, 1, one(setNames)},
+		{"set, 10 integer ids (an intset)", "SADD k 1001 ... 1010", "mi", r.cfg.memKeys, 1, one(setIDs)},
 	} {
 		req := func(i int) []byte { return m.req(fmt.Sprintf("%s:%010d", m.prefix, i)) }
 		tb, err := perKeyN(t, m.keys, m.commands, req)
@@ -111,6 +113,16 @@ func (r *runner) collections() (collRun, error) {
 
 // ownCore marks the pairs measured with each server on a core of its own.
 const ownCore = ", own core"
+
+// setNames is an allow list of 5 names; setIDs a set of 10 integer ids, which Redis keeps
+// as an intset.
+func setNames(k string) []string {
+	return []string{"SADD", k, "user:1001", "user:1002", "user:1003", "user:1004", "user:1005"}
+}
+
+func setIDs(k string) []string {
+	return []string{"SADD", k, "1001", "1002", "1003", "1004", "1005", "1006", "1007", "1008", "1009", "1010"}
+}
 
 // slidingLog returns a ZADD of a full sliding log: logMembers admissions over the window,
 // each member its own timestamp.
