@@ -161,6 +161,8 @@ type Shard struct {
 	lru  []uint32
 	tick uint32
 
+	hits, misses int64 // ReadLocked's lookups (lookups.go)
+
 	keys    atomic.Int64 // Keyspace.Len
 	expires atomic.Int64 // Keyspace.Expires
 	expired atomic.Int64 // Keyspace.ExpiredTotal

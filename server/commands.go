@@ -68,9 +68,10 @@ const (
 	flagDenyOOM   // may add data: refused or preceded by evictions over maxmemory (memory.go)
 	flagNoScript  // refused inside scripts (scripting.go)
 	flagAllowBusy // runs while a script is busy (scripting.go)
+	flagReadonly  // reads keys: its lookups count as keyspace hits or misses (INFO)
 )
 
-var flagBits = map[string]uint32{"no-auth": flagNoAuth, "write": flagWrite, "ratelimit": flagRatelimit, "no-multi": flagNoMulti, "denyoom": flagDenyOOM, "noscript": flagNoScript}
+var flagBits = map[string]uint32{"no-auth": flagNoAuth, "write": flagWrite, "ratelimit": flagRatelimit, "no-multi": flagNoMulti, "denyoom": flagDenyOOM, "noscript": flagNoScript, "readonly": flagReadonly}
 
 func (cmd *command) has(bit uint32) bool { return cmd.bits&bit != 0 }
 
@@ -158,7 +159,7 @@ func (s *Server) commandTable() map[string]*command {
 		name string
 		subs []*command
 	}{
-		{"client", clientSubcommands()},
+		{"client", append(clientSubcommands(), clientCtlSubcommands()...)},
 		{"config", configSubcommands()},
 		{"command", commandSubcommands()},
 		{"pubsub", pubsubSubcommands()},

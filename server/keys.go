@@ -68,7 +68,7 @@ func cmdExists(c *client, args [][]byte) error {
 	for _, key := range args[1:] {
 		sh := c.s.ks.Shard(key)
 		sh.Lock()
-		if _, ok := sh.GetLocked(key, now); ok {
+		if _, ok := c.lookupLocked(sh, key, now); ok {
 			n++
 		}
 		sh.Unlock()
@@ -81,7 +81,7 @@ func cmdExists(c *client, args [][]byte) error {
 func cmdType(c *client, args [][]byte) error {
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
-	v, _ := sh.GetLocked(args[1], c.now())
+	v, _ := c.lookupLocked(sh, args[1], c.now())
 	sh.Unlock()
 	c.w.simple(v.Kind.String())
 	return nil
@@ -197,7 +197,7 @@ func ttlHandler(unit int64, absolute bool) handler {
 		now := c.now()
 		sh := c.s.ks.Shard(args[1])
 		sh.Lock()
-		v, ok := sh.GetLocked(args[1], now)
+		v, ok := c.lookupLocked(sh, args[1], now)
 		sh.Unlock()
 		switch {
 		case !ok:

@@ -90,8 +90,11 @@ type Server struct {
 	nextID    atomic.Int64
 	connected atomic.Int64 // clients connected now
 	stats     stats
-	edge      edge     // Envoy's rate-limit service on grpc-port (envoy.go)
-	obs       observer // commandstats, SLOWLOG, MONITOR, TOPDENIED, deny events (observe.go)
+	edge      edge        // Envoy's rate-limit service on grpc-port (envoy.go)
+	obs       observer    // commandstats, SLOWLOG, MONITOR, TOPDENIED, deny events (observe.go)
+	pause     clientPause // CLIENT PAUSE (clientctl.go)
+	netGone   netTally    // what the clients gone read and wrote; guarded by mu
+	instants  instants    // INFO's instantaneous rates (netstats.go); the expiry loop's
 
 	lastSave atomic.Int64 // Unix seconds: the start, LASTSAVE with appendonly no
 
@@ -398,8 +401,12 @@ func (s *Server) expireLoop() {
 		case <-s.shutdown:
 			return
 		case <-slow.C:
+			s.sampleInstants()
 		case <-fastC:
 			budget = fastExpireTime
+		}
+		if s.pause.mode.Load() != pauseNone {
+			continue // no key expires while clients are paused, as in Redis
 		}
 		if s.expireFor(budget) {
 			fast.Reset(fastExpireTime)
@@ -425,9 +432,9 @@ func (s *Server) expireFor(budget time.Duration) bool {
 	}
 }
 
-// run executes one request on c and writes its reply; inside MULTI it queues the request
-// instead.
-func (s *Server) run(c *client, args [][]byte) {
+// dispatch executes one request on c and writes its reply; inside MULTI it queues the
+// request instead.
+func (s *Server) dispatch(c *client, args [][]byte) {
 	cmd := s.lookup(c, args[0])
 	if cmd == nil {
 		s.reject(c, unknownCommand(args))
@@ -463,6 +470,16 @@ func (s *Server) run(c *client, args [][]byte) {
 	if s.scripts.nbusy.Load() > 0 && !cmd.has(flagAllowBusy) {
 		s.reject(c, s.scripts.busyError()) // a script has run past busy-reply-threshold (scripting.go)
 		return
+	}
+	if mode := s.pause.mode.Load(); mode != pauseNone && c.pausedFor(mode, cmd, args) {
+		if c.nc == nil {
+			c.handoff = true // it waits on a goroutine of its own, not holding up the loop
+			return
+		}
+		if !s.waitUnpaused(c, cmd, args) {
+			c.closing = true
+			return
+		}
 	}
 	if cmd.bits&flagDenyOOM != 0 && s.mem.full.Load() {
 		if err := s.makeRoom(); err != nil {
@@ -531,6 +548,7 @@ func (s *Server) call(c *client, cmd *command, args [][]byte) {
 		}
 	}
 	s.stats.commands.Add(1)
+	c.reading = cmd.bits&flagReadonly != 0
 	start := c.tick
 	mark := len(c.w.b)
 	defer func() {
