@@ -107,6 +107,7 @@ type instants struct {
 	at            time.Time
 	ops, in, out  instant
 	opsPerSec     atomic.Int64
+	expireCapped  atomic.Int64  // slow expiry cycles that ran out of time (expired_time_cap_reached_count)
 	inKbps, outKb atomic.Uint64 // math.Float64bits of KB/s
 }
 

@@ -87,14 +87,16 @@ type Server struct {
 	loops    []*loop // event loops serving the clients, round robin; none on other systems
 	nextLoop atomic.Uint64
 
-	nextID    atomic.Int64
-	connected atomic.Int64 // clients connected now
-	stats     stats
-	edge      edge        // Envoy's rate-limit service on grpc-port (envoy.go)
-	obs       observer    // commandstats, SLOWLOG, MONITOR, TOPDENIED, deny events (observe.go)
-	pause     clientPause // CLIENT PAUSE (clientctl.go)
-	netGone   netTally    // what the clients gone read and wrote; guarded by mu
-	instants  instants    // INFO's instantaneous rates (netstats.go); the expiry loop's
+	nextID     atomic.Int64
+	connected  atomic.Int64 // clients connected now
+	stats      stats
+	edge       edge        // Envoy's rate-limit service on grpc-port (envoy.go)
+	obs        observer    // commandstats, SLOWLOG, MONITOR, TOPDENIED, deny events (observe.go)
+	pause      clientPause // CLIENT PAUSE (clientctl.go)
+	netGone    netTally    // what the clients gone read and wrote; guarded by mu
+	errStats   errorStats  // INFO errorstats (infofields.go)
+	memStartup int64       // INFO used_memory_startup
+	instants   instants    // INFO's instantaneous rates (netstats.go); the expiry loop's
 
 	lastSave atomic.Int64 // Unix seconds: the start, LASTSAVE with appendonly no
 
@@ -112,6 +114,7 @@ type stats struct {
 	allowed     atomic.Int64 // rate-limit decisions that allowed
 	denied      atomic.Int64 // rate-limit decisions that denied
 	refunded    atomic.Int64 // units REFUND gave back
+	unexpected  atomic.Int64 // error replies of a handler's panic (unexpected_error_replies)
 }
 
 // New builds a server from cfg; Serve or ListenAndServe runs it.
@@ -201,6 +204,7 @@ func New(cfg Config) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
+	s.memStartup = startupMemory()
 	return s, nil
 }
 
@@ -408,7 +412,11 @@ func (s *Server) expireLoop() {
 		if s.pause.mode.Load() != pauseNone {
 			continue // no key expires while clients are paused, as in Redis
 		}
-		if s.expireFor(budget) {
+		capped := s.expireFor(budget)
+		if capped && budget == slowExpireTime {
+			s.instants.expireCapped.Add(1)
+		}
+		if capped {
 			fast.Reset(fastExpireTime)
 			fastC = fast.C
 		} else {
@@ -556,6 +564,7 @@ func (s *Server) call(c *client, cmd *command, args [][]byte) {
 			cmd.calls.Add(1)
 			cmd.failed.Add(1)
 			s.log.Error("panic in command", "command", cmd.fullName(), "panic", r, "stack", string(debug.Stack()))
+			s.stats.unexpected.Add(1)
 			c.w.b = c.w.b[:mark] // drop a half-written reply
 			s.replyError(c, fmt.Errorf("internal error in '%s': %v", cmd.fullName(), r))
 		}
@@ -569,7 +578,9 @@ func (s *Server) call(c *client, cmd *command, args [][]byte) {
 
 func (s *Server) replyError(c *client, err error) {
 	s.stats.errors.Add(1)
-	c.w.errorText(errorText(err))
+	text := errorText(err)
+	s.errStats.count(text)
+	c.w.errorText(text)
 }
 
 // passwordSet reports whether connections must authenticate: the default user has a
