@@ -54,8 +54,13 @@ type client struct {
 	readOnly bool         // a replica runs a rate-limit verb: only PEEK and COST 0 may run
 	reading  bool         // the command running reads keys: lookupLocked counts its lookups
 	reply    replyMode    // CLIENT REPLY (clientctl.go)
-	noEvict  atomic.Bool  // CLIENT NO-EVICT ON
-	paused   atomic.Bool  // its command waits for CLIENT PAUSE to end
+	// silencing: the replies written since replyMark (and the upstream's to the calls
+	// parked since replyCalls) are dropped at the end of the request.
+	silencing  bool
+	replyMark  int
+	replyCalls int
+	noEvict    atomic.Bool // CLIENT NO-EVICT ON
+	paused     atomic.Bool // its command waits for CLIENT PAUSE to end
 
 	// A replica's link, on its primary.
 	follower *replication.Follower // after PSYNC

@@ -32,50 +32,36 @@ func clientCtlSubcommands() []*command {
 	}
 }
 
-// run executes one request on c, as dispatch does, and keeps CLIENT REPLY's word: with
-// replies off, or the reply skipped, what the request wrote is taken back. A client that
-// never said CLIENT REPLY pays one comparison.
+// run executes one request on c, as dispatch does, and keeps CLIENT REPLY's word as Redis
+// does, reply by reply: with replies off, or this request's skipped, what it writes is
+// taken back, but for what follows a CLIENT REPLY ON it runs (in EXEC, say). A client
+// that never said CLIENT REPLY pays two comparisons.
 func (s *Server) run(c *client, args [][]byte) {
-	if c.reply == replyOn {
-		s.dispatch(c, args)
-		if c.reply == replySkipNext && !c.handoff {
-			c.reply = replySkip
-		}
-		return
+	if c.reply != replyOn {
+		c.silencing = c.reply == replyOff || c.reply == replySkip
+		c.replyMark, c.replyCalls = len(c.w.b), len(c.up.calls)
 	}
-	mark, calls := len(c.w.b), len(c.up.calls)
-	before := c.reply
 	s.dispatch(c, args)
-	if c.handoff {
-		return // it runs again on the goroutine that takes c over
+	if (c.reply != replyOn || c.silencing) && !c.handoff { // a handed-off request runs again
+		c.endReplies()
+	}
+}
+
+// endReplies ends a request run with replies not all on: what it wrote since the mark is
+// dropped while silencing; a skipped request's skip is over, a SKIP's starts.
+func (c *client) endReplies() {
+	if c.silencing {
+		c.w.b = c.w.b[:c.replyMark]
+		for _, call := range c.up.calls[c.replyCalls:] {
+			call.silent = true
+		}
+		c.silencing = false
 	}
 	switch c.reply {
-	case replyOff:
-		c.silence(mark, calls)
-	case replySkip: // this request's reply is the one skipped
-		c.silence(mark, calls)
+	case replySkip:
 		c.reply = replyOn
 	case replySkipNext:
-		c.reply = replySkip // SKIP again, from within a skipped or silenced request
-	case replyOn:
-		if before == replySkip && !c.replied(args) {
-			c.silence(mark, calls)
-		}
-	}
-}
-
-// replied: the request that just ran turned replies back on (CLIENT REPLY ON), so its
-// own +OK goes out, as in Redis.
-func (c *client) replied(args [][]byte) bool {
-	return len(args) == 3 && strings.EqualFold(string(args[0]), "client") && strings.EqualFold(string(args[1]), "reply")
-}
-
-// silence drops the replies written since mark, and the upstream's replies to the calls
-// parked since the first calls.
-func (c *client) silence(mark, calls int) {
-	c.w.b = c.w.b[:mark]
-	for _, call := range c.up.calls[calls:] {
-		call.silent = true
+		c.reply = replySkip
 	}
 }
 
@@ -83,9 +69,20 @@ func (c *client) silence(mark, calls int) {
 func cmdClientReply(c *client, args [][]byte) error {
 	switch strings.ToLower(string(args[2])) {
 	case "on":
+		if c.silencing { // what this request wrote before stays unsent
+			c.w.b = c.w.b[:c.replyMark]
+			for _, call := range c.up.calls[c.replyCalls:] {
+				call.silent = true
+			}
+			c.silencing = false
+		}
 		c.reply = replyOn
 		c.w.ok()
 	case "off":
+		if !c.silencing {
+			c.silencing = true
+			c.replyMark, c.replyCalls = len(c.w.b), len(c.up.calls)
+		}
 		c.reply = replyOff
 	case "skip":
 		if c.reply != replyOff {
