@@ -99,6 +99,12 @@ func newLoop(s *Server) (*loop, error) {
 	return &loop{s: s, epfd: epfd, wakefd: wakefd, events: make([]unix.EpollEvent, 256), done: make(chan struct{}), lat: s.newRecorder()}, nil
 }
 
+// onLoop reports whether an event loop serves c.
+func (c *client) onLoop() bool { return c.loop != nil }
+
+// published is what the loop's clients read and wrote, as of its last round.
+func (l *loop) published() netTally { return l.net.load() }
+
 // latencyRecorder is where c's commands count their latency: its event loop's recorder,
 // or the shared one.
 func (c *client) latencyRecorder() *latency.Recorder {

@@ -65,7 +65,7 @@ func (s *Server) netTotals() netTally {
 	var t netTally
 	s.mu.Lock()
 	for _, l := range s.loops {
-		t.plus(l.net.load())
+		t.plus(l.published())
 	}
 	for _, c := range s.clients {
 		t.plus(c.net.load())

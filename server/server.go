@@ -480,7 +480,7 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 		return
 	}
 	if mode := s.pause.mode.Load(); mode != pauseNone && c.pausedFor(mode, cmd, args) {
-		if c.nc == nil {
+		if c.onLoop() {
 			c.handoff = true // it waits on a goroutine of its own, not holding up the loop
 			return
 		}
