@@ -229,6 +229,7 @@ func cmdConfigResetStat(c *client, args [][]byte) error {
 	}
 	s.errStats.reset()
 	s.ks.ResetLookups()
+	s.resetNet()
 	for _, cmd := range s.commands {
 		for _, cc := range append([]*command{cmd}, sortedSubcommands(cmd)...) {
 			cc.calls.Store(0)

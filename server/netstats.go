@@ -71,8 +71,25 @@ func (s *Server) netTotals() netTally {
 		t.plus(c.net.load())
 	}
 	t.plus(s.netGone)
+	t.minus(s.netReset)
 	s.mu.Unlock()
 	return t
+}
+
+// resetNet starts the figures again from zero (CONFIG RESETSTAT): what is counted so far
+// is subtracted from now on.
+func (s *Server) resetNet() {
+	t := s.netTotals()
+	s.mu.Lock()
+	s.netReset.plus(t)
+	s.mu.Unlock()
+}
+
+func (t *netTally) minus(u netTally) {
+	t.in -= u.in
+	t.out -= u.out
+	t.reads -= u.reads
+	t.writes -= u.writes
 }
 
 // Redis's instantaneous metrics: a sample every 100 ms, the mean of the last 16.

@@ -94,6 +94,7 @@ type Server struct {
 	obs        observer    // commandstats, SLOWLOG, MONITOR, TOPDENIED, deny events (observe.go)
 	pause      clientPause // CLIENT PAUSE (clientctl.go)
 	netGone    netTally    // what the clients gone read and wrote; guarded by mu
+	netReset   netTally    // the figures at CONFIG RESETSTAT, subtracted; guarded by mu
 	errStats   errorStats  // INFO errorstats (infofields.go)
 	memStartup int64       // INFO used_memory_startup
 	instants   instants    // INFO's instantaneous rates (netstats.go); the expiry loop's
