@@ -1,20 +1,18 @@
 package keyspace
 
-// ReadLocked is GetLocked for a command that reads: it also counts the lookup, a hit when
-// the key is there, a miss when not (INFO's keyspace_hits and keyspace_misses). As Redis
-// counts only its read lookups, the writes' look at a key goes through GetLocked. The
-// counters are plain fields under the shard's lock, which the lookup holds anyway.
-func (s *Shard) ReadLocked(key []byte, now int64) (Value, bool) {
-	v, ok := s.GetLocked(key, now)
-	if ok {
+// CountLookup counts a command's read of a key after GetLocked: a hit when the key was
+// there, a miss when not (INFO's keyspace_hits and keyspace_misses). As Redis, only the
+// lookups of commands that read count, not a write's look at a key. The counters are
+// plain fields under the shard's lock, which the lookup holds anyway.
+func (s *Shard) CountLookup(hit bool) {
+	if hit {
 		s.hits++
 	} else {
 		s.misses++
 	}
-	return v, ok
 }
 
-// Lookups returns the hits and misses ReadLocked counted since New; Flush keeps them, as
+// Lookups returns the hits and misses CountLookup counted since New; Flush keeps them, as
 // FLUSHALL keeps Redis's. It locks each shard in turn.
 func (ks *Keyspace) Lookups() (hits, misses int64) {
 	for _, s := range ks.shards {

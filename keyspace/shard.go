@@ -161,7 +161,7 @@ type Shard struct {
 	lru  []uint32
 	tick uint32
 
-	hits, misses int64 // ReadLocked's lookups (lookups.go)
+	hits, misses int64 // reads' lookups (lookups.go)
 
 	keys    atomic.Int64 // Keyspace.Len
 	expires atomic.Int64 // Keyspace.Expires

@@ -6,8 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"throttled/keyspace"
 )
 
 // What a client may ask of the server about its own replies and everyone's commands:
@@ -274,13 +272,4 @@ func (s *Server) waitUnpaused(c *client, cmd *command, args [][]byte) bool {
 			return false
 		}
 	}
-}
-
-// lookupLocked looks key up for c's command: a read-only command's lookups count as
-// keyspace hits and misses, as Redis counts its read lookups; a write's do not.
-func (c *client) lookupLocked(sh *keyspace.Shard, key []byte, now int64) (keyspace.Value, bool) {
-	if c.reading {
-		return sh.ReadLocked(key, now)
-	}
-	return sh.GetLocked(key, now)
 }

@@ -16,7 +16,10 @@ import (
 // none, and keyspace.ErrWrongType when it holds another kind. The shard is locked. A
 // collection's Num is its element count, even where storeCollectionLocked left it out.
 func (c *client) kindLocked(sh *keyspace.Shard, key []byte, kind keyspace.Kind, now int64) (keyspace.Value, bool, error) {
-	v, ok := c.lookupLocked(sh, key, now)
+	v, ok := sh.GetLocked(key, now)
+	if c.reading { // a read-only command's lookups count as keyspace hits and misses
+		sh.CountLookup(ok)
+	}
 	if !ok {
 		return v, false, nil
 	}

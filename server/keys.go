@@ -68,7 +68,9 @@ func cmdExists(c *client, args [][]byte) error {
 	for _, key := range args[1:] {
 		sh := c.s.ks.Shard(key)
 		sh.Lock()
-		if _, ok := c.lookupLocked(sh, key, now); ok {
+		_, ok := sh.GetLocked(key, now)
+		sh.CountLookup(ok)
+		if ok {
 			n++
 		}
 		sh.Unlock()
@@ -81,7 +83,8 @@ func cmdExists(c *client, args [][]byte) error {
 func cmdType(c *client, args [][]byte) error {
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
-	v, _ := c.lookupLocked(sh, args[1], c.now())
+	v, ok := sh.GetLocked(args[1], c.now())
+	sh.CountLookup(ok)
 	sh.Unlock()
 	c.w.simple(v.Kind.String())
 	return nil
@@ -197,7 +200,8 @@ func ttlHandler(unit int64, absolute bool) handler {
 		now := c.now()
 		sh := c.s.ks.Shard(args[1])
 		sh.Lock()
-		v, ok := c.lookupLocked(sh, args[1], now)
+		v, ok := sh.GetLocked(args[1], now)
+		sh.CountLookup(ok)
 		sh.Unlock()
 		switch {
 		case !ok:

@@ -75,7 +75,8 @@ func cmdGet(c *client, args [][]byte) error {
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
-	v, ok := c.lookupLocked(sh, args[1], c.now())
+	v, ok := sh.GetLocked(args[1], c.now())
+	sh.CountLookup(ok)
 	switch {
 	case !ok:
 		c.w.null()
@@ -240,7 +241,9 @@ func cmdMGet(c *client, args [][]byte) error {
 	for _, key := range args[1:] {
 		sh := c.s.ks.Shard(key)
 		sh.Lock()
-		if v, ok := c.lookupLocked(sh, key, now); ok && v.Kind == keyspace.String {
+		v, ok := sh.GetLocked(key, now)
+		sh.CountLookup(ok)
+		if ok && v.Kind == keyspace.String {
 			c.w.bulk(v.Bytes)
 		} else {
 			c.w.null()
