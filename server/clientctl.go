@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -143,7 +144,7 @@ func cmdClientPause(c *client, args [][]byte) error {
 	default:
 		return errors.New("CLIENT PAUSE mode must be WRITE or ALL")
 	}
-	c.s.pauseClients(mode, time.Now().Add(time.Duration(ms)*time.Millisecond))
+	c.s.pauseClients(mode, time.Now().Add(time.Duration(min(ms, math.MaxInt64/int64(time.Millisecond)))*time.Millisecond))
 	c.w.ok()
 	return nil
 }
