@@ -12,7 +12,8 @@ run: build
 	./$(BIN) --port 6379
 
 # deps installs what the tests drive: redis-cli and redis-benchmark (redis-tools), redis-server,
-# prometheus (the scrape test), chromium (the status page, headless), python3-redis (redis-py
+# prometheus (the scrape test), prometheus-redis-exporter (it must scrape throttled as it scrapes
+# redis-server), chromium (the status page, headless), python3-redis (redis-py
 # reads INFO latencystats), nginx and caddy (the proxies of examples/ in front of http-port),
 # Node.js and npm; then the
 # rate limiters compat/ runs against throttled: the npm packages pinned in
@@ -30,10 +31,11 @@ apt-deps:
 		! command -v prometheus >/dev/null || ! command -v chromium >/dev/null || \
 		! command -v nginx >/dev/null || ! command -v caddy >/dev/null || \
 		! command -v node >/dev/null || ! command -v npm >/dev/null || \
+		! command -v prometheus-redis-exporter >/dev/null || \
 		! /usr/bin/python3 -c 'import redis' 2>/dev/null; then \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server redis-tools prometheus chromium python3-redis nginx caddy \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server redis-tools prometheus prometheus-redis-exporter chromium python3-redis nginx caddy \
 			$$(command -v node >/dev/null || echo nodejs) $$(command -v npm >/dev/null || echo npm) >/dev/null; \
 	fi
 

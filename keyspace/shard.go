@@ -160,6 +160,8 @@ type Shard struct {
 
 	clock *atomic.Uint32 // Keyspace.clock: the second entries note as their last access
 
+	hits, misses int64 // reads' lookups (lookups.go)
+
 	keys    atomic.Int64 // Keyspace.Len
 	expires atomic.Int64 // Keyspace.Expires
 	expired atomic.Int64 // Keyspace.ExpiredTotal

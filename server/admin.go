@@ -84,10 +84,12 @@ func (s *Server) infoSections() []infoSection {
 		{"stats", s.infoStats},
 		{"cpu", infoCPU},
 		{"commandstats", s.infoCommandStats},
+		{"errorstats", s.infoErrorStats},
 		{"latencystats", s.infoLatencyStats},
 		{"throttle", func() [][2]string { return append(s.infoThrottle(), s.infoDenyEvents()...) }},
 		{"upstream", s.infoUpstream},
 		{"scripting", s.infoScripting},
+		{"cluster", infoCluster},
 		{"keyspace", s.infoKeyspace},
 	}
 }
@@ -98,7 +100,7 @@ func (s *Server) infoServer() [][2]string {
 	if a, ok := s.Addr().(*net.TCPAddr); ok {
 		port = a.Port
 	}
-	return [][2]string{
+	return append([][2]string{
 		{"redis_version", redisVersion},
 		{"throttled_version", Version},
 		{"redis_mode", "standalone"},
@@ -113,15 +115,7 @@ func (s *Server) infoServer() [][2]string {
 		{"uptime_in_days", itoa(int64(up / (24 * time.Hour)))},
 		{"hz", "10"},
 		{"shards", strconv.Itoa(s.cfg.Shards)},
-	}
-}
-
-func (s *Server) infoClients() [][2]string {
-	return [][2]string{
-		{"connected_clients", itoa(s.connected.Load())},
-		{"maxclients", itoa(s.maxClients.Load())},
-		{"blocked_clients", "0"},
-	}
+	}, s.infoServerMore()...)
 }
 
 // infoMemory is INFO's memory section. used_memory counts the Go heap in use and, with
@@ -161,6 +155,13 @@ func (s *Server) infoMemory() [][2]string {
 		{"gc_cycles", strconv.FormatUint(uint64(m.NumGC), 10)},
 		{"heap_objects", strconv.FormatUint(m.HeapObjects, 10)},
 	}
+	normal, replicas, _, _ := s.clientFigures()
+	var backlog int64
+	if in := s.repl.Info(); in.BacklogOn {
+		backlog = in.BacklogLen
+	}
+	mem = append(mem, memoryFields(&m, int64(used), int64(m.HeapSys+offHeap), int64(rss), s.memStartup,
+		s.ks.UsedMemory(), normal, replicas, backlog)...)
 	return append(mem, s.infoScriptMemory()...)
 }
 
@@ -194,23 +195,6 @@ func humanBytes(n uint64) string {
 	return strconv.FormatUint(n, 10) + "B"
 }
 
-func (s *Server) infoStats() [][2]string {
-	in := s.repl.Info()
-	return [][2]string{
-		{"total_connections_received", itoa(s.stats.connections.Load())},
-		{"total_commands_processed", itoa(s.stats.commands.Load())},
-		{"rejected_connections", itoa(s.stats.rejected.Load())},
-		{"expired_keys", itoa(s.ks.ExpiredTotal())},
-		{"evicted_keys", itoa(s.ks.EvictedTotal())},
-		{"pubsub_channels", strconv.Itoa(s.pubsub.NumChannels())},
-		{"pubsub_patterns", strconv.Itoa(s.pubsub.NumPat())},
-		{"total_error_replies", itoa(s.stats.errors.Load())},
-		{"sync_full", itoa(in.SyncFull)},
-		{"sync_partial_ok", itoa(in.PartialOK)},
-		{"sync_partial_err", itoa(in.PartialErr)},
-	}
-}
-
 // infoThrottle counts decisions per rate-limit verb.
 func (s *Server) infoThrottle() [][2]string {
 	out := [][2]string{
@@ -239,13 +223,17 @@ func (s *Server) infoKeyspace() [][2]string {
 func cmdConfigResetStat(c *client, args [][]byte) error {
 	s := c.s
 	for _, v := range []interface{ Store(int64) }{&s.stats.connections, &s.stats.rejected, &s.stats.commands,
-		&s.stats.errors, &s.stats.allowed, &s.stats.denied, &s.stats.refunded} {
+		&s.stats.errors, &s.stats.allowed, &s.stats.denied, &s.stats.refunded, &s.stats.unexpected,
+		&s.instants.expireCapped} {
 		v.Store(0)
 	}
 	for i := range s.stats.byDoor {
 		s.stats.byDoor[i][0].Store(0)
 		s.stats.byDoor[i][1].Store(0)
 	}
+	s.errStats.reset()
+	s.ks.ResetLookups()
+	s.resetNet()
 	for _, cmd := range s.commands {
 		for _, cc := range append([]*command{cmd}, sortedSubcommands(cmd)...) {
 			cc.calls.Store(0)

@@ -46,7 +46,7 @@ func cmdSetBit(c *client, args [][]byte) error {
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
-	v, ok, err := getStringLocked(sh, args[1], c.now())
+	v, ok, err := c.stringLocked(sh, args[1], c.now())
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func cmdGetBit(c *client, args [][]byte) error {
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
-	v, _, err := getStringLocked(sh, args[1], c.now())
+	v, _, err := c.stringLocked(sh, args[1], c.now())
 	if err != nil {
 		return err
 	}
@@ -86,7 +86,7 @@ func cmdBitCount(c *client, args [][]byte) error {
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
-	v, ok, err := getStringLocked(sh, args[1], c.now())
+	v, ok, err := c.stringLocked(sh, args[1], c.now())
 	if err != nil {
 		return err
 	}

@@ -54,6 +54,15 @@ type client struct {
 	kind     atomic.Int32 // a clientKind: what CLIENT LIST and CLIENT KILL TYPE know it as
 	multi    atomic.Int32 // for CLIENT LIST: 1 + the requests queued in MULTI; 0 outside MULTI
 	readOnly bool         // a replica runs a rate-limit verb: only PEEK and COST 0 may run
+	reading  bool         // the command running reads keys: lookupLocked counts its lookups
+	reply    replyMode    // CLIENT REPLY (clientctl.go)
+	// silencing: the replies written since replyMark (and the upstream's to the calls
+	// parked since replyCalls) are dropped at the end of the request.
+	silencing  bool
+	replyMark  int
+	replyCalls int
+	noEvict    atomic.Bool // CLIENT NO-EVICT ON
+	paused     atomic.Bool // its command waits for CLIENT PAUSE to end
 
 	// A replica's link, on its primary.
 	follower *replication.Follower // after PSYNC
@@ -61,13 +70,18 @@ type client struct {
 	replPort int                   // REPLCONF listening-port
 
 	lastCmd    atomic.Pointer[command]
-	lastActive atomic.Int64   // Unix ns
-	tick       int64          // observer.mono at the end of c's last command or the start of its pipeline: the next command's start
-	closing    bool           // close after the pending replies are written
-	mustSync   bool           // a write command ran: the replies wait until it is synced
-	handoff    bool           // a command needs c detached: its event loop hands it over
-	out        *outbox        // a detached client's output, which others may queue on too; nil before
-	up         clientUpstream // calls waiting for the upstream (upstream.go)
+	lastActive atomic.Int64           // Unix ns
+	tick       int64                  // observer.mono at the end of c's last command or the start of its pipeline: the next command's start
+	closing    bool                   // close after the pending replies are written
+	mustSync   bool                   // a write command ran: the replies wait until it is synced
+	handoff    bool                   // a command needs c detached: its event loop hands it over
+	out        *outbox                // a detached client's output, which others may queue on too; nil before
+	nwritten   int64                  // bytes written since the last takeNet (netstats.go)
+	writes     int64                  // writes since the last takeNet
+	net        netFigures             // what a client no loop serves read and wrote, folded once per pipeline
+	bufs       clientBufs             // its buffers' sizes, for other clients' CLIENT LIST
+	outPub     atomic.Pointer[outbox] // out, for other goroutines
+	up         clientUpstream         // calls waiting for the upstream (upstream.go)
 	loopConn
 
 	mu      sync.Mutex         // guards name, libName, libVer, resp, and sub for other goroutines
@@ -114,6 +128,8 @@ func (s *Server) makeClient(nc net.Conn) *client {
 	c.rd.open = s.acl.DefaultOpen
 	c.setAuthed(!s.passwordSet())
 	c.lastActive.Store(c.created.UnixNano())
+	c.bufs.seen[1] = int64(len(c.rd.buf))
+	c.bufs.qbufCap.Store(c.bufs.seen[1])
 	c.startBatch()
 	return c
 }
@@ -194,6 +210,7 @@ func (c *client) flush() bool {
 		c.spliceUpstream()
 	}
 	if len(c.w.b) == 0 {
+		c.foldNet()
 		return true
 	}
 	if c.mustSync {
@@ -207,13 +224,21 @@ func (c *client) flush() bool {
 			err = errOutputClosed
 		}
 	} else {
-		_, err = c.nc.Write(c.w.b)
+		var n int
+		n, err = c.nc.Write(c.w.b)
+		if n > 0 {
+			c.nwritten += int64(n)
+			c.writes++
+		}
 	}
+	c.foldNet()
+	pending := len(c.w.b)
 	if cap(c.w.b) > keepWriteBuf {
 		c.w.b = nil
 	} else {
 		c.w.b = c.w.b[:0]
 	}
+	c.noteBufs(pending)
 	return err == nil
 }
 
@@ -227,12 +252,15 @@ func (c *client) close() {
 	c.s.unmonitor(c)
 	c.s.mu.Lock()
 	delete(c.s.clients, c.id)
+	c.s.netGone.plus(c.net.load())
+	c.s.netGone.plus(c.takeNet())
 	c.s.mu.Unlock()
 	c.s.connected.Add(-1)
 }
 
-// info is the client's line in CLIENT LIST and CLIENT INFO, in Redis's format.
-func (c *client) info(now time.Time) string {
+// info is the client's line in CLIENT LIST and CLIENT INFO, in Redis's format, as seen by
+// by, whose command running now is args.
+func (c *client) info(now time.Time, by *client, args [][]byte) string {
 	c.mu.Lock()
 	name, lib, ver, resp, sub := c.name, c.libName, c.libVer, c.resp, c.sub
 	c.mu.Unlock()
@@ -255,7 +283,10 @@ func (c *client) info(now time.Time) string {
 	b.WriteString(" flags=" + c.flags() + " db=0")
 	b.WriteString(" sub=" + itoa(int64(channels)) + " psub=" + itoa(int64(patterns)))
 	b.WriteString(" ssub=0 multi=" + itoa(int64(c.multi.Load()-1)))
-	b.WriteString(" qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r")
+	m := c.memory(by, args)
+	b.WriteString(" qbuf=" + itoa(m.qbuf) + " qbuf-free=" + itoa(m.qbufFree) + " argv-mem=" + itoa(m.argv))
+	b.WriteString(" multi-mem=" + itoa(m.multi) + " rbs=" + itoa(m.rbs) + " rbp=" + itoa(m.rbp))
+	b.WriteString(" obl=" + itoa(m.obl) + " oll=" + itoa(m.oll) + " omem=" + itoa(m.omem) + " tot-mem=" + itoa(m.total()) + " events=r")
 	b.WriteString(" cmd=" + cmd)
 	b.WriteString(" user=" + c.user.Load().Name() + " redir=-1 resp=" + itoa(int64(resp)))
 	b.WriteString(" lib-name=" + lib + " lib-ver=" + ver)
@@ -279,6 +310,12 @@ func (c *client) flags() string {
 	}
 	if c.watch.Changed() {
 		f = append(f, 'd')
+	}
+	if c.noEvict.Load() {
+		f = append(f, 'e')
+	}
+	if c.paused.Load() {
+		f = append(f, 'b') // blocked until CLIENT PAUSE ends, as Redis shows it
 	}
 	if len(f) == 0 {
 		return "N"

@@ -12,11 +12,14 @@ import (
 // The glue the collection commands share (hash.go, zset.go, list.go): the operations on
 // the encoded bytes are package collection's.
 
-// getKindLocked returns the live value at key when it holds kind, false when there is
+// kindLocked returns the live value at key when it holds kind, false when there is
 // none, and keyspace.ErrWrongType when it holds another kind. The shard is locked. A
 // collection's Num is its element count, even where storeCollectionLocked left it out.
-func getKindLocked(sh *keyspace.Shard, key []byte, kind keyspace.Kind, now int64) (keyspace.Value, bool, error) {
+func (c *client) kindLocked(sh *keyspace.Shard, key []byte, kind keyspace.Kind, now int64) (keyspace.Value, bool, error) {
 	v, ok := sh.GetLocked(key, now)
+	if c.reading { // a read-only command's lookups count as keyspace hits and misses
+		sh.CountLookup(ok)
+	}
 	if !ok {
 		return v, false, nil
 	}
@@ -52,7 +55,7 @@ const bigEncoding = 1
 const indexedPack = 2
 
 // countedFrom is the least element count a collection keeps in its Value.Num: a smaller
-// one stores 0 there, which the keyspace stores in no bytes, and getKindLocked counts its
+// one stores 0 there, which the keyspace stores in no bytes, and kindLocked counts its
 // few elements instead (a token bucket's hash of two fields saves 8 bytes of some 90).
 const countedFrom = 9
 

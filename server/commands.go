@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"fmt"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -68,9 +67,10 @@ const (
 	flagDenyOOM   // may add data: refused or preceded by evictions over maxmemory (memory.go)
 	flagNoScript  // refused inside scripts (scripting.go)
 	flagAllowBusy // runs while a script is busy (scripting.go)
+	flagReadonly  // reads keys: its lookups count as keyspace hits or misses (INFO)
 )
 
-var flagBits = map[string]uint32{"no-auth": flagNoAuth, "write": flagWrite, "ratelimit": flagRatelimit, "no-multi": flagNoMulti, "denyoom": flagDenyOOM, "noscript": flagNoScript}
+var flagBits = map[string]uint32{"no-auth": flagNoAuth, "write": flagWrite, "ratelimit": flagRatelimit, "no-multi": flagNoMulti, "denyoom": flagDenyOOM, "noscript": flagNoScript, "readonly": flagReadonly}
 
 func (cmd *command) has(bit uint32) bool { return cmd.bits&bit != 0 }
 
@@ -161,7 +161,7 @@ func (s *Server) commandTable() map[string]*command {
 		name string
 		subs []*command
 	}{
-		{"client", clientSubcommands()},
+		{"client", append(clientSubcommands(), clientCtlSubcommands()...)},
 		{"config", configSubcommands()},
 		{"command", commandSubcommands()},
 		{"pubsub", pubsubSubcommands()},
@@ -199,7 +199,8 @@ func commandSubcommands() []*command {
 		{name: "info", arity: -2, flags: "loading stale", group: "server", since: "2.8.13", summary: "Returns information about one, multiple or all commands.", syntax: "[command-name ...]", handler: cmdCommandInfo},
 		{name: "docs", arity: -2, flags: "loading stale", group: "server", since: "7.0.0", summary: "Returns documentary information about one, multiple or all commands.", syntax: "[command-name ...]", handler: cmdCommandDocs},
 		{name: "list", arity: -2, flags: "loading stale", group: "server", since: "7.0.0", summary: "Returns a list of command names.", syntax: "[FILTERBY MODULE name|ACLCAT category|PATTERN pattern]", handler: cmdCommandList},
-		{name: "getkeys", arity: -3, flags: "loading stale", group: "server", since: "2.8.13", summary: "Extracts the key names from an arbitrary command.", syntax: "command [arg ...]", handler: cmdCommandGetKeys},
+		{name: "getkeys", arity: -4, flags: "loading stale", group: "server", since: "2.8.13", summary: "Extracts the key names from an arbitrary command.", syntax: "command [arg ...]", handler: cmdCommandGetKeys},
+		{name: "getkeysandflags", arity: -4, flags: "loading stale", group: "server", since: "7.0.0", summary: "Extracts the key names and access flags for an arbitrary command.", syntax: "command [arg ...]", handler: cmdCommandGetKeysAndFlags},
 		{name: "help", arity: 2, flags: "loading stale", group: "server", since: "5.0.0", summary: "Returns helpful text about the different subcommands.", handler: cmdCommandHelp},
 	}
 }
@@ -519,7 +520,7 @@ func writeArguments(c *client, args []argument) {
 	}
 }
 
-// COMMAND LIST [FILTERBY PATTERN pattern]
+// COMMAND LIST [FILTERBY MODULE name|ACLCAT category|PATTERN pattern]
 func cmdCommandList(c *client, args [][]byte) error {
 	var pattern []byte
 	switch {
@@ -545,39 +546,20 @@ func cmdCommandList(c *client, args [][]byte) error {
 	default:
 		return errSyntax
 	}
+	// As Redis 7.0: subcommands too, "client|list", and the pattern ignores case (names
+	// are lower case).
+	if pattern != nil {
+		pattern = bytes.ToLower(pattern)
+	}
 	var names []string
 	for _, cmd := range c.s.sortedCommands() {
-		if pattern == nil || glob.Match(pattern, []byte(cmd.name)) {
-			names = append(names, cmd.name)
+		for _, cc := range append([]*command{cmd}, sortedSubcommands(cmd)...) {
+			if pattern == nil || glob.Match(pattern, []byte(cc.name)) {
+				names = append(names, cc.name)
+			}
 		}
 	}
 	c.w.stringArray(names)
-	return nil
-}
-
-// COMMAND GETKEYS command [arg ...]
-func cmdCommandGetKeys(c *client, args [][]byte) error {
-	cmd := c.s.findCommand(string(args[2]))
-	if cmd == nil {
-		return fmt.Errorf("invalid command specified")
-	}
-	sub := args[2:]
-	if len(cmd.subcommands) > 0 && len(sub) > 1 {
-		if sc := cmd.subcommand(sub[1]); sc != nil {
-			cmd = sc
-		}
-	}
-	if !cmd.arityOK(len(sub)) {
-		return fmt.Errorf("invalid number of arguments specified for command")
-	}
-	keys := commandKeys(cmd, sub)
-	if len(keys) == 0 {
-		return fmt.Errorf("the command has no key arguments")
-	}
-	c.w.array(len(keys))
-	for _, k := range keys {
-		c.w.bulk(k)
-	}
 	return nil
 }
 
@@ -605,10 +587,11 @@ func cmdCommandHelp(c *client, args [][]byte) error {
 	writeHelp(c, "COMMAND", []string{
 		"(no subcommand)", "    Return details about all commands.",
 		"COUNT", "    Return the total number of commands in this server.",
-		"LIST [FILTERBY PATTERN <pattern>]", "    Return a list of all commands in this server.",
+		"LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]", "    Return a list of all commands in this server.",
 		"INFO [<command-name> ...]", "    Return details about the given commands, or all of them.",
 		"DOCS [<command-name> ...]", "    Return documentation details about the given commands, or all of them.",
 		"GETKEYS <full-command>", "    Return the keys from a full command.",
+		"GETKEYSANDFLAGS <full-command>", "    Return the keys and the access flags from a full command.",
 	})
 	return nil
 }

@@ -272,7 +272,7 @@ func cmdClientSetInfo(c *client, args [][]byte) error {
 
 // CLIENT INFO
 func cmdClientInfo(c *client, args [][]byte) error {
-	c.w.verbatim(c.info(time.Now()) + "\n")
+	c.w.verbatim(c.info(time.Now(), c, args) + "\n")
 	return nil
 }
 
@@ -304,7 +304,7 @@ func cmdClientList(c *client, args [][]byte) error {
 	var b strings.Builder
 	for _, cl := range c.s.clientsByID() {
 		if (ids == nil || ids[cl.id]) && (kind == anyKind || clientKind(cl.kind.Load()) == kind) {
-			b.WriteString(cl.info(now))
+			b.WriteString(cl.info(now, c, args))
 			b.WriteByte('\n')
 		}
 	}
@@ -396,6 +396,9 @@ func cmdClientKill(c *client, args [][]byte) error {
 		case "laddr":
 			laddr = v
 		case "user":
+			if c.s.acl.Get(v) == nil {
+				return errors.New("No such user '" + v + "'")
+			}
 			user = v
 		case "skipme":
 			switch strings.ToLower(v) {
@@ -464,8 +467,12 @@ func cmdClientHelp(c *client, args [][]byte) error {
 		"KILL <ip:port>", "    Kill connection made from <ip:port>.",
 		"KILL <option> <value> [<option> <value> [...]]", "    Kill connections. Options are ID, TYPE (NORMAL|MASTER|REPLICA|PUBSUB), ADDR, LADDR, USER, SKIPME, MAXAGE.",
 		"LIST [TYPE <type>] [ID <id> [<id> ...]]", "    Return information about client connections.",
+		"UNPAUSE", "    Stop the current client pause, resuming traffic.",
+		"PAUSE <timeout> [WRITE|ALL]", "    Suspend all, or just write, clients for <timeout> milliseconds.",
+		"REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
 		"SETINFO <LIB-NAME|LIB-VER> <value>", "    Set client library name or version.",
 		"SETNAME <name>", "    Assign the name <name> to the current connection.",
+		"NO-EVICT (ON|OFF)", "    Protect current client connection from eviction.",
 	})
 	return nil
 }

@@ -45,6 +45,7 @@ func (c *client) startOutput() {
 	o.cond.L = &o.mu
 	o.w.proto = c.w.proto
 	c.out = o
+	c.outPub.Store(o)
 	go o.run()
 }
 
@@ -94,7 +95,11 @@ func (o *outbox) run() {
 		out, o.w.b = o.w.b, out[:0]
 		o.mu.Unlock()
 
-		_, err := o.nc.Write(out)
+		n, err := o.nc.Write(out)
+		if n > 0 {
+			o.c.net.out.Add(int64(n))
+			o.c.net.writes.Add(1)
+		}
 		o.mu.Lock()
 		o.queued -= len(out)
 		if err != nil {

@@ -66,7 +66,7 @@ func cmdDump(c *client, args [][]byte) error {
 		return nil
 	}
 	if isCollection(v.Kind) {
-		v, _, _ = getKindLocked(sh, args[1], v.Kind, now) // its count
+		v, _, _ = c.kindLocked(sh, args[1], v.Kind, now) // its count
 		switch {
 		case v.Kind == keyspace.Hash:
 			v.Bytes = hashOf(v).Pack

@@ -42,6 +42,9 @@ func FuzzCommands(f *testing.F) {
 		}
 		names = append(names, name)
 		for sub := range cmd.subcommands {
+			if name == "client" && sub == "pause" {
+				continue // it holds every command that follows, by design
+			}
 			names = append(names, name+" "+sub)
 		}
 	}
@@ -76,7 +79,7 @@ func FuzzCommands(f *testing.F) {
 		}
 		c.w.b = c.w.b[:0]
 		s.run(c, args)
-		if len(c.w.b) == 0 && name != "client kill" {
+		if len(c.w.b) == 0 && name != "client kill" && name != "client reply" {
 			t.Fatalf("%q: no reply", args)
 		}
 		if bytes.Contains(c.w.b, []byte("internal error")) {
@@ -84,6 +87,7 @@ func FuzzCommands(f *testing.F) {
 		}
 		c.closing = false
 		c.w.proto = 2
+		c.reply, c.silencing = replyOn, false
 	})
 }
 

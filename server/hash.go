@@ -54,7 +54,7 @@ var (
 // hashLocked returns the hash at key, a zero Value when there is none, or
 // keyspace.ErrWrongType. The shard is locked.
 func (c *client) hashLocked(sh *keyspace.Shard, key []byte) (keyspace.Value, bool, error) {
-	v, ok, err := getKindLocked(sh, key, keyspace.Hash, c.now())
+	v, ok, err := c.kindLocked(sh, key, keyspace.Hash, c.now())
 	if !ok {
 		v = keyspace.Value{}
 	}

@@ -79,6 +79,7 @@ func countKeys(c *client, args [][]byte, touch bool) error {
 		} else {
 			_, ok = sh.PeekLocked(key, now)
 		}
+		sh.CountLookup(ok)
 		if ok {
 			n++
 		}
@@ -92,7 +93,8 @@ func countKeys(c *client, args [][]byte, touch bool) error {
 func cmdType(c *client, args [][]byte) error {
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
-	v, _ := sh.PeekLocked(args[1], c.now())
+	v, ok := sh.PeekLocked(args[1], c.now())
+	sh.CountLookup(ok)
 	sh.Unlock()
 	c.w.simple(v.Kind.String())
 	return nil
@@ -209,6 +211,7 @@ func ttlHandler(unit int64, absolute bool) handler {
 		sh := c.s.ks.Shard(args[1])
 		sh.Lock()
 		v, ok := sh.PeekLocked(args[1], now)
+		sh.CountLookup(ok)
 		sh.Unlock()
 		switch {
 		case !ok:

@@ -56,7 +56,7 @@ func pushHandler(head, exists bool) handler {
 		sh := c.s.ks.Shard(args[1])
 		sh.Lock()
 		defer sh.Unlock()
-		v, ok, err := getKindLocked(sh, args[1], keyspace.List, c.now())
+		v, ok, err := c.kindLocked(sh, args[1], keyspace.List, c.now())
 		if err != nil {
 			return err
 		}
@@ -93,7 +93,7 @@ func popHandler(head bool) handler {
 		sh := c.s.ks.Shard(args[1])
 		sh.Lock()
 		defer sh.Unlock()
-		v, ok, err := getKindLocked(sh, args[1], keyspace.List, c.now())
+		v, ok, err := c.kindLocked(sh, args[1], keyspace.List, c.now())
 		switch {
 		case err != nil:
 			return err
@@ -145,7 +145,7 @@ func cmdLLen(c *client, args [][]byte) error {
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
-	v, _, err := getKindLocked(sh, args[1], keyspace.List, c.now())
+	v, _, err := c.kindLocked(sh, args[1], keyspace.List, c.now())
 	if err != nil {
 		return err
 	}
@@ -163,7 +163,7 @@ func cmdLRange(c *client, args [][]byte) error {
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
-	v, _, err := getKindLocked(sh, args[1], keyspace.List, c.now())
+	v, _, err := c.kindLocked(sh, args[1], keyspace.List, c.now())
 	if err != nil {
 		return err
 	}
@@ -187,7 +187,7 @@ func cmdLIndex(c *client, args [][]byte) error {
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
-	v, ok, err := getKindLocked(sh, args[1], keyspace.List, c.now())
+	v, ok, err := c.kindLocked(sh, args[1], keyspace.List, c.now())
 	switch {
 	case err != nil:
 		return err
@@ -217,7 +217,7 @@ func cmdLTrim(c *client, args [][]byte) error {
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
-	v, ok, err := getKindLocked(sh, args[1], keyspace.List, c.now())
+	v, ok, err := c.kindLocked(sh, args[1], keyspace.List, c.now())
 	if err != nil {
 		return err
 	}
@@ -245,7 +245,7 @@ func cmdLRem(c *client, args [][]byte) error {
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
-	v, ok, err := getKindLocked(sh, args[1], keyspace.List, c.now())
+	v, ok, err := c.kindLocked(sh, args[1], keyspace.List, c.now())
 	switch {
 	case err != nil:
 		return err
@@ -267,7 +267,7 @@ func cmdLSet(c *client, args [][]byte) error {
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
-	v, ok, err := getKindLocked(sh, args[1], keyspace.List, c.now())
+	v, ok, err := c.kindLocked(sh, args[1], keyspace.List, c.now())
 	switch {
 	case err != nil:
 		return err
@@ -320,7 +320,7 @@ func cmdLPos(c *client, args [][]byte) error {
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
-	v, ok, err := getKindLocked(sh, args[1], keyspace.List, c.now())
+	v, ok, err := c.kindLocked(sh, args[1], keyspace.List, c.now())
 	switch {
 	case err != nil:
 		return err
@@ -370,7 +370,7 @@ func cmdLInsert(c *client, args [][]byte) error {
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
-	v, ok, err := getKindLocked(sh, args[1], keyspace.List, c.now())
+	v, ok, err := c.kindLocked(sh, args[1], keyspace.List, c.now())
 	switch {
 	case err != nil:
 		return err
@@ -425,7 +425,7 @@ func lmove(c *client, src, dst []byte, from, to bool) error {
 	defer keyspace.UnlockShards(shards)
 	now := c.now()
 	ssh, dsh := c.s.ks.Shard(src), c.s.ks.Shard(dst)
-	sv, ok, err := getKindLocked(ssh, src, keyspace.List, now)
+	sv, ok, err := c.kindLocked(ssh, src, keyspace.List, now)
 	switch {
 	case err != nil:
 		return err
@@ -433,7 +433,7 @@ func lmove(c *client, src, dst []byte, from, to bool) error {
 		c.w.null()
 		return nil
 	}
-	dv, _, err := getKindLocked(dsh, dst, keyspace.List, now)
+	dv, _, err := c.kindLocked(dsh, dst, keyspace.List, now)
 	if err != nil {
 		return err
 	}

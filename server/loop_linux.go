@@ -40,6 +40,8 @@ type loop struct {
 	mono    int64             // the same moment on observer.mono's clock
 	fresh   bool              // no client's commands have run since: mono is when the next batch starts
 	lat     *latency.Recorder // the latencies of its clients' commands
+	tally   netTally          // what its clients read and wrote, not yet published (netstats.go)
+	net     netFigures        // the published tally
 	done    chan struct{}
 
 	// gen counts the goroutines that took the loop over from one held in a long command
@@ -96,6 +98,12 @@ func newLoop(s *Server) (*loop, error) {
 	}
 	return &loop{s: s, epfd: epfd, wakefd: wakefd, events: make([]unix.EpollEvent, 256), done: make(chan struct{}), lat: s.newRecorder()}, nil
 }
+
+// onLoop reports whether an event loop serves c.
+func (c *client) onLoop() bool { return c.loop != nil }
+
+// published is what the loop's clients read and wrote, as of its last round.
+func (l *loop) published() netTally { return l.net.load() }
 
 // latencyRecorder is where c's commands count their latency: its event loop's recorder,
 // or the shared one.
@@ -234,6 +242,10 @@ func (l *loop) runAs(gen uint64) {
 		}
 		l.submitCalls()
 		l.flushSyncing()
+		if l.tally != (netTally{}) {
+			l.net.add(l.tally)
+			l.tally = netTally{}
+		}
 	}
 }
 
@@ -360,6 +372,7 @@ func (c *client) leaveLoop() {
 // leave ends c's leaving: its replies so far are written, and a goroutine of its own goes
 // on with the requests it sent after.
 func (l *loop) leave(c *client) {
+	l.tally.plus(c.takeNet())
 	c.leaving = false
 	c.w.b = c.w.b[c.wpos:]
 	c.wpos = 0
@@ -380,6 +393,7 @@ func (l *loop) leave(c *client) {
 // one of the server's clients throughout. The arguments are copied: they point into the
 // reader's buffer, which the goroutine reads on into.
 func (l *loop) handOff(c *client, args [][]byte) {
+	l.tally.plus(c.takeNet())
 	c.handoff = false
 	l.clients[c.fd] = nil
 	unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
@@ -443,10 +457,13 @@ func (l *loop) flushSyncing() {
 // write sends c's pending replies; when the socket is full, the rest waits for EPOLLOUT and
 // c's requests wait with it. False when the connection is gone.
 func (l *loop) write(c *client) bool {
+	pending := len(c.w.b)
 	for c.wpos < len(c.w.b) {
 		n, err := rawWrite(c.fd, c.w.b[c.wpos:])
 		if n > 0 {
 			c.wpos += n
+			l.tally.out += int64(n)
+			l.tally.writes++
 		}
 		switch err {
 		case nil:
@@ -463,6 +480,10 @@ func (l *loop) write(c *client) bool {
 	} else {
 		c.w.b = c.w.b[:0]
 	}
+	l.tally.in += c.rd.nread
+	l.tally.reads += c.rd.reads
+	c.rd.nread, c.rd.reads = 0, 0
+	c.noteBufs(pending)
 	if c.blocked {
 		return l.watch(c, false)
 	}
@@ -481,6 +502,7 @@ func (l *loop) watch(c *client, out bool) bool {
 
 // close ends c's connection and forgets it.
 func (l *loop) close(c *client) {
+	l.tally.plus(c.takeNet())
 	l.clients[c.fd] = nil
 	unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
 	c.closeFD()

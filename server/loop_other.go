@@ -18,6 +18,8 @@ func (s *Server) startLoops(n int) error  { return nil }
 func (c *client) leaveLoop()              {}
 func (s *Server) stopLoops()              {}
 func (s *Server) attach(nc net.Conn) bool { return false }
+func (c *client) onLoop() bool            { return false }
+func (l *loop) published() netTally       { return netTally{} }
 
 // hangup ends c's connection from any goroutine; the goroutine serving c sees it closed.
 func (c *client) hangup() { c.nc.Close() }

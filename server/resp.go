@@ -39,6 +39,8 @@ type reader struct {
 	args    [][]byte // the current request; slices of buf or of inline
 	inline  []byte   // unquoted inline arguments
 	maxBulk int
+	// What was read, for INFO (netstats.go): bytes and reads, since the last takeNet.
+	nread, reads int64
 	// unauthed: the client has not authenticated on a server that wants it. As Redis 7,
 	// its requests are bounded much tighter, so that nobody can make the server buffer
 	// hundreds of megabytes without a password.
@@ -107,6 +109,8 @@ func (r *reader) fill() error {
 	n, err := r.rd.Read(r.buf[r.end:])
 	r.end += n
 	if n > 0 {
+		r.nread += int64(n)
+		r.reads++
 		return nil
 	}
 	if err == nil {

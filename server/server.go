@@ -87,11 +87,17 @@ type Server struct {
 	loops    []*loop // event loops serving the clients, round robin; none on other systems
 	nextLoop atomic.Uint64
 
-	nextID    atomic.Int64
-	connected atomic.Int64 // clients connected now
-	stats     stats
-	edge      edge     // Envoy's rate-limit service on grpc-port (envoy.go)
-	obs       observer // commandstats, SLOWLOG, MONITOR, TOPDENIED, deny events (observe.go)
+	nextID     atomic.Int64
+	connected  atomic.Int64 // clients connected now
+	stats      stats
+	edge       edge        // Envoy's rate-limit service on grpc-port (envoy.go)
+	obs        observer    // commandstats, SLOWLOG, MONITOR, TOPDENIED, deny events (observe.go)
+	pause      clientPause // CLIENT PAUSE (clientctl.go)
+	netGone    netTally    // what the clients gone read and wrote; guarded by mu
+	netReset   netTally    // the figures at CONFIG RESETSTAT, subtracted; guarded by mu
+	errStats   errorStats  // INFO errorstats (infofields.go)
+	memStartup int64       // INFO used_memory_startup
+	instants   instants    // INFO's instantaneous rates (netstats.go); the expiry loop's
 
 	lastSave atomic.Int64 // Unix seconds: the start, LASTSAVE with appendonly no
 
@@ -111,7 +117,8 @@ type stats struct {
 	refunded    atomic.Int64 // units REFUND gave back
 	// byDoor counts the decisions of the edge's doors, allowed [0] and denied [1] (edge.go);
 	// RESP's are the rest.
-	byDoor [doors][2]atomic.Int64
+	byDoor     [doors][2]atomic.Int64
+	unexpected atomic.Int64 // error replies of a handler's panic (unexpected_error_replies)
 }
 
 // New builds a server from cfg; Serve or ListenAndServe runs it.
@@ -202,6 +209,7 @@ func New(cfg Config) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
+	s.memStartup = startupMemory()
 	return s, nil
 }
 
@@ -403,10 +411,18 @@ func (s *Server) expireLoop() {
 			return
 		case <-slow.C:
 			s.ks.SetClock(s.nowNano()) // OBJECT IDLETIME's and the LRU policies' second
+			s.sampleInstants()
 		case <-fastC:
 			budget = fastExpireTime
 		}
-		if s.expireFor(budget) {
+		if s.pause.mode.Load() != pauseNone {
+			continue // no key expires while clients are paused, as in Redis
+		}
+		capped := s.expireFor(budget)
+		if capped && budget == slowExpireTime {
+			s.instants.expireCapped.Add(1)
+		}
+		if capped {
 			fast.Reset(fastExpireTime)
 			fastC = fast.C
 		} else {
@@ -430,9 +446,9 @@ func (s *Server) expireFor(budget time.Duration) bool {
 	}
 }
 
-// run executes one request on c and writes its reply; inside MULTI it queues the request
-// instead.
-func (s *Server) run(c *client, args [][]byte) {
+// dispatch executes one request on c and writes its reply; inside MULTI it queues the
+// request instead.
+func (s *Server) dispatch(c *client, args [][]byte) {
 	cmd := s.lookup(c, args[0])
 	if cmd == nil {
 		s.reject(c, unknownCommand(args))
@@ -468,6 +484,16 @@ func (s *Server) run(c *client, args [][]byte) {
 	if s.scripts.nbusy.Load() > 0 && !cmd.has(flagAllowBusy) {
 		s.reject(c, s.scripts.busyError()) // a script has run past busy-reply-threshold (scripting.go)
 		return
+	}
+	if mode := s.pause.mode.Load(); mode != pauseNone && c.pausedFor(mode, cmd, args) {
+		if c.onLoop() {
+			c.handoff = true // it waits on a goroutine of its own, not holding up the loop
+			return
+		}
+		if !s.waitUnpaused(c, cmd, args) {
+			c.closing = true
+			return
+		}
 	}
 	if cmd.bits&flagDenyOOM != 0 && s.mem.full.Load() {
 		if err := s.makeRoom(); err != nil {
@@ -536,6 +562,7 @@ func (s *Server) call(c *client, cmd *command, args [][]byte) {
 		}
 	}
 	s.stats.commands.Add(1)
+	c.reading = cmd.bits&flagReadonly != 0
 	start := c.tick
 	mark := len(c.w.b)
 	defer func() {
@@ -543,6 +570,7 @@ func (s *Server) call(c *client, cmd *command, args [][]byte) {
 			cmd.calls.Add(1)
 			cmd.failed.Add(1)
 			s.log.Error("panic in command", "command", cmd.fullName(), "panic", r, "stack", string(debug.Stack()))
+			s.stats.unexpected.Add(1)
 			c.w.b = c.w.b[:mark] // drop a half-written reply
 			s.replyError(c, fmt.Errorf("internal error in '%s': %v", cmd.fullName(), r))
 		}
@@ -556,7 +584,9 @@ func (s *Server) call(c *client, cmd *command, args [][]byte) {
 
 func (s *Server) replyError(c *client, err error) {
 	s.stats.errors.Add(1)
-	c.w.errorText(errorText(err))
+	text := errorText(err)
+	s.errStats.count(text)
+	c.w.errorText(text)
 }
 
 // passwordSet reports whether connections must authenticate: the default user has a

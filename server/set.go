@@ -85,7 +85,7 @@ func (s *Server) setLimits() collection.SetLimits {
 // setLocked returns the set at key, a zero Value when there is none, or
 // keyspace.ErrWrongType. The shard is locked.
 func (c *client) setLocked(sh *keyspace.Shard, key []byte) (keyspace.Value, bool, error) {
-	v, ok, err := getKindLocked(sh, key, keyspace.Set, c.now())
+	v, ok, err := c.kindLocked(sh, key, keyspace.Set, c.now())
 	if !ok {
 		v = keyspace.Value{}
 	}
@@ -366,7 +366,7 @@ func cmdSMove(c *client, args [][]byte) error {
 	shards := c.s.ks.LockKeys([][]byte{src, dst}, buf[:0])
 	defer keyspace.UnlockShards(shards)
 	ssh, dsh := c.s.ks.Shard(src), c.s.ks.Shard(dst)
-	sv, ok, err := getKindLocked(ssh, src, keyspace.Set, c.now())
+	sv, ok, err := c.kindLocked(ssh, src, keyspace.Set, c.now())
 	if err != nil && err != keyspace.ErrWrongType {
 		return err
 	}
@@ -413,7 +413,7 @@ const (
 func (c *client) setsLocked(keys [][]byte, sets []keyspace.Value) ([]keyspace.Value, error) {
 	now := c.now()
 	for _, k := range keys {
-		v, ok, err := getKindLocked(c.s.ks.Shard(k), k, keyspace.Set, now)
+		v, ok, err := c.kindLocked(c.s.ks.Shard(k), k, keyspace.Set, now)
 		if err != nil {
 			return nil, err
 		}

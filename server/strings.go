@@ -76,6 +76,7 @@ func cmdGet(c *client, args [][]byte) error {
 	sh.Lock()
 	defer sh.Unlock()
 	v, ok := sh.GetLocked(args[1], c.now())
+	sh.CountLookup(ok)
 	switch {
 	case !ok:
 		c.w.null()
@@ -240,7 +241,9 @@ func cmdMGet(c *client, args [][]byte) error {
 	for _, key := range args[1:] {
 		sh := c.s.ks.Shard(key)
 		sh.Lock()
-		if v, ok := sh.GetLocked(key, now); ok && v.Kind == keyspace.String {
+		v, ok := sh.GetLocked(key, now)
+		sh.CountLookup(ok)
+		if ok && v.Kind == keyspace.String {
 			c.w.bulk(v.Bytes)
 		} else {
 			c.w.null()
@@ -298,7 +301,7 @@ func cmdGetSet(c *client, args [][]byte) error {
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
-	v, ok, err := getStringLocked(sh, args[1], c.now())
+	v, ok, err := c.stringLocked(sh, args[1], c.now())
 	switch {
 	case err != nil:
 		return err
@@ -354,10 +357,10 @@ func incrHandler(sign int64, hasArg bool) handler {
 	}
 }
 
-// getStringLocked returns the live string at key, false when there is none, and
+// stringLocked returns the live string at key, false when there is none, and
 // keyspace.ErrWrongType when the key holds another kind.
-func getStringLocked(sh *keyspace.Shard, key []byte, now int64) (keyspace.Value, bool, error) {
-	return getKindLocked(sh, key, keyspace.String, now)
+func (c *client) stringLocked(sh *keyspace.Shard, key []byte, now int64) (keyspace.Value, bool, error) {
+	return c.kindLocked(sh, key, keyspace.String, now)
 }
 
 // INCRBYFLOAT key increment: computed in Redis's long double (collection.AddLongDouble);
@@ -366,7 +369,7 @@ func cmdIncrByFloat(c *client, args [][]byte) error {
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
-	v, ok, err := getStringLocked(sh, args[1], c.now())
+	v, ok, err := c.stringLocked(sh, args[1], c.now())
 	if err != nil {
 		return err
 	}
@@ -394,7 +397,7 @@ func cmdGetEx(c *client, args [][]byte) error {
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
-	v, ok, err := getStringLocked(sh, args[1], now)
+	v, ok, err := c.stringLocked(sh, args[1], now)
 	if err != nil {
 		return err
 	}
@@ -423,7 +426,7 @@ func cmdGetDel(c *client, args [][]byte) error {
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
-	v, ok, err := getStringLocked(sh, args[1], c.now())
+	v, ok, err := c.stringLocked(sh, args[1], c.now())
 	switch {
 	case err != nil:
 		return err
@@ -441,7 +444,7 @@ func cmdAppend(c *client, args [][]byte) error {
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
-	v, ok, err := getStringLocked(sh, args[1], c.now())
+	v, ok, err := c.stringLocked(sh, args[1], c.now())
 	if err != nil {
 		return err
 	}
@@ -465,7 +468,7 @@ func cmdStrlen(c *client, args [][]byte) error {
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
-	v, _, err := getStringLocked(sh, args[1], c.now())
+	v, _, err := c.stringLocked(sh, args[1], c.now())
 	if err != nil {
 		return err
 	}
@@ -486,7 +489,7 @@ func cmdSetRange(c *client, args [][]byte) error {
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
-	v, ok, err := getStringLocked(sh, args[1], c.now())
+	v, ok, err := c.stringLocked(sh, args[1], c.now())
 	if err != nil {
 		return err
 	}
@@ -520,7 +523,7 @@ func cmdGetRange(c *client, args [][]byte) error {
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
-	v, _, err := getStringLocked(sh, args[1], c.now())
+	v, _, err := c.stringLocked(sh, args[1], c.now())
 	if err != nil {
 		return err
 	}

@@ -146,6 +146,7 @@ func (c *client) spliceUpstream() {
 		out = append(out, src[prev:call.at]...)
 		prev = call.at
 		if call.unavailable {
+			mark := len(out)
 			c.w.b = out
 			last := c.lastCmd.Load()
 			c.lastCmd.Store(call.cmd)
@@ -154,7 +155,10 @@ func (c *client) spliceUpstream() {
 			}
 			c.lastCmd.Store(last)
 			out = c.w.b
-		} else {
+			if call.silent {
+				out = out[:mark]
+			}
+		} else if !call.silent {
 			out = append(out, call.w.b...)
 		}
 		c.up.put(call)
@@ -222,6 +226,7 @@ type upCall struct {
 	now         int64 // the time of the last Eval
 	refunded    int64 // units the last Eval's REFUNDs give back, when it writes
 	unavailable bool  // the upstream could not decide: decide locally
+	silent      bool  // CLIENT REPLY took its reply back: decided, but not answered
 }
 
 func (u *upCall) reset() {

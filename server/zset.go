@@ -69,7 +69,7 @@ var (
 
 // zsetLocked returns the sorted set at key, false when there is none. The shard is locked.
 func zsetLocked(c *client, sh *keyspace.Shard, key []byte) (keyspace.Value, bool, error) {
-	return getKindLocked(sh, key, keyspace.ZSet, c.now())
+	return c.kindLocked(sh, key, keyspace.ZSet, c.now())
 }
 
 // zsetOf reads v, a sorted set.
