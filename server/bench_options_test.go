@@ -11,7 +11,7 @@ import (
 // side by side:
 //   - none: the call as it is; an option that is not used must cost it nothing.
 //   - REFUND: REFUND 1 on keys first taken 60 units deep, so that each call gives a unit back
-//     and writes (ALLOF's second key, one for all the calls, soon holds nothing to give).
+//     and writes.
 //   - TIERS: the tier "default" of TIERS payments=1 default=0.8: the call passes only where
 //     cost + 20% of the limit would, so the limit is evaluated twice.
 //   - PRIORITY: the same TIERS with PRIORITY payments (share 1): evaluated once.
