@@ -102,7 +102,7 @@ func (l *limit) parse(verb string, nparams int, args [][]byte, inAllOf bool) (in
 	end := len(rest)
 	if inAllOf {
 		for i := 0; i < len(rest); i++ {
-			if equalFold(rest[i], "cost") || equalFold(rest[i], "refund") || equalFold(rest[i], "priority") {
+			if takesValue(rest[i]) {
 				i++ // its value may be anything, even a verb's name
 				continue
 			}
@@ -125,6 +125,20 @@ func (l *limit) parse(verb string, nparams int, args [][]byte, inAllOf bool) (in
 		}
 	}
 	return 1 + nparams + end, nil
+}
+
+// takesValue reports whether arg is an option a value follows: COST, REFUND or PRIORITY.
+// (One test of the length for most arguments: ALLOF asks it of each.)
+func takesValue(arg []byte) bool {
+	switch len(arg) {
+	case len("cost"):
+		return equalFold(arg, "cost")
+	case len("refund"):
+		return equalFold(arg, "refund")
+	case len("priority"):
+		return equalFold(arg, "priority")
+	}
+	return false
 }
 
 // errConcurrencyOptions: a concurrency slot is given back by CONCURRENCY.RELEASE, and
