@@ -130,20 +130,26 @@ func parseCount(name string, b []byte, min int64) (int64, error) {
 	return n, nil
 }
 
-// nativeOptions are the options every native verb takes after its parameters.
+// nativeOptions are the options every native verb takes after its parameters. COST, PEEK
+// and APPROX, which most calls use, come first; rare says whether the call has any of
+// REFUND, TIERS and PRIORITY (or its policy has TIERS), and only then are the fields after
+// it read. A call without them pays a test of rare: the options are filled in place, never
+// copied whole, the rare paths are functions of their own (takeRare, resolveTier), and the
+// struct stays small, for a limit is zeroed or copied at every call.
 type nativeOptions struct {
-	cost      int64
-	peek      bool
-	approx    bool  // SLIDE's APPROX
-	refunding bool  // REFUND n: give back refund units, take nothing
-	refund    int64 // REFUND's n
-	// tiers are the TIERS name=share arguments (in the request, or a policy's), unparsed
-	// until a call names its tier; priority is PRIORITY's name, nil for none.
-	tiers    [][]byte
-	priority []byte
-	// reserve is the units of the limit the call's tier leaves to the tiers above it
-	// (0: the call may use the whole limit); set by resolveTier once the limit is known.
-	reserve int64
+	cost        int64
+	peek        bool
+	approx      bool  // SLIDE's APPROX
+	rare        bool  // REFUND, TIERS or PRIORITY
+	refunding   bool  // REFUND n: give back refund units, take nothing
+	prioritized bool  // PRIORITY given (its name is resolved at once: see resolveTier)
+	refund      int64 // REFUND's n
+	// share is the share of the limit the call's tier may consume, set by resolveTier;
+	// 0 or algorithms.Whole: all of it.
+	share algorithms.Share
+	// tiers are the TIERS name=share arguments, unparsed: a policy keeps them for CHECK's
+	// PRIORITY to name.
+	tiers [][]byte
 }
 
 // Option errors.
@@ -158,76 +164,91 @@ type nativeOptionSet struct {
 	tiers  bool // TIERS: not CHECK's, whose policy has them
 }
 
-// parseNativeOptions reads [COST n] [PEEK] [REFUND n] [TIERS name=share ...] [PRIORITY name]
-// in any order, and [APPROX] when allowed.
-func parseNativeOptions(args [][]byte, set nativeOptionSet) (nativeOptions, error) {
-	o := nativeOptions{cost: 1}
+// parse reads [COST n] [PEEK] [REFUND n] [TIERS name=share ...] [PRIORITY name] in any
+// order, and [APPROX] when allowed, into o, which is zero, and returns PRIORITY's name for
+// the caller to resolve once the limit's tiers are known (resolveTier). (o is filled in
+// place: returning the options copies them, and that copy is most of what they cost a call.)
+func (o *nativeOptions) parse(args [][]byte, set nativeOptionSet) (priority []byte, err error) {
+	o.cost = 1
 	seenCost := false
 	for i := 0; i < len(args); i++ {
 		switch {
 		case equalFold(args[i], "cost") && i+1 < len(args):
 			if seenCost {
-				return o, errors.New("COST given twice")
+				return nil, errors.New("COST given twice")
 			}
 			n, err := parseCount("COST", args[i+1], 0)
 			if err != nil {
-				return o, err
+				return nil, err
 			}
 			o.cost, seenCost = n, true
 			i++
 		case equalFold(args[i], "cost"):
-			return o, errors.New("COST needs a value")
-		case equalFold(args[i], "refund") && i+1 < len(args):
-			if o.refunding {
-				return o, errors.New("REFUND given twice")
-			}
-			n, err := parseCount("REFUND", args[i+1], 0)
-			if err != nil {
-				return o, err
-			}
-			o.refund, o.refunding = n, true
-			i++
-		case equalFold(args[i], "refund"):
-			return o, errors.New("REFUND needs a value")
-		case equalFold(args[i], "priority") && i+1 < len(args):
-			if o.priority != nil {
-				return o, errors.New("PRIORITY given twice")
-			}
-			o.priority = args[i+1]
-			i++
-		case equalFold(args[i], "priority"):
-			return o, errors.New("PRIORITY needs a tier's name")
-		case set.tiers && equalFold(args[i], "tiers"):
-			if o.tiers != nil {
-				return o, errors.New("TIERS given twice")
-			}
-			j := i + 1
-			for j < len(args) && bytes.IndexByte(args[j], '=') > 0 {
-				j++
-			}
-			if j == i+1 {
-				return o, errors.New("TIERS needs one or more name=share")
-			}
-			o.tiers = args[i+1 : j]
-			if err := checkTiers(o.tiers); err != nil {
-				return o, err
-			}
-			i = j - 1
+			return nil, errors.New("COST needs a value")
 		case equalFold(args[i], "peek"):
 			o.peek = true
 		case set.approx && equalFold(args[i], "approx"):
 			o.approx = true
 		default:
-			return o, fmt.Errorf("unknown option '%s'", truncate(args[i], 64))
+			used, err := o.parseRare(args[i:], set, &priority)
+			if err != nil {
+				return nil, err
+			}
+			i += used - 1
 		}
 	}
-	if o.refunding && seenCost {
-		return o, errCostRefund
-	}
 	if o.refunding {
+		if seenCost {
+			return nil, errCostRefund
+		}
 		o.cost = 0
 	}
-	return o, nil
+	return priority, nil
+}
+
+// parseRare reads one of REFUND n, PRIORITY name (into priority) and TIERS name=share ...
+// at the start of args into o, and returns the count of arguments it used; anything else
+// is an unknown option.
+func (o *nativeOptions) parseRare(args [][]byte, set nativeOptionSet, priority *[]byte) (int, error) {
+	switch {
+	case equalFold(args[0], "refund") && len(args) > 1:
+		if o.refunding {
+			return 0, errors.New("REFUND given twice")
+		}
+		n, err := parseCount("REFUND", args[1], 0)
+		if err != nil {
+			return 0, err
+		}
+		o.refund, o.refunding, o.rare = n, true, true
+		return 2, nil
+	case equalFold(args[0], "refund"):
+		return 0, errors.New("REFUND needs a value")
+	case equalFold(args[0], "priority") && len(args) > 1:
+		if o.prioritized {
+			return 0, errors.New("PRIORITY given twice")
+		}
+		*priority, o.prioritized, o.rare = args[1], true, true
+		return 2, nil
+	case equalFold(args[0], "priority"):
+		return 0, errors.New("PRIORITY needs a tier's name")
+	case set.tiers && equalFold(args[0], "tiers"):
+		if o.tiers != nil {
+			return 0, errors.New("TIERS given twice")
+		}
+		j := 1
+		for j < len(args) && bytes.IndexByte(args[j], '=') > 0 {
+			j++
+		}
+		if j == 1 {
+			return 0, errors.New("TIERS needs one or more name=share")
+		}
+		if err := checkTiers(args[1:j]); err != nil {
+			return 0, err
+		}
+		o.tiers, o.rare = args[1:j], true
+		return j, nil
+	}
+	return 0, fmt.Errorf("unknown option '%s'", truncate(args[0], 64))
 }
 
 // checkTiers checks TIERS name=share arguments: each share a decimal in (0, 1], each name once.

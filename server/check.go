@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 
 	"throttled/keyspace"
 	"throttled/policy"
@@ -45,7 +46,8 @@ func cmdCheck(c *client, args [][]byte) error {
 	if c.s.up != nil {
 		return errCheckUpstream
 	}
-	opts, err := parseNativeOptions(args[3:], nativeOptionSet{})
+	var opts nativeOptions
+	priority, err := opts.parse(args[3:], nativeOptionSet{})
 	if err != nil {
 		return err
 	}
@@ -64,7 +66,7 @@ func cmdCheck(c *client, args [][]byte) error {
 		rest = rest[i+1:]
 	}
 	c.items = items
-	allowed, err := c.checkPolicies(items, opts)
+	allowed, err := c.checkPolicies(items, &opts, priority)
 	if err != nil {
 		return err
 	}
@@ -95,7 +97,7 @@ func cmdCheck(c *client, args [][]byte) error {
 // item's cost and opts' other options, all or nothing as ALLOF, and counts the decisions under c's command. It
 // leaves each policy's part in c.checks and its outcome in c.pending, and reports whether
 // all allowed. CHECK and the edge front doors (envoy.go) decide through it.
-func (c *client) checkPolicies(items []checkItem, opts nativeOptions) (bool, error) {
+func (c *client) checkPolicies(items []checkItem, opts *nativeOptions, priority []byte) (bool, error) {
 	if c.readOnly && !opts.peek {
 		if opts.refund != 0 {
 			return false, errReadOnly
@@ -110,14 +112,16 @@ func (c *client) checkPolicies(items []checkItem, opts nativeOptions) (bool, err
 	checks := c.checks[:0]
 	limits := c.limits[:0]
 	key := c.checkKeys[:0]
-	for _, it := range items {
+	for i := range items {
+		it := &items[i]
 		cp := pv.byName[string(it.name)]
 		if cp == nil {
 			c.checks, c.limits, c.checkKeys = checks, limits, key
 			return false, fmt.Errorf("%w '%s'", errNoPolicy, truncate(it.name, 64))
 		}
 		checks = append(checks, checked{cp: cp})
-		limits = append(limits, cp.base)
+		limits = slices.Grow(limits, 1)[:len(limits)+1]
+		limits[len(limits)-1] = cp.base // copied once: append copies a large value twice
 		key = append(key, policyKeyPrefix...)
 		key = append(key, it.name...)
 		key = append(key, ':')
@@ -143,17 +147,16 @@ func (c *client) checkPolicies(items []checkItem, opts nativeOptions) (bool, err
 		if tiers == nil {
 			tiers = cp.base.opts.tiers
 		}
-		l.opts = opts
-		l.opts.cost = items[i].cost
+		l.opts.cost, l.opts.peek, l.opts.rare = items[i].cost, opts.peek, false
+		pri := priority
 		if items[i].priority != nil {
-			l.opts.priority = items[i].priority
+			pri = items[i].priority // the item's tier, over the options'
 		}
-		if tiers != nil || l.opts.priority != nil {
-			l.opts.tiers = tiers
-			err := l.resolveTier()
-			if err != nil && c.anyTier && l.opts.priority != nil {
-				l.opts.priority = nil // a tier the limit does not name is no tier (edge.go)
-				err = l.resolveTier()
+		if opts.rare || tiers != nil || pri != nil {
+			l.opts.rare, l.opts.refunding, l.opts.refund, l.opts.tiers = true, opts.refunding, opts.refund, tiers
+			err := l.resolveTier(pri)
+			if err != nil && c.anyTier && pri != nil {
+				err = l.resolveTier(nil) // a tier the limit does not name is no tier (edge.go)
 			}
 			if err != nil {
 				c.checks, c.limits, c.checkKeys = checks, limits, key

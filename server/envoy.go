@@ -246,7 +246,7 @@ func (d *edgeDecider) Decide(ctx context.Context, items []envoyrls.Item) ([]envo
 		}
 	}
 	c.items = ci
-	_, err := c.checkPolicies(ci, nativeOptions{})
+	_, err := c.checkPolicies(ci, &nativeOptions{}, nil)
 	var args [][]byte // built only when SLOWLOG or MONITOR will show them
 	if t := s.obs.slowerThan.Load(); s.obs.monitoring.Load() != 0 || t >= 0 && s.obs.mono()-start >= t*1000 {
 		args = edgeArgs(items)

@@ -102,7 +102,7 @@ func (l *limit) parse(verb string, nparams int, args [][]byte, inAllOf bool) (in
 	end := len(rest)
 	if inAllOf {
 		for i := 0; i < len(rest); i++ {
-			if equalFold(rest[i], "cost") || equalFold(rest[i], "refund") || equalFold(rest[i], "priority") {
+			if takesValue(rest[i]) {
 				i++ // its value may be anything, even a verb's name
 				continue
 			}
@@ -112,41 +112,50 @@ func (l *limit) parse(verb string, nparams int, args [][]byte, inAllOf bool) (in
 			}
 		}
 	}
-	var err error
-	if l.opts, err = parseNativeOptions(rest[:end], nativeOptionSet{approx: verb == "slide", tiers: true}); err != nil {
+	priority, err := l.opts.parse(rest[:end], nativeOptionSet{approx: verb == "slide", tiers: true})
+	if err != nil {
 		return 0, err
 	}
 	if err := l.parseParams(verb, p, l.opts.approx); err != nil {
 		return 0, err
 	}
-	if err := l.resolveTier(); err != nil {
-		return 0, err
+	if l.opts.rare {
+		if err := l.resolveTier(priority); err != nil {
+			return 0, err
+		}
 	}
 	return 1 + nparams + end, nil
+}
+
+// takesValue reports whether arg is an option a value follows: COST, REFUND or PRIORITY.
+// (One test of the length for most arguments: ALLOF asks it of each.)
+func takesValue(arg []byte) bool {
+	switch len(arg) {
+	case len("cost"):
+		return equalFold(arg, "cost")
+	case len("refund"):
+		return equalFold(arg, "refund")
+	case len("priority"):
+		return equalFold(arg, "priority")
+	}
+	return false
 }
 
 // errConcurrencyOptions: a concurrency slot is given back by CONCURRENCY.RELEASE, and
 // holders have no tiers.
 var errConcurrencyOptions = errors.New("CONCURRENCY.ACQUIRE takes no REFUND, TIERS nor PRIORITY: CONCURRENCY.RELEASE frees an id's slots")
 
-// resolveTier sets the reserve of the call's tier from l's TIERS and PRIORITY, once l's
-// parameters are known.
-func (l *limit) resolveTier() error {
-	if l.opts.tiers == nil && l.opts.priority == nil {
-		l.opts.reserve = 0
-		if l.kind == keyspace.Concurrency && l.opts.refunding {
-			return errConcurrencyOptions
-		}
-		return nil
-	}
+// resolveTier sets the share of the call's tier, the one priority names (nil: the tier
+// "default"), from l's TIERS; for a call whose options are rare.
+func (l *limit) resolveTier(priority []byte) error {
 	if l.kind == keyspace.Concurrency {
 		return errConcurrencyOptions
 	}
-	share, err := tierShare(l.opts.tiers, l.opts.priority)
+	share, err := tierShare(l.opts.tiers, priority)
 	if err != nil {
 		return err
 	}
-	l.opts.reserve = share.Reserve(l.units())
+	l.opts.share = share
 	return nil
 }
 
@@ -240,30 +249,93 @@ func (l *limit) parseParams(verb string, p [][]byte, approx bool) error {
 // store true, next is the value to keep (Kind None: delete the key); d and next
 // are zero to begin with. Bytes of next are built in scratch. (The value and
 // the results go by pointer: large structs passed and returned by value are
-// copied through memory at every call.) A call with REFUND gives units back
-// instead (d.refunded says how many); a call of a tier with a reserve passes
-// only when cost + reserve would (see algorithms.Tier).
+// copied through memory at every call.) A call with rare options (REFUND, a
+// tier) goes to takeRare; the rest of take is the plain evaluation of the whole
+// limit, which a call without them pays for and nothing more.
 func (l *limit) take(now int64, v *keyspace.Value, exists bool, scratch []byte, d *decision, next *keyspace.Value) (store bool, err error) {
-	if l.opts.reserve > 0 && !l.opts.refunding && l.opts.cost > 0 {
-		// The tier's check: cost + reserve looked at, never taken.
-		cost := l.opts.cost
-		l.opts.cost = addSat(cost, l.opts.reserve)
-		_, err = l.eval(now, v, exists, scratch, d, next)
-		l.opts.cost = cost
+	if l.opts.rare {
+		return l.takeRare(now, v, exists, scratch, d, next)
+	}
+	if l.kind == keyspace.GCRA {
+		tat, exists, err := tatOf(*v, exists)
 		if err != nil {
 			return false, err
 		}
-		if d.limited {
-			d.limit, d.remaining = algorithms.Tier(d.limit, d.remaining, l.opts.reserve)
-			return false, nil
+		r, err := gcra.Throttle(now, tat, exists, l.quota, l.opts.cost)
+		if err != nil {
+			return false, err
+		}
+		*d = decision{limited: r.Limited, limit: r.Limit, remaining: r.Remaining, retry: r.RetryAfter, resetM: r.ResetAfter}
+		*next = gcraValue(now, r)
+		return r.Store, nil
+	}
+	if exists && v.Kind != l.kind {
+		return false, keyspace.ErrWrongType
+	}
+	st := algorithms.State{Num: v.Num, Num2: v.Num2, Bytes: v.Bytes}
+	var ad algorithms.Decision
+	var ns algorithms.State
+	switch l.kind {
+	case keyspace.TokenBucket:
+		ad, ns, store, err = l.tb.Take(now, st, exists, l.opts.cost, scratch)
+	case keyspace.LeakyBucket:
+		ad, ns, store, err = l.lb.Take(now, st, exists, l.opts.cost, scratch)
+		d.hasDelay = true
+	case keyspace.SlidingLog:
+		ad, ns, store, err = l.sl.Take(now, st, exists, l.opts.cost, scratch)
+	case keyspace.SlidingCounter:
+		ad, ns, store, err = l.sc.Take(now, st, exists, l.opts.cost, scratch)
+	case keyspace.FixedWindow:
+		ad, ns, store, err = l.fw.Take(now, st, exists, l.opts.cost, scratch)
+	case keyspace.Concurrency:
+		ad, ns, store, err = l.cc.Take(now, st, exists, l.opts.cost, scratch)
+	}
+	if err != nil {
+		return false, err
+	}
+	d.limited, d.limit, d.remaining = ad.Limited, ad.Limit, ad.Remaining
+	d.retry, d.resetM, d.delay = msCeil(ad.RetryAfter), msCeil(ad.ResetAfter), msCeil(ad.Delay)
+	if ns.Expire > 0 {
+		*next = keyspace.Value{Kind: l.kind, Num: ns.Num, Num2: ns.Num2, Bytes: ns.Bytes, Expire: ns.Expire}
+	}
+	return store, nil
+}
+
+// takeRare is take for a call with rare options. A call with REFUND gives units
+// back instead (d.refunded says how many); a call of a tier with a reserve
+// passes only when cost + reserve would (takeTier). Either decision speaks for
+// the call's tier (see algorithms.Tier).
+func (l *limit) takeRare(now int64, v *keyspace.Value, exists bool, scratch []byte, d *decision, next *keyspace.Value) (store bool, err error) {
+	reserve := l.opts.share.Reserve(l.units())
+	if l.opts.refunding {
+		store, err = l.giveBack(now, v, exists, scratch, d, next)
+	} else {
+		store, err = l.takeTier(now, v, exists, scratch, d, next, reserve)
+	}
+	if err == nil && reserve > 0 {
+		d.limit, d.remaining = algorithms.Tier(d.limit, d.remaining, reserve)
+	}
+	return store, err
+}
+
+// takeTier takes l's cost from the whole limit, as take does for a call without
+// rare options, when cost + reserve would pass: the tier's check, looked at and
+// never taken. take evaluates, with l.opts.rare cleared for the while (l is the
+// call's own: nobody else sees it).
+func (l *limit) takeTier(now int64, v *keyspace.Value, exists bool, scratch []byte, d *decision, next *keyspace.Value, reserve int64) (store bool, err error) {
+	cost := l.opts.cost
+	l.opts.rare = false
+	defer func() { l.opts.rare, l.opts.cost = true, cost }()
+	if reserve > 0 && cost > 0 {
+		l.opts.cost = addSat(cost, reserve)
+		_, err = l.take(now, v, exists, scratch, d, next)
+		l.opts.cost = cost
+		if err != nil || d.limited {
+			return false, err
 		}
 		*d, *next = decision{}, keyspace.Value{}
 	}
-	store, err = l.eval(now, v, exists, scratch, d, next)
-	if err == nil && l.opts.reserve > 0 {
-		d.limit, d.remaining = algorithms.Tier(d.limit, d.remaining, l.opts.reserve)
-	}
-	return store, err
+	return l.take(now, v, exists, scratch, d, next)
 }
 
 // addSat is a+b for a, b >= 0, saturated at math.MaxInt64.
@@ -274,26 +346,25 @@ func addSat(a, b int64) int64 {
 	return a + b
 }
 
-// eval is take for the whole limit.
-func (l *limit) eval(now int64, v *keyspace.Value, exists bool, scratch []byte, d *decision, next *keyspace.Value) (store bool, err error) {
+// giveBack is take for a call with REFUND: up to l.opts.refund units go back to
+// the key, in its algorithm's terms; d is the key's decision after the refund
+// and d.refunded the units given back.
+func (l *limit) giveBack(now int64, v *keyspace.Value, exists bool, scratch []byte, d *decision, next *keyspace.Value) (store bool, err error) {
+	n := l.opts.refund
 	if l.kind == keyspace.GCRA {
 		tat, exists, err := tatOf(*v, exists)
 		if err != nil {
 			return false, err
 		}
 		var r gcra.Result
-		if l.opts.refunding {
-			r, d.refunded, err = gcra.Refund(now, tat, exists, l.quota, l.opts.refund)
-		} else {
-			r, err = gcra.Throttle(now, tat, exists, l.quota, l.opts.cost)
-		}
+		r, d.refunded, err = gcra.Refund(now, tat, exists, l.quota, n)
 		if err != nil {
 			return false, err
 		}
 		d.limited, d.limit, d.remaining, d.retry, d.resetM = r.Limited, r.Limit, r.Remaining, r.RetryAfter, r.ResetAfter
 		if r.TTL > 0 {
 			*next = gcraValue(now, r)
-		} // else idle after a refund: the key goes
+		} // else idle after the refund: the key goes
 		return r.Store, nil
 	}
 	if exists && v.Kind != l.kind {
@@ -302,38 +373,20 @@ func (l *limit) eval(now int64, v *keyspace.Value, exists bool, scratch []byte, 
 	st := algorithms.State{Num: v.Num, Num2: v.Num2, Bytes: v.Bytes}
 	var ad algorithms.Decision
 	var ns algorithms.State
-	if l.opts.refunding {
-		switch l.kind {
-		case keyspace.TokenBucket:
-			ad, ns, store, d.refunded, err = l.tb.Refund(now, st, exists, l.opts.refund, scratch)
-		case keyspace.LeakyBucket:
-			ad, ns, store, d.refunded, err = l.lb.Refund(now, st, exists, l.opts.refund, scratch)
-			d.hasDelay = true
-		case keyspace.SlidingLog:
-			ad, ns, store, d.refunded, err = l.sl.Refund(now, st, exists, l.opts.refund, scratch)
-		case keyspace.SlidingCounter:
-			ad, ns, store, d.refunded, err = l.sc.Refund(now, st, exists, l.opts.refund, scratch)
-		case keyspace.FixedWindow:
-			ad, ns, store, d.refunded, err = l.fw.Refund(now, st, exists, l.opts.refund, scratch)
-		default:
-			err = errConcurrencyOptions
-		}
-	} else {
-		switch l.kind {
-		case keyspace.TokenBucket:
-			ad, ns, store, err = l.tb.Take(now, st, exists, l.opts.cost, scratch)
-		case keyspace.LeakyBucket:
-			ad, ns, store, err = l.lb.Take(now, st, exists, l.opts.cost, scratch)
-			d.hasDelay = true
-		case keyspace.SlidingLog:
-			ad, ns, store, err = l.sl.Take(now, st, exists, l.opts.cost, scratch)
-		case keyspace.SlidingCounter:
-			ad, ns, store, err = l.sc.Take(now, st, exists, l.opts.cost, scratch)
-		case keyspace.FixedWindow:
-			ad, ns, store, err = l.fw.Take(now, st, exists, l.opts.cost, scratch)
-		case keyspace.Concurrency:
-			ad, ns, store, err = l.cc.Take(now, st, exists, l.opts.cost, scratch)
-		}
+	switch l.kind {
+	case keyspace.TokenBucket:
+		ad, ns, store, d.refunded, err = l.tb.Refund(now, st, exists, n, scratch)
+	case keyspace.LeakyBucket:
+		ad, ns, store, d.refunded, err = l.lb.Refund(now, st, exists, n, scratch)
+		d.hasDelay = true
+	case keyspace.SlidingLog:
+		ad, ns, store, d.refunded, err = l.sl.Refund(now, st, exists, n, scratch)
+	case keyspace.SlidingCounter:
+		ad, ns, store, d.refunded, err = l.sc.Refund(now, st, exists, n, scratch)
+	case keyspace.FixedWindow:
+		ad, ns, store, d.refunded, err = l.fw.Refund(now, st, exists, n, scratch)
+	default:
+		err = errConcurrencyOptions
 	}
 	if err != nil {
 		return false, err

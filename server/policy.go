@@ -130,7 +130,7 @@ func policyArgs(args []string, l *limit) error {
 	if _, err := l.parse(verb, n, b, false); err != nil {
 		return err
 	}
-	if l.opts.peek || l.opts.cost != 1 || l.opts.refunding || l.opts.priority != nil {
+	if l.opts.peek || l.opts.cost != 1 || l.opts.refunding || l.opts.prioritized {
 		return errors.New("COST, PEEK, REFUND and PRIORITY belong to CHECK, not to a policy")
 	}
 	l.key = nil

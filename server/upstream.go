@@ -489,7 +489,6 @@ func (l *limit) share(share float64) {
 	case keyspace.Concurrency:
 		l.cc.Limit = shareOf(l.cc.Limit, share)
 	}
-	_ = l.resolveTier() // the tier's reserve of the cut limit; it resolved at parse
 }
 
 func shareCell(p *gcra.CellParams, share float64) {

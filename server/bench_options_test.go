@@ -1,0 +1,114 @@
+package server
+
+import (
+	"bytes"
+	"net"
+	"testing"
+)
+
+// BenchmarkOptions sets each native verb's call, CHECK's and ALLOF's beside the same call
+// with each of issue 23's options, so that `go test -bench Options` shows with and without
+// side by side:
+//   - none: the call as it is; an option that is not used must cost it nothing.
+//   - REFUND: REFUND 1 on keys first taken 60 units deep, so that each call gives a unit back
+//     and writes.
+//   - TIERS: the tier "default" of TIERS payments=1 default=0.8: the call passes only where
+//     cost + 20% of the limit would, so the limit is evaluated twice.
+//   - PRIORITY: the same TIERS with PRIORITY payments (share 1): evaluated once.
+//
+// Each runs on 1000 keys in turn, as benchVerb; every argument "k" is the key, "k2" a second
+// key of its own.
+func BenchmarkOptions(b *testing.B) {
+	const tiers, payments = "TIERS payments=1 default=0.8", "TIERS payments=1 default=0.8 PRIORITY payments"
+	verbs := []struct{ name, call string }{
+		{"THROTTLE", "THROTTLE k 100 10 1m"},
+		{"TOKENBUCKET", "TOKENBUCKET k 100 10 1s"},
+		{"LEAKYBUCKET", "LEAKYBUCKET k 100 10 1s"},
+		{"SLIDE", "SLIDE k 100 1m"},
+		{"SLIDE_APPROX", "SLIDE k 100 1m APPROX"},
+		{"WINDOW", "WINDOW k 100 1m"},
+	}
+	type option struct{ name, call, fill string }
+	var cases []option
+	for _, v := range verbs {
+		cases = append(cases,
+			option{v.name + "/none", v.call, ""},
+			option{v.name + "/REFUND", v.call + " REFUND 1", v.call + " COST 60"},
+			option{v.name + "/TIERS", v.call + " " + tiers, ""},
+			option{v.name + "/PRIORITY", v.call + " " + payments, ""},
+		)
+	}
+	cases = append(cases,
+		option{"ALLOF/none", "ALLOF THROTTLE k 100 10 1m WINDOW k2 100 1m", ""},
+		option{"ALLOF/REFUND", "ALLOF THROTTLE k 100 10 1m REFUND 1 WINDOW k2 100 1m REFUND 1", "ALLOF THROTTLE k 100 10 1m COST 60 WINDOW k2 100 1m COST 60"},
+		option{"ALLOF/TIERS", "ALLOF THROTTLE k 100 10 1m " + tiers + " WINDOW k2 100 1m " + tiers, ""},
+		option{"ALLOF/PRIORITY", "ALLOF THROTTLE k 100 10 1m " + payments + " WINDOW k2 100 1m " + payments, ""},
+		option{"CHECK/none", "CHECK plain k", ""},
+		option{"CHECK/REFUND", "CHECK plain k REFUND 1", "CHECK plain k COST 60"},
+		option{"CHECK/TIERS", "CHECK tiered k", ""},
+		option{"CHECK/PRIORITY", "CHECK tiered k PRIORITY payments", ""},
+	)
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			s, c := fuzzServer(b)
+			for _, p := range []string{"POLICY.SET plain THROTTLE 100 10 1m", "POLICY.SET tiered THROTTLE 100 10 1m " + tiers} {
+				benchDo(b, s, c, fields(p))
+			}
+			keys, keys2 := benchKeyNames(1000), benchKeyNames(1000)
+			for i := range keys2 {
+				keys2[i] = append(keys2[i], ":2"...)
+			}
+			if tc.fill != "" {
+				req := fields(tc.fill)
+				for i := range keys {
+					benchDo(b, s, c, withKeys(req, fields(tc.fill), keys[i], keys2[i]))
+				}
+			}
+			call := fields(tc.call)
+			b.ResetTimer()
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				nc, peer := net.Pipe()
+				defer peer.Close()
+				c := s.newClient(nc)
+				req := make([][]byte, len(call))
+				for i := 0; pb.Next(); i++ {
+					withKeys(req, call, keys[i%len(keys)], keys2[i%len(keys)])
+					s.run(c, req)
+					if c.w.b[0] == '-' {
+						b.Fatalf("%q: %s", req, c.w.b)
+					}
+					c.w.b = c.w.b[:0]
+				}
+			})
+		})
+	}
+}
+
+// fields splits a command line at spaces into its arguments.
+func fields(line string) [][]byte { return bytes.Fields([]byte(line)) }
+
+// withKeys copies call into req with each argument "k" replaced by key and "k2" by key2,
+// and returns req.
+func withKeys(req, call [][]byte, key, key2 []byte) [][]byte {
+	for i, a := range call {
+		switch string(a) {
+		case "k":
+			req[i] = key
+		case "k2":
+			req[i] = key2
+		default:
+			req[i] = a
+		}
+	}
+	return req
+}
+
+// benchDo runs one request on s for c and fails on an error reply.
+func benchDo(b *testing.B, s *Server, c *client, req [][]byte) {
+	s.run(c, req)
+	if len(c.w.b) == 0 || c.w.b[0] == '-' {
+		b.Fatalf("%q: %s", req, c.w.b)
+	}
+	c.w.b = c.w.b[:0]
+}
