@@ -33,22 +33,25 @@ type loop struct {
 	epfd    int
 	wakefd  int // an eventfd: a client was added, or the loop must stop
 	events  []unix.EpollEvent
-	clients []*client         // by fd
-	syncing []*client         // replies waiting for a sync (appendfsync always)
-	calls   []upstream.Call   // parked in this round, for the upstream (upstream_linux.go)
-	now     int64             // when epoll_wait last returned, Unix ns
-	mono    int64             // the same moment on observer.mono's clock
-	fresh   bool              // no client's commands have run since: mono is when the next batch starts
-	lat     *latency.Recorder // the latencies of its clients' commands
+	clients []*client           // by fd
+	syncing []*client           // replies waiting for a sync (appendfsync always)
+	calls   []upstream.Call     // parked in this round, for the upstream (upstream_linux.go)
+	now     int64               // when epoll_wait last returned, Unix ns
+	mono    int64               // the same moment on observer.mono's clock
+	fresh   bool                // no client's commands have run since: mono is when the next batch starts
+	lat     *latency.Recorder   // the latencies of its clients' commands: the loop's alone
+	latLast []*latency.Snapshot // its last answer to a reader, for readers it keeps waiting; under mu
 	done    chan struct{}
 
 	// gen counts the goroutines that took the loop over from one held in a long command
 	// (leaveLoop); a goroutine whose generation is past goes on with its command only.
 	gen atomic.Uint64
 
-	mu       sync.Mutex // guards incoming, ready and stopping
+	mu       sync.Mutex // guards incoming, ready, reads, stopping and latLast
 	incoming []*client
-	ready    []*client // clients whose calls to the upstream are decided (upstream.go)
+	ready    []*client     // clients whose calls to the upstream are decided (upstream.go)
+	reads    []*latRead    // readers' requests for the loop's latencies
+	readWake chan struct{} // a request was queued: for a reader on the loop that waits on others
 	stopping bool
 }
 
@@ -62,6 +65,7 @@ type loopConn struct {
 	leaving  bool       // its command runs long: it leaves the loop once the command is done
 	fdMu     sync.Mutex // guards fdClosed, and the client's nc, which handOff sets
 	fdClosed bool       // so that hangup never shuts another socket with the same fd
+	caller   *client    // a script's client: the client whose command runs the script
 }
 
 // startLoops starts n event loops; with none, each client gets a goroutine of its own.
@@ -94,16 +98,8 @@ func newLoop(s *Server) (*loop, error) {
 		unix.Close(wakefd)
 		return nil, err
 	}
-	return &loop{s: s, epfd: epfd, wakefd: wakefd, events: make([]unix.EpollEvent, 256), done: make(chan struct{}), lat: s.newRecorder()}, nil
-}
-
-// latencyRecorder is where c's commands count their latency: its event loop's recorder,
-// or the shared one.
-func (c *client) latencyRecorder() *latency.Recorder {
-	if c.loop != nil {
-		return c.loop.lat
-	}
-	return c.s.latency.shared[c.id%int64(len(c.s.latency.shared))]
+	return &loop{s: s, epfd: epfd, wakefd: wakefd, events: make([]unix.EpollEvent, 256), done: make(chan struct{}),
+		lat: latency.NewRecorder(len(s.latency.byID)), readWake: make(chan struct{}, 1)}, nil
 }
 
 // stopLoops closes every client of every loop and waits for the loops to end.
@@ -245,6 +241,7 @@ func (l *loop) admit() bool {
 	incoming, stopping, ready := l.incoming, l.stopping, l.ready
 	l.incoming, l.ready = nil, nil
 	l.mu.Unlock()
+	l.answerReads()
 	defer func() {
 		for _, c := range ready {
 			l.resumed(c)

@@ -247,6 +247,7 @@ func (c *client) runScript(sc *scripting.Script, fn *scripting.Function, args, k
 	if r == nil {
 		r = &scriptRun{s: c.s, caller: c}
 		r.c = &client{s: c.s, raddr: "lua", laddr: "lua", authed: true, w: writer{proto: 2}}
+		r.c.runsFor(c)
 		r.call.Host = r
 		c.script = r
 	}
