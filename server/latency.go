@@ -56,10 +56,16 @@ func (c *client) sharedRecorder() *latency.Shared {
 	return c.s.latency.shared[uint64(c.id)%uint64(len(c.s.latency.shared))]
 }
 
-// recordLatency counts a call of cmd that took d ns.
+// recordLatency counts a call of cmd that took d ns: in the recorder of the event loop that
+// runs it, which only that loop touches, else in a shared one.
 func (s *Server) recordLatency(c *client, cmd *command, d int64) {
-	if s.latency.on.Load() {
-		c.recordLatency(cmd.aclID, d)
+	if !s.latency.on.Load() {
+		return
+	}
+	if r := c.lat; r == nil {
+		c.sharedRecorder().Record(cmd.aclID, d)
+	} else if !r.Count(cmd.aclID, d) {
+		r.Record(cmd.aclID, d) // the command's first call on this loop
 	}
 }
 

@@ -12,8 +12,9 @@ import (
 // into them, reads them and clears them, so a call is counted with a plain increment and no
 // cache line moves between cores. A reader (INFO latencystats, LATENCY HISTOGRAM, /metrics,
 // CONFIG RESETSTAT) queues a request on each loop and wakes it, as attach does with a new
-// client; the loop answers at the top of its next round, before serving anyone, so every
-// call whose reply was written before the request is in the answer.
+// client; the loop answers in its next round (admit). A call is counted before its reply
+// is written, so every call whose reply was written before the request is in the answer,
+// and a reset is done before CONFIG RESETSTAT replies.
 
 // latRead is a reader's request to an event loop: add its counts to snaps, or clear them.
 type latRead struct {
@@ -23,34 +24,9 @@ type latRead struct {
 	ended bool                // the loop was stopping: done is the loop's, closed once it ended
 }
 
-// servingLoop is the event loop whose goroutine runs c's command now: c's own, or for a
-// script's client, the caller's; nil when none does (c has a goroutine of its own, or is
-// leaving its loop, which another goroutine serves meanwhile).
-func (c *client) servingLoop() *loop {
-	if c.caller != nil {
-		c = c.caller
-	}
-	if c.loop != nil && !c.leaving {
-		return c.loop
-	}
-	return nil
-}
-
-// runsFor makes c, a script's client, run its commands for caller.
-func (c *client) runsFor(caller *client) { c.caller = caller }
-
-// recordLatency counts a call of command id that took d ns: in the recorder of the event
-// loop that runs it, else in a shared one.
-func (c *client) recordLatency(id int, d int64) {
-	if l := c.servingLoop(); l != nil {
-		l.lat.Record(id, d)
-		return
-	}
-	c.sharedRecorder().Record(id, d)
-}
-
 // loopLatencies adds every event loop's counts to snaps, or (reset) clears them. The loop
-// serving c (nil for none), if any, is this goroutine: it reads its own recorder. Each other
+// running c's command (c nil for none), if any, is this goroutine: it reads its own
+// recorder. Each other
 // loop gets a request; the reader waits at most latencyReadWait in all, then takes the last
 // answer of a loop still busy (none since a reset: its counts are left out), so that a loop
 // held in a long command delays no reader long and a scraper's counts never go down. A
@@ -61,11 +37,11 @@ func (s *Server) loopLatencies(c *client, snaps []*latency.Snapshot, reset bool)
 	s.mu.Lock()
 	loops := s.loops
 	s.mu.Unlock()
-	var own *loop
+	var own *loop // the loop whose goroutine this is: the one whose recorder c counts in
 	var ownWake chan struct{}
-	if c != nil {
-		if own = c.servingLoop(); own != nil {
-			ownWake = own.readWake
+	for _, l := range loops {
+		if c != nil && c.lat == l.lat {
+			own, ownWake = l, l.readWake
 		}
 	}
 	reqs := make([]*latRead, len(loops))

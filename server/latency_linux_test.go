@@ -165,7 +165,7 @@ func TestLatencyBusyLoop(t *testing.T) {
 }
 
 // testLoop is a loop that no goroutine runs.
-func testLoop(t *testing.T, s *Server) *loop {
+func testLoop(t testing.TB, s *Server) *loop {
 	l, err := newLoop(s)
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -173,4 +173,31 @@ func testLoop(t *testing.T, s *Server) *loop {
 		unix.Close(l.wakefd)
 	})
 	return l
+}
+
+// BenchmarkLatencyTracking is what latency-tracking costs a decision: THROTTLE and
+// CL.THROTTLE with it (the default) and without, from a client on an event loop, as a TCP
+// client is (the benchmark's goroutine stands in for the loop's); and with it from a client
+// no loop serves (TLS, a subscriber), which counts in a shared recorder with an atomic add.
+func BenchmarkLatencyTracking(b *testing.B) {
+	onLoop := func(tb testing.TB, s *Server, c *client) {
+		l := testLoop(tb, s)
+		c.loop, c.lat = l, l.lat
+	}
+	for _, mode := range []struct {
+		name   string
+		on     bool
+		client func(testing.TB, *Server, *client)
+	}{
+		{"tracking=yes", true, onLoop},
+		{"tracking=no", false, onLoop},
+		{"tracking=yes,goroutine", true, nil},
+		{"tracking=no,goroutine", false, nil},
+	} {
+		benchPrepare = func(s *Server) { s.latency.on.Store(mode.on) }
+		benchClient = mode.client
+		b.Run(mode.name+"/THROTTLE", func(b *testing.B) { benchVerb(b, "THROTTLE", "k", "100", "10", "1m", "COST", "1") })
+		b.Run(mode.name+"/CL.THROTTLE", func(b *testing.B) { benchVerb(b, "CL.THROTTLE", "k", "100", "10", "60", "1") })
+	}
+	benchPrepare, benchClient = nil, nil
 }

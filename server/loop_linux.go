@@ -65,7 +65,10 @@ type loopConn struct {
 	leaving  bool       // its command runs long: it leaves the loop once the command is done
 	fdMu     sync.Mutex // guards fdClosed, and the client's nc, which handOff sets
 	fdClosed bool       // so that hangup never shuts another socket with the same fd
-	caller   *client    // a script's client: the client whose command runs the script
+	// lat is the recorder of the loop whose goroutine runs the client's commands now
+	// (latency_linux.go): nil when none does, as when it leaves the loop; a script's
+	// client takes its caller's.
+	lat *latency.Recorder
 }
 
 // startLoops starts n event loops; with none, each client gets a goroutine of its own.
@@ -252,7 +255,7 @@ func (l *loop) admit() bool {
 			l.clients = append(l.clients, nil)
 		}
 		l.clients[c.fd] = c
-		c.loop = l
+		c.loop, c.lat = l, l.lat
 		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(c.fd)}
 		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
 			l.s.log.Warn("event loop: cannot watch a connection", "client", c.raddr, "err", err)
@@ -347,7 +350,7 @@ func (c *client) leaveLoop() {
 	if l == nil || c.leaving {
 		return
 	}
-	c.leaving = true
+	c.leaving, c.lat = true, nil
 	l.clients[c.fd] = nil
 	unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
 	gen := l.gen.Add(1)
@@ -410,7 +413,7 @@ func (l *loop) release(c *client) bool {
 		c.close()
 		return false
 	}
-	c.loop = nil
+	c.loop, c.lat = nil, nil
 	c.rd.rd = nc
 	return true
 }

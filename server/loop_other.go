@@ -11,7 +11,7 @@ import (
 // Event loops are built on epoll; elsewhere every client has a goroutine of its own.
 type (
 	loop     struct{}
-	loopConn struct{}
+	loopConn struct{ lat *latency.Recorder } // always nil: no loop runs a client's commands
 )
 
 func (s *Server) startLoops(n int) error  { return nil }
@@ -21,11 +21,6 @@ func (s *Server) attach(nc net.Conn) bool { return false }
 
 // hangup ends c's connection from any goroutine; the goroutine serving c sees it closed.
 func (c *client) hangup() { c.nc.Close() }
-
-// recordLatency counts a call of command id that took d ns, in a shared recorder.
-func (c *client) recordLatency(id int, d int64) { c.sharedRecorder().Record(id, d) }
-
-func (c *client) runsFor(caller *client) {}
 
 // loopLatencies has no event loops to read.
 func (s *Server) loopLatencies(c *client, snaps []*latency.Snapshot, reset bool) {}
