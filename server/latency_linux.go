@@ -81,9 +81,9 @@ func (s *Server) loopLatencies(c *client, snaps []*latency.Snapshot, reset bool)
 		l := loops[i]
 		switch {
 		case answered && r.ended: // its recorder is no goroutine's now
-			l.mu.Lock()
+			l.ended.Lock()
 			l.apply(snaps, reset)
-			l.mu.Unlock()
+			l.ended.Unlock()
 		case reset:
 		case answered:
 			latency.Merge(snaps, r.snaps)
@@ -96,14 +96,17 @@ func (s *Server) loopLatencies(c *client, snaps []*latency.Snapshot, reset bool)
 	}
 }
 
-// apply adds the loop's counts to snaps, or clears them; for its goroutine alone, or once
-// it has ended.
+// apply adds the loop's counts to snaps, or clears them (and its last answer); for its
+// goroutine alone, or once it has ended.
 func (l *loop) apply(snaps []*latency.Snapshot, reset bool) {
-	if reset {
-		l.lat.Reset()
-	} else {
+	if !reset {
 		l.lat.AddTo(snaps)
+		return
 	}
+	l.lat.Reset()
+	l.mu.Lock()
+	l.latLast = nil
+	l.mu.Unlock()
 }
 
 // request queues r for the loop and wakes it; false when the loop is stopping.
@@ -133,9 +136,11 @@ func (l *loop) answerReads() {
 	l.mu.Unlock()
 	for _, r := range reads {
 		l.apply(r.snaps, r.reset)
-		l.mu.Lock()
-		l.latLast = r.snaps // nil after a reset
-		l.mu.Unlock()
+		if !r.reset {
+			l.mu.Lock()
+			l.latLast = r.snaps
+			l.mu.Unlock()
+		}
 		close(r.done)
 	}
 }

@@ -41,6 +41,7 @@ type loop struct {
 	fresh   bool                // no client's commands have run since: mono is when the next batch starts
 	lat     *latency.Recorder   // the latencies of its clients' commands: the loop's alone
 	latLast []*latency.Snapshot // its last answer to a reader, for readers it keeps waiting; under mu
+	ended   sync.Mutex          // guards lat once the loop has ended: readers read it themselves
 	done    chan struct{}
 
 	// gen counts the goroutines that took the loop over from one held in a long command
