@@ -1,21 +1,20 @@
-// Package latency keeps the distribution of each command's latency, as Redis 7's
-// latency tracking does, without costing the request path a shared write: each event loop
-// records into a Recorder of its own (one histogram per command, made at its first call),
-// and a reader merges the recorders when it asks (INFO latencystats, LATENCY HISTOGRAM,
-// the Prometheus histogram).
+// Package latency keeps the distribution of each command's latency, as Redis 7's latency
+// tracking does, without costing the request path a shared write: each event loop records
+// into a Recorder of its own (one histogram per command, made at its first call) with plain
+// increments, as only the loop touches it; a reader asks each loop to add its counts to a
+// Snapshot (INFO latencystats, LATENCY HISTOGRAM, the Prometheus histogram) and merges them.
+// The clients no loop serves record into a few Shared recorders, whose counts are atomic.
 //
 // A histogram is log-linear, as HdrHistogram's: durations below 128 ns each have a bucket
 // of their own; above, each power of two is cut into 64 buckets, so a bucket is at most
 // 1/64 of its lower bound wide, and its middle, which a percentile reports, is within 0.8%
 // of any duration in it. 1,856 buckets cover 0 to 2^34 ns (17 s); longer durations count
-// in the last. A count is an atomic add on the recorder's own memory: no other loop writes
-// it, so no cache line moves between cores on the path.
+// in the last.
 package latency
 
 import (
 	"math"
 	"math/bits"
-	"sync"
 	"sync/atomic"
 )
 
@@ -28,16 +27,14 @@ const (
 	Buckets = linear + maxShift*sub
 )
 
-// index returns the bucket of a duration of ns nanoseconds.
+// index returns the bucket of a duration of ns nanoseconds, in a few instructions and no
+// branch: a duration of shift+7 bits is cut to its top 7 (64 to 127) and lands at shift*64
+// plus those; under 128 ns, shift is 0 and the bucket is the duration itself. A negative
+// duration counts as 0, one from 2^34 ns in the last bucket.
 func index(ns int64) int {
-	if ns < linear {
-		return int(max(ns, 0))
-	}
-	shift := bits.Len64(uint64(ns)) - subBits - 1 // ns>>shift is in [sub, 2*sub)
-	if shift > maxShift {
-		return Buckets - 1
-	}
-	return linear + (shift-1)*sub + int(ns>>shift) - sub
+	u := uint64(ns) &^ uint64(ns>>63)
+	shift := uint(bits.Len64(u|(linear-1))) - subBits - 1
+	return int(min(shift<<subBits+uint(u>>shift), Buckets-1))
 }
 
 // bounds returns the durations bucket i holds: from lo to below hi.
@@ -59,28 +56,81 @@ func Mid(i int) float64 {
 	return float64(lo+hi-1) / 2
 }
 
-// histogram is one command's counts in one recorder.
-type histogram [Buckets]atomic.Uint64
-
-// Recorder is one event loop's histograms, by command id. Record is for the loop alone
-// (or, for a shared recorder, for anyone: the counts are atomic); the others read.
+// Recorder is one event loop's histograms, by command id. Only one goroutine at a time may
+// use it (the loop's): its counts are plain memory, which no other core writes or reads.
 type Recorder struct {
-	hists []atomic.Pointer[histogram]
+	hists []*[Buckets]uint64
 }
 
 // NewRecorder returns a recorder for command ids below n.
 func NewRecorder(n int) *Recorder {
-	return &Recorder{hists: make([]atomic.Pointer[histogram], n)}
+	return &Recorder{hists: make([]*[Buckets]uint64, n)}
+}
+
+// Record counts one call of command cmd that took ns nanoseconds; the first call of a
+// command makes its histogram.
+func (r *Recorder) Record(cmd int, ns int64) {
+	if !r.Count(cmd, ns) {
+		r.hists[cmd] = new([Buckets]uint64)
+		r.Count(cmd, ns)
+	}
+}
+
+// Count is Record without the first call of a command: it reports false then, having
+// counted nothing. Without a call of its own, it is inlined on the request path.
+func (r *Recorder) Count(cmd int, ns int64) bool {
+	if uint(cmd) >= uint(len(r.hists)) {
+		return true // no such command: not counted
+	}
+	h := r.hists[cmd]
+	if h == nil {
+		return false
+	}
+	h[index(ns)]++
+	return true
+}
+
+// AddTo adds the recorder's counts to snaps, by command id, making the snapshots missing.
+func (r *Recorder) AddTo(snaps []*Snapshot) {
+	for cmd, h := range r.hists[:min(len(r.hists), len(snaps))] {
+		if h != nil {
+			snap := snapshotOf(snaps, cmd)
+			for i, n := range h {
+				snap.Counts[i] += n
+				snap.Total += n
+			}
+		}
+	}
+}
+
+// Reset clears every count (CONFIG RESETSTAT).
+func (r *Recorder) Reset() {
+	for _, h := range r.hists {
+		if h != nil {
+			clear(h[:])
+		}
+	}
+}
+
+// Shared is a recorder that any goroutine may record into and read at any time: its
+// counts are atomic. It serves the clients no event loop serves.
+type Shared struct {
+	hists []atomic.Pointer[[Buckets]atomic.Uint64]
+}
+
+// NewShared returns a shared recorder for command ids below n.
+func NewShared(n int) *Shared {
+	return &Shared{hists: make([]atomic.Pointer[[Buckets]atomic.Uint64], n)}
 }
 
 // Record counts one call of command cmd that took ns nanoseconds.
-func (r *Recorder) Record(cmd int, ns int64) {
-	if cmd < 0 || cmd >= len(r.hists) {
+func (r *Shared) Record(cmd int, ns int64) {
+	if uint(cmd) >= uint(len(r.hists)) {
 		return
 	}
 	h := r.hists[cmd].Load()
 	if h == nil {
-		h = new(histogram)
+		h = new([Buckets]atomic.Uint64)
 		if !r.hists[cmd].CompareAndSwap(nil, h) {
 			h = r.hists[cmd].Load()
 		}
@@ -88,61 +138,50 @@ func (r *Recorder) Record(cmd int, ns int64) {
 	h[index(ns)].Add(1)
 }
 
-// Set is every recorder of a server.
-type Set struct {
-	mu   sync.Mutex
-	recs []*Recorder
+// AddTo adds the recorder's counts to snaps, by command id, making the snapshots missing.
+func (r *Shared) AddTo(snaps []*Snapshot) {
+	for cmd := range r.hists[:min(len(r.hists), len(snaps))] {
+		if h := r.hists[cmd].Load(); h != nil {
+			snap := snapshotOf(snaps, cmd)
+			for i := range h {
+				n := h[i].Load()
+				snap.Counts[i] += n
+				snap.Total += n
+			}
+		}
+	}
 }
 
-// Add makes r one of the set's.
-func (s *Set) Add(r *Recorder) {
-	s.mu.Lock()
-	s.recs = append(s.recs, r)
-	s.mu.Unlock()
+// Reset clears every count (CONFIG RESETSTAT).
+func (r *Shared) Reset() {
+	for i := range r.hists {
+		if h := r.hists[i].Load(); h != nil {
+			for j := range h {
+				h[j].Store(0)
+			}
+		}
+	}
 }
 
-// Snapshot is a command's counts merged from every recorder.
+// Snapshot is a command's counts merged from recorders.
 type Snapshot struct {
 	Counts [Buckets]uint64
 	Total  uint64
 }
 
-// Merge returns command cmd's counts over every recorder, false when it has none.
-func (s *Set) Merge(cmd int) (*Snapshot, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var snap *Snapshot
-	for _, r := range s.recs {
-		if cmd >= len(r.hists) {
-			continue
-		}
-		h := r.hists[cmd].Load()
-		if h == nil {
-			continue
-		}
-		if snap == nil {
-			snap = new(Snapshot)
-		}
-		for i := range h {
-			n := h[i].Load()
-			snap.Counts[i] += n
-			snap.Total += n
-		}
+// snapshotOf returns snaps[cmd], made if missing.
+func snapshotOf(snaps []*Snapshot, cmd int) *Snapshot {
+	if snaps[cmd] == nil {
+		snaps[cmd] = new(Snapshot)
 	}
-	return snap, snap != nil && snap.Total > 0
+	return snaps[cmd]
 }
 
-// Reset clears every count (CONFIG RESETSTAT).
-func (s *Set) Reset() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, r := range s.recs {
-		for i := range r.hists {
-			if h := r.hists[i].Load(); h != nil {
-				for j := range h {
-					h[j].Store(0)
-				}
-			}
+// Merge adds each snapshot of from to into's of the same command, making those missing.
+func Merge(into, from []*Snapshot) {
+	for cmd, snap := range from[:min(len(from), len(into))] {
+		if snap != nil {
+			snapshotOf(into, cmd).Add(snap)
 		}
 	}
 }

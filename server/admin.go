@@ -47,7 +47,7 @@ func cmdInfo(c *client, args [][]byte) error {
 	all := want["all"] || want["everything"]
 	deflt := len(want) == 0 || want["default"]
 	var b strings.Builder
-	for _, sec := range c.s.infoSections() {
+	for _, sec := range c.s.infoSections(c) {
 		// commandstats is not a default section, as in Redis: INFO, INFO default leave it out.
 		if !all && !want[sec.name] && (!deflt || sec.name == "commandstats" || sec.name == "latencystats") {
 			continue
@@ -74,7 +74,7 @@ type infoSection struct {
 	fields func() [][2]string
 }
 
-func (s *Server) infoSections() []infoSection {
+func (s *Server) infoSections(c *client) []infoSection {
 	return []infoSection{
 		{"server", s.infoServer},
 		{"clients", s.infoClients},
@@ -85,7 +85,7 @@ func (s *Server) infoSections() []infoSection {
 		{"cpu", infoCPU},
 		{"commandstats", s.infoCommandStats},
 		{"errorstats", s.infoErrorStats},
-		{"latencystats", s.infoLatencyStats},
+		{"latencystats", func() [][2]string { return s.infoLatencyStats(c) }},
 		{"throttle", func() [][2]string { return append(s.infoThrottle(), s.infoDenyEvents()...) }},
 		{"upstream", s.infoUpstream},
 		{"scripting", s.infoScripting},
@@ -242,6 +242,7 @@ func cmdConfigResetStat(c *client, args [][]byte) error {
 		}
 	}
 	s.resetObserved()
+	s.resetLatency(c)
 	c.w.ok()
 	return nil
 }

@@ -13,8 +13,12 @@ import (
 
 // benchVerb runs one request through dispatch, handler, keyspace and reply
 // encoding (no network), on 1000 keys from each goroutine.
-// benchPrepare, when set, prepares each benchmark's server (BenchmarkLatencyTracking).
-var benchPrepare func(*Server)
+// benchPrepare, when set, prepares each benchmark's server, and benchClient each client
+// (BenchmarkLatencyTracking).
+var (
+	benchPrepare func(*Server)
+	benchClient  func(testing.TB, *Server, *client)
+)
 
 func benchVerb(b *testing.B, args ...string) {
 	benchKeys(b, 1000, false, args...)
@@ -56,6 +60,9 @@ func benchKeys(b *testing.B, nkeys int, random bool, args ...string) {
 		nc, peer := net.Pipe()
 		defer peer.Close()
 		c := s.newClient(nc)
+		if benchClient != nil {
+			benchClient(b, s, c)
+		}
 		req := make([][]byte, len(args))
 		for i, a := range args {
 			req[i] = []byte(a)
@@ -249,17 +256,6 @@ func benchOn(b *testing.B, s *Server, args ...string) {
 			c.w.b = c.w.b[:0]
 		}
 	})
-}
-
-// BenchmarkLatencyTracking is what latency-tracking costs a decision: THROTTLE and
-// CL.THROTTLE with it (the default) and without.
-func BenchmarkLatencyTracking(b *testing.B) {
-	for _, on := range []bool{true, false} {
-		benchPrepare = func(s *Server) { s.latency.on.Store(on) }
-		b.Run("tracking="+yesNo(on)+"/THROTTLE", func(b *testing.B) { benchVerb(b, "THROTTLE", "k", "100", "10", "1m", "COST", "1") })
-		b.Run("tracking="+yesNo(on)+"/CL.THROTTLE", func(b *testing.B) { benchVerb(b, "CL.THROTTLE", "k", "100", "10", "60", "1") })
-	}
-	benchPrepare = nil
 }
 
 // The options of issue 23 on the verbs: REFUND (on keys that hold nothing to give back: the

@@ -13,16 +13,21 @@ import (
 
 // Latency tracking, as Redis 7's (latency-tracking yes): each command's latency in a
 // histogram that each event loop keeps for itself (package latency), read by INFO
-// latencystats, LATENCY HISTOGRAM and the Prometheus histogram.
+// latencystats, LATENCY HISTOGRAM and the Prometheus histogram. A loop's histograms are its
+// own memory, counted without an atomic: a reader asks each loop for a copy (loop_linux.go).
 
 // tracking is the server's latency-tracking state.
 type tracking struct {
 	on          atomic.Bool
 	percentiles atomic.Pointer[[]float64] // latency-tracking-info-percentiles
-	set         latency.Set
-	shared      [16]*latency.Recorder // the clients no event loop serves, by id: few share one
-	byID        []*command            // commands by aclID, for the replies
+	shared      [16]*latency.Shared       // the clients no event loop serves, by id: few share one
+	byID        []*command                // commands by aclID, for the replies
+	wait        time.Duration             // how long a reader waits for busy event loops (latencyReadWait)
 }
+
+// latencyReadWait is how long a reader waits for busy event loops' histograms; past it, a
+// loop's counts are those of its last answer.
+const latencyReadWait = 100 * time.Millisecond
 
 // initLatency prepares tracking once the commands have their ids (openACL).
 func (s *Server) initLatency() {
@@ -37,25 +42,51 @@ func (s *Server) initLatency() {
 		}
 	}
 	for i := range t.shared {
-		t.shared[i] = s.newRecorder()
+		t.shared[i] = latency.NewShared(len(t.byID))
 	}
 	t.on.Store(s.cfg.LatencyTracking)
+	t.wait = latencyReadWait
 	p, _ := parsePercentiles(s.cfg.LatencyTrackingInfoPercentiles)
 	t.percentiles.Store(&p)
 }
 
-// newRecorder returns a recorder of the set, for an event loop.
-func (s *Server) newRecorder() *latency.Recorder {
-	r := latency.NewRecorder(len(s.latency.byID))
-	s.latency.set.Add(r)
-	return r
+// sharedRecorder is where the commands of c, which no event loop serves, count their
+// latency.
+func (c *client) sharedRecorder() *latency.Shared {
+	return c.s.latency.shared[uint64(c.id)%uint64(len(c.s.latency.shared))]
 }
 
-// recordLatency counts a call of cmd that took d ns, in c's event loop's recorder.
+// recordLatency counts a call of cmd that took d ns: in the recorder of the event loop that
+// runs it, which only that loop touches, else in a shared one.
 func (s *Server) recordLatency(c *client, cmd *command, d int64) {
-	if s.latency.on.Load() {
-		c.latencyRecorder().Record(cmd.aclID, d)
+	if !s.latency.on.Load() {
+		return
 	}
+	if r := c.lat; r == nil {
+		c.sharedRecorder().Record(cmd.aclID, d)
+	} else if !r.Count(cmd.aclID, d) {
+		r.Record(cmd.aclID, d) // the command's first call on this loop
+	}
+}
+
+// latencySnapshots returns every command's counts, by aclID (nil for those never called),
+// merged over the shared recorders and every event loop's; c, nil for none, is the client
+// that asks: its own loop, if one serves it, is read directly.
+func (s *Server) latencySnapshots(c *client) []*latency.Snapshot {
+	snaps := make([]*latency.Snapshot, len(s.latency.byID))
+	for _, r := range s.latency.shared {
+		r.AddTo(snaps)
+	}
+	s.loopLatencies(c, snaps, false)
+	return snaps
+}
+
+// resetLatency clears every count (CONFIG RESETSTAT), c's as in latencySnapshots.
+func (s *Server) resetLatency(c *client) {
+	for _, r := range s.latency.shared {
+		r.Reset()
+	}
+	s.loopLatencies(c, nil, true)
 }
 
 // parsePercentiles reads latency-tracking-info-percentiles: numbers from 0 to 100, apart.
@@ -108,13 +139,14 @@ func (s *Server) latencyParams() []*param {
 }
 
 // infoLatencyStats is INFO latencystats: each command's percentiles, in µs.
-func (s *Server) infoLatencyStats() [][2]string {
+func (s *Server) infoLatencyStats(c *client) [][2]string {
 	t := &s.latency
 	ps := *t.percentiles.Load()
+	snaps := s.latencySnapshots(c)
 	var out [][2]string
 	for _, cmd := range t.byID {
-		snap, ok := t.set.Merge(cmd.aclID)
-		if !ok {
+		snap := snaps[cmd.aclID]
+		if snap == nil || snap.Total == 0 {
 			continue
 		}
 		var b []byte
@@ -146,10 +178,11 @@ func (s *Server) latencies() []metrics.Latency {
 		}
 		out = append(out, l)
 	}
+	snaps := s.latencySnapshots(nil)
 	for _, cmd := range s.latency.byID {
-		snap, ok := s.latency.set.Merge(cmd.aclID)
+		snap := snaps[cmd.aclID]
 		switch {
-		case !ok:
+		case snap == nil || snap.Total == 0:
 		case cmd.has(flagRatelimit) && cmd.parent == nil:
 			add(cmd.name, snap, time.Duration(cmd.nsec.Load()))
 		default:
@@ -185,8 +218,9 @@ func cmdLatencyHistogram(c *client, args [][]byte) error {
 		steps []latency.Step
 	}
 	var found []entry
+	snaps := c.s.latencySnapshots(c)
 	for _, cmd := range cmds {
-		if snap, ok := t.set.Merge(cmd.aclID); ok {
+		if snap := snaps[cmd.aclID]; snap != nil && snap.Total > 0 {
 			found = append(found, entry{cmd.name, snap.Total, snap.Steps()})
 		}
 	}

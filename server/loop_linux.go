@@ -33,13 +33,15 @@ type loop struct {
 	epfd    int
 	wakefd  int // an eventfd: a client was added, or the loop must stop
 	events  []unix.EpollEvent
-	clients []*client         // by fd
-	syncing []*client         // replies waiting for a sync (appendfsync always)
-	calls   []upstream.Call   // parked in this round, for the upstream (upstream_linux.go)
-	now     int64             // when epoll_wait last returned, Unix ns
-	mono    int64             // the same moment on observer.mono's clock
-	fresh   bool              // no client's commands have run since: mono is when the next batch starts
-	lat     *latency.Recorder // the latencies of its clients' commands
+	clients []*client           // by fd
+	syncing []*client           // replies waiting for a sync (appendfsync always)
+	calls   []upstream.Call     // parked in this round, for the upstream (upstream_linux.go)
+	now     int64               // when epoll_wait last returned, Unix ns
+	mono    int64               // the same moment on observer.mono's clock
+	fresh   bool                // no client's commands have run since: mono is when the next batch starts
+	lat     *latency.Recorder   // the latencies of its clients' commands: the loop's alone
+	latLast []*latency.Snapshot // its last answer to a reader, for readers it keeps waiting; under mu
+	ended   sync.Mutex          // guards lat once the loop has ended: readers read it themselves
 	tally   netTally          // what its clients read and wrote, not yet published (netstats.go)
 	net     netFigures        // the published tally
 	done    chan struct{}
@@ -48,9 +50,11 @@ type loop struct {
 	// (leaveLoop); a goroutine whose generation is past goes on with its command only.
 	gen atomic.Uint64
 
-	mu       sync.Mutex // guards incoming, ready and stopping
+	mu       sync.Mutex // guards incoming, ready, reads, stopping and latLast
 	incoming []*client
-	ready    []*client // clients whose calls to the upstream are decided (upstream.go)
+	ready    []*client     // clients whose calls to the upstream are decided (upstream.go)
+	reads    []*latRead    // readers' requests for the loop's latencies
+	readWake chan struct{} // a request was queued: for a reader on the loop that waits on others
 	stopping bool
 }
 
@@ -64,6 +68,10 @@ type loopConn struct {
 	leaving  bool       // its command runs long: it leaves the loop once the command is done
 	fdMu     sync.Mutex // guards fdClosed, and the client's nc, which handOff sets
 	fdClosed bool       // so that hangup never shuts another socket with the same fd
+	// lat is the recorder of the loop whose goroutine runs the client's commands now
+	// (latency_linux.go): nil when none does, as when it leaves the loop; a script's
+	// client takes its caller's.
+	lat *latency.Recorder
 }
 
 // startLoops starts n event loops; with none, each client gets a goroutine of its own.
@@ -96,7 +104,8 @@ func newLoop(s *Server) (*loop, error) {
 		unix.Close(wakefd)
 		return nil, err
 	}
-	return &loop{s: s, epfd: epfd, wakefd: wakefd, events: make([]unix.EpollEvent, 256), done: make(chan struct{}), lat: s.newRecorder()}, nil
+	return &loop{s: s, epfd: epfd, wakefd: wakefd, events: make([]unix.EpollEvent, 256), done: make(chan struct{}),
+		lat: latency.NewRecorder(len(s.latency.byID)), readWake: make(chan struct{}, 1)}, nil
 }
 
 // onLoop reports whether an event loop serves c.
@@ -104,15 +113,6 @@ func (c *client) onLoop() bool { return c.loop != nil }
 
 // published is what the loop's clients read and wrote, as of its last round.
 func (l *loop) published() netTally { return l.net.load() }
-
-// latencyRecorder is where c's commands count their latency: its event loop's recorder,
-// or the shared one.
-func (c *client) latencyRecorder() *latency.Recorder {
-	if c.loop != nil {
-		return c.loop.lat
-	}
-	return c.s.latency.shared[c.id%int64(len(c.s.latency.shared))]
-}
 
 // stopLoops closes every client of every loop and waits for the loops to end.
 func (s *Server) stopLoops() {
@@ -257,6 +257,7 @@ func (l *loop) admit() bool {
 	incoming, stopping, ready := l.incoming, l.stopping, l.ready
 	l.incoming, l.ready = nil, nil
 	l.mu.Unlock()
+	l.answerReads()
 	defer func() {
 		for _, c := range ready {
 			l.resumed(c)
@@ -267,7 +268,7 @@ func (l *loop) admit() bool {
 			l.clients = append(l.clients, nil)
 		}
 		l.clients[c.fd] = c
-		c.loop = l
+		c.loop, c.lat = l, l.lat
 		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(c.fd)}
 		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
 			l.s.log.Warn("event loop: cannot watch a connection", "client", c.raddr, "err", err)
@@ -362,7 +363,7 @@ func (c *client) leaveLoop() {
 	if l == nil || c.leaving {
 		return
 	}
-	c.leaving = true
+	c.leaving, c.lat = true, nil
 	l.clients[c.fd] = nil
 	unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
 	gen := l.gen.Add(1)
@@ -427,7 +428,7 @@ func (l *loop) release(c *client) bool {
 		c.close()
 		return false
 	}
-	c.loop = nil
+	c.loop, c.lat = nil, nil
 	c.rd.rd = nc
 	return true
 }

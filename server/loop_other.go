@@ -11,7 +11,7 @@ import (
 // Event loops are built on epoll; elsewhere every client has a goroutine of its own.
 type (
 	loop     struct{}
-	loopConn struct{}
+	loopConn struct{ lat *latency.Recorder } // always nil: no loop runs a client's commands
 )
 
 func (s *Server) startLoops(n int) error  { return nil }
@@ -24,7 +24,5 @@ func (l *loop) published() netTally       { return netTally{} }
 // hangup ends c's connection from any goroutine; the goroutine serving c sees it closed.
 func (c *client) hangup() { c.nc.Close() }
 
-// latencyRecorder is where c's commands count their latency.
-func (c *client) latencyRecorder() *latency.Recorder {
-	return c.s.latency.shared[c.id%int64(len(c.s.latency.shared))]
-}
+// loopLatencies has no event loops to read.
+func (s *Server) loopLatencies(c *client, snaps []*latency.Snapshot, reset bool) {}

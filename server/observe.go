@@ -401,9 +401,8 @@ func (s *Server) infoCommandStats() [][2]string {
 }
 
 // resetObserved clears what CONFIG RESETSTAT clears of the tools: commands' times and
-// rejections.
+// rejections (and resetLatency their latencies).
 func (s *Server) resetObserved() {
-	s.latency.set.Reset()
 	for _, cmd := range s.commands {
 		for _, cc := range append([]*command{cmd}, sortedSubcommands(cmd)...) {
 			cc.nsec.Store(0)

@@ -420,6 +420,7 @@ func (r *scriptRun) Call(dst []byte, args [][]byte, resp int) ([]byte, error) {
 	}
 	sc.w.b, sc.w.proto = dst, resp
 	sc.tick = r.caller.tick // the script's commands all see the time it started at
+	sc.lat = r.caller.lat   // and count their latency where the caller's commands do
 	sc.lastCmd.Store(cmd)   // the rate-limit verbs count their decisions by it, as run sets it
 	s.call(sc, cmd, args)
 	if len(sc.up.calls) > 0 { // with an upstream, a rate-limit verb's reply comes from there
