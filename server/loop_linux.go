@@ -42,8 +42,8 @@ type loop struct {
 	lat     *latency.Recorder   // the latencies of its clients' commands: the loop's alone
 	latLast []*latency.Snapshot // its last answer to a reader, for readers it keeps waiting; under mu
 	ended   sync.Mutex          // guards lat once the loop has ended: readers read it themselves
-	tally   netTally          // what its clients read and wrote, not yet published (netstats.go)
-	net     netFigures        // the published tally
+	tally   netTally            // what its clients read and wrote, not yet published (netstats.go)
+	net     netFigures          // the published tally
 	done    chan struct{}
 
 	// gen counts the goroutines that took the loop over from one held in a long command
