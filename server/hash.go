@@ -481,22 +481,9 @@ func cmdHScan(c *client, args [][]byte) error {
 		c.w.array(0)
 		return nil
 	}
-	var pattern []byte
-	for i := 3; i < len(args); i += 2 {
-		switch {
-		case i+1 < len(args) && equalFold(args[i], "count"):
-			n, ok := parseInt(args[i+1])
-			if !ok {
-				return errNotInteger
-			}
-			if n < 1 {
-				return errSyntax
-			}
-		case i+1 < len(args) && equalFold(args[i], "match"):
-			pattern = args[i+1]
-		default:
-			return errSyntax
-		}
+	pattern, err := scanOptions(args[3:])
+	if err != nil {
+		return err
 	}
 	var buf [20]byte
 	match := func(f collection.Elem) bool {
@@ -559,4 +546,29 @@ func parseScanCursor(b []byte) bool {
 		n = n*10 + uint64(ch-'0')
 	}
 	return true
+}
+
+// scanOptions reads the options of HSCAN, ZSCAN and SSCAN, which scan a collection whole:
+// the MATCH pattern (nil for none or "*"), and a COUNT that is only checked.
+func scanOptions(opts [][]byte) (pattern []byte, err error) {
+	for i := 0; i < len(opts); i += 2 {
+		switch {
+		case i+1 < len(opts) && equalFold(opts[i], "count"):
+			n, ok := parseInt(opts[i+1])
+			if !ok {
+				return nil, errNotInteger
+			}
+			if n < 1 {
+				return nil, errSyntax
+			}
+		case i+1 < len(opts) && equalFold(opts[i], "match"):
+			pattern = opts[i+1]
+		default:
+			return nil, errSyntax
+		}
+	}
+	if len(pattern) == 1 && pattern[0] == '*' {
+		pattern = nil
+	}
+	return pattern, nil
 }

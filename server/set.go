@@ -589,22 +589,9 @@ func cmdSScan(c *client, args [][]byte) error {
 		c.w.array(0)
 		return nil
 	}
-	var pattern []byte
-	for i := 3; i < len(args); i += 2 {
-		switch {
-		case i+1 < len(args) && equalFold(args[i], "count"):
-			n, ok := parseInt(args[i+1])
-			if !ok {
-				return errNotInteger
-			}
-			if n < 1 {
-				return errSyntax
-			}
-		case i+1 < len(args) && equalFold(args[i], "match"):
-			pattern = args[i+1]
-		default:
-			return errSyntax
-		}
+	pattern, err := scanOptions(args[3:])
+	if err != nil {
+		return err
 	}
 	var buf [24]byte
 	match := func(m collection.Elem) bool {

@@ -745,25 +745,9 @@ func cmdZScan(c *client, args [][]byte) error {
 		c.w.array(0)
 		return nil
 	}
-	var pattern []byte
-	for i := 3; i < len(args); i += 2 {
-		switch {
-		case equalFold(args[i], "count") && i+1 < len(args):
-			n, ok := parseInt(args[i+1])
-			if !ok {
-				return errNotInteger
-			}
-			if n < 1 {
-				return errSyntax
-			}
-		case equalFold(args[i], "match") && i+1 < len(args):
-			pattern = args[i+1]
-			if len(pattern) == 1 && pattern[0] == '*' {
-				pattern = nil
-			}
-		default:
-			return errSyntax
-		}
+	pattern, err := scanOptions(args[3:])
+	if err != nil {
+		return err
 	}
 	c.w.array(2)
 	c.w.bulkString("0")
