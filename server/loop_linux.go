@@ -373,7 +373,7 @@ func (c *client) leaveLoop() {
 // leave ends c's leaving: its replies so far are written, and a goroutine of its own goes
 // on with the requests it sent after.
 func (l *loop) leave(c *client) {
-	l.tally.plus(c.takeNet())
+	c.foldNet() // into c's own figures: the loop's tally is another goroutine's now
 	c.leaving = false
 	c.w.b = c.w.b[c.wpos:]
 	c.wpos = 0
