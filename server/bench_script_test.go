@@ -100,3 +100,15 @@ func BenchmarkEvalshaTokenBucket(b *testing.B) {
 func BenchmarkEvalshaReturn(b *testing.B) {
 	benchScript(b, "return 1", func(int) []string { return nil })
 }
+
+// BenchmarkEvalshaFixedWindow is rate-limit-redis's increment (express-rate-limit's
+// store): PTTL, then SET PX or INCR, run as Go code and on the interpreter.
+func BenchmarkEvalshaFixedWindow(b *testing.B) {
+	args := []string{"60000"}
+	b.Run("native", func(b *testing.B) {
+		benchScriptPath(b, native.RateLimitRedisIncrement, func(int) []string { return args }, true)
+	})
+	b.Run("interpreter", func(b *testing.B) {
+		benchScriptPath(b, native.RateLimitRedisIncrement, func(int) []string { return args }, false)
+	})
+}
