@@ -257,30 +257,3 @@ func benchOn(b *testing.B, s *Server, args ...string) {
 		}
 	})
 }
-
-// The options of issue 23 on the verbs: REFUND (on keys that hold nothing to give back: the
-// parse, a probe's evaluation and the reply) and a tier's call (cost plus reserve looked at,
-// then cost taken).
-func BenchmarkThrottleRefund(b *testing.B) {
-	benchVerb(b, "THROTTLE", "k", "100", "10", "1m", "REFUND", "1")
-}
-func BenchmarkThrottleTier(b *testing.B) {
-	benchVerb(b, "THROTTLE", "k", "100", "10", "1m", "TIERS", "payments=1", "default=0.8", "PRIORITY", "payments")
-}
-func BenchmarkTokenBucketTier(b *testing.B) {
-	benchVerb(b, "TOKENBUCKET", "k", "100", "10", "1s", "TIERS", "payments=1", "default=0.8")
-}
-func BenchmarkSlideRefund(b *testing.B) { benchVerb(b, "SLIDE", "k", "100", "1m", "REFUND", "1") }
-func BenchmarkSlideTier(b *testing.B) {
-	benchVerb(b, "SLIDE", "k", "100", "1m", "TIERS", "payments=1", "default=0.8")
-}
-func BenchmarkWindowRefund(b *testing.B) { benchVerb(b, "WINDOW", "k", "100", "1m", "REFUND", "1") }
-func BenchmarkCheckTier(b *testing.B) {
-	s, c := fuzzServer(b)
-	s.run(c, [][]byte{[]byte("POLICY.SET"), []byte("api"), []byte("THROTTLE"), []byte("100"), []byte("10"), []byte("1m"),
-		[]byte("TIERS"), []byte("payments=1"), []byte("default=0.8")})
-	if c.w.b[0] == '-' {
-		b.Fatalf("%s", c.w.b)
-	}
-	benchOn(b, s, "CHECK", "api", "k", "PRIORITY", "payments")
-}
