@@ -136,6 +136,14 @@ func (e Elem) Append(dst []byte) []byte {
 	return append(dst, e.Str...)
 }
 
+// Bytes returns e's string form: a string's own bytes, or a number's written in buf.
+func (e Elem) Bytes(buf []byte) []byte {
+	if e.Kind == Str {
+		return e.Str
+	}
+	return e.Append(buf)
+}
+
 // Len returns the length of e's string form (HSTRLEN).
 func (e Elem) Len() int {
 	if e.Kind == Str {
@@ -277,4 +285,51 @@ func AppendScoreText(dst []byte, f float64) []byte {
 		return append(dst, "-inf"...)
 	}
 	return strconv.AppendFloat(dst, f, 'g', 17, 64)
+}
+
+// CheckPack checks a pack that came from outside (RESTORE's payload) before it is stored:
+// every element whole, and, with per 2 (a hash's or a sorted set's pairs), the names
+// distinct; with zset, each score a number that is no NaN and the pairs in the sorted
+// set's order. It returns the entries (elements over per) and the longest element's
+// length; ok is false when the pack is none of these, or empty.
+func CheckPack(pack []byte, per int, zset bool) (num int64, longest int, ok bool) {
+	var elems []Elem
+	for b := pack; len(b) > 0; {
+		e, n := Read(b)
+		if n == 0 {
+			return 0, 0, false
+		}
+		elems = append(elems, e)
+		longest = max(longest, e.Len())
+		b = b[n:]
+	}
+	if len(elems) == 0 || len(elems)%per != 0 {
+		return 0, 0, false
+	}
+	if per == 2 {
+		seen := make(map[string]bool, len(elems)/2)
+		var prev []byte
+		for i := 0; i < len(elems); i += 2 {
+			name := elems[i].Append(nil)
+			if seen[string(name)] {
+				return 0, 0, false
+			}
+			seen[string(name)] = true
+			if !zset {
+				continue
+			}
+			sc := elems[i+1]
+			if sc.Kind == Str || math.IsNaN(sc.Number()) || elems[i].Kind == Float {
+				return 0, 0, false
+			}
+			if i > 0 {
+				ps := elems[i-1].Number()
+				if ps > sc.Number() || ps == sc.Number() && bytes.Compare(prev, name) >= 0 {
+					return 0, 0, false
+				}
+			}
+			prev = name
+		}
+	}
+	return int64(len(elems) / per), longest, true
 }

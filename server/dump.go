@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"hash/crc64"
@@ -238,49 +237,13 @@ func (s *Server) restoredValue(v keyspace.Value) (keyspace.Value, error) {
 // its big encoding (a hash with its index; a sorted set indexes at its next write).
 func (s *Server) restoredCollection(v keyspace.Value) (keyspace.Value, error) {
 	pack := v.Bytes
-	var elems []collection.Elem
-	longest := 0
-	for b := pack; len(b) > 0; {
-		e, n := collection.Read(b)
-		if n == 0 {
-			return v, errBadDump
-		}
-		elems = append(elems, e)
-		longest = max(longest, e.Len())
-		b = b[n:]
-	}
 	per := 2
 	if v.Kind == keyspace.List {
 		per = 1
 	}
-	if len(elems) == 0 || len(elems)%per != 0 || v.Num2&^bigEncoding != 0 || v.Kind == keyspace.List && v.Num2 != 0 {
+	num, longest, ok := collection.CheckPack(pack, per, v.Kind == keyspace.ZSet)
+	if !ok || v.Num2&^bigEncoding != 0 || v.Kind == keyspace.List && v.Num2 != 0 {
 		return v, errBadDump
-	}
-	num := int64(len(elems) / per)
-	if per == 2 {
-		seen := make(map[string]bool, num)
-		var prev []byte
-		for i := 0; i < len(elems); i += 2 {
-			name := string(elems[i].Append(nil))
-			if seen[name] {
-				return v, errBadDump
-			}
-			seen[name] = true
-			if v.Kind != keyspace.ZSet {
-				continue
-			}
-			sc := elems[i+1]
-			if sc.Kind == collection.Str || math.IsNaN(sc.Number()) || elems[i].Kind == collection.Float {
-				return v, errBadDump
-			}
-			if i > 0 {
-				ps := elems[i-1].Number()
-				if ps > sc.Number() || ps == sc.Number() && bytes.Compare(prev, []byte(name)) >= 0 {
-					return v, errBadDump
-				}
-			}
-			prev = []byte(name)
-		}
 	}
 	v.Num = num
 	switch v.Kind {

@@ -487,13 +487,7 @@ func cmdHScan(c *client, args [][]byte) error {
 	}
 	var buf [20]byte
 	match := func(f collection.Elem) bool {
-		if pattern == nil {
-			return true
-		}
-		if f.Kind == collection.Str {
-			return glob.Match(pattern, f.Str)
-		}
-		return glob.Match(pattern, f.Append(buf[:0]))
+		return pattern == nil || glob.Match(pattern, f.Bytes(buf[:0]))
 	}
 	n := 0
 	for f := range collection.HashPairs(hashOf(v).Pack) {

@@ -18,8 +18,8 @@ import (
 
 func setCommands() []*command {
 	return []*command{
-		{name: "sadd", arity: -3, flags: "write denyoom fast", firstKey: 1, lastKey: 1, group: "set", since: "1.0.0", summary: "Adds one or more members to a set. Creates the key if it doesn't exist.", syntax: "key member [member ...]", handler: cmdSAdd},
-		{name: "srem", arity: -3, flags: "write fast", firstKey: 1, lastKey: 1, group: "set", since: "1.0.0", summary: "Removes one or more members from a set. Deletes the set if the last member was removed.", syntax: "key member [member ...]", handler: cmdSRem},
+		{name: "sadd", arity: -3, flags: "write denyoom fast", firstKey: 1, lastKey: 1, group: "set", since: "1.0.0", summary: "Adds one or more members to a set. Creates the key if it doesn't exist.", syntax: "key member [member ...]", handler: setEditHandler((*collection.SetEditor).Add)},
+		{name: "srem", arity: -3, flags: "write fast", firstKey: 1, lastKey: 1, group: "set", since: "1.0.0", summary: "Removes one or more members from a set. Deletes the set if the last member was removed.", syntax: "key member [member ...]", handler: setEditHandler((*collection.SetEditor).Remove)},
 		{name: "sismember", arity: 3, flags: "readonly fast", firstKey: 1, lastKey: 1, group: "set", since: "1.0.0", summary: "Determines whether a member belongs to a set.", syntax: "key member", handler: cmdSIsMember},
 		{name: "smismember", arity: -3, flags: "readonly fast", firstKey: 1, lastKey: 1, group: "set", since: "6.2.0", summary: "Determines whether multiple members belong to a set.", syntax: "key member [member ...]", handler: cmdSMIsMember},
 		{name: "smembers", arity: 2, flags: "readonly", firstKey: 1, lastKey: 1, group: "set", since: "1.0.0", summary: "Returns all members of a set.", syntax: "key", handler: cmdSMembers},
@@ -106,46 +106,28 @@ func (c *client) storeSetLocked(sh *keyspace.Shard, key []byte, expire int64, ed
 	c.scratch = ed.Buf()
 }
 
-// SADD key member [member ...]
-func cmdSAdd(c *client, args [][]byte) error {
-	sh := c.s.ks.Shard(args[1])
-	sh.Lock()
-	defer sh.Unlock()
-	v, _, err := c.setLocked(sh, args[1])
-	if err != nil {
-		return err
-	}
-	ed := c.editSet(v)
-	added := 0
-	for _, m := range args[2:] {
-		if ed.Add(m) {
-			added++
+// SADD key member [member ...] and SREM key member [member ...]: edit is Add or Remove,
+// and the reply counts the members it changed.
+func setEditHandler(edit func(*collection.SetEditor, []byte) bool) handler {
+	return func(c *client, args [][]byte) error {
+		sh := c.s.ks.Shard(args[1])
+		sh.Lock()
+		defer sh.Unlock()
+		v, _, err := c.setLocked(sh, args[1])
+		if err != nil {
+			return err
 		}
-	}
-	c.storeSetLocked(sh, args[1], v.Expire, &ed)
-	c.w.int(int64(added))
-	return nil
-}
-
-// SREM key member [member ...]
-func cmdSRem(c *client, args [][]byte) error {
-	sh := c.s.ks.Shard(args[1])
-	sh.Lock()
-	defer sh.Unlock()
-	v, _, err := c.setLocked(sh, args[1])
-	if err != nil {
-		return err
-	}
-	ed := c.editSet(v)
-	removed := 0
-	for _, m := range args[2:] {
-		if ed.Remove(m) {
-			removed++
+		ed := c.editSet(v)
+		changed := 0
+		for _, m := range args[2:] {
+			if edit(&ed, m) {
+				changed++
+			}
 		}
+		c.storeSetLocked(sh, args[1], v.Expire, &ed)
+		c.w.int(int64(changed))
+		return nil
 	}
-	c.storeSetLocked(sh, args[1], v.Expire, &ed)
-	c.w.int(int64(removed))
-	return nil
 }
 
 // SISMEMBER key member
@@ -259,26 +241,10 @@ func cmdSPop(c *client, args [][]byte) error {
 	}
 	// Few left: Redis moves them to a set made anew, which is an intset if it can be.
 	nb := collection.NewSet(c.s.setLimits(), nil)
-	addAll(&nb, ed.Set())
+	nb.AddAll(ed.Set())
 	c.scratch = ed.Buf()
 	storeCollectionLocked(sh, args[1], keyspace.Value{Kind: keyspace.Set, Num: nb.Num, Num2: setFlags(nb.Enc), Bytes: nb.Bytes(), Expire: v.Expire})
 	return nil
-}
-
-// addAll adds every member of s to ed.
-func addAll(ed *collection.SetEditor, s collection.Set) {
-	var buf [24]byte
-	for m := range s.Members() {
-		ed.Add(memberBytes(m, buf[:0]))
-	}
-}
-
-// memberBytes returns a member's string form: its bytes, or an integer's written in buf.
-func memberBytes(m collection.Elem, buf []byte) []byte {
-	if m.Kind == collection.Str {
-		return m.Str
-	}
-	return m.Append(buf)
 }
 
 // replySet replies the set s of num members as Redis replies a set it has just built from
@@ -286,7 +252,7 @@ func memberBytes(m collection.Elem, buf []byte) []byte {
 func (c *client) replySet(s collection.Set, num int64) {
 	if s.Enc != collection.Intset {
 		nb := collection.NewSet(c.s.setLimits(), nil)
-		addAll(&nb, s)
+		nb.AddAll(s)
 		s = nb.Set()
 	}
 	c.w.setHeader(int(num))
@@ -425,6 +391,15 @@ func (c *client) setsLocked(keys [][]byte, sets []keyspace.Value) ([]keyspace.Va
 	return sets, nil
 }
 
+// setsOf reads values, sets, with their counts of members.
+func setsOf(values []keyspace.Value) ([]collection.Set, []int64) {
+	sets, cards := make([]collection.Set, len(values)), make([]int64, len(values))
+	for i, v := range values {
+		sets[i], cards[i] = setOf(v), v.Num
+	}
+	return sets, cards
+}
+
 // setOpHandler makes SINTER, SUNION and SDIFF key [key ...], which reply the set (a set in
 // RESP3), and, with store, their STORE forms destination key [key ...], which store it at
 // destination (deleting it when the set is empty) and reply its size.
@@ -436,19 +411,22 @@ func setOpHandler(op setOp, store bool) handler {
 		if store {
 			keys = args[2:]
 		}
-		sets, err := c.setsLocked(keys, nil)
+		values, err := c.setsLocked(keys, nil)
 		if err != nil {
 			return err
 		}
 		nb := collection.NewSet(c.s.setLimits(), nil)
-		if op == setInter {
-			interSets(sets, 0, func(m collection.Elem) bool {
-				var buf [24]byte
-				nb.Add(memberBytes(m, buf[:0]))
+		switch sets, cards := setsOf(values); op {
+		case setInter:
+			var buf [24]byte
+			collection.Inter(sets, cards, 0, func(m collection.Elem) bool {
+				nb.Add(m.Bytes(buf[:0]))
 				return true
 			})
-		} else {
-			combineSets(&nb, sets, op)
+		case setUnion:
+			nb.AddUnion(sets)
+		default:
+			nb.AddDiff(sets)
 		}
 		if store {
 			storeCollectionLocked(c.s.ks.Shard(args[1]), args[1], keyspace.Value{Kind: keyspace.Set, Num: nb.Num, Num2: setFlags(nb.Enc), Bytes: nb.Bytes()})
@@ -460,68 +438,6 @@ func setOpHandler(op setOp, store bool) handler {
 			c.w.elem(m)
 		}
 		return nil
-	}
-}
-
-// interSets calls yield with each member of the intersection of sets, from the smallest
-// set's, until it returns false or limit members (0: no limit) have been yielded; it
-// returns how many were.
-func interSets(sets []keyspace.Value, limit int64, yield func(collection.Elem) bool) int64 {
-	if len(sets) == 0 {
-		return 0
-	}
-	least := 0
-	for i, v := range sets {
-		if v.Num < sets[least].Num {
-			least = i
-		}
-	}
-	if sets[least].Num == 0 {
-		return 0
-	}
-	n := int64(0)
-	var buf [24]byte
-	for m := range setOf(sets[least]).Members() {
-		mb := memberBytes(m, buf[:0])
-		in := true
-		for i, v := range sets {
-			if i != least && !setOf(v).Has(mb) {
-				in = false
-				break
-			}
-		}
-		if !in {
-			continue
-		}
-		n++
-		if !yield(m) || limit > 0 && n >= limit {
-			break
-		}
-	}
-	return n
-}
-
-// combineSets adds to nb the union of sets, or the members of the first that no other has.
-func combineSets(nb *collection.SetEditor, sets []keyspace.Value, op setOp) {
-	if op == setUnion {
-		for _, v := range sets {
-			addAll(nb, setOf(v))
-		}
-		return
-	}
-	var buf [24]byte
-	for m := range setOf(sets[0]).Members() {
-		mb := memberBytes(m, buf[:0])
-		in := false
-		for _, v := range sets[1:] {
-			if setOf(v).Has(mb) {
-				in = true
-				break
-			}
-		}
-		if !in {
-			nb.Add(mb)
-		}
 	}
 }
 
@@ -561,11 +477,12 @@ func cmdSInterCard(c *client, args [][]byte) error {
 	}
 	c.shards = c.s.ks.LockKeys(keys, c.shards[:0])
 	defer keyspace.UnlockShards(c.shards)
-	sets, err := c.setsLocked(keys, nil)
+	values, err := c.setsLocked(keys, nil)
 	if err != nil {
 		return err
 	}
-	c.w.int(interSets(sets, limit, func(collection.Elem) bool { return true }))
+	sets, cards := setsOf(values)
+	c.w.int(collection.Inter(sets, cards, limit, func(collection.Elem) bool { return true }))
 	return nil
 }
 
@@ -595,7 +512,7 @@ func cmdSScan(c *client, args [][]byte) error {
 	}
 	var buf [24]byte
 	match := func(m collection.Elem) bool {
-		return pattern == nil || glob.Match(pattern, memberBytes(m, buf[:0]))
+		return pattern == nil || glob.Match(pattern, m.Bytes(buf[:0]))
 	}
 	n := 0
 	for m := range setOf(v).Members() {
