@@ -150,6 +150,33 @@ func Digest(sha []byte) (d [20]byte, ok bool) {
 // Lookup returns the cached script with digest d, or nil.
 func (e *Engine) Lookup(d [20]byte) *Script { return e.cache.Load().scripts[d] }
 
+// A Memo remembers a caller's last script found by its hex digest (LookupHex): a client
+// sends the same EVALSHA over and over.
+type Memo struct {
+	sha   [40]byte
+	cache *scriptCache // the cache it was found in: one Load or Flush later, it is looked up again
+	s     *Script
+}
+
+// LookupHex returns the cached script whose digest sha is in hex (EVALSHA's argument, in
+// any case), or nil, through m.
+func (e *Engine) LookupHex(sha []byte, m *Memo) *Script {
+	c := e.cache.Load()
+	if m.cache == c && string(m.sha[:]) == string(sha) {
+		return m.s
+	}
+	d, ok := Digest(sha)
+	if !ok {
+		return nil
+	}
+	s := c.scripts[d]
+	if s != nil {
+		copy(m.sha[:], sha)
+		m.cache, m.s = c, s
+	}
+	return s
+}
+
 // Load returns the script with this body, compiling and caching it the first time. A
 // compile error is Redis's text, without the ERR code.
 func (e *Engine) Load(body []byte) (*Script, error) {
@@ -331,6 +358,7 @@ type Call struct {
 	Host       Host
 	Proto      int           // the caller's protocol, 2 or 3: the reply's
 	BusyAfter  time.Duration // when Host.Busy is called; 0 for never
+	Start      time.Time     // when the run started, for BusyAfter; the host reads the clock for it
 	Slot       uint64        // which shard of the interpreter pool the run draws from: the caller's id
 	// Scratch and ScratchBytes are Native code's to reuse from run to run of a Call kept
 	// by its caller: the arguments of the commands it calls (Host.Call keeps none), so
@@ -341,6 +369,14 @@ type Call struct {
 	kill atomic.Bool
 }
 
+// started is Start, or now when the host gave none.
+func (c *Call) started() time.Time {
+	if c.Start.IsZero() {
+		return time.Now()
+	}
+	return c.Start
+}
+
 // Kill stops the run at its next loop, function call or command, as SCRIPT KILL does: it
 // replies "Script killed by user with SCRIPT KILL...". Any goroutine may call it.
 func (c *Call) Kill() { c.kill.Store(true) }
@@ -349,17 +385,15 @@ func (c *Call) Kill() { c.kill.Store(true) }
 // returns an error only when the host stopped the script (Host.Call); dst is then as it
 // was.
 func (e *Engine) Run(dst []byte, s *Script, call *Call) ([]byte, error) {
-	if s.native != nil && !e.interpretOnly.Load() {
-		p := &e.pools[call.Slot%uint64(len(e.pools))]
-		out, done, err := s.native(dst, call)
+	if e.Native(s) {
+		out, done, err := e.RunNative(dst, s, call)
 		switch {
 		case err != nil:
 			return dst, err
 		case done:
-			p.natives.Add(1)
 			return out, nil
 		}
-		p.fallbacks.Add(1)
+		e.pools[call.Slot%uint64(len(e.pools))].fallbacks.Add(1)
 	}
 	st := e.get(call.Slot)
 	defer e.put(st, call.Slot)
@@ -377,11 +411,25 @@ func (e *Engine) Run(dst []byte, s *Script, call *Call) ([]byte, error) {
 		st.g.RawSetString("ARGV", st.argv)
 	}
 	call.kill.Store(false)
-	st.run = run{script: s, host: call.Host, call: call, resp: 2, start: time.Now()}
+	st.run = run{script: s, host: call.Host, call: call, resp: 2, start: call.started()}
 	st.errInfo = errInfo{}
 	L.Push(fn)
 	err := L.PCall(0, 1, st.handler)
 	return st.finish(dst, err, s.SHA, call.Proto)
+}
+
+// Native reports whether s runs as Go code: the engine knows its digest, and native runs
+// are on.
+func (e *Engine) Native(s *Script) bool { return s.native != nil && !e.interpretOnly.Load() }
+
+// RunNative runs s as Go code, as Run does when Native(s): done is false when the code
+// declined (Native), and dst is then as given; Run would go on with the interpreter.
+func (e *Engine) RunNative(dst []byte, s *Script, call *Call) (out []byte, done bool, err error) {
+	if out, done, err = s.native(dst, call); err != nil || !done {
+		return dst, false, err
+	}
+	e.pools[call.Slot%uint64(len(e.pools))].natives.Add(1)
+	return out, true, nil
 }
 
 // fill makes t the KEYS or ARGV table of items. The table of the last run is reused when

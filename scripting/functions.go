@@ -604,7 +604,7 @@ func (e *Engine) CallFunction(dst []byte, f *Function, call *Call) ([]byte, erro
 		args.RawSetInt(i+1, lua.LString(a))
 	}
 	call.kill.Store(false)
-	st.run = run{host: call.Host, call: call, resp: 2, start: time.Now()}
+	st.run = run{host: call.Host, call: call, resp: 2, start: call.started()}
 	st.errInfo = errInfo{}
 	L.Push(fn)
 	L.Push(keys)

@@ -48,6 +48,7 @@ type client struct {
 	tx      *transaction        // between MULTI and EXEC or DISCARD; nil otherwise
 	txHeld  uint64              // the transaction stripes EXEC holds while it runs (scripting.go)
 	script  *scriptRun          // the client's script run, kept for the next (scripting.go)
+	held    *keyspace.Shard     // a script's client: the shard its native run holds locked (lockShard)
 	watch   keyspace.Watch      // marked when a watched key changes
 	watched map[string]struct{} // the keys WATCHed
 

@@ -68,6 +68,7 @@ const (
 	flagNoScript  // refused inside scripts (scripting.go)
 	flagAllowBusy // runs while a script is busy (scripting.go)
 	flagReadonly  // reads keys: its lookups count as keyspace hits or misses (INFO)
+	flagDirect    // takes its key's shard through client.lockShard: a native script may run it under the lock it holds (scripting.go)
 )
 
 var flagBits = map[string]uint32{"no-auth": flagNoAuth, "write": flagWrite, "ratelimit": flagRatelimit, "no-multi": flagNoMulti, "denyoom": flagDenyOOM, "noscript": flagNoScript, "readonly": flagReadonly}

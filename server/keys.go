@@ -134,9 +134,8 @@ func expireHandler(unit int64, absolute bool) handler {
 		if !ok {
 			return errors.New("invalid expire time in '" + strings.ToLower(string(args[0])) + "' command")
 		}
-		sh := c.s.ks.Shard(args[1])
-		sh.Lock()
-		defer sh.Unlock()
+		sh := c.lockShard(args[1])
+		defer c.unlockShard(sh)
 		v, ok := sh.GetLocked(args[1], now)
 		if !ok {
 			c.w.int(0)
@@ -208,11 +207,10 @@ func expireAt(n, unit int64, absolute bool, now int64) (int64, bool) {
 func ttlHandler(unit int64, absolute bool) handler {
 	return func(c *client, args [][]byte) error {
 		now := c.now()
-		sh := c.s.ks.Shard(args[1])
-		sh.Lock()
+		sh := c.lockShard(args[1])
 		v, ok := sh.PeekLocked(args[1], now)
 		sh.CountLookup(ok)
-		sh.Unlock()
+		c.unlockShard(sh)
 		switch {
 		case !ok:
 			c.w.int(-2)

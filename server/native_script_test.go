@@ -1,21 +1,25 @@
 package server
 
 import (
+	"context"
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"net"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"throttled/internal/redistest"
@@ -431,4 +435,98 @@ func TestNativeScriptsErrorAfterWrite(t *testing.T) {
 	require.Contains(t, n, "can't run this command or subcommand script: ")
 	require.Equal(t, p.state(p.interp, p.ic), p.state(p.native, p.nc))
 	require.Equal(t, int64(2), p.native.scripts.eng.Stats().Natives, "both took the native path")
+}
+
+// keepTTLIncrement is an interpreted read-modify-write of a counter that keeps its TTL:
+// without isolation from the native runs on the same key, an increment is lost.
+const keepTTLIncrement = `local v = tonumber(redis.call('GET', KEYS[1]))
+for j = 1, 300 do end
+redis.call('SET', KEYS[1], v + 1, 'KEEPTTL')
+return v + 1`
+
+// TestNativeScriptIsolation increments one counter from many clients at once: rate-limit-
+// redis's increment (native, on its key's shard lock, or on the stripes when they are
+// held), the interpreted read-modify-write above, plain INCR and INCR inside MULTI. Not
+// an increment may be lost, and both native paths must have served.
+func TestNativeScriptIsolation(t *testing.T) {
+	ts := startServer(t, func(c *Config) { c.IOThreads = 4 })
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: ts.addr, PoolSize: 16})
+	t.Cleanup(func() { rdb.Close() })
+	require.NoError(t, rdb.Set(ctx, "rl:x", 0, time.Hour).Err())
+	increment := redis.NewScript(rateLimitRedisIncrement)
+	rmw := redis.NewScript(keepTTLIncrement)
+	const workers, each = 8, 200
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				var err error
+				switch (w + i) % 4 {
+				case 0, 1:
+					err = increment.Run(ctx, rdb, []string{"rl:x"}, 3_600_000).Err()
+				case 2:
+					err = rmw.Run(ctx, rdb, []string{"rl:x"}).Err()
+				default:
+					_, err = rdb.TxPipelined(ctx, func(p redis.Pipeliner) error { return p.Incr(ctx, "rl:x").Err() })
+				}
+				require.NoError(t, err)
+			}
+		}()
+	}
+	wg.Wait()
+	n, err := rdb.Get(ctx, "rl:x").Int()
+	require.NoError(t, err)
+	require.Equal(t, workers*each, n)
+	st := ts.scripts.eng.Stats()
+	require.Equal(t, int64(workers*each/2), st.Natives, "every increment ran native")
+	require.Zero(t, st.Fallbacks)
+}
+
+// TestNativeScriptWaitsForStripe holds the transaction stripe of a key, as EXEC or a
+// script does: a native run on that key must wait for it, then run.
+func TestNativeScriptWaitsForStripe(t *testing.T) {
+	ts := startServer(t)
+	rdb := ts.client(t, 2)
+	ctx := context.Background()
+	bit := ts.txStripe([]byte("rl:held"))
+	mu := &ts.txLocks.stripes[bits.TrailingZeros64(bit)]
+	mu.Lock()
+	ts.txLocks.hold(bit)
+	done := make(chan error, 1)
+	go func() {
+		done <- redis.NewScript(rateLimitRedisIncrement).Run(ctx, rdb, []string{"rl:held"}, 1000).Err()
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("the script ran while its key's stripe was held: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	ts.unlockTx(bit)
+	require.NoError(t, <-done)
+	require.Equal(t, "1", rdb.Get(ctx, "rl:held").Val())
+}
+
+// TestScriptCommandTimes checks that a script's commands are timed each from the end of
+// the one before (INFO commandstats): their times lie within the script's, one after the
+// other, not each from the script's start.
+func TestScriptCommandTimes(t *testing.T) {
+	for _, nativeOn := range []bool{true, false} {
+		t.Run(fmt.Sprint("native ", nativeOn), func(t *testing.T) {
+			ts := startServer(t)
+			ts.scripts.eng.SetNative(nativeOn)
+			rdb := ts.client(t, 2)
+			ctx := context.Background()
+			sc := redis.NewScript(rateLimitRedisIncrement)
+			for i := range 2000 {
+				require.NoError(t, sc.Run(ctx, rdb, []string{fmt.Sprint("rl:", i%100)}, 60_000).Err())
+			}
+			nsec := func(name string) int64 { return ts.commands[name].nsec.Load() }
+			inner := nsec("pttl") + nsec("incr") + nsec("set")
+			require.Equal(t, int64(4000), ts.commands["pttl"].calls.Load()+ts.commands["incr"].calls.Load()+ts.commands["set"].calls.Load())
+			require.LessOrEqual(t, inner, nsec("evalsha"), "the commands' times overlap")
+		})
+	}
 }

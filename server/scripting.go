@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"throttled/keyspace"
 	"throttled/scripting"
 	"throttled/scripting/native"
 )
@@ -88,6 +89,10 @@ func (s *Server) scriptParams() []*param {
 		}}}
 }
 
+// directCommands take their one key's shard through client.lockShard: a native script's
+// commands on the key it declared run under the lock of its run (scriptRun.direct).
+var directCommands = []string{"get", "set", "incr", "decr", "incrby", "decrby", "ttl", "pttl", "expiretime", "pexpiretime", "expire", "pexpire", "expireat", "pexpireat"}
+
 // allowBusyCommands run while a script is busy, as Redis's allow_busy flag says.
 var allowBusyCommands = []string{"auth", "discard", "hello", "multi", "quit", "replconf", "reset", "shutdown", "unwatch", "watch"}
 
@@ -119,6 +124,9 @@ func initScripting(table map[string]*command) {
 		if cmd.detach {
 			cmd.bits |= flagNoScript
 		}
+	}
+	for _, name := range directCommands {
+		table[name].bits |= flagDirect
 	}
 	for _, name := range allowBusyCommands {
 		if cmd := table[name]; cmd != nil {
@@ -159,6 +167,9 @@ var (
 	errScriptOOM = &codedError{"OOM", "allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'"}
 	// errRestart stops a script that must run again with more stripes (scriptRun.lock).
 	errRestart = errors.New("scripting: restart with more stripes")
+	// errNotDirect stops a native run that called a command its lock does not cover
+	// (scriptRun.direct): it runs again, taking the stripes.
+	errNotDirect = errors.New("scripting: a command outside the direct run")
 	// errBusy is any other command while a script has run past busy-reply-threshold.
 	errBusy = &codedError{"BUSY", "Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."}
 	// errUnkillable is SCRIPT KILL of busy scripts that have all written.
@@ -180,10 +191,7 @@ func evalHandler(byDigest, readOnly bool) handler {
 		eng := c.s.scripts.eng
 		var sc *scripting.Script
 		if byDigest {
-			if d, ok := scripting.Digest(args[1]); ok {
-				sc = eng.Lookup(d)
-			}
-			if sc == nil {
+			if sc = eng.LookupHex(args[1], &c.scriptRun().memo); sc == nil {
 				return errNoScript
 			}
 		} else {
@@ -228,36 +236,52 @@ type scriptRun struct {
 	c      *client // the script's own client: runs its commands, collects their replies
 	call   scripting.Call
 
-	readOnly bool                // EVAL_RO, or a no-writes shebang: write commands are refused
-	dirty    atomic.Bool         // a command that changes state ran: no restart, no SCRIPT KILL from here
-	busy     bool                // it has run past busy-reply-threshold: in luaScripts.busy
-	fn       *scripting.Function // the function FCALL runs; nil for a script
-	args     [][]byte            // the caller's command (FUNCTION STATS)
-	started  time.Time
-	held     uint64 // the transaction stripes held, as a set
-	txHeld   uint64 // those the caller's EXEC holds: not this script's to take or release
-	want     uint64 // the stripes the next try starts with
+	readOnly   bool                // EVAL_RO, or a no-writes shebang: write commands are refused
+	keyStripes []uint64            // the stripe of each key the script declared, as call.Keys
+	memo       scripting.Memo      // the script of the caller's last EVALSHA
+	names      [4]cachedCommand    // the commands the script called last, as it named them
+	namesAt    int                 // the entry of names to replace next
+	lastEnd    int64               // the end of the script's last command: the start of its next (client.tick)
+	dirty      atomic.Bool         // a command that changes state ran: no restart, no SCRIPT KILL from here
+	busy       bool                // it has run past busy-reply-threshold: in luaScripts.busy
+	fn         *scripting.Function // the function FCALL runs; nil for a script
+	args       [][]byte            // the caller's command (FUNCTION STATS)
+	started    time.Time
+	held       uint64 // the transaction stripes held, as a set
+	txHeld     uint64 // those the caller's EXEC holds: not this script's to take or release
+	want       uint64 // the stripes the next try starts with
+}
+
+// scriptRun returns c's script run, made the first time.
+func (c *client) scriptRun() *scriptRun {
+	if c.script == nil {
+		r := &scriptRun{s: c.s, caller: c}
+		r.c = &client{s: c.s, raddr: "lua", laddr: "lua", authed: true, w: writer{proto: 2}}
+		r.call.Host = r
+		c.script = r
+	}
+	return c.script
 }
 
 // runScript runs sc, or the function fn, for c's command args: it takes the stripes of
 // keys, runs, and runs again with more stripes when the script reached a key whose stripe
 // another script holds (scripting's doc.go); the reply goes to c.
 func (c *client) runScript(sc *scripting.Script, fn *scripting.Function, args, keys, argv [][]byte, readOnly bool) error {
-	r := c.script
-	if r == nil {
-		r = &scriptRun{s: c.s, caller: c}
-		r.c = &client{s: c.s, raddr: "lua", laddr: "lua", authed: true, w: writer{proto: 2}}
-		r.call.Host = r
-		c.script = r
+	r := c.scriptRun()
+	if u := c.user.Load(); r.c.user.Load() != u {
+		r.c.user.Store(u)
 	}
-	r.c.user.Store(c.user.Load())
 	r.call.Keys, r.call.Args, r.call.Proto, r.call.Slot = keys, argv, c.w.proto, uint64(c.id)
 	r.readOnly = readOnly
-	r.fn, r.args, r.started = fn, args, time.Now()
+	r.fn, r.args, r.started = fn, args, c.s.obs.base.Add(time.Duration(c.tick)) // no clock read: the command's start
+	r.call.Start = r.started
 	r.txHeld = c.txHeld
 	r.want = 0
+	r.keyStripes = r.keyStripes[:0]
 	for _, k := range keys {
-		r.want |= c.s.txStripe(k)
+		st := c.s.txStripe(k)
+		r.keyStripes = append(r.keyStripes, st)
+		r.want |= st
 	}
 	r.call.BusyAfter = time.Duration(c.s.scripts.busyAfter.Load()) * time.Millisecond
 	defer func() {
@@ -266,8 +290,14 @@ func (c *client) runScript(sc *scripting.Script, fn *scripting.Function, args, k
 		}
 		r.call.Keys, r.call.Args, r.fn, r.args = nil, nil, nil, nil
 	}()
+	if fn == nil && len(keys) == 1 && c.txHeld == 0 && c.s.scripts.eng.Native(sc) {
+		if done, err := r.direct(sc); done {
+			return err
+		}
+	}
 	for {
 		r.dirty.Store(false)
+		r.lastEnd = c.tick
 		r.held = r.txHeld
 		r.lockAll(r.want &^ r.txHeld)
 		mark := len(c.w.b)
@@ -294,6 +324,68 @@ func (c *client) runScript(sc *scripting.Script, fn *scripting.Function, args, k
 			c.s.stats.errors.Add(1) // the script wrote its error reply itself
 		}
 		return nil
+	}
+}
+
+// direct runs a native script on its one key as a plain command runs: through the gate
+// (enterGate), under its shard's lock, held from its first command to its last, instead of
+// the transaction stripes (the lock already makes it one command to every other client,
+// and to transactions and scripts, which wait at the gate). Its commands on that key take
+// the held lock (client.lockShard); TIME takes none; any other stops it. done is false, and nothing has
+// changed, when a transaction or script holds the key's stripe, when the code declined, or
+// when it called another command (errNotDirect): the script then runs as any other.
+func (r *scriptRun) direct(sc *scripting.Script) (done bool, err error) {
+	c, s := r.caller, r.s
+	t := &s.txLocks
+	slot := &t.slots[c.id%txStripes]
+	slot.n.Add(1)
+	defer slot.n.Add(-1)
+	if t.held.Load()&r.want != 0 {
+		return false, nil
+	}
+	sh := s.ks.Shard(r.call.Keys[0])
+	sh.Lock()
+	r.c.held = sh
+	r.dirty.Store(false)
+	r.lastEnd = c.tick
+	mark := len(c.w.b)
+	out, done, err := s.scripts.eng.RunNative(c.w.b, sc, &r.call)
+	r.c.held = nil
+	sh.Unlock()
+	switch {
+	case err == errNotDirect && !r.dirty.Load():
+		return false, nil
+	case err != nil:
+		return true, err
+	case !done:
+		return false, nil
+	}
+	c.w.b = out
+	if r.c.mustSync {
+		c.mustSync = true
+		r.c.mustSync = false
+	}
+	if len(out) > mark && out[mark] == '-' {
+		s.stats.errors.Add(1) // the script wrote its error reply itself
+	}
+	return true, nil
+}
+
+// lockShard locks key's shard and returns it; for a script's client in a direct run, the
+// shard the run holds (scriptRun.direct), which is key's.
+func (c *client) lockShard(key []byte) *keyspace.Shard {
+	if c.held != nil {
+		return c.held
+	}
+	sh := c.s.ks.Shard(key)
+	sh.Lock()
+	return sh
+}
+
+// unlockShard ends lockShard.
+func (c *client) unlockShard(sh *keyspace.Shard) {
+	if c.held == nil {
+		sh.Unlock()
 	}
 }
 
@@ -364,10 +456,56 @@ const (
 	scriptErrACLChan  = "-ERR The user executing the script can't publish to the channel mentioned in the command\r\n"
 )
 
+// cachedCommand is a command as a script named it.
+type cachedCommand struct {
+	name [16]byte
+	n    int // the name's length; 0 for an empty entry
+	cmd  *command
+}
+
+// command looks up the command a script names, through the cache of those it named last.
+func (r *scriptRun) command(name []byte) *command {
+	for i := range r.names {
+		if e := &r.names[i]; e.n == len(name) && string(e.name[:e.n]) == string(name) {
+			return e.cmd
+		}
+	}
+	cmd := r.s.commands[string(r.c.lowerName(name))]
+	if cmd != nil && len(name) <= len(r.names[0].name) {
+		e := &r.names[r.namesAt]
+		e.n = copy(e.name[:], name)
+		e.cmd = cmd
+		r.namesAt = (r.namesAt + 1) % len(r.names)
+	}
+	return cmd
+}
+
+// stripesOf is the stripes of a command's keys: a key the script declared is known by
+// its slice (native code passes call.Keys' own), without hashing it again.
+func (r *scriptRun) stripesOf(cmd *command, args [][]byte) uint64 {
+	if cmd.firstKey == 1 && cmd.lastKey == 1 && cmd.keysOf == nil && len(args) > 1 {
+		for i, k := range r.call.Keys {
+			if sameBytes(k, args[1]) {
+				return r.keyStripes[i]
+			}
+		}
+	}
+	return r.s.stripesOf(cmd, args)
+}
+
+// declared reports whether key is the first key the script declared, as native code
+// passes it: the same slice.
+func (r *scriptRun) declared(key []byte) bool {
+	return len(r.call.Keys) > 0 && sameBytes(r.call.Keys[0], key)
+}
+
+// sameBytes reports whether a and b are the same non-empty slice of memory.
+func sameBytes(a, b []byte) bool { return len(a) > 0 && len(a) == len(b) && &a[0] == &b[0] }
+
 // Call runs one command of the script (scripting.Host).
 func (r *scriptRun) Call(dst []byte, args [][]byte, resp int) ([]byte, error) {
 	s, sc := r.s, r.c
-	cmd := s.commands[string(sc.lowerName(args[0]))]
+	cmd := r.command(args[0])
 	if cmd == nil {
 		return append(dst, scriptErrUnknown...), nil
 	}
@@ -412,17 +550,24 @@ func (r *scriptRun) Call(dst []byte, args [][]byte, resp int) ([]byte, error) {
 			return appendErrorReply(dst, err), nil
 		}
 	}
-	if err := r.lock(r.s.stripesOf(cmd, args)); err != nil {
+	if sc.held != nil {
+		if !(cmd.has(flagDirect) && r.declared(args[1]) || cmd.name == "time") {
+			return dst, errNotDirect // it may lock another shard, or this one again
+		}
+	} else if err := r.lock(r.stripesOf(cmd, args)); err != nil {
 		return dst, err
 	}
-	if changes {
+	if changes && !r.dirty.Load() {
 		r.dirty.Store(true)
 	}
 	sc.w.b, sc.w.proto = dst, resp
 	sc.tick = r.caller.tick // the script's commands all see the time it started at
 	sc.lat = r.caller.lat   // and count their latency where the caller's commands do
-	sc.lastCmd.Store(cmd)   // the rate-limit verbs count their decisions by it, as run sets it
-	s.call(sc, cmd, args)
+	if cmd.has(flagRatelimit) && sc.lastCmd.Load() != cmd {
+		sc.lastCmd.Store(cmd) // the rate-limit verbs count their decisions by it, as run sets it
+	}
+	s.callFrom(sc, cmd, args, r.lastEnd) // timed from the end of the script's command before
+	r.lastEnd = sc.tick
 	if len(sc.up.calls) > 0 { // with an upstream, a rate-limit verb's reply comes from there
 		if !sc.waitUpstream() {
 			sc.w.b = dst

@@ -550,7 +550,10 @@ func (s *Server) reject(c *client, err error) {
 
 // call runs cmd on c and writes its reply; a handler's panic becomes an error reply and is
 // logged, and the connection goes on.
-func (s *Server) call(c *client, cmd *command, args [][]byte) {
+func (s *Server) call(c *client, cmd *command, args [][]byte) { s.callFrom(c, cmd, args, c.tick) }
+
+// callFrom is call, the command timed from start (on client.tick's clock).
+func (s *Server) callFrom(c *client, cmd *command, args [][]byte, start int64) {
 	if cmd.bits&flagWrite != 0 {
 		if err := s.checkWrite(c, cmd); err != nil {
 			cmd.rejected.Add(1)
@@ -563,7 +566,6 @@ func (s *Server) call(c *client, cmd *command, args [][]byte) {
 	}
 	s.stats.commands.Add(1)
 	c.reading = cmd.bits&flagReadonly != 0
-	start := c.tick
 	mark := len(c.w.b)
 	defer func() {
 		if r := recover(); r != nil {

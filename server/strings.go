@@ -72,9 +72,8 @@ func stringCommands() []*command {
 
 // GET key
 func cmdGet(c *client, args [][]byte) error {
-	sh := c.s.ks.Shard(args[1])
-	sh.Lock()
-	defer sh.Unlock()
+	sh := c.lockShard(args[1])
+	defer c.unlockShard(sh)
 	v, ok := sh.GetLocked(args[1], c.now())
 	sh.CountLookup(ok)
 	switch {
@@ -99,9 +98,8 @@ func cmdSet(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	sh := c.s.ks.Shard(args[1])
-	sh.Lock()
-	defer sh.Unlock()
+	sh := c.lockShard(args[1])
+	defer c.unlockShard(sh)
 	old, exists := sh.GetLocked(args[1], now)
 	if o.get {
 		switch {
@@ -333,9 +331,8 @@ func incrHandler(sign int64, hasArg bool) handler {
 		} else {
 			by = sign
 		}
-		sh := c.s.ks.Shard(args[1])
-		sh.Lock()
-		defer sh.Unlock()
+		sh := c.lockShard(args[1])
+		defer c.unlockShard(sh)
 		v, ok := sh.GetLocked(args[1], c.now())
 		cur := int64(0)
 		if ok {
