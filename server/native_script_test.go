@@ -530,3 +530,36 @@ func TestScriptCommandTimes(t *testing.T) {
 		})
 	}
 }
+
+// TestNativeScriptsUnderMaxMemory floods the server with new keys through rate-limit-redis's
+// increment over maxmemory with an eviction policy: a native run that must make room first
+// (evicting locks shards, among them the one it would hold) starts again on the stripes;
+// every call is answered and keys are evicted.
+func TestNativeScriptsUnderMaxMemory(t *testing.T) {
+	ts := startServer(t, func(c *Config) {
+		c.AppendOnly = false
+		c.MaxMemory = 2 << 20
+		c.MaxMemoryPolicy = "allkeys-lru"
+	})
+	rdb := ts.client(t, 2)
+	ctx := context.Background()
+	sc := redis.NewScript(rateLimitRedisIncrement)
+	require.NoError(t, sc.Load(ctx, rdb).Err())
+	for n := 0; n < 150_000; n += 1000 {
+		pipe := rdb.Pipeline()
+		for i := n; i < n+1000; i++ {
+			sc.EvalSha(ctx, pipe, []string{"rl:flood:" + strconv.Itoa(i)}, 60_000)
+		}
+		cmds, err := pipe.Exec(ctx)
+		require.NoError(t, err)
+		for _, c := range cmds {
+			require.Equal(t, []any{int64(1), int64(60_000)}, c.(*redis.Cmd).Val())
+		}
+		if n%10_000 == 0 {
+			time.Sleep(15 * time.Millisecond) // the memory check runs every 10 ms
+		}
+	}
+	evicted, _ := strconv.Atoi(infoOf(t, rdb, "stats", "evicted_keys"))
+	require.Positive(t, evicted)
+	require.Equal(t, int64(150_000), ts.scripts.eng.Stats().Natives)
+}

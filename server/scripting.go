@@ -546,6 +546,9 @@ func (r *scriptRun) Call(dst []byte, args [][]byte, resp int) ([]byte, error) {
 		}
 	}
 	if cmd.has(flagDenyOOM) && !r.dirty.Load() && s.mem.full.Load() {
+		if sc.held != nil {
+			return dst, errNotDirect // evicting locks shards: the run starts again on the stripes
+		}
 		if err := s.makeRoom(); err != nil {
 			return appendErrorReply(dst, err), nil
 		}
