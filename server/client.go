@@ -73,6 +73,7 @@ type client struct {
 	lastCmd    atomic.Pointer[command]
 	lastActive atomic.Int64           // Unix ns
 	tick       int64                  // observer.mono at the end of c's last command or the start of its pipeline: the next command's start
+	ended      int64                  // when the command running ended, if it knows (a native script: its last command's end); 0 for timed to read the clock
 	closing    bool                   // close after the pending replies are written
 	mustSync   bool                   // a write command ran: the replies wait until it is synced
 	handoff    bool                   // a command needs c detached: its event loop hands it over

@@ -96,7 +96,12 @@ func (c *client) startBatch() { c.tick = c.s.obs.mono() }
 // timed counts a call of cmd, which c started at start, with its time, logs it when slow
 // and shows it to the monitors; its end is the start of c's next command.
 func (s *Server) timed(c *client, cmd *command, args [][]byte, start int64) {
-	end := s.obs.mono()
+	end := c.ended
+	if end == 0 {
+		end = s.obs.mono()
+	} else {
+		c.ended = 0
+	}
 	c.tick = end
 	d := end - start
 	// calls and nsec share a cache line that other cores' calls of cmd take too: adding to

@@ -276,13 +276,6 @@ func (c *client) runScript(sc *scripting.Script, fn *scripting.Function, args, k
 	r.fn, r.args, r.started = fn, args, c.s.obs.base.Add(time.Duration(c.tick)) // no clock read: the command's start
 	r.call.Start = r.started
 	r.txHeld = c.txHeld
-	r.want = 0
-	r.keyStripes = r.keyStripes[:0]
-	for _, k := range keys {
-		st := c.s.txStripe(k)
-		r.keyStripes = append(r.keyStripes, st)
-		r.want |= st
-	}
 	r.call.BusyAfter = time.Duration(c.s.scripts.busyAfter.Load()) * time.Millisecond
 	defer func() {
 		if r.busy {
@@ -290,10 +283,14 @@ func (c *client) runScript(sc *scripting.Script, fn *scripting.Function, args, k
 		}
 		r.call.Keys, r.call.Args, r.fn, r.args = nil, nil, nil, nil
 	}()
+	r.want, r.keyStripes = 0, r.keyStripes[:0]
 	if fn == nil && len(keys) == 1 && c.txHeld == 0 && c.s.scripts.eng.Native(sc) {
 		if done, err := r.direct(sc); done {
 			return err
 		}
+	}
+	if len(r.keyStripes) == 0 {
+		r.stripes()
 	}
 	for {
 		r.dirty.Store(false)
@@ -331,16 +328,17 @@ func (c *client) runScript(sc *scripting.Script, fn *scripting.Function, args, k
 // (enterGate), under its shard's lock, held from its first command to its last, instead of
 // the transaction stripes (the lock already makes it one command to every other client,
 // and to transactions and scripts, which wait at the gate). Its commands on that key take
-// the held lock (client.lockShard); TIME takes none; any other stops it. done is false, and nothing has
-// changed, when a transaction or script holds the key's stripe, when the code declined, or
-// when it called another command (errNotDirect): the script then runs as any other.
+// the held lock (client.lockShard); TIME takes none; any other stops it. done is false,
+// and nothing has changed, when a transaction or script holds the key's stripe, when the
+// code declined, or when it called another command or must make room first
+// (errNotDirect): the script then runs as any other.
 func (r *scriptRun) direct(sc *scripting.Script) (done bool, err error) {
 	c, s := r.caller, r.s
 	t := &s.txLocks
 	slot := &t.slots[c.id%txStripes]
 	slot.n.Add(1)
 	defer slot.n.Add(-1)
-	if t.held.Load()&r.want != 0 {
+	if held := t.held.Load(); held != 0 && held&r.stripes() != 0 {
 		return false, nil
 	}
 	sh := s.ks.Shard(r.call.Keys[0])
@@ -368,7 +366,22 @@ func (r *scriptRun) direct(sc *scripting.Script) (done bool, err error) {
 	if len(out) > mark && out[mark] == '-' {
 		s.stats.errors.Add(1) // the script wrote its error reply itself
 	}
+	if r.lastEnd != c.tick {
+		c.ended = r.lastEnd // what is left, the reply, is the next command's time: one clock read less
+	}
 	return true, nil
+}
+
+// stripes computes the stripes of the keys the script declared (keyStripes) and returns
+// them as a set (want).
+func (r *scriptRun) stripes() uint64 {
+	r.want, r.keyStripes = 0, r.keyStripes[:0]
+	for _, k := range r.call.Keys {
+		st := r.s.txStripe(k)
+		r.keyStripes = append(r.keyStripes, st)
+		r.want |= st
+	}
+	return r.want
 }
 
 // lockShard locks key's shard and returns it; for a script's client in a direct run, the
