@@ -55,6 +55,10 @@
 // before an undeclared key whose stripe is held by a slow or waiting holder), is isolation
 // from that one holder, for that key. A plain command of another client on a key whose
 // stripe the script holds waits for it to end, as under EXEC (the server's gate, multi.go).
+// A script that runs as Go code (Native) on the one key it declared takes no stripe: it
+// runs as a plain command does, through the gate, under that key's shard lock from its
+// first command to its last (RunNative; the server's scriptRun.direct), and takes the
+// stripes as any script does when a transaction or script holds that key's.
 //
 // A script that runs long is watched from inside: every loop and function body calls the
 // tick function (rewrite.go), and every few commands the clock and the heap are read. Past
