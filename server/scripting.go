@@ -344,12 +344,14 @@ func (r *scriptRun) direct(sc *scripting.Script) (done bool, err error) {
 	sh := s.ks.Shard(r.call.Keys[0])
 	sh.Lock()
 	r.c.held = sh
+	defer func() { // deferred: a panic must not leave the shard locked
+		r.c.held = nil
+		sh.Unlock()
+	}()
 	r.dirty.Store(false)
 	r.lastEnd = c.tick
 	mark := len(c.w.b)
 	out, done, err := s.scripts.eng.RunNative(c.w.b, sc, &r.call)
-	r.c.held = nil
-	sh.Unlock()
 	switch {
 	case err == errNotDirect && !r.dirty.Load():
 		return false, nil
