@@ -563,3 +563,20 @@ func TestNativeScriptsUnderMaxMemory(t *testing.T) {
 	require.Positive(t, evicted)
 	require.Equal(t, int64(150_000), ts.scripts.eng.Stats().Natives)
 }
+
+// TestNativeScriptTouchesWatch checks that a native run's write, made under its shard lock
+// rather than the stripes, fails another client's WATCH as any write does.
+func TestNativeScriptTouchesWatch(t *testing.T) {
+	ts := startServer(t)
+	ctx := context.Background()
+	watcher, other := ts.client(t, 2), ts.client(t, 2)
+	sc := redis.NewScript(rateLimitRedisIncrement)
+	require.NoError(t, sc.Run(ctx, other, []string{"rl:w"}, 60_000).Err())
+	err := watcher.Watch(ctx, func(tx *redis.Tx) error {
+		require.NoError(t, sc.Run(ctx, other, []string{"rl:w"}, 60_000).Err()) // between WATCH and EXEC
+		_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error { return p.Get(ctx, "rl:w").Err() })
+		return err
+	}, "rl:w")
+	require.ErrorIs(t, err, redis.TxFailedErr)
+	require.Equal(t, int64(2), ts.scripts.eng.Stats().Natives)
+}
