@@ -30,6 +30,7 @@ import (
 // the latency tail several times longer.
 type loop struct {
 	s       *Server
+	id      int // its place in Server.loops
 	epfd    int
 	wakefd  int // an eventfd: a client was added, or the loop must stop
 	events  []unix.EpollEvent
@@ -58,6 +59,14 @@ type loop struct {
 	stopping bool
 }
 
+// loopID is the place in Server.loops of the loop serving c; -1 for none.
+func (c *client) loopID() int {
+	if l := c.loop; l != nil {
+		return l.id
+	}
+	return -1
+}
+
 // loopConn is what an event loop keeps of a client's socket.
 type loopConn struct {
 	loop     *loop
@@ -82,6 +91,7 @@ func (s *Server) startLoops(n int) error {
 			s.stopLoops()
 			return err
 		}
+		l.id = len(s.loops)
 		s.loops = append(s.loops, l)
 		go l.run()
 	}

@@ -19,6 +19,7 @@ func (c *client) leaveLoop()              {}
 func (s *Server) stopLoops()              {}
 func (s *Server) attach(nc net.Conn) bool { return false }
 func (c *client) onLoop() bool            { return false }
+func (c *client) loopID() int             { return -1 }
 func (l *loop) published() netTally       { return netTally{} }
 
 // hangup ends c's connection from any goroutine; the goroutine serving c sees it closed.

@@ -25,11 +25,14 @@ import (
 // waits for it to end, as on Redis, where nothing runs in between; one on other keys runs
 // in parallel. That is a gate (enterGate) each plain command with keys passes, made cheap
 // for the common case where no transaction holds anything: the command counts itself in
-// a slot of its own (by client, one of 64, a cache line each) and reads the set of stripes
-// held; when that is empty, it runs. A transaction or script that takes a stripe adds it
-// to the set and then waits for every slot to be empty, so that a command that read the
-// set before the stripe was in it has ended before the first of its requests runs
-// (sequentially consistent atomics: one of the two sees the other's write). A command that
+// a slot (its event loop's, so that no other core writes that cache line; a client no loop
+// serves, one of the others by its id) and reads the set of stripes held; when that is
+// empty, it runs. A transaction or script that takes a stripe adds it to the set and then
+// waits for every slot in use to be empty, so that a command that read the set before the
+// stripe was in it has ended before the first of its requests runs (sequentially
+// consistent atomics: one of the two sees the other's write). The slots in use are those
+// below a mark a command raises before it counts itself, so a transaction reads a few
+// cache lines, one per loop, not 64. A command that
 // finds a stripe of its keys held takes those stripes itself, as EXEC does, for its run.
 // Plain commands without keys (FLUSHALL, CHECK, ALLOF, whose keys their arguments do not
 // show) do not wait.
@@ -43,9 +46,10 @@ type txLocks struct {
 	stripes [txStripes]sync.Mutex
 	held    atomic.Uint64 // the stripes transactions and scripts hold (gate)
 	slots   [txStripes]gateSlot
+	used    atomic.Int32 // the slots below it have been used: hold waits for those
 }
 
-// gateSlot counts the plain commands in the gate whose client's id falls there.
+// gateSlot counts the plain commands in the gate of the clients it serves (Server.gateSlot).
 type gateSlot struct {
 	n atomic.Int64
 	_ [56]byte // a cache line each
@@ -252,7 +256,7 @@ func (t *txLocks) hold(set uint64) {
 		return
 	}
 	t.held.Or(set)
-	for i := range t.slots {
+	for i := range int(t.used.Load()) {
 		for spin := 0; t.slots[i].n.Load() != 0; spin++ {
 			if spin < 100 {
 				runtime.Gosched()
@@ -269,7 +273,7 @@ func (t *txLocks) hold(set uint64) {
 // BUSY when a script holding them has run past busy-reply-threshold.
 func (s *Server) enterGate(c *client, cmd *command, args [][]byte) (slot *gateSlot, own uint64, err error) {
 	t := &s.txLocks
-	slot = &t.slots[c.id%txStripes]
+	slot = s.gateSlot(c)
 	slot.n.Add(1)
 	held := t.held.Load()
 	if held == 0 {
@@ -291,6 +295,22 @@ func (s *Server) enterGate(c *client, cmd *command, args [][]byte) (slot *gateSl
 		}
 	}
 	return nil, need, nil
+}
+
+// gateSlot returns the gate's slot of c's commands, counted among those in use: its event
+// loop's, or one of the slots after the loops' by its id.
+func (s *Server) gateSlot(c *client) *gateSlot {
+	t := &s.txLocks
+	i := c.loopID()
+	if n := min(len(s.loops), txStripes-1); i < 0 || i >= n {
+		i = n + int(c.id%int64(txStripes-n))
+	}
+	for u := t.used.Load(); int(u) <= i; u = t.used.Load() {
+		if t.used.CompareAndSwap(u, int32(i+1)) {
+			break
+		}
+	}
+	return &t.slots[i]
 }
 
 // leaveGate ends what enterGate began.

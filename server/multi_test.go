@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"errors"
+	"math/bits"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -350,4 +352,34 @@ return n`
 	wg.Wait()
 	require.Equal(t, strconv.Itoa(scripts+incrs), do(t, ts.client(t, 2), "GET", "n"))
 	require.Equal(t, "400", do(t, ts.client(t, 2), "GET", "pair"))
+}
+
+// TestHoldWaitsForCommandInGate: a plain command that passed the gate before a transaction
+// took a stripe keeps the transaction waiting until it leaves, whichever slot it counted
+// itself in (the slots in use are below a mark it raised).
+func TestHoldWaitsForCommandInGate(t *testing.T) {
+	s := startServer(t).Server
+	a, b := net.Pipe()
+	t.Cleanup(func() { a.Close(); b.Close() })
+	c := s.newClient(a)
+	c.id = 1000 // a slot far above the loops'
+	get := s.commands["get"]
+	slot, own, err := s.enterGate(c, get, [][]byte{[]byte("get"), []byte("k")})
+	require.NoError(t, err)
+	require.Greater(t, int(s.txLocks.used.Load()), 0)
+	bit := s.txStripe([]byte("k"))
+	held := make(chan struct{})
+	go func() {
+		s.txLocks.stripes[bits.TrailingZeros64(bit)].Lock()
+		s.txLocks.hold(bit)
+		close(held)
+	}()
+	select {
+	case <-held:
+		t.Fatal("the transaction went on while a command was in the gate")
+	case <-time.After(50 * time.Millisecond):
+	}
+	s.leaveGate(slot, own)
+	<-held
+	s.unlockTx(bit)
 }

@@ -335,7 +335,7 @@ func (c *client) runScript(sc *scripting.Script, fn *scripting.Function, args, k
 func (r *scriptRun) direct(sc *scripting.Script) (done bool, err error) {
 	c, s := r.caller, r.s
 	t := &s.txLocks
-	slot := &t.slots[c.id%txStripes]
+	slot := s.gateSlot(c)
 	slot.n.Add(1)
 	defer slot.n.Add(-1)
 	if held := t.held.Load(); held != 0 && held&r.stripes() != 0 {
