@@ -302,7 +302,7 @@ func (s *Server) enterGate(c *client, cmd *command, args [][]byte) (slot *gateSl
 func (s *Server) gateSlot(c *client) *gateSlot {
 	t := &s.txLocks
 	i := c.loopID()
-	if n := min(len(s.loops), txStripes-1); i < 0 || i >= n {
+	if n := min(s.cfg.IOThreads, txStripes-1); i < 0 || i >= n {
 		i = n + int(c.id%int64(txStripes-n))
 	}
 	for u := t.used.Load(); int(u) <= i; u = t.used.Load() {
