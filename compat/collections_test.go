@@ -104,7 +104,9 @@ func TestCollectionsSurviveKill9AndReachReplicas(t *testing.T) {
 	requireTTLs(t, p)
 
 	// A big set's index was written by another process, here and on the replica: it finds
-	// members by walking until the set's next write indexes it anew.
+	// members by walking until the set's next write indexes it anew. The replica may still
+	// be syncing again with the restarted primary: it is read once it has the set back.
+	require.Eventually(t, func() bool { return r.ZCard(ctx, "z:49").Val() == 148 }, 10*time.Second, 20*time.Millisecond)
 	for _, c := range []*redis.Client{p, r} {
 		require.Equal(t, int64(11), c.ZRank(ctx, "z:49", "1732512351000").Val())
 		require.Equal(t, 1732512351000.0, c.ZScore(ctx, "z:49", "1732512351000").Val())

@@ -32,10 +32,9 @@ import (
 // stripe was in it has ended before the first of its requests runs (sequentially
 // consistent atomics: one of the two sees the other's write). The slots in use are those
 // below a mark a command raises before it counts itself, so a transaction reads a few
-// cache lines, one per loop, not 64. A command that
-// finds a stripe of its keys held takes those stripes itself, as EXEC does, for its run.
-// Plain commands without keys (FLUSHALL, CHECK, ALLOF, whose keys their arguments do not
-// show) do not wait.
+// cache lines, one per loop, not 64. A command that finds a stripe of its keys held takes
+// those stripes itself, as EXEC does, for its run. Plain commands without keys (FLUSHALL,
+// CHECK, ALLOF, whose keys their arguments do not show) do not wait.
 
 // txStripes is the number of transaction stripes: a set of them fits a uint64.
 const txStripes = 64
