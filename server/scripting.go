@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"errors"
 	"math/bits"
 	"strconv"
@@ -495,12 +496,12 @@ func (r *scriptRun) command(name []byte) *command {
 	return cmd
 }
 
-// stripesOf is the stripes of a command's keys: a key the script declared is known by
-// its slice (native code passes call.Keys' own), without hashing it again.
+// stripesOf is the stripes of a command's keys: a single key the script declared is known
+// without hashing it again.
 func (r *scriptRun) stripesOf(cmd *command, args [][]byte) uint64 {
 	if cmd.firstKey == 1 && cmd.lastKey == 1 && cmd.keysOf == nil && len(args) > 1 {
 		for i, k := range r.call.Keys {
-			if sameBytes(k, args[1]) {
+			if bytes.Equal(k, args[1]) {
 				return r.keyStripes[i]
 			}
 		}
@@ -508,14 +509,10 @@ func (r *scriptRun) stripesOf(cmd *command, args [][]byte) uint64 {
 	return r.s.stripesOf(cmd, args)
 }
 
-// declared reports whether key is the first key the script declared, as native code
-// passes it: the same slice.
+// declared reports whether key is the first key the script declared.
 func (r *scriptRun) declared(key []byte) bool {
-	return len(r.call.Keys) > 0 && sameBytes(r.call.Keys[0], key)
+	return len(r.call.Keys) > 0 && bytes.Equal(r.call.Keys[0], key)
 }
-
-// sameBytes reports whether a and b are the same non-empty slice of memory.
-func sameBytes(a, b []byte) bool { return len(a) > 0 && len(a) == len(b) && &a[0] == &b[0] }
 
 // Call runs one command of the script (scripting.Host).
 func (r *scriptRun) Call(dst []byte, args [][]byte, resp int) ([]byte, error) {
