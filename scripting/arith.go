@@ -53,8 +53,8 @@ func (st *state) stringArith(op arithOp) lua.LGFunction {
 		if op != arithUnm {
 			b = L.Get(2)
 		}
-		x, okA := arithNumber(a)
-		y, okB := arithNumber(b)
+		x, okA := toNumber(a)
+		y, okB := toNumber(b)
 		if okA && okB {
 			L.Push(st.box.number(arith(op, x, y)))
 			return 1
@@ -73,17 +73,6 @@ func (st *state) stringArith(op arithOp) lua.LGFunction {
 		L.RaiseError("%s", arithError(L, op, culprit, []lua.LValue{a, b}[culprit-1]))
 		return 0
 	}
-}
-
-// arithNumber is luaV_tonumber: a number, or a string that reads whole as one.
-func arithNumber(v lua.LValue) (float64, bool) {
-	switch v := v.(type) {
-	case lua.LNumber:
-		return float64(v), true
-	case lua.LString:
-		return str2number(string(v))
-	}
-	return 0, false
 }
 
 // arith is Lua 5.1's arithmetic (luai_num*): % is a - floor(a/b)*b. A NaN operand is the

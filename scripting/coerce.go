@@ -170,16 +170,8 @@ func optInt(L *lua.LState, n, def int) int {
 // arguments) returned, past which it fails as there rather than build a huge result.
 func (st *state) luaUnpack(L *lua.LState) int {
 	t := st.see(L.CheckTable(1))
-	i := int32(1)
-	if L.Get(2) != lua.LNil {
-		i = int32(toInteger(checkNumber(L, 2)))
-	}
-	var e int32
-	if L.Get(3) != lua.LNil {
-		e = int32(toInteger(checkNumber(L, 3)))
-	} else {
-		e = int32(t.Len())
-	}
+	i := optCInt(L, 2, 1)
+	e := optCInt(L, 3, int32(t.Len()))
 	if i > e {
 		return 0
 	}
@@ -194,6 +186,15 @@ func (st *state) luaUnpack(L *lua.LState) int {
 		}
 	}
 	return int(n)
+}
+
+// optCInt is luaL_optint: argument n as a C int (a number or a string that reads as one,
+// truncated, wrapped to 32 bits), def when it is nil or absent.
+func optCInt(L *lua.LState, n int, def int32) int32 {
+	if L.Get(n) == lua.LNil {
+		return def
+	}
+	return int32(toInteger(checkNumber(L, n)))
 }
 
 // maxCStack is Lua 5.1's LUAI_MAXCSTACK: the most values a C function may push.
@@ -212,16 +213,8 @@ func (st *state) tableConcat(L *lua.LState) int {
 	default:
 		L.TypeError(2, lua.LTString)
 	}
-	i := int32(1)
-	if L.Get(3) != lua.LNil {
-		i = int32(toInteger(checkNumber(L, 3)))
-	}
-	var last int32
-	if L.Get(4) != lua.LNil {
-		last = int32(toInteger(checkNumber(L, 4)))
-	} else {
-		last = int32(t.Len())
-	}
+	i := optCInt(L, 3, 1)
+	last := optCInt(L, 4, int32(t.Len()))
 	b := st.catBuf[:0]
 	add := func(k int32) {
 		switch v := t.RawGetInt(int(k)).(type) {
@@ -243,11 +236,5 @@ func (st *state) tableConcat(L *lua.LState) int {
 	if i == last {
 		add(i)
 	}
-	L.Push(lua.LString(b))
-	if cap(b) <= 4096 {
-		st.catBuf = b[:0]
-	} else {
-		st.catBuf = nil
-	}
-	return 1
+	return st.pushCat(L, b)
 }

@@ -401,6 +401,12 @@ func (st *state) concat(L *lua.LState) int {
 	if len(b) > maxString {
 		L.RaiseError("not enough memory")
 	}
+	return st.pushCat(L, b)
+}
+
+// pushCat pushes the string concat's buffer b holds, and keeps b for the next unless it
+// grew big.
+func (st *state) pushCat(L *lua.LState, b []byte) int {
 	L.Push(lua.LString(b))
 	if cap(b) <= 4096 {
 		st.catBuf = b[:0]

@@ -415,7 +415,7 @@ func cmdFunctionStats(c *client, args [][]byte) error {
 			w.bulk(a)
 		}
 		w.bulkString("duration_ms")
-		w.int(time.Since(running.started).Milliseconds())
+		w.int(time.Since(running.call.Start).Milliseconds())
 	}
 	libs, funcs := c.s.libraries().Len()
 	w.bulkString("engines")

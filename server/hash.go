@@ -476,36 +476,36 @@ func cmdHScan(c *client, args [][]byte) error {
 		return err
 	}
 	if !ok { // Redis replies before it reads the options
-		c.w.array(2)
-		c.w.bulkString("0")
-		c.w.array(0)
+		c.scanDone(c.scanStart(), 0)
 		return nil
 	}
 	pattern, err := scanOptions(args[3:])
 	if err != nil {
 		return err
 	}
+	mark, n := c.scanStart(), 0
 	var buf [20]byte
-	match := func(f collection.Elem) bool {
-		return pattern == nil || glob.Match(pattern, f.Bytes(buf[:0]))
-	}
-	n := 0
-	for f := range collection.HashPairs(hashOf(v).Pack) {
-		if match(f) {
-			n++
-		}
-	}
-	c.w.array(2)
-	c.w.bulkString("0")
-	c.w.array(2 * n)
 	for f, val := range collection.HashPairs(hashOf(v).Pack) {
-		if match(f) {
+		if pattern == nil || glob.Match(pattern, f.Bytes(buf[:0])) {
 			c.w.elem(f)
 			c.w.elem(val)
+			n += 2
 		}
 	}
+	c.scanDone(mark, n)
 	return nil
 }
+
+// scanStart begins the reply of a SCAN of a collection scanned whole: the cursor, 0, then
+// the items, whose count scanDone writes before them once they are written.
+func (c *client) scanStart() int {
+	c.w.array(2)
+	c.w.bulkString("0")
+	return len(c.w.b)
+}
+
+// scanDone ends scanStart's reply of n items.
+func (c *client) scanDone(mark, n int) { zentriesHeaderAt(&c.w, mark, int64(n), false) }
 
 // parseScanCursor reports whether b is a cursor to Redis, which reads it with strtoul and
 // takes what it takes: digits with a sign, "-1" being the largest cursor, and the empty

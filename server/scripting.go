@@ -247,10 +247,9 @@ type scriptRun struct {
 	busy       bool                // it has run past busy-reply-threshold: in luaScripts.busy
 	fn         *scripting.Function // the function FCALL runs; nil for a script
 	args       [][]byte            // the caller's command (FUNCTION STATS)
-	started    time.Time
-	held       uint64 // the transaction stripes held, as a set
-	txHeld     uint64 // those the caller's EXEC holds: not this script's to take or release
-	want       uint64 // the stripes the next try starts with
+	held       uint64              // the transaction stripes held, as a set
+	txHeld     uint64              // those the caller's EXEC holds: not this script's to take or release
+	want       uint64              // the stripes the next try starts with
 }
 
 // scriptRun returns c's script run, made the first time.
@@ -274,8 +273,8 @@ func (c *client) runScript(sc *scripting.Script, fn *scripting.Function, args, k
 	}
 	r.call.Keys, r.call.Args, r.call.Proto, r.call.Slot = keys, argv, c.w.proto, uint64(c.id)
 	r.readOnly = readOnly
-	r.fn, r.args, r.started = fn, args, c.s.obs.base.Add(time.Duration(c.tick)) // no clock read: the command's start
-	r.call.Start = r.started
+	r.fn, r.args = fn, args
+	r.call.Start = c.s.obs.base.Add(time.Duration(c.tick)) // no clock read: the command's start
 	r.txHeld = c.txHeld
 	r.call.BusyAfter = time.Duration(c.s.scripts.busyAfter.Load()) * time.Millisecond
 	defer func() {

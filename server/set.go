@@ -43,8 +43,6 @@ var (
 	errPositive = errors.New("value is out of range, must be positive")
 	// errNumKeys is SINTERCARD's numkeys that is no integer of at least 1.
 	errNumKeys = errors.New("numkeys should be greater than 0")
-	// errNumKeysArgs is SINTERCARD's numkeys past its arguments.
-	errNumKeysArgs = errors.New("Number of keys can't be greater than number of args")
 	// errLimitNegative is SINTERCARD's LIMIT that is no integer of at least 0.
 	errLimitNegative = errors.New("LIMIT can't be negative")
 )
@@ -460,7 +458,7 @@ func cmdSInterCard(c *client, args [][]byte) error {
 		return errNumKeys
 	}
 	if numkeys > int64(len(args)-2) {
-		return errNumKeysArgs
+		return errKeysTooMany // EVAL's text, as Redis gives it
 	}
 	keys := args[2 : 2+numkeys]
 	limit := int64(0)
@@ -501,32 +499,21 @@ func cmdSScan(c *client, args [][]byte) error {
 		return err
 	}
 	if !ok { // Redis replies before it reads the options
-		c.w.array(2)
-		c.w.bulkString("0")
-		c.w.array(0)
+		c.scanDone(c.scanStart(), 0)
 		return nil
 	}
 	pattern, err := scanOptions(args[3:])
 	if err != nil {
 		return err
 	}
+	mark, n := c.scanStart(), 0
 	var buf [24]byte
-	match := func(m collection.Elem) bool {
-		return pattern == nil || glob.Match(pattern, m.Bytes(buf[:0]))
-	}
-	n := 0
 	for m := range setOf(v).Members() {
-		if match(m) {
+		if pattern == nil || glob.Match(pattern, m.Bytes(buf[:0])) {
+			c.w.elem(m)
 			n++
 		}
 	}
-	c.w.array(2)
-	c.w.bulkString("0")
-	c.w.array(n)
-	for m := range setOf(v).Members() {
-		if match(m) {
-			c.w.elem(m)
-		}
-	}
+	c.scanDone(mark, n)
 	return nil
 }

@@ -740,19 +740,14 @@ func cmdZScan(c *client, args [][]byte) error {
 		return err
 	}
 	if !ok {
-		c.w.array(2)
-		c.w.bulkString("0")
-		c.w.array(0)
+		c.scanDone(c.scanStart(), 0)
 		return nil
 	}
 	pattern, err := scanOptions(args[3:])
 	if err != nil {
 		return err
 	}
-	c.w.array(2)
-	c.w.bulkString("0")
-	mark := len(c.w.b)
-	var n int64
+	mark, n := c.scanStart(), 0
 	z := zsetOf(v).Pack
 	for off := 0; off < len(z); {
 		m, s, k := collection.ZNext(z[off:])
@@ -774,7 +769,7 @@ func cmdZScan(c *client, args [][]byte) error {
 		c.w.bulk(zscanScore(buf[:0], s, v.Num2&bigEncoding != 0))
 		n++
 	}
-	zentriesHeaderAt(&c.w, mark, 2*n, false)
+	c.scanDone(mark, 2*n)
 	return nil
 }
 
