@@ -40,8 +40,8 @@ type Script struct {
 	// that line (NoWrites...) instead of deciding write by write.
 	Shebang bool
 	Flags   Flags
-	proto   *lua.FunctionProto // the script's chunk
-	native  Native             // the script as Go code, when Engine.Natives knows its digest
+	code    compiled // the script's chunk
+	native  Native   // the script as Go code, when Engine.Natives knows its digest
 }
 
 // Native runs a script the engine recognises by its digest as Go code, with the effects
@@ -262,11 +262,11 @@ func compile(body, sha string) (*Script, error) {
 		}
 		code = body[len(line):]
 	}
-	proto, msg := compileChunk(code, "user_script")
+	c, msg := compileChunk(code, "user_script", true)
 	if msg != "" {
 		return nil, errors.New("Error compiling script (new function): " + msg)
 	}
-	s.proto = proto
+	s.code = c
 	return s, nil
 }
 
@@ -344,7 +344,7 @@ func (st *state) function(s *Script) *lua.LFunction {
 	if len(st.fns) >= maxStateFunctions { // scripts built per call (values in the body) must not grow it for good
 		clear(st.fns)
 	}
-	fn := st.instantiate(s.proto)
+	fn := st.instantiate(s.code)
 	st.fns[s] = fn
 	return fn
 }

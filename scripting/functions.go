@@ -33,7 +33,7 @@ type Library struct {
 	Name      string
 	Code      string      // all of it, the shebang line included: what FUNCTION LIST WITHCODE shows
 	Functions []*Function // by name
-	proto     *lua.FunctionProto
+	code      compiled
 }
 
 // Function is a function a library registered.
@@ -179,11 +179,11 @@ func (e *Engine) LoadLibrary(code []byte, ls *Libraries, replace bool, timeout t
 		return nil, nil, errors.New("Library '" + name + "' already exists")
 	}
 	lib := &Library{Name: name, Code: string(code)}
-	proto, msg := compileChunk(body, "user_function")
+	c, msg := compileChunk(body, "user_function", false) // its globals change while it loads
 	if msg != "" {
 		return nil, nil, errors.New("Error compiling function: " + msg)
 	}
-	lib.proto = proto
+	lib.code = c
 	st := e.get(0)
 	_, fns, err := st.loadLibrary(lib, timeout)
 	e.put(st, 0)
@@ -413,7 +413,7 @@ func (st *state) loadLibrary(lib *Library, timeout time.Duration) (map[string]*l
 	if timeout > 0 {
 		st.run.deadline = st.run.start.Add(timeout)
 	}
-	fn := st.instantiate(lib.proto)
+	fn := st.instantiate(lib.code)
 	fn.Env = st.fenv
 	L.Push(fn)
 	err := L.PCall(0, 0, st.pcallH)

@@ -229,6 +229,9 @@ func objName(p *lua.FunctionProto, pc, reg int) (kind, name string) {
 			return "field", kname(p, instC(i))
 		case opGetUpval:
 			if b := instB(i); b < len(p.DbgUpvalues) {
+				if kind, name, ok := constantName(p.DbgUpvalues[b]); ok {
+					return kind, name // a global or library field read as a constant (rewrite.go)
+				}
 				return "upvalue", p.DbgUpvalues[b]
 			}
 			return "upvalue", "?"

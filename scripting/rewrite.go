@@ -1,6 +1,8 @@
 package scripting
 
 import (
+	"strings"
+
 	lua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/ast"
 )
@@ -22,15 +24,23 @@ import (
 //     gopher-lua's VM accepts numbers only;
 //   - a call with more arguments than gopher-lua has registers for (it has 200, Lua 5.1
 //     250) passes them in a table that the unpack function spreads again:
-//     redis.call('ZADD', k, s1, m1, ... s150, m150) compiles as on Redis.
+//     redis.call('ZADD', k, s1, m1, ... s150, m150) compiles as on Redis;
+//   - in a script (not a function library, whose globals change while it loads), a global
+//     of the sandbox that the script reads (tonumber, redis) and a field of a library
+//     (redis.call, math.floor) become constants: nothing can change them (the globals and
+//     the libraries are read-only, and there is no setfenv), and reading one through the
+//     views costs two or three map lookups per use.
 //
-// The functions and the view reach the script as upvalues: the chunk compiled is
+// The functions, the view and the constants reach the script as upvalues: the chunk
+// compiled is
 //
-//	local (concat), (tick), (unpack), (G), (fornum) = ...
+//	local (concat), (tick), (unpack), (G), (fornum), (=tonumber), (=redis.call)... = ...
 //	return function(...) <the script> end
 //
 // and each interpreter calls it once with its own to get the script's function. Their
-// names cannot be written in Lua, so no script can shadow or reach them.
+// names cannot be written in Lua, so no script can shadow or reach them; where Lua names
+// a variable in an error ("bad argument #1 to 'floor'", "attempt to index global
+// 'tonumber'"), a constant keeps the name it was read by (unfold).
 
 const (
 	concatName  = "(concat)"
@@ -41,11 +51,16 @@ const (
 	// maxDirectArgs is the most arguments a call keeps; past it they go in a table,
 	// leaving gopher-lua's registers for the locals and temporaries around the call.
 	maxDirectArgs = 100
+	// maxConstants is the most constants a script takes as upvalues; past it, reads go to
+	// the globals.
+	maxConstants = 40
 )
 
-// wrapChunk rewrites the script's statements and wraps them as above.
-func wrapChunk(chunk []ast.Stmt) []ast.Stmt {
-	rw := &rewriter{}
+// wrapChunk rewrites the script's statements and wraps them as above; fold makes the
+// sandbox's globals and library fields constants, whose names (as constant reads them)
+// it returns.
+func wrapChunk(chunk []ast.Stmt, fold bool) ([]ast.Stmt, []string) {
+	rw := &rewriter{fold: fold}
 	rw.push()
 	body := rw.stmts(chunk)
 	rw.pop()
@@ -54,14 +69,65 @@ func wrapChunk(chunk []ast.Stmt) []ast.Stmt {
 	if len(chunk) > 0 {
 		fn.SetLastLine(chunk[len(chunk)-1].LastLine())
 	}
-	locals := &ast.LocalAssignStmt{Names: []string{concatName, tickName, unpackName, globalsName, fornumName}, Exprs: []ast.Expr{&ast.Comma3Expr{}}}
-	return []ast.Stmt{locals, &ast.ReturnStmt{Exprs: []ast.Expr{fn}}}
+	names := []string{concatName, tickName, unpackName, globalsName, fornumName}
+	for _, c := range rw.consts {
+		names = append(names, constPrefix+c+")")
+	}
+	locals := &ast.LocalAssignStmt{Names: names, Exprs: []ast.Expr{&ast.Comma3Expr{}}}
+	return []ast.Stmt{locals, &ast.ReturnStmt{Exprs: []ast.Expr{fn}}}, rw.consts
 }
 
 // rewriter walks the tree knowing which names are locals (gopher-lua's scoping: a local
 // function's name is visible in its own body).
 type rewriter struct {
 	scopes []map[string]bool
+	fold   bool     // globals and library fields become constants
+	consts []string // those made so far: "tonumber", "redis.call"
+}
+
+// constPrefix starts the name of a constant's upvalue: "(=redis.call)".
+const constPrefix = "(="
+
+// constant returns the upvalue standing for the global or library field name ("tonumber",
+// "math.floor") at line, or nil when it cannot be one.
+func (rw *rewriter) constant(name string, line int) ast.Expr {
+	if !rw.fold {
+		return nil
+	}
+	known := false
+	for _, c := range rw.consts {
+		known = known || c == name
+	}
+	if !known {
+		if len(rw.consts) == maxConstants {
+			return nil
+		}
+		rw.consts = append(rw.consts, name)
+	}
+	id := &ast.IdentExpr{Value: constPrefix + name + ")"}
+	id.SetLine(line)
+	return id
+}
+
+// foldGlobal is the constant for a read of the global name, or nil.
+func (rw *rewriter) foldGlobal(id *ast.IdentExpr) ast.Expr {
+	if rw.isLocal(id.Value) {
+		return nil
+	}
+	if _, ok := sandbox()[id.Value]; !ok {
+		return nil
+	}
+	return rw.constant(id.Value, id.Line())
+}
+
+// foldField is the constant for a read of lib.name, a library's field, or nil.
+func (rw *rewriter) foldField(e *ast.AttrGetExpr) ast.Expr {
+	lib, ok1 := e.Object.(*ast.IdentExpr)
+	key, ok2 := e.Key.(*ast.StringExpr)
+	if !ok1 || !ok2 || rw.isLocal(lib.Value) || !sandbox()[lib.Value][key.Value] {
+		return nil
+	}
+	return rw.constant(lib.Value+"."+key.Value, e.Line())
 }
 
 func (rw *rewriter) push() { rw.scopes = append(rw.scopes, nil) }
@@ -142,7 +208,7 @@ func (rw *rewriter) stmt(s ast.Stmt) ast.Stmt {
 				s.Lhs[i] = global(id)
 				continue
 			}
-			s.Lhs[i] = rw.expr(l)
+			s.Lhs[i] = rw.target(l)
 		}
 	case *ast.LocalAssignStmt:
 		if len(s.Names) == 1 && len(s.Exprs) == 1 {
@@ -188,7 +254,7 @@ func (rw *rewriter) stmt(s ast.Stmt) ast.Stmt {
 			if id, ok := s.Name.Func.(*ast.IdentExpr); ok && !rw.isLocal(id.Value) {
 				s.Name.Func = global(id)
 			} else if s.Name.Func != nil {
-				s.Name.Func = rw.expr(s.Name.Func)
+				s.Name.Func = rw.target(s.Name.Func)
 			}
 			if s.Name.Receiver != nil {
 				s.Name.Receiver = rw.expr(s.Name.Receiver)
@@ -220,9 +286,27 @@ func (rw *rewriter) function(f *ast.FunctionExpr, method bool) {
 	f.Stmts = rw.block(f.Stmts, true, f.Line(), names...)
 }
 
+// target rewrites what an assignment writes to: a field's table and key, never the field
+// made a constant (math.floor = f must fail as a write to the library).
+func (rw *rewriter) target(e ast.Expr) ast.Expr {
+	if a, ok := e.(*ast.AttrGetExpr); ok {
+		a.Object = rw.expr(a.Object)
+		a.Key = rw.expr(a.Key)
+		return a
+	}
+	return rw.expr(e)
+}
+
 func (rw *rewriter) expr(e ast.Expr) ast.Expr {
 	switch e := e.(type) {
+	case *ast.IdentExpr:
+		if c := rw.foldGlobal(e); c != nil {
+			return c
+		}
 	case *ast.AttrGetExpr:
+		if c := rw.foldField(e); c != nil {
+			return c
+		}
 		e.Object = rw.expr(e.Object)
 		e.Key = rw.expr(e.Key)
 	case *ast.TableExpr:
@@ -451,4 +535,31 @@ func (st *state) concatSlow(L *lua.LState) int {
 	}
 	L.Push(acc)
 	return 1
+}
+
+// unfold gives back to the calls of constants, in p and the functions in it, the names
+// Lua words errors with: "floor" for math.floor, as gopher-lua names a call by its last
+// name ("bad argument #1 to 'floor'").
+func unfold(p *lua.FunctionProto) {
+	for i := range p.DbgCalls {
+		if _, name, ok := constantName(p.DbgCalls[i].Name); ok {
+			p.DbgCalls[i].Name = name
+		}
+	}
+	for _, f := range p.FunctionPrototypes {
+		unfold(f)
+	}
+}
+
+// constantName reads the name of a constant's upvalue: "global" and "tonumber" for
+// "(=tonumber)", "field" and "floor" for "(=math.floor)".
+func constantName(upvalue string) (kind, name string, ok bool) {
+	if len(upvalue) < len(constPrefix)+2 || upvalue[:len(constPrefix)] != constPrefix || upvalue[len(upvalue)-1] != ')' {
+		return "", "", false
+	}
+	name = upvalue[len(constPrefix) : len(upvalue)-1]
+	if _, field, ok := strings.Cut(name, "."); ok {
+		return "field", field, true
+	}
+	return "global", name, true
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime/metrics"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -206,6 +207,56 @@ func (st *state) protect(t *lua.LTable) *lua.LTable {
 	st.real[view] = t
 	st.views = append(st.views, view, decoy)
 	return view
+}
+
+// constant is the value of a constant a script takes (rewrite.go): the global "tonumber",
+// or the field "math.floor" of a library, read through its view.
+func (st *state) constant(name string) lua.LValue {
+	lib, field, isField := strings.Cut(name, ".")
+	v := st.g.RawGetString(lib)
+	if !isField {
+		return v
+	}
+	t, _ := v.(*lua.LTable)
+	return st.see(t).RawGetString(field)
+}
+
+// sandbox is what every interpreter's globals hold, read once from one: each global's
+// name, with the fields of those that are libraries (nil for the others, and for _G, whose
+// missing fields are errors). These are the constants a script may take (rewrite.go).
+func sandbox() map[string]map[string]bool {
+	sandboxOnce.Do(readSandbox)
+	return sandboxNames
+}
+
+var (
+	sandboxOnce  sync.Once
+	sandboxNames map[string]map[string]bool
+)
+
+func readSandbox() {
+	st := newState(New())
+	defer st.L.Close()
+	names := make(map[string]map[string]bool)
+	for k, v := st.g.Next(lua.LNil); k != lua.LNil; k, v = st.g.Next(k) {
+		name, ok := k.(lua.LString)
+		if !ok {
+			continue
+		}
+		var fields map[string]bool
+		if t, ok := v.(*lua.LTable); ok && t != st.gv {
+			if real, ok := st.real[t]; ok {
+				fields = make(map[string]bool)
+				real.ForEach(func(f, _ lua.LValue) {
+					if f, ok := f.(lua.LString); ok {
+						fields[string(f)] = true
+					}
+				})
+			}
+		}
+		names[string(name)] = fields
+	}
+	sandboxNames = names
 }
 
 // see returns the table a view stands for, or t itself.
@@ -494,7 +545,7 @@ func (st *state) loadstring(L *lua.LState) int {
 	src := L.CheckString(1)
 	name := L.OptString(2, src)
 	id := chunkID(name)
-	proto, msg := compileChunk(src, id)
+	c, msg := compileChunk(src, id, false)
 	if msg != "" {
 		L.Push(lua.LNil)
 		L.Push(lua.LString(msg))
@@ -504,7 +555,7 @@ func (st *state) loadstring(L *lua.LState) int {
 		clear(st.sources)
 	}
 	st.sources[id] = name
-	L.Push(st.instantiate(proto))
+	L.Push(st.instantiate(c))
 	return 1
 }
 
@@ -541,7 +592,7 @@ func (st *state) load(L *lua.LState) int {
 		}
 	}
 	id := chunkID(name)
-	proto, msg := compileChunk(b.String(), id)
+	c, msg := compileChunk(b.String(), id, false)
 	if msg != "" {
 		L.Push(lua.LNil)
 		L.Push(lua.LString(msg))
@@ -551,20 +602,23 @@ func (st *state) load(L *lua.LState) int {
 		clear(st.sources)
 	}
 	st.sources[id] = name
-	L.Push(st.instantiate(proto))
+	L.Push(st.instantiate(c))
 	return 1
 }
 
 // instantiate makes a compiled chunk (wrapChunk's) into its function in this interpreter.
-func (st *state) instantiate(proto *lua.FunctionProto) *lua.LFunction {
+func (st *state) instantiate(c compiled) *lua.LFunction {
 	L := st.L
-	L.Push(L.NewFunctionFromProto(proto))
+	L.Push(L.NewFunctionFromProto(c.proto))
 	L.Push(st.concatFn)
 	L.Push(st.tickFn)
 	L.Push(st.unpackFn)
 	L.Push(st.gv)
 	L.Push(st.fornumFn)
-	L.Call(5, 1)
+	for _, name := range c.consts {
+		L.Push(st.constant(name))
+	}
+	L.Call(5+len(c.consts), 1)
 	fn := L.Get(-1).(*lua.LFunction)
 	L.Pop(1)
 	fn.Env = st.g // reads go straight to the globals; writes go through the view (rewrite.go)

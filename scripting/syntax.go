@@ -1009,22 +1009,32 @@ func syntaxMessage(err error, chunk string) string {
 	return chunk + ": " + strings.TrimSpace(err.Error())
 }
 
+// compiled is a chunk compiled, rewritten and wrapped (rewrite.go), and the constants it
+// takes after the wrapper's functions (state.constant names them).
+type compiled struct {
+	proto  *lua.FunctionProto
+	consts []string
+}
+
 // compileChunk checks and compiles src under the chunk name id (as error positions show
-// it), rewritten and wrapped (rewrite.go); msg is Lua's error when it does not compile.
-func compileChunk(src, id string) (proto *lua.FunctionProto, msg string) {
+// it), rewritten and wrapped (rewrite.go), with the sandbox's globals and library fields
+// made constants when fold; msg is Lua's error when it does not compile.
+func compileChunk(src, id string, fold bool) (c compiled, msg string) {
 	if msg := checkSyntax(src, id); msg != "" {
-		return nil, msg
+		return c, msg
 	}
 	chunk, err := parse.Parse(strings.NewReader(src), id)
 	if err != nil {
-		return nil, syntaxMessage(err, id)
+		return c, syntaxMessage(err, id)
 	}
-	proto, err = lua.Compile(wrapChunk(chunk), id)
+	stmts, consts := wrapChunk(chunk, fold)
+	proto, err := lua.Compile(stmts, id)
 	if err != nil {
-		return nil, syntaxMessage(err, id)
+		return c, syntaxMessage(err, id)
 	}
+	unfold(proto)
 	// The script's function takes "..." as a main chunk does; gopher-lua would also give
 	// it Lua 5.0's "arg" table, built at every call, when it does not use "...".
 	proto.FunctionPrototypes[0].IsVarArg &^= lua.VarArgNeedsArg
-	return proto, ""
+	return compiled{proto: proto, consts: consts}, ""
 }

@@ -112,3 +112,28 @@ func genArithScript(r *rand.Rand) diffCmd {
 }
 
 func TestDifferentialScriptArith(t *testing.T) { runDifferential(t, genArithScript) }
+
+// constantScripts read the sandbox's globals and library fields, which a script takes as
+// constants (scripting's rewrite.go): the errors must still name them as Lua does (global
+// 'tonumber', field 'nosuch', 'floor' in a bad argument), writes to them must still fail,
+// and a local of the same name must still win.
+var constantScripts = []string{
+	`return math.floor("x")`, `return tonumber.x`, `return redis + 1`, `return redis()`, `return #tonumber`,
+	`return -math`, `math.floor = 1`, `function math.f() end`, `string.x = 1`, `tonumber = 1`,
+	`local math = {floor = function() return 7 end}; return math.floor(1)`, `return string.nosuch`,
+	`return nosuch`, `return math.nosuch()`, `local function f() return tonumber('5') end return f()`,
+	`return string.rep("ab", "x")`, `return ("x"):rep(2)`, `local t = {} t.floor = math.floor return t.floor(2.5)`,
+	`return redis.call("PING")`, `return redis.pcall("NOSUCH")`, `local c = redis.call return c("ECHO", "x")`,
+	`return {type(_G), type(redis.call), math.max(1, 2, 3), string.format("%5.1f", math.pi)}`,
+	`for i = 1, 2 do local tonumber = tostring end return tonumber("3")`, `return cjson.encode({1, 2})`,
+	`local x = string.len return x("abc") + #string.upper("ab")`, `return table.concat({1, 2}, math)`,
+	`return bit.band(7, "x")`, `return string.sub("abc", {})`, `return math.floor()`,
+}
+
+func TestDifferentialScriptConstants(t *testing.T) {
+	i := 0
+	runDifferential(t, func(*rand.Rand) diffCmd {
+		i++
+		return cmd("EVAL", constantScripts[i%len(constantScripts)], "0")
+	})
+}
