@@ -53,6 +53,33 @@ type Script struct {
 // host's, as Run returns it.
 type Native func(dst []byte, call *Call) (out []byte, done bool, err error)
 
+// Direct runs, on the key a native script declared first (Call.Keys[0]), the commands the
+// script calls, as Host.Call would (the same effects, the same values replied, each
+// counted as the command it is) but without a command's dispatch and without its reply
+// written and read back: the host holds the key's shard for the whole run. A host offers
+// it (Call.Direct) only where no check Host.Call makes before a command could refuse one
+// (the ACL, a read-only script or replica, maxmemory, min-replicas-to-write, a reserved
+// key); a Native uses it when it is there. args is each command as the script calls it,
+// for SLOWLOG and MONITOR. A command that fails (GET of a hash, INCRBY of a word) is
+// neither run nor counted: the Native declines, or, past a write, replies the script's
+// error with the command's (the error's text).
+type Direct interface {
+	Time(args [][]byte) (sec, usec int64)
+	// Get is GET: found false for no key; ok false when the key holds no string.
+	Get(args [][]byte) (val []byte, found, ok bool)
+	PTTL(args [][]byte) int64
+	// Set is SET key val PX ms, with NX when nx (EX n is PX n*1000), ms from 1 to
+	// MaxDirectMs: false when NX found the key.
+	Set(args [][]byte, val []byte, ms int64, nx bool) (bool, error)
+	IncrBy(args [][]byte, by int64) (int64, error) // INCRBY, and INCR by 1
+	// Expire is EXPIRE key seconds, from 1 to 10^9: false for no key.
+	Expire(args [][]byte, seconds int64) (bool, error)
+}
+
+// MaxDirectMs is the longest expiry Direct.Set takes (about 31 years): past it, SET's own
+// checks decide.
+const MaxDirectMs = 1e12
+
 // Flags are the flags a "#!lua flags=..." line gives.
 type Flags uint8
 
@@ -360,6 +387,7 @@ type Call struct {
 	BusyAfter  time.Duration // when Host.Busy is called; 0 for never
 	Start      time.Time     // when the run started, for BusyAfter; the host reads the clock for it
 	Slot       uint64        // which shard of the interpreter pool the run draws from: the caller's id
+	Direct     Direct        // the host's commands on Keys[0] without dispatch, or nil
 	// Scratch and ScratchBytes are Native code's to reuse from run to run of a Call kept
 	// by its caller: the arguments of the commands it calls (Host.Call keeps none), so
 	// that a run allocates nothing.

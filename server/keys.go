@@ -211,27 +211,31 @@ func ttlHandler(unit int64, absolute bool) handler {
 		v, ok := sh.PeekLocked(args[1], now)
 		sh.CountLookup(ok)
 		c.unlockShard(sh)
-		switch {
-		case !ok:
-			c.w.int(-2)
-		case v.Expire == 0:
-			c.w.int(-1)
-		case absolute:
-			ms := v.Expire / 1e6
-			if unit == 1e9 {
-				ms = (ms + 500) / 1000 // Redis rounds to the nearest second
-			}
-			c.w.int(ms)
-		default:
-			ms := (v.Expire - now + 999_999) / 1e6
-			if unit == 1e9 {
-				c.w.int((ms + 500) / 1000)
-			} else {
-				c.w.int(ms)
-			}
-		}
+		c.w.int(ttlOf(v, ok, now, unit, absolute))
 		return nil
 	}
+}
+
+// ttlOf is what TTL, PTTL, EXPIRETIME or PEXPIRETIME reply for the value v (ok false for
+// no key) at now.
+func ttlOf(v keyspace.Value, ok bool, now, unit int64, absolute bool) int64 {
+	switch {
+	case !ok:
+		return -2
+	case v.Expire == 0:
+		return -1
+	case absolute:
+		ms := v.Expire / 1e6
+		if unit == 1e9 {
+			ms = (ms + 500) / 1000 // Redis rounds to the nearest second
+		}
+		return ms
+	}
+	ms := (v.Expire - now + 999_999) / 1e6
+	if unit == 1e9 {
+		return (ms + 500) / 1000
+	}
+	return ms
 }
 
 // PERSIST key

@@ -580,3 +580,57 @@ func TestNativeScriptTouchesWatch(t *testing.T) {
 	require.ErrorIs(t, err, redis.TxFailedErr)
 	require.Equal(t, int64(2), ts.scripts.eng.Stats().Natives)
 }
+
+// TestNativeScriptsCountCommands: a native script's commands, run directly on its key
+// (scripting.Direct) or through the command table, count in INFO commandstats, the
+// keyspace's hits and misses and MONITOR as the interpreter's do, command by command.
+func TestNativeScriptsCountCommands(t *testing.T) {
+	p := newNativePair(t, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+	monitor := func(s *Server) (*client, net.Conn) {
+		a, b := net.Pipe()
+		t.Cleanup(func() { a.Close(); b.Close() })
+		m := s.newClient(a)
+		s.run(m, [][]byte{[]byte("MONITOR")})
+		return m, b
+	}
+	nm, _ := monitor(p.native)
+	im, _ := monitor(p.interp)
+	calls := [][]string{
+		{"EVAL", rateLimitRedisIncrement, "1", "rl:a", "60000"}, {"EVAL", rateLimitRedisIncrement, "1", "rl:a", "60000"},
+		{"EVAL", rateLimitRedisGet, "1", "rl:a"}, {"EVAL", rateLimitRedisGet, "1", "rl:b"},
+		{"EVAL", rateLimiterFlexible, "1", "rl:c", "2", "60"}, {"EVAL", rateLimiterFlexible, "1", "rl:c", "1", "60"},
+		{"SET", "rl:h", "3"}, {"EVAL", rateLimiterFlexible, "1", "rl:h", "1", "60"}, // no TTL: EXPIRE
+		{"EVAL", redisRateAllowN, "1", "rl:b", "10", "10", "1", "1"}, {"EVAL", redisRateAllowN, "1", "rl:b", "10", "10", "1", "20"},
+		{"EVAL", redisRateAllowAtMost, "1", "rl:b", "10", "10", "1", "3"},
+	}
+	for _, c := range calls {
+		n, i := p.do(c...)
+		require.Equal(t, i, n, "%q", c)
+	}
+	require.Equal(t, int64(10), p.native.scripts.eng.Stats().Natives)
+	counts := func(s *Server, c *client, m *client) string {
+		var b strings.Builder
+		for _, name := range []string{"get", "set", "pttl", "incr", "incrby", "expire", "time"} {
+			cmd := s.commands[name]
+			fmt.Fprintf(&b, "%s %d %d %d\n", name, cmd.calls.Load(), cmd.failed.Load(), cmd.rejected.Load())
+		}
+		c.w.b = c.w.b[:0]
+		s.run(c, [][]byte{[]byte("INFO"), []byte("stats")})
+		for _, l := range strings.Split(string(c.w.b), "\r\n") {
+			if strings.HasPrefix(l, "keyspace_") || strings.HasPrefix(l, "total_commands_processed") {
+				b.WriteString(l + "\n")
+			}
+		}
+		m.out.mu.Lock() // MONITOR's lines, without their times
+		for _, l := range strings.Split(string(m.out.w.b), "\r\n") {
+			if _, rest, ok := strings.Cut(l, " ["); ok {
+				b.WriteString(rest + "\n")
+			}
+		}
+		m.out.mu.Unlock()
+		return b.String()
+	}
+	want := counts(p.interp, p.ic, im)
+	require.Contains(t, want, `"PTTL" "rl:a"`)
+	require.Equal(t, want, counts(p.native, p.nc, nm))
+}

@@ -333,25 +333,35 @@ func incrHandler(sign int64, hasArg bool) handler {
 		}
 		sh := c.lockShard(args[1])
 		defer c.unlockShard(sh)
-		v, ok := sh.GetLocked(args[1], c.now())
-		cur := int64(0)
-		if ok {
-			if v.Kind != keyspace.String {
-				return keyspace.ErrWrongType
-			}
-			if cur, ok = parseInt(v.Bytes); !ok {
-				return errNotInteger
-			}
+		n, err := incrLocked(sh, args[1], by, c.now())
+		if err != nil {
+			return err
 		}
-		if by > 0 && cur > math.MaxInt64-by || by < 0 && cur < math.MinInt64-by {
-			return errOverflow
-		}
-		cur += by
-		var buf [20]byte
-		sh.SetLocked(args[1], keyspace.Value{Kind: keyspace.String, Bytes: strconv.AppendInt(buf[:0], cur, 10), Expire: v.Expire})
-		c.w.int(cur)
+		c.w.int(n)
 		return nil
 	}
+}
+
+// incrLocked adds by to the integer at key (0 for none), keeping its expiry, and returns
+// the sum; on an error it changes nothing.
+func incrLocked(sh *keyspace.Shard, key []byte, by, now int64) (int64, error) {
+	v, ok := sh.GetLocked(key, now)
+	cur := int64(0)
+	if ok {
+		if v.Kind != keyspace.String {
+			return 0, keyspace.ErrWrongType
+		}
+		if cur, ok = parseInt(v.Bytes); !ok {
+			return 0, errNotInteger
+		}
+	}
+	if by > 0 && cur > math.MaxInt64-by || by < 0 && cur < math.MinInt64-by {
+		return 0, errOverflow
+	}
+	cur += by
+	var buf [20]byte
+	sh.SetLocked(key, keyspace.Value{Kind: keyspace.String, Bytes: strconv.AppendInt(buf[:0], cur, 10), Expire: v.Expire})
+	return cur, nil
 }
 
 // stringLocked returns the live string at key, false when there is none, and

@@ -210,3 +210,111 @@ func appendLuaString(dst []byte, f float64) []byte {
 	dst = append(dst, s...)
 	return append(dst, '\r', '\n')
 }
+
+// The commands the scripts call, on Keys[0]: through call.Direct when the host offers it,
+// else through call.Host.Call with the reply read back. args is the command as the script
+// calls it. ok false is a reply the code does not reproduce (an error), which changed
+// nothing; err is the host's. Each leaves dst as it was given, but callGet, whose value
+// may lie in out, after dst.
+
+// callTime is redis.call("TIME") as a script reads it: (t[1] - epoch) + (t[2] / 1000000).
+func callTime(dst []byte, call *scripting.Call, args [][]byte, epoch float64) (float64, bool, error) {
+	if d := call.Direct; d != nil {
+		sec, usec := d.Time(args)
+		return float64(sec) - epoch + float64(usec)/1000000, true, nil
+	}
+	mark := len(dst)
+	out, err := call.Host.Call(dst, args, 2)
+	if err != nil {
+		return 0, false, err
+	}
+	now, ok := timeNow(out[mark:], epoch)
+	return now, ok, nil
+}
+
+// callGet is GET: the value, isNil for none.
+func callGet(dst []byte, call *scripting.Call, args [][]byte) (val []byte, isNil, ok bool, out []byte, err error) {
+	if d := call.Direct; d != nil {
+		val, found, ok := d.Get(args)
+		return val, !found, ok, dst, nil
+	}
+	mark := len(dst)
+	if out, err = call.Host.Call(dst, args, 2); err != nil {
+		return nil, false, false, dst, err
+	}
+	val, rest, isNil, ok := bulk(out[mark:])
+	return val, isNil, ok && len(rest) == 0, out, nil
+}
+
+// callPTTL is PTTL: the time left, or the command's error reply in fail.
+func callPTTL(dst []byte, call *scripting.Call, args [][]byte) (n int64, fail string, err error) {
+	if d := call.Direct; d != nil {
+		return d.PTTL(args), "", nil
+	}
+	mark := len(dst)
+	out, err := call.Host.Call(dst, args, 2)
+	if err != nil {
+		return 0, "", err
+	}
+	if n, ok := integer(out[mark:]); ok {
+		return n, "", nil
+	}
+	return 0, string(out[mark:]), nil
+}
+
+// callSet is SET key val with EX or PX (ms, as milliseconds) and NX when nx: set false
+// when NX found the key.
+func callSet(dst []byte, call *scripting.Call, args [][]byte, val []byte, ms float64, nx bool) (set, ok bool, err error) {
+	if d := call.Direct; d != nil && ms >= 1 && ms <= scripting.MaxDirectMs {
+		set, err := d.Set(args, val, int64(ms), nx)
+		return set, err == nil, nil
+	}
+	mark := len(dst)
+	out, err := call.Host.Call(dst, args, 2)
+	if err != nil {
+		return false, false, err
+	}
+	switch string(out[mark:]) {
+	case "+OK\r\n":
+		return true, true, nil
+	case "$-1\r\n":
+		return false, nx, nil
+	}
+	return false, false, nil
+}
+
+// callIncrBy is INCR or INCRBY (by): the sum, or the command's error reply in fail.
+func callIncrBy(dst []byte, call *scripting.Call, args [][]byte, by int64) (n int64, fail string, err error) {
+	if d := call.Direct; d != nil {
+		n, err := d.IncrBy(args, by)
+		if err != nil {
+			return 0, "-" + err.Error() + "\r\n", nil
+		}
+		return n, "", nil
+	}
+	mark := len(dst)
+	out, err := call.Host.Call(dst, args, 2)
+	if err != nil {
+		return 0, "", err
+	}
+	if n, ok := integer(out[mark:]); ok {
+		return n, "", nil
+	}
+	return 0, string(out[mark:]), nil
+}
+
+// callExpire is EXPIRE key seconds, whose reply the script drops: fail is its error reply.
+func callExpire(dst []byte, call *scripting.Call, args [][]byte, seconds int64) (fail string, err error) {
+	if d := call.Direct; d != nil {
+		if _, err := d.Expire(args, seconds); err != nil {
+			return "-" + err.Error() + "\r\n", nil
+		}
+		return "", nil
+	}
+	mark := len(dst)
+	out, err := call.Host.Call(dst, args, 2)
+	if err != nil || len(out) == mark || out[mark] != '-' {
+		return "", err
+	}
+	return string(out[mark:]), nil
+}

@@ -48,53 +48,44 @@ func rateLimiterFlexible(dst []byte, call *scripting.Call) ([]byte, bool, error)
 		return dst, false, nil
 	}
 	seconds, _ := luaNumber(window)
-	mark := len(dst)
 	args := scratch(call, 6)
 	// redis.call('set', KEYS[1], 0, 'EX', ARGV[2], 'NX')
 	args[0], args[1], args[2], args[3], args[4], args[5] = lowSet, key, argZero, lowEX, window, lowNX
-	out, err := call.Host.Call(dst, args[:6], 2)
-	if err != nil {
-		return dst, false, err
+	created, ok, err := callSet(dst, call, args[:6], argZero, seconds*1000, true)
+	if err != nil || !ok {
+		return dst, false, err // an error: nothing changed
 	}
-	created := string(out[mark:]) == "+OK\r\n"
-	if !created && string(out[mark:]) != "$-1\r\n" {
-		return out[:mark], false, nil // an error: nothing changed
-	}
-	dst = out[:mark]
 	// local consumed = redis.call('incrby', KEYS[1], ARGV[1])
+	by, _ := luaNumber(points)
 	args[0], args[1], args[2] = lowIncrBy, key, points
-	if out, err = call.Host.Call(dst, args[:3], 2); err != nil {
+	consumed, fail, err := callIncrBy(dst, call, args[:3], int64(by))
+	switch {
+	case err != nil:
 		return dst, false, err
-	}
-	consumed, ok := integer(out[mark:])
-	dst = out[:mark]
-	if !ok {
-		if created {
-			return failed(out, mark), true, nil
-		}
+	case fail != "" && created:
+		return failed(dst, fail), true, nil
+	case fail != "":
 		return dst, false, nil
 	}
 	// local ttl = redis.call('pttl', KEYS[1])
 	args[0], args[1] = lowPTTL, key
-	if out, err = call.Host.Call(dst, args[:2], 2); err != nil {
+	pttl, fail, err := callPTTL(dst, call, args[:2])
+	switch {
+	case err != nil:
 		return dst, false, err
+	case fail != "":
+		return failed(dst, fail), true, nil
 	}
-	pttl, ok := integer(out[mark:])
-	if !ok {
-		return failed(out, mark), true, nil
-	}
-	dst = out[:mark]
 	ttl := float64(pttl)
 	if ttl == -1 { // if ttl == -1 then
 		// redis.call('expire', KEYS[1], ARGV[2])
 		args[0], args[1], args[2] = lowExpire, key, window
-		if out, err = call.Host.Call(dst, args[:3], 2); err != nil {
-			return dst, false, err
+		if fail, err := callExpire(dst, call, args[:3], int64(seconds)); err != nil || fail != "" {
+			if err != nil {
+				return dst, false, err
+			}
+			return failed(dst, fail), true, nil
 		}
-		if len(out) > mark && out[mark] == '-' {
-			return failed(out, mark), true, nil
-		}
-		dst = out[:mark]
 		ttl = float64(1000 * seconds) // ttl = 1000 * ARGV[2]
 	}
 	// return {consumed, ttl}
@@ -103,10 +94,9 @@ func rateLimiterFlexible(dst []byte, call *scripting.Call) ([]byte, bool, error)
 	return appendInt(dst, scripting.ReplyInteger(ttl)), true, nil
 }
 
-// failed replaces the error reply at out[mark:] with the script's error (line 1).
-func failed(out []byte, mark int) []byte {
-	reply := string(out[mark:])
-	return scripting.AppendCallError(out[:mark], []byte(reply), rateLimiterFlexibleSHA, 1)
+// failed appends the script's error (line 1) for a command's error reply.
+func failed(dst []byte, reply string) []byte {
+	return scripting.AppendCallError(dst, []byte(reply), rateLimiterFlexibleSHA, 1)
 }
 
 // smallInteger reports whether b is an integer every command reads alike: plain digits

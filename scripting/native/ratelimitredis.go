@@ -55,17 +55,11 @@ func rateLimitRedisIncrement(dst []byte, call *scripting.Call) ([]byte, bool, er
 	if !ok {
 		return dst, false, nil
 	}
-	mark := len(dst)
 	args := scratch(call, 5)
 	args[0], args[1] = cmdPTTL, key
-	out, err := call.Host.Call(dst, args[:2], 2) // local timeToExpire = redis.call("PTTL", KEYS[1])
-	if err != nil {
+	ttl, fail, err := callPTTL(dst, call, args[:2]) // local timeToExpire = redis.call("PTTL", KEYS[1])
+	if err != nil || fail != "" {
 		return dst, false, err
-	}
-	ttl, ok := integer(out[mark:])
-	dst = out[:mark]
-	if !ok {
-		return dst, false, nil
 	}
 	if float64(ttl) <= 0 { // if timeToExpire <= 0 then
 		if window != math.Trunc(window) || window < 1 || window > maxPX {
@@ -75,23 +69,16 @@ func rateLimitRedisIncrement(dst []byte, call *scripting.Call) ([]byte, bool, er
 		px := scripting.AppendArgNumber(call.ScratchBytes[:0], window)
 		call.ScratchBytes = px
 		args[0], args[1], args[2], args[3], args[4] = cmdSet, key, argOne, argPX, px
-		if out, err = call.Host.Call(dst, args[:5], 2); err != nil {
-			return dst, false, err
+		if _, ok, err := callSet(dst, call, args[:5], argOne, window, false); err != nil || !ok {
+			return dst, false, err // SET failed and changed nothing
 		}
-		if len(out) > mark && out[mark] == '-' {
-			return out[:mark], false, nil // SET failed and changed nothing
-		}
-		dst = append(out[:mark], "*2\r\n:1\r\n"...) // return { 1, windowMs }
+		dst = append(dst, "*2\r\n:1\r\n"...) // return { 1, windowMs }
 		return appendInt(dst, scripting.ReplyInteger(window)), true, nil
 	}
 	args[0], args[1] = cmdINCR, key
-	if out, err = call.Host.Call(dst, args[:2], 2); err != nil { // local totalHits = redis.call("INCR", KEYS[1])
-		return dst, false, err
-	}
-	hits, ok := integer(out[mark:])
-	dst = out[:mark]
-	if !ok {
-		return dst, false, nil // not a counter, or not a string: INCR changed nothing
+	hits, fail, err := callIncrBy(dst, call, args[:2], 1) // local totalHits = redis.call("INCR", KEYS[1])
+	if err != nil || fail != "" {
+		return dst, false, err // not a counter, or not a string: INCR changed nothing
 	}
 	// return { totalHits, timeToExpire }: each an integer made a Lua number and back
 	dst = append(dst, "*2\r\n"...)
@@ -106,25 +93,16 @@ func rateLimitRedisGet(dst []byte, call *scripting.Call) ([]byte, bool, error) {
 		return dst, false, nil
 	}
 	key := call.Keys[0]
-	mark := len(dst)
 	args := scratch(call, 2)
 	args[0], args[1] = cmdGet, key
-	out, err := call.Host.Call(dst, args[:2], 2) // local totalHits = redis.call("GET", KEYS[1])
-	if err != nil {
+	val, isNil, ok, out, err := callGet(dst, call, args[:2]) // local totalHits = redis.call("GET", KEYS[1])
+	if err != nil || !ok {
 		return dst, false, err
 	}
-	val, rest, isNil, ok := bulk(out[mark:])
-	if !ok || len(rest) != 0 {
-		return out[:mark], false, nil
-	}
-	hitsEnd := len(out) // the GET reply stays in out, after mark, until the reply is written
 	args[0], args[1] = cmdPTTL, key
-	if out, err = call.Host.Call(out, args[:2], 2); err != nil { // local timeToExpire = redis.call("PTTL", KEYS[1])
+	ttl, fail, err := callPTTL(out, call, args[:2]) // local timeToExpire = redis.call("PTTL", KEYS[1])
+	if err != nil || fail != "" {
 		return dst, false, err
-	}
-	ttl, ok := integer(out[hitsEnd:])
-	if !ok {
-		return out[:mark], false, nil
 	}
 	// return { totalHits, timeToExpire }: false is a null in the caller's protocol
 	reply := append(call.ScratchBytes[:0], "*2\r\n"...)
@@ -139,5 +117,5 @@ func rateLimitRedisGet(dst []byte, call *scripting.Call) ([]byte, bool, error) {
 	}
 	reply = appendInt(reply, scripting.ReplyInteger(float64(ttl)))
 	call.ScratchBytes = reply
-	return append(out[:mark], reply...), true, nil
+	return append(dst, reply...), true, nil
 }

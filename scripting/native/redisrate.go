@@ -200,34 +200,24 @@ func redisRate(dst []byte, call *scripting.Call, atMost bool) ([]byte, bool, err
 		return dst, false, nil
 	}
 
-	mark := len(dst)
 	args := scratch(call, 5)
 	args[0] = cmdTime
-	out, err := call.Host.Call(dst, args[:1], 2) // now = redis.call("TIME")
-	if err != nil {
+	now, ok, err := callTime(dst, call, args[:1], jan2017) // now = redis.call("TIME")
+	if err != nil || !ok {
 		return dst, false, err
-	}
-	now, ok := timeNow(out[mark:], jan2017)
-	dst = out[:mark]
-	if !ok {
-		return dst, false, nil
 	}
 
 	args[0], args[1] = cmdGet, key
-	if out, err = call.Host.Call(dst, args[:2], 2); err != nil { // tat = redis.call("GET", rate_limit_key)
+	val, isNil, ok, _, err := callGet(dst, call, args[:2]) // tat = redis.call("GET", rate_limit_key)
+	if err != nil || !ok {
 		return dst, false, err
-	}
-	val, rest, isNil, ok := bulk(out[mark:])
-	if !ok || len(rest) != 0 {
-		return out[:mark], false, nil
 	}
 	tat := now // if not tat then tat = now
 	if !isNil {
 		if tat, ok = luaNumber(val); !ok { // else tat = tonumber(tat)
-			return out[:mark], false, nil
+			return dst, false, nil
 		}
 	}
-	dst = out[:mark]
 	if now > tat { // tat = math.max(tat, now)
 		tat = now
 	}
@@ -281,15 +271,11 @@ func redisRate(dst []byte, call *scripting.Call, atMost bool) ([]byte, bool, err
 		call.ScratchBytes = nums
 		tatArg, exArg := nums[:n:n], nums[n:]
 		args[0], args[1], args[2], args[3], args[4] = cmdSet, key, tatArg, argEX, exArg
-		if out, err = call.Host.Call(dst, args[:5], 2); err != nil {
-			return dst, false, err
-		}
-		if len(out) > mark && out[mark] == '-' {
+		if _, ok, err := callSet(dst, call, args[:5], tatArg, ex*1000, false); err != nil || !ok {
 			// SET failed (out of memory, a read-only script...): it changed nothing, and
 			// the interpreter's run gives the error as the script would.
-			return out[:mark], false, nil
+			return dst, false, err
 		}
-		dst = out[:mark]
 	}
 	// return {cost, remaining, tostring(-1), tostring(reset_after)}
 	return appendReply(dst, cost, remaining, -1, resetAfter), true, nil
