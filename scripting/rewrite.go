@@ -29,7 +29,10 @@ import (
 //     of the sandbox that the script reads (tonumber, redis) and a field of a library
 //     (redis.call, math.floor) become constants: nothing can change them (the globals and
 //     the libraries are read-only, and there is no setfenv), and reading one through the
-//     views costs two or three map lookups per use.
+//     views costs two or three map lookups per use; and the script's own return of an
+//     array ({allowed, remaining}, not in a function it defines) is a call of the reply
+//     function, which fills a table the interpreter takes back once the reply is written
+//     (recycle): nothing else can hold the table a script returns.
 //
 // The functions, the view and the constants reach the script as upvalues: the chunk
 // compiled is
@@ -48,6 +51,7 @@ const (
 	unpackName  = "(unpack)"
 	globalsName = "(G)"
 	fornumName  = "(fornum)"
+	replyName   = "(reply)" // a constant too (state.constant)
 	// maxDirectArgs is the most arguments a call keeps; past it they go in a table,
 	// leaving gopher-lua's registers for the locals and temporaries around the call.
 	maxDirectArgs = 100
@@ -83,6 +87,7 @@ type rewriter struct {
 	scopes []map[string]bool
 	fold   bool     // globals and library fields become constants
 	consts []string // those made so far: "tonumber", "redis.call"
+	depth  int      // the functions the walk is in, the script's own excluded
 }
 
 // constPrefix starts the name of a constant's upvalue: "(=redis.call)".
@@ -266,6 +271,11 @@ func (rw *rewriter) stmt(s ast.Stmt) ast.Stmt {
 		if len(s.Exprs) > maxDirectArgs && !isOpen(s.Exprs[len(s.Exprs)-1]) {
 			s.Exprs = packArgs(s.Exprs, s.Line())
 		}
+		if len(s.Exprs) == 1 && rw.depth == 0 {
+			if call := rw.replyCall(s.Exprs[0]); call != nil {
+				s.Exprs[0] = call
+			}
+		}
 	}
 	return s
 }
@@ -283,7 +293,33 @@ func (rw *rewriter) function(f *ast.FunctionExpr, method bool) {
 	if method {
 		names = append(names, "self")
 	}
+	rw.depth++
 	f.Stmts = rw.block(f.Stmts, true, f.Line(), names...)
+	rw.depth--
+}
+
+// replyCall is the call of the reply function that returns the array constructor e, or
+// nil when e is no such constructor (or has keys, or too many items to pass).
+func (rw *rewriter) replyCall(e ast.Expr) ast.Expr {
+	t, ok := e.(*ast.TableExpr)
+	if !ok || len(t.Fields) == 0 || len(t.Fields) > maxDirectArgs {
+		return nil
+	}
+	args := make([]ast.Expr, len(t.Fields))
+	for i, f := range t.Fields {
+		if f.Key != nil {
+			return nil
+		}
+		args[i] = f.Value
+	}
+	fn := rw.constant(replyName, t.Line())
+	if fn == nil {
+		return nil
+	}
+	call := &ast.FuncCallExpr{Func: fn, Args: args}
+	call.SetLine(t.Line())
+	call.SetLastLine(t.LastLine())
+	return call
 }
 
 // target rewrites what an assignment writes to: a field's table and key, never the field

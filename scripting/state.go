@@ -43,6 +43,7 @@ type state struct {
 	tickFn   *lua.LFunction // the tick function
 	unpackFn *lua.LFunction // the unpack function
 	fornumFn *lua.LFunction // the fornum function
+	replyFn  *lua.LFunction // the reply function
 	catBuf   []byte         // concat's buffer, reused
 	keys     *lua.LTable    // KEYS and ARGV of the last run, reused (fill)
 	argv     *lua.LTable
@@ -174,6 +175,7 @@ func newState(e *Engine) *state {
 	st.tickFn = L.NewFunction(st.tick)
 	st.unpackFn = L.NewFunction(unpackArgs)
 	st.fornumFn = L.NewFunction(st.fornum)
+	st.replyFn = L.NewFunction(st.replyArray)
 	st.killErr = plainError(L, "Script killed by user with SCRIPT KILL...")
 	st.memErr = plainError(L, "Script used too much memory: its heap grew past "+itoa(int(e.MemoryLimit>>20))+" MB")
 	st.heap = [1]metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
@@ -212,6 +214,9 @@ func (st *state) protect(t *lua.LTable) *lua.LTable {
 // constant is the value of a constant a script takes (rewrite.go): the global "tonumber",
 // or the field "math.floor" of a library, read through its view.
 func (st *state) constant(name string) lua.LValue {
+	if name == replyName {
+		return st.replyFn
+	}
 	lib, field, isField := strings.Cut(name, ".")
 	v := st.g.RawGetString(lib)
 	if !isField {
@@ -623,6 +628,19 @@ func (st *state) instantiate(c compiled) *lua.LFunction {
 	L.Pop(1)
 	fn.Env = st.g // reads go straight to the globals; writes go through the view (rewrite.go)
 	return fn
+}
+
+// replyArray is the reply function (rewrite.go): the array a script returns, in a table that
+// the interpreter takes back once the reply is written (recycle), filled as the table
+// constructor would fill it.
+func (st *state) replyArray(L *lua.LState) int {
+	n := L.GetTop()
+	t := st.arrayTable(n)
+	for i := 1; i <= n; i++ {
+		t.RawSetInt(i, L.Get(i))
+	}
+	L.Push(t)
+	return 1
 }
 
 // tick runs at the top of every loop and function body: it stops a stopped script, and

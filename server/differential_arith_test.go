@@ -116,7 +116,9 @@ func TestDifferentialScriptArith(t *testing.T) { runDifferential(t, genArithScri
 // constantScripts read the sandbox's globals and library fields, which a script takes as
 // constants (scripting's rewrite.go): the errors must still name them as Lua does (global
 // 'tonumber', field 'nosuch', 'floor' in a bad argument), writes to them must still fail,
-// and a local of the same name must still win.
+// and a local of the same name must still win. The last ones return arrays, which the
+// script's own returns build with the reply function: holes, nesting, calls and "..."
+// expanding, in a branch, from a function of the script's (not rewritten).
 var constantScripts = []string{
 	`return math.floor("x")`, `return tonumber.x`, `return redis + 1`, `return redis()`, `return #tonumber`,
 	`return -math`, `math.floor = 1`, `function math.f() end`, `string.x = 1`, `tonumber = 1`,
@@ -128,6 +130,12 @@ var constantScripts = []string{
 	`for i = 1, 2 do local tonumber = tostring end return tonumber("3")`, `return cjson.encode({1, 2})`,
 	`local x = string.len return x("abc") + #string.upper("ab")`, `return table.concat({1, 2}, math)`,
 	`return bit.band(7, "x")`, `return string.sub("abc", {})`, `return math.floor()`,
+	`return {1, nil, 3}`, `return {}`, `return {nil, 2}`, `return {1, 2, nil}`, `return {1, {2, {3, "x"}}, "y"}`,
+	`return {redis.call("HMGET", "nokey", "a", "b")}`, `return {unpack({1, 2, 3})}`, `return {(unpack({1, 2, 3}))}`, `return {...}`,
+	`if #KEYS == 0 then return {"none", 0.5, -2.9, true, false} end return 1`, `local t = {1, 2} return t`,
+	`local function f() return {1, 2} end local t = f() t[3] = 3 return t`, `return {redis.call("HMGET", "nokey", "a"), 1}`,
+	`return {1, error("x")}`, `return {1, redis.error_reply("E")}`, `return {redis.status_reply("OK"), 2}`,
+	`return {string.rep("a", 3), tostring(1/3), 7 % 3}`, `for i = 1, 3 do if i == 2 then return {i, i * 2} end end`,
 }
 
 func TestDifferentialScriptConstants(t *testing.T) {
