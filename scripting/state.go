@@ -261,6 +261,8 @@ func readSandbox() {
 		}
 		names[string(name)] = fields
 	}
+	delete(names, "KEYS") // each run's (Engine.Run): never constants
+	delete(names, "ARGV")
 	sandboxNames = names
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
@@ -586,15 +587,30 @@ func TestNativeScriptTouchesWatch(t *testing.T) {
 // keyspace's hits and misses and MONITOR as the interpreter's do, command by command.
 func TestNativeScriptsCountCommands(t *testing.T) {
 	p := newNativePair(t, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
-	monitor := func(s *Server) (*client, net.Conn) {
+	// MONITOR's lines, without their times, as each server's monitor client sends them
+	monitor := func(s *Server) func() string {
 		a, b := net.Pipe()
 		t.Cleanup(func() { a.Close(); b.Close() })
-		m := s.newClient(a)
-		s.run(m, [][]byte{[]byte("MONITOR")})
-		return m, b
+		s.run(s.newClient(a), [][]byte{[]byte("MONITOR")})
+		var mu sync.Mutex
+		var lines []string
+		go func() {
+			sc := bufio.NewScanner(b)
+			for sc.Scan() {
+				if _, rest, ok := strings.Cut(sc.Text(), " ["); ok {
+					mu.Lock()
+					lines = append(lines, rest)
+					mu.Unlock()
+				}
+			}
+		}()
+		return func() string {
+			mu.Lock()
+			defer mu.Unlock()
+			return strings.Join(lines, "\n")
+		}
 	}
-	nm, _ := monitor(p.native)
-	im, _ := monitor(p.interp)
+	nm, im := monitor(p.native), monitor(p.interp)
 	calls := [][]string{
 		{"EVAL", rateLimitRedisIncrement, "1", "rl:a", "60000"}, {"EVAL", rateLimitRedisIncrement, "1", "rl:a", "60000"},
 		{"EVAL", rateLimitRedisGet, "1", "rl:a"}, {"EVAL", rateLimitRedisGet, "1", "rl:b"},
@@ -608,7 +624,12 @@ func TestNativeScriptsCountCommands(t *testing.T) {
 		require.Equal(t, i, n, "%q", c)
 	}
 	require.Equal(t, int64(10), p.native.scripts.eng.Stats().Natives)
-	counts := func(s *Server, c *client, m *client) string {
+	p.do("ECHO", "end")
+	for _, m := range []func() string{nm, im} {
+		require.Eventually(t, func() bool { return strings.HasSuffix(m(), `"ECHO" "end"`) }, 5*time.Second, time.Millisecond)
+	}
+	counts := func(s *Server, c *client, monitored func() string) string {
+		mon := monitored() // before INFO, which the monitor sees too
 		var b strings.Builder
 		for _, name := range []string{"get", "set", "pttl", "incr", "incrby", "expire", "time"} {
 			cmd := s.commands[name]
@@ -621,14 +642,7 @@ func TestNativeScriptsCountCommands(t *testing.T) {
 				b.WriteString(l + "\n")
 			}
 		}
-		m.out.mu.Lock() // MONITOR's lines, without their times
-		for _, l := range strings.Split(string(m.out.w.b), "\r\n") {
-			if _, rest, ok := strings.Cut(l, " ["); ok {
-				b.WriteString(rest + "\n")
-			}
-		}
-		m.out.mu.Unlock()
-		return b.String()
+		return b.String() + mon
 	}
 	want := counts(p.interp, p.ic, im)
 	require.Contains(t, want, `"PTTL" "rl:a"`)

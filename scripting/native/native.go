@@ -251,6 +251,12 @@ func callPTTL(dst []byte, call *scripting.Call, args [][]byte) (n int64, fail st
 	if d := call.Direct; d != nil {
 		return d.PTTL(args), "", nil
 	}
+	return hostInteger(dst, call, args)
+}
+
+// hostInteger runs a command whose reply is an integer through the host: the integer, or
+// the command's error reply in fail.
+func hostInteger(dst []byte, call *scripting.Call, args [][]byte) (n int64, fail string, err error) {
 	mark := len(dst)
 	out, err := call.Host.Call(dst, args, 2)
 	if err != nil {
@@ -292,15 +298,7 @@ func callIncrBy(dst []byte, call *scripting.Call, args [][]byte, by int64) (n in
 		}
 		return n, "", nil
 	}
-	mark := len(dst)
-	out, err := call.Host.Call(dst, args, 2)
-	if err != nil {
-		return 0, "", err
-	}
-	if n, ok := integer(out[mark:]); ok {
-		return n, "", nil
-	}
-	return 0, string(out[mark:]), nil
+	return hostInteger(dst, call, args)
 }
 
 // callExpire is EXPIRE key seconds, whose reply the script drops: fail is its error reply.
