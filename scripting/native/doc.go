@@ -9,7 +9,9 @@
 // an interpreter. The code does what the script's Lua does, in the same order: the same
 // commands, with the same argument bytes, through the same Host.Call the script's
 // redis.call reaches (so that the stripes a script holds, ACL key checks, WATCH,
-// replication and persistence see the same commands), and the same float64 arithmetic
+// replication and persistence see the same commands) or, where the host offers it, run
+// directly on the key's shard (scripting.Direct: the same effects and values, each
+// counted as its command; callGet and the others choose), and the same float64 arithmetic
 // as Lua 5.1's numbers, each operation rounded on its own as the interpreter's are. The
 // bytes cross as the interpreter writes and reads them: a number handed to a command as
 // "%.17g", one the script tostring's as "%.14g", one it returns truncated to an integer
