@@ -132,7 +132,7 @@ func expireHandler(unit int64, absolute bool) handler {
 		now := c.now()
 		when, ok := expireTime(n, unit, absolute, now)
 		if !ok {
-			return errors.New("invalid expire time in '" + strings.ToLower(string(args[0])) + "' command")
+			return errInvalidExpire(string(args[0]))
 		}
 		sh := c.lockShard(args[1])
 		defer c.unlockShard(sh)
@@ -155,6 +155,11 @@ func expireHandler(unit int64, absolute bool) handler {
 		c.w.int(1)
 		return nil
 	}
+}
+
+// errInvalidExpire is Redis's error for an expiry time out of range in the command name.
+func errInvalidExpire(name string) error {
+	return errors.New("invalid expire time in '" + strings.ToLower(name) + "' command")
 }
 
 // expireTime turns an EXPIRE-family argument into Unix ns as Redis 7.0 takes it: any

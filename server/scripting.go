@@ -250,7 +250,6 @@ type scriptRun struct {
 	held       uint64              // the transaction stripes held, as a set
 	txHeld     uint64              // those the caller's EXEC holds: not this script's to take or release
 	want       uint64              // the stripes the next try starts with
-	ops        directOps           // call.Direct in a direct run (scriptdirect.go)
 }
 
 // scriptRun returns c's script run, made the first time.
@@ -345,7 +344,7 @@ func (r *scriptRun) direct(sc *scripting.Script) (done bool, err error) {
 	sh := s.ks.Shard(r.call.Keys[0])
 	sh.Lock()
 	r.c.held = sh
-	r.offerDirect(sh, r.call.Keys[0])
+	r.offerDirect()
 	defer func() { // deferred: a panic must not leave the shard locked
 		r.clearDirect()
 		r.c.held = nil

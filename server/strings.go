@@ -4,7 +4,6 @@ import (
 	"errors"
 	"math"
 	"strconv"
-	"strings"
 
 	"throttled/collection"
 	"throttled/keyspace"
@@ -192,7 +191,7 @@ func (o stringOptions) when(name string, now int64) (int64, error) {
 	}
 	when, fits := expireAt(n, o.unit, o.absolute, now)
 	if n <= 0 || !fits {
-		return 0, errors.New("invalid expire time in '" + name + "' command")
+		return 0, errInvalidExpire(name)
 	}
 	return when, nil
 }
@@ -221,7 +220,7 @@ func setexHandler(unit int64) handler {
 		now := c.now()
 		when, fits := expireAt(n, unit, false, now)
 		if n <= 0 || !fits {
-			return errors.New("invalid expire time in '" + strings.ToLower(string(args[0])) + "' command")
+			return errInvalidExpire(string(args[0]))
 		}
 		sh := c.s.ks.Shard(args[1])
 		sh.Lock()
