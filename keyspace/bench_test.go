@@ -255,3 +255,28 @@ func BenchmarkTrackedWrites(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGetSetBatch is BenchmarkGetSetExisting by batches of 16 keys, as a pipeline
+// brings them, without and with Prefetch of the batch first; ns/op is per key.
+func BenchmarkGetSetBatch(b *testing.B) {
+	ks, flat := filled(benchKeys), shuffled(benchKeys)
+	const batch = 16
+	for _, pre := range []bool{false, true} {
+		b.Run(fmt.Sprintf("prefetch=%v", pre), func(b *testing.B) {
+			keys := make([][]byte, batch)
+			b.ReportAllocs()
+			for i := 0; i < b.N; i += batch {
+				for k := range keys {
+					j := (i + k) % benchKeys * 14
+					keys[k] = flat[j : j+14]
+				}
+				if pre {
+					ks.Prefetch(keys)
+				}
+				for _, k := range keys {
+					throttle(ks, k, 1e18)
+				}
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // An entry holds one key and its state in a block of the shard's arena:
@@ -303,7 +304,11 @@ func targetIndex(n int) int { return max(minIndex, n+n*3/4) }
 
 // entry returns the arena from offset off to the end of its block.
 func (s *Shard) entry(off uint32) []byte {
-	return s.blocks[off>>blockShift][off&blockMask:]
+	// Through unsafe.Slice, not s.blocks[b][...]: slicing the *block checks it for nil by
+	// reading the block's first byte, a cache line and often a page other than the entry's,
+	// and so a miss of its own on most lookups in a large keyspace.
+	b := unsafe.Pointer(s.blocks[off>>blockShift])
+	return unsafe.Slice((*byte)(b), blockSize)[off&blockMask:]
 }
 
 func getInt(e []byte, at int) int64    { return int64(binary.LittleEndian.Uint64(e[at:])) }

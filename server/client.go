@@ -31,6 +31,8 @@ type client struct {
 	lastName   []byte   // the command name last looked up, as sent
 	lastLookup *command // what it named
 
+	aheadKeys, aheadArgs [][]byte // prefetchKeys's keys, and a request's arguments
+
 	// Reused by the rate-limit verbs so that a call allocates nothing.
 	scratch   []byte            // a variable-size state being built
 	ldBuf     []byte            // HINCRBYFLOAT's sum, built while scratch holds the new pack
@@ -128,6 +130,7 @@ func (s *Server) makeClient(nc net.Conn) *client {
 	}
 	c.user.Store(s.acl.Default())
 	c.rd.open = s.acl.DefaultOpen
+	c.rd.ahead = c.prefetchKeys
 	c.setAuthed(!s.passwordSet())
 	c.lastActive.Store(c.created.UnixNano())
 	c.bufs.seen[1] = int64(len(c.rd.buf))

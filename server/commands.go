@@ -569,14 +569,21 @@ func commandKeys(cmd *command, args [][]byte) [][]byte {
 	if cmd.keysOf != nil {
 		return cmd.keysOf(args)
 	}
+	return appendKeys(nil, cmd, args)
+}
+
+// appendKeys appends the key arguments of a request for cmd to keys.
+func appendKeys(keys [][]byte, cmd *command, args [][]byte) [][]byte {
+	if cmd.keysOf != nil {
+		return append(keys, cmd.keysOf(args)...)
+	}
 	if cmd.firstKey == 0 || cmd.firstKey >= len(args) {
-		return nil
+		return keys
 	}
 	last := cmd.lastKey
 	if last < 0 {
 		last = len(args) + last
 	}
-	var keys [][]byte
 	for i := cmd.firstKey; i <= last && i < len(args); i += cmd.keyStep {
 		keys = append(keys, args[i])
 	}

@@ -84,6 +84,9 @@ type Config struct {
 	LogLevel string
 	// MaxClients is the most connections served at once ("maxclients").
 	MaxClients int
+	// PrefetchBatch is how many keys of the requests one read brings are prefetched
+	// together before they run ("prefetch-batch-max-size", 0 to 128; below 2, none).
+	PrefetchBatch int
 	// ProtoMaxBulkLen is the largest argument a request may carry ("proto-max-bulk-len").
 	ProtoMaxBulkLen int
 	// IOThreads is how many event loops serve the connections, each on a thread of its
@@ -234,6 +237,7 @@ func DefaultConfig() Config {
 		ProtectedMode:     true,
 		MaxMemorySamples:  5,
 		MaxClients:        10000,
+		PrefetchBatch:     defaultPrefetchBatch,
 		ProtoMaxBulkLen:   defaultMaxArg,
 		Shards:            256,
 		IOThreads:         max(1, startProcs/2),
@@ -380,6 +384,7 @@ func (c Config) Validate() error {
 		{"set-max-listpack-entries", c.SetMaxListpackEntries},
 		{"set-max-listpack-value", c.SetMaxListpackValue},
 		{"list-max-listpack-size", c.ListMaxListpackSize},
+		{"prefetch-batch-max-size", c.PrefetchBatch},
 	} {
 		if lo, hi := intRange(o.name); int64(o.v) < lo || int64(o.v) > hi {
 			return fmt.Errorf("%s: %d is not between %d and %d", o.name, o.v, lo, hi)
@@ -399,6 +404,8 @@ func intRange(name string) (lo, hi int64) {
 		return 0, math.MaxInt64
 	case "maxmemory-samples":
 		return 1, 64
+	case "prefetch-batch-max-size":
+		return 0, 128
 	case "timeout", "tcp-keepalive":
 		return 0, math.MaxInt32
 	case "replica-announce-port":

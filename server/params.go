@@ -137,6 +137,7 @@ func (s *Server) paramTable() []*param {
 			return func() { s.outputLimits.Store(&limits) }, nil
 		}},
 		{name: "maxclients", get: num(&s.maxClients), def: itoaInt(def.MaxClients), file: plainValue, set: setNum("maxclients", &s.maxClients, integer)},
+		{name: "prefetch-batch-max-size", get: num(&s.prefetchBatch), def: itoaInt(def.PrefetchBatch), file: plainValue, set: setNum("prefetch-batch-max-size", &s.prefetchBatch, integer)},
 		{name: "proto-max-bulk-len", get: constant(itoaInt(s.cfg.ProtoMaxBulkLen)), def: itoaInt(def.ProtoMaxBulkLen), file: bytesValue},
 		{name: "io-threads", get: constant(itoaInt(s.cfg.IOThreads)), def: itoaInt(def.IOThreads), file: plainValue},
 		{name: "shards", get: constant(itoaInt(s.cfg.Shards)), def: itoaInt(def.Shards), file: plainValue},

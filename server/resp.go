@@ -48,6 +48,10 @@ type reader struct {
 	// open reports whether the server wants no authentication any more (requirepass
 	// removed since): then the limits are lifted. Asked only of requests past them.
 	open func() bool
+	// ahead, when set, is shown the first request parsed after each read and the bytes
+	// buffered after it, when there are any, before that request runs (client.prefetchKeys).
+	ahead func(first [][]byte, rest []byte)
+	read  bool // a read since the last request returned
 }
 
 // Limits of an unauthenticated client's requests, as Redis's.
@@ -79,12 +83,19 @@ func (r *reader) next() ([][]byte, error) {
 				if len(args) == 0 {
 					continue // an empty line or *0: nothing to run
 				}
+				if r.read {
+					r.read = false
+					if r.ahead != nil && r.end > r.start {
+						r.ahead(args, r.buf[r.start:r.end])
+					}
+				}
 				return args, nil
 			}
 		}
 		if err := r.fill(); err != nil {
 			return nil, err
 		}
+		r.read = true
 	}
 }
 
@@ -121,58 +132,63 @@ func (r *reader) fill() error {
 
 // parse reads one request from b: its arguments and the bytes it used,
 // or n == 0 when b holds only part of it.
-func (r *reader) parse(b []byte) (args [][]byte, n int, err error) {
+func (r *reader) parse(b []byte) ([][]byte, int, error) {
 	if b[0] != '*' {
 		return r.parseInline(b)
 	}
+	args, n, err := r.parseMultibulk(b, r.args[:0])
+	r.args = args[:0] // its array, for the next request
+	return args, n, err
+}
+
+// parseMultibulk reads one request in RESP from b, appending its arguments to args; what
+// it returns keeps args's array, whether the request was whole or not.
+func (r *reader) parseMultibulk(b []byte, args [][]byte) ([][]byte, int, error) {
 	line, pos := readLine(b, 1)
 	if pos < 0 {
 		if len(b) > maxInline {
-			return nil, 0, errProtocol("too big mbulk count string")
+			return args[:0], 0, errProtocol("too big mbulk count string")
 		}
-		return nil, 0, nil
+		return args[:0], 0, nil
 	}
 	count, ok := parseLength(line)
 	if !ok || count > maxMultibulk {
-		return nil, 0, errProtocol("invalid multibulk length")
+		return args[:0], 0, errProtocol("invalid multibulk length")
 	}
 	if r.unauthed && count > maxUnauthedMultibulk && !r.isOpen() {
-		return nil, 0, errProtocol("unauthenticated multibulk length")
+		return args[:0], 0, errProtocol("unauthenticated multibulk length")
 	}
-	args = r.args[:0]
 	for i := int64(0); i < count; i++ {
 		if pos >= len(b) {
-			return nil, 0, nil
+			return args[:0], 0, nil
 		}
 		if b[pos] != '$' {
-			return nil, 0, errProtocol("expected '$', got '" + string(b[pos]) + "'")
+			return args[:0], 0, errProtocol("expected '$', got '" + string(b[pos]) + "'")
 		}
 		line, next := readLine(b, pos+1)
 		if next < 0 {
 			if len(b)-pos > maxInline {
-				return nil, 0, errProtocol("too big bulk count string")
+				return args[:0], 0, errProtocol("too big bulk count string")
 			}
-			return nil, 0, nil
+			return args[:0], 0, nil
 		}
 		size, ok := parseLength(line)
 		if !ok || size > int64(r.maxBulk) {
-			return nil, 0, errProtocol("invalid bulk length")
+			return args[:0], 0, errProtocol("invalid bulk length")
 		}
 		if r.unauthed && size > maxUnauthedBulk && !r.isOpen() {
-			return nil, 0, errProtocol("unauthenticated bulk length")
+			return args[:0], 0, errProtocol("unauthenticated bulk length")
 		}
 		end := next + int(size)
 		if end+2 > len(b) {
-			r.args = args[:0]
-			return nil, 0, nil
+			return args[:0], 0, nil
 		}
 		if b[end] != '\r' || b[end+1] != '\n' {
-			return nil, 0, errProtocol("invalid bulk length")
+			return args[:0], 0, errProtocol("invalid bulk length")
 		}
 		args = append(args, b[next:end:end])
 		pos = end + 2
 	}
-	r.args = args
 	return args, pos, nil
 }
 

@@ -54,7 +54,9 @@ type Server struct {
 	level      *slog.LevelVar         // the log level CONFIG SET changes
 	levelName  atomic.Pointer[string] // loglevel as configured
 	maxClients atomic.Int64
-	replCfg    replConfig // the replication options CONFIG SET changes
+	// prefetchBatch is prefetch-batch-max-size (prefetch.go).
+	prefetchBatch atomic.Int64
+	replCfg       replConfig // the replication options CONFIG SET changes
 
 	params       []*param          // the configuration parameters, in CONFIG REWRITE's order
 	paramsByName map[string]*param // by every name, lower case
@@ -157,6 +159,7 @@ func New(cfg Config) (*Server, error) {
 	s.password.Store(&cfg.RequirePass)
 	s.levelName.Store(&cfg.LogLevel)
 	s.maxClients.Store(int64(cfg.MaxClients))
+	s.prefetchBatch.Store(int64(cfg.PrefetchBatch))
 	s.lastSave.Store(s.started.Unix())
 	s.replCfg.init(cfg)
 	s.commands = s.commandTable()

@@ -155,6 +155,8 @@ func setOption(cfg *server.Config, name string, values []string) error {
 		return str(&cfg.MaxMemoryPolicy)
 	case "maxmemory-samples":
 		return number(&cfg.MaxMemorySamples)
+	case "prefetch-batch-max-size":
+		return number(&cfg.PrefetchBatch)
 	case "tls-port":
 		return number(&cfg.TLSPort)
 	case "tls-cert-file":
