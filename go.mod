@@ -1,4 +1,4 @@
-module throttled
+module github.com/throttledhq/throttled
 
 go 1.26.8
 

@@ -21,7 +21,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"throttled/glob"
+	"github.com/throttledhq/throttled/glob"
 )
 
 // DefaultUser is the user every connection starts as; requirepass is its password.

@@ -15,7 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"throttled/internal/redistest"
+	"github.com/throttledhq/throttled/internal/redistest"
 )
 
 // notForThrottled are the metrics prometheus-redis-exporter makes of redis-server's INFO

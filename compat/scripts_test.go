@@ -15,7 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"throttled/internal/redistest"
+	"github.com/throttledhq/throttled/internal/redistest"
 )
 
 // rawReply reads one reply as the bytes the server sent, RESP2 or RESP3.

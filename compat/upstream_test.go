@@ -13,8 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"throttled/internal/redistest"
-	"throttled/upstream"
+	"github.com/throttledhq/throttled/internal/redistest"
+	"github.com/throttledhq/throttled/upstream"
 )
 
 // tally counts what a load saw.

@@ -14,8 +14,8 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"gopkg.in/yaml.v3"
 
-	"throttled/algorithms"
-	"throttled/policy"
+	"github.com/throttledhq/throttled/algorithms"
+	"github.com/throttledhq/throttled/policy"
 )
 
 // The configuration, as envoyproxy/ratelimit's users write it, one domain a file:

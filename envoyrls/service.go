@@ -22,7 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"throttled/policy"
+	"github.com/throttledhq/throttled/policy"
 )
 
 // Item is one policy's part of a decision: the policy, the subject its key names, the units

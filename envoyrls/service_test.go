@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"throttled/policy"
+	"github.com/throttledhq/throttled/policy"
 )
 
 // tables records the policies a service hands over; its decisions are never asked for here

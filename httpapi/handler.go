@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"throttled/policy"
+	"github.com/throttledhq/throttled/policy"
 )
 
 // The paths served.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"throttled/keyspace"
+	"github.com/throttledhq/throttled/keyspace"
 )
 
 // BenchmarkLoadMillionKeys measures a start on a store of a million GCRA keys named as

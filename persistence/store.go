@@ -18,7 +18,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"throttled/keyspace"
+	"github.com/throttledhq/throttled/keyspace"
 )
 
 // Fsync says when written changes are synced to the disk: Redis's appendfsync.

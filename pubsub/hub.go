@@ -5,7 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"throttled/glob"
+	"github.com/throttledhq/throttled/glob"
 )
 
 // Change is a change to a subscriber's subscriptions, named as Redis confirms it.

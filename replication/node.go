@@ -24,7 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"throttled/keyspace"
+	"github.com/throttledhq/throttled/keyspace"
 )
 
 // Options are what a Node needs from its server. Functions are read each time they are

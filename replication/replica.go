@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"throttled/keyspace"
+	"github.com/throttledhq/throttled/keyspace"
 )
 
 // link is a replica's connection to its primary, reconnecting until stopped.

@@ -7,7 +7,7 @@ import (
 	"io"
 	"strconv"
 
-	"throttled/keyspace"
+	"github.com/throttledhq/throttled/keyspace"
 )
 
 // The stream a primary sends is Redis's wire format, commands as arrays of bulk strings, so

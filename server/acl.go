@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"throttled/acl"
+	"github.com/throttledhq/throttled/acl"
 )
 
 // The ACL users (package acl) as the server uses them: the catalogue of commands with their

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"math"
 
-	"throttled/algorithms"
+	"github.com/throttledhq/throttled/algorithms"
 )
 
 // parseInt parses a whole base-10 int64 as Redis's string2ll does: an

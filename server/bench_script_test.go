@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"throttled/scripting/native"
+	"github.com/throttledhq/throttled/scripting/native"
 )
 
 // redisRateAllowN is go-redis/redis_rate v10.0.1's GCRA script (lua.go), as package native

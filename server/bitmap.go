@@ -3,8 +3,8 @@ package server
 import (
 	"errors"
 
-	"throttled/bitmap"
-	"throttled/keyspace"
+	"github.com/throttledhq/throttled/bitmap"
+	"github.com/throttledhq/throttled/keyspace"
 )
 
 var (

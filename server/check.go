@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"slices"
 
-	"throttled/keyspace"
-	"throttled/policy"
+	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/policy"
 )
 
 // CHECK's statuses.

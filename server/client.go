@@ -8,10 +8,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"throttled/acl"
-	"throttled/keyspace"
-	"throttled/pubsub"
-	"throttled/replication"
+	"github.com/throttledhq/throttled/acl"
+	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/pubsub"
+	"github.com/throttledhq/throttled/replication"
 )
 
 // client is one connection: its reader, its pending replies and what CLIENT shows of it.

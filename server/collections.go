@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"sync/atomic"
 
-	"throttled/collection"
-	"throttled/keyspace"
+	"github.com/throttledhq/throttled/collection"
+	"github.com/throttledhq/throttled/keyspace"
 )
 
 // The glue the collection commands share (hash.go, zset.go, list.go): the operations on

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"throttled/acl"
-	"throttled/glob"
+	"github.com/throttledhq/throttled/acl"
+	"github.com/throttledhq/throttled/glob"
 )
 
 // handler runs one command; an error it returns becomes the error reply.

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"throttled/keyspace"
-	"throttled/persistence"
+	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/persistence"
 )
 
 // Config is what a server is built from. Options use Redis's names.

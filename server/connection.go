@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"throttled/acl"
+	"github.com/throttledhq/throttled/acl"
 )
 
 // redisVersion is the Redis version whose behaviour the server follows; clients read it from HELLO and INFO.

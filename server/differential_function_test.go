@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"throttled/scripting"
+	"github.com/throttledhq/throttled/scripting"
 )
 
 // The functions' differential test: FUNCTION LOAD, DELETE, FLUSH, LIST, DUMP, RESTORE and

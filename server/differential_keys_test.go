@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"throttled/internal/redistest"
+	"github.com/throttledhq/throttled/internal/redistest"
 )
 
 // diffKeyCmd draws SETBIT, GETBIT, BITCOUNT, DUMP and RESTORE on k. A DUMP payload is each

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"throttled/internal/redistest"
+	"github.com/throttledhq/throttled/internal/redistest"
 )
 
 // The struct and cmsgpack libraries against a real redis-server: each script's reply must

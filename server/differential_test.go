@@ -16,7 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"throttled/internal/redistest"
+	"github.com/throttledhq/throttled/internal/redistest"
 )
 
 // The differential tests send the same random commands to throttled and to a real

@@ -6,8 +6,8 @@ import (
 	"hash/crc64"
 	"math"
 
-	"throttled/collection"
-	"throttled/keyspace"
+	"github.com/throttledhq/throttled/collection"
+	"github.com/throttledhq/throttled/keyspace"
 )
 
 // A DUMP payload is throttled's own, built as Redis's is: the value, then a footer of the

@@ -11,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"throttled/internal/redistest"
-	"throttled/keyspace"
+	"github.com/throttledhq/throttled/internal/redistest"
+	"github.com/throttledhq/throttled/keyspace"
 )
 
 func TestObjectIdletime(t *testing.T) {

@@ -1,6 +1,6 @@
 package server
 
-import "throttled/metrics"
+import "github.com/throttledhq/throttled/metrics"
 
 // door is the way a decision came in: a RESP connection (or a script), http-port, or
 // grpc-port. Envoy's /json form on http-port is http-port's.

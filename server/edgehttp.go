@@ -14,8 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"throttled/acl"
-	"throttled/httpapi"
+	"github.com/throttledhq/throttled/acl"
+	"github.com/throttledhq/throttled/httpapi"
 )
 
 // The glue of http-port: package httpapi serves HTTP and asks httpDecider, which runs each

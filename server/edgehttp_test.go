@@ -18,7 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"throttled/httpapi"
+	"github.com/throttledhq/throttled/httpapi"
 )
 
 // serveHTTPAPI serves ts's HTTP decisions on 127.0.0.1:0 and returns the base URL.

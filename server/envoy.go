@@ -18,8 +18,8 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
 
-	"throttled/envoyrls"
-	"throttled/policy"
+	"github.com/throttledhq/throttled/envoyrls"
+	"github.com/throttledhq/throttled/policy"
 )
 
 // Envoy's rate-limit service: package envoyrls serves it and holds its configuration; the

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"strings"
 
-	"throttled/gcra"
-	"throttled/keyspace"
+	"github.com/throttledhq/throttled/gcra"
+	"github.com/throttledhq/throttled/keyspace"
 )
 
 // codedError is an error whose reply starts with its own code instead of ERR.

@@ -7,9 +7,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"throttled/glob"
-	"throttled/keyspace"
-	"throttled/scripting"
+	"github.com/throttledhq/throttled/glob"
+	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/scripting"
 )
 
 // Functions (FUNCTION, FCALL) of package scripting. The libraries are kept as policies are

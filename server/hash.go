@@ -6,9 +6,9 @@ import (
 	"math/rand/v2"
 	"strconv"
 
-	"throttled/collection"
-	"throttled/glob"
-	"throttled/keyspace"
+	"github.com/throttledhq/throttled/collection"
+	"github.com/throttledhq/throttled/glob"
+	"github.com/throttledhq/throttled/keyspace"
 )
 
 // The hash commands. A hash is a keyspace.Value of Kind Hash: Num its fields, Bytes

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"throttled/glob"
-	"throttled/keyspace"
+	"github.com/throttledhq/throttled/glob"
+	"github.com/throttledhq/throttled/keyspace"
 )
 
 func keyCommands() []*command {

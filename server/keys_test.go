@@ -12,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"throttled/collection"
-	"throttled/keyspace"
+	"github.com/throttledhq/throttled/collection"
+	"github.com/throttledhq/throttled/keyspace"
 )
 
 func TestTTLFamily(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"throttled/latency"
-	"throttled/metrics"
+	"github.com/throttledhq/throttled/latency"
+	"github.com/throttledhq/throttled/metrics"
 )
 
 // Latency tracking, as Redis 7's (latency-tracking yes): each command's latency in a

@@ -5,7 +5,7 @@ package server
 import (
 	"time"
 
-	"throttled/latency"
+	"github.com/throttledhq/throttled/latency"
 )
 
 // An event loop's latencies are its own memory: only the goroutine running the loop counts

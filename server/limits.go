@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"math"
 
-	"throttled/algorithms"
-	"throttled/gcra"
-	"throttled/keyspace"
+	"github.com/throttledhq/throttled/algorithms"
+	"github.com/throttledhq/throttled/gcra"
+	"github.com/throttledhq/throttled/keyspace"
 )
 
 func limitCommands() []*command {

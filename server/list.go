@@ -4,8 +4,8 @@ import (
 	"errors"
 	"math"
 
-	"throttled/collection"
-	"throttled/keyspace"
+	"github.com/throttledhq/throttled/collection"
+	"github.com/throttledhq/throttled/keyspace"
 )
 
 // listCommands returns the list commands.

@@ -17,9 +17,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"throttled/latency"
+	"github.com/throttledhq/throttled/latency"
 
-	"throttled/upstream"
+	"github.com/throttledhq/throttled/upstream"
 )
 
 // An event loop serves many connections from one goroutine, as Redis's does: one epoll_wait

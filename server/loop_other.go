@@ -5,7 +5,7 @@ package server
 import (
 	"net"
 
-	"throttled/latency"
+	"github.com/throttledhq/throttled/latency"
 )
 
 // Event loops are built on epoll; elsewhere every client has a goroutine of its own.

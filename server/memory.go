@@ -4,7 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"throttled/keyspace"
+	"github.com/throttledhq/throttled/keyspace"
 )
 
 // maxmemory, as Redis's: the keyspace's own accounting (keyspace.UsedMemory) is compared

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"throttled/metrics"
+	"github.com/throttledhq/throttled/metrics"
 )
 
 // The HTTP side of observability: metrics-port serves package metrics' handler, which reads a

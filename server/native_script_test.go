@@ -23,8 +23,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"throttled/internal/redistest"
-	"throttled/scripting/native"
+	"github.com/throttledhq/throttled/internal/redistest"
+	"github.com/throttledhq/throttled/scripting/native"
 )
 
 // The native scripts (package scripting/native) against the interpreter: two servers on

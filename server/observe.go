@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"throttled/topk"
+	"github.com/throttledhq/throttled/topk"
 )
 
 // The operator's tools: each command's time (INFO commandstats, SLOWLOG), MONITOR, the most

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"throttled/glob"
-	"throttled/keyspace"
-	"throttled/persistence"
+	"github.com/throttledhq/throttled/glob"
+	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/persistence"
 )
 
 // The configuration parameters live in one table: each says what CONFIG GET shows, what

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"throttled/persistence"
+	"github.com/throttledhq/throttled/persistence"
 )
 
 // errNoPersistence is SAVE's and BGSAVE's answer with appendonly no.

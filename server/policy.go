@@ -8,8 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"throttled/keyspace"
-	"throttled/policy"
+	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/policy"
 )
 
 // Policies are named limits kept on the server (package policy). Those set by commands live

@@ -16,7 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"throttled/metrics"
+	"github.com/throttledhq/throttled/metrics"
 )
 
 // TestPrometheusScrape runs Debian's prometheus (make deps installs it) against the metrics

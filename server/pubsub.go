@@ -3,7 +3,7 @@ package server
 import (
 	"errors"
 
-	"throttled/pubsub"
+	"github.com/throttledhq/throttled/pubsub"
 )
 
 func pubsubCommands() []*command {

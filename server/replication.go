@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"throttled/replication"
+	"github.com/throttledhq/throttled/replication"
 )
 
 func replicationCommands() []*command {

@@ -3,7 +3,7 @@ package server
 import (
 	"errors"
 
-	"throttled/keyspace"
+	"github.com/throttledhq/throttled/keyspace"
 )
 
 // directOps is scripting.Direct for a native script's direct run (scriptRun.direct): the

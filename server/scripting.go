@@ -10,9 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"throttled/keyspace"
-	"throttled/scripting"
-	"throttled/scripting/native"
+	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/scripting"
+	"github.com/throttledhq/throttled/scripting/native"
 )
 
 // The scripting commands: EVAL and its kin run a script of package scripting, which calls

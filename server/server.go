@@ -14,11 +14,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"throttled/acl"
-	"throttled/keyspace"
-	"throttled/persistence"
-	"throttled/pubsub"
-	"throttled/replication"
+	"github.com/throttledhq/throttled/acl"
+	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/persistence"
+	"github.com/throttledhq/throttled/pubsub"
+	"github.com/throttledhq/throttled/replication"
 )
 
 // Server answers Redis-protocol clients from a sharded keyspace.

@@ -5,9 +5,9 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"throttled/collection"
-	"throttled/glob"
-	"throttled/keyspace"
+	"github.com/throttledhq/throttled/collection"
+	"github.com/throttledhq/throttled/glob"
+	"github.com/throttledhq/throttled/keyspace"
 )
 
 // The set commands. A set is a keyspace.Value of Kind Set: Num its members, Bytes package

@@ -5,8 +5,8 @@ import (
 	"math"
 	"strconv"
 
-	"throttled/collection"
-	"throttled/keyspace"
+	"github.com/throttledhq/throttled/collection"
+	"github.com/throttledhq/throttled/keyspace"
 )
 
 // A string's Value.Num says how Redis would hold it, for OBJECT ENCODING and REFCOUNT

@@ -3,8 +3,8 @@ package server
 import (
 	"errors"
 
-	"throttled/gcra"
-	"throttled/keyspace"
+	"github.com/throttledhq/throttled/gcra"
+	"github.com/throttledhq/throttled/keyspace"
 )
 
 func throttleCommands() []*command {

@@ -6,10 +6,10 @@ import (
 	"strconv"
 	"sync/atomic"
 
-	"throttled/algorithms"
-	"throttled/gcra"
-	"throttled/keyspace"
-	"throttled/upstream"
+	"github.com/throttledhq/throttled/algorithms"
+	"github.com/throttledhq/throttled/gcra"
+	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/upstream"
 )
 
 // Upstream mode (SPEC section 9): the rate-limit verbs keep their state in an upstream Redis

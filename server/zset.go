@@ -6,9 +6,9 @@ import (
 	"slices"
 	"strconv"
 
-	"throttled/collection"
-	"throttled/glob"
-	"throttled/keyspace"
+	"github.com/throttledhq/throttled/collection"
+	"github.com/throttledhq/throttled/glob"
+	"github.com/throttledhq/throttled/keyspace"
 )
 
 // Sorted sets, as Redis 7.0 answers them. The pack and its operations are package

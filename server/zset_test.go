@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"throttled/keyspace"
+	"github.com/throttledhq/throttled/keyspace"
 )
 
 // TestZSetSlidingLog runs the sliding-log limiter as clients write it, through go-redis's

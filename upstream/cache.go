@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"time"
 
-	"throttled/keyspace"
+	"github.com/throttledhq/throttled/keyspace"
 )
 
 // The cache is a keyspace of the states last seen on the upstream, one entry per key, kept

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"throttled/internal/redistest"
+	"github.com/throttledhq/throttled/internal/redistest"
 )
 
 func TestSlot(t *testing.T) {

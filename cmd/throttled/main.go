@@ -11,7 +11,7 @@ import (
 	"runtime/debug"
 	"syscall"
 
-	"throttled/server"
+	"github.com/throttledhq/throttled/server"
 )
 
 func main() {

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"throttled/policy"
-	"throttled/server"
+	"github.com/throttledhq/throttled/policy"
+	"github.com/throttledhq/throttled/server"
 )
 
 // loadOptions builds the server's configuration from a redis.conf-style

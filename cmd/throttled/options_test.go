@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"throttled/server"
+	"github.com/throttledhq/throttled/server"
 )
 
 // serve runs a server built from cfg on a free loopback port until the test ends or stop is

@@ -1,4 +1,4 @@
-module throttled/compat/redisrate
+module github.com/throttledhq/throttled/compat/redisrate
 
 go 1.26.8
 

@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"throttled/server"
+	"github.com/throttledhq/throttled/server"
 )
 
 // startThrottled runs a throttled server in the test, on 127.0.0.1:0.

@@ -4,7 +4,7 @@ import (
 	"math"
 	"strconv"
 
-	"throttled/scripting"
+	"github.com/throttledhq/throttled/scripting"
 )
 
 // Lookup returns the Go code of the script with digest d, or nil when it takes the

@@ -4,7 +4,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 
-	"throttled/scripting"
+	"github.com/throttledhq/throttled/scripting"
 )
 
 // RateLimiterFlexible is rate-limiter-flexible 11.4.0's script (npm, lib/RateLimiterRedis.js,

@@ -4,7 +4,7 @@ import (
 	"crypto/sha1"
 	"math"
 
-	"throttled/scripting"
+	"github.com/throttledhq/throttled/scripting"
 )
 
 // The scripts of rate-limit-redis 6.0.1 (npm, dist/index.mjs and index.cjs, scripts.increment

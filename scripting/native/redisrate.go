@@ -4,7 +4,7 @@ import (
 	"crypto/sha1"
 	"math"
 
-	"throttled/scripting"
+	"github.com/throttledhq/throttled/scripting"
 )
 
 // The scripts of github.com/go-redis/redis_rate/v10 v10.0.1 (lua.go, allowN and

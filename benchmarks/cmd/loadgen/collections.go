@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"throttled/benchmarks/loadtest"
+	"github.com/throttledhq/throttled/benchmarks/loadtest"
 )
 
 // The collections part measures the data types the Lua limiters keep their state in, with

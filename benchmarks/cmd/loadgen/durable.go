@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"throttled/benchmarks/loadtest"
+	"github.com/throttledhq/throttled/benchmarks/loadtest"
 )
 
 // pebbleFixed is the memory persistence may hold whatever the number of keys: Pebble's two

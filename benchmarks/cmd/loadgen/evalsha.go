@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"throttled/benchmarks/loadtest"
-	"throttled/scripting/native"
+	"github.com/throttledhq/throttled/benchmarks/loadtest"
+	"github.com/throttledhq/throttled/scripting/native"
 )
 
 // The scripts part measures EVALSHA of the limiter scripts clients send unchanged, on throttled

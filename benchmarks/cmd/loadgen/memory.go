@@ -5,7 +5,7 @@ import (
 	"log"
 	"time"
 
-	"throttled/benchmarks/loadtest"
+	"github.com/throttledhq/throttled/benchmarks/loadtest"
 )
 
 // memRow is the resident bytes per key of one algorithm on both servers.

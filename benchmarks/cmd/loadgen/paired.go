@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"throttled/benchmarks/loadtest"
+	"github.com/throttledhq/throttled/benchmarks/loadtest"
 )
 
 // pairRounds is how many times measurePairs measures each side. One pair of 2s measurements on a

@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"throttled/benchmarks/loadtest"
+	"github.com/throttledhq/throttled/benchmarks/loadtest"
 )
 
 // replRun is what the replication part measured: the cost of one replica at P=1 and 16, and

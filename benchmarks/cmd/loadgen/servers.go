@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"throttled/benchmarks/loadtest"
+	"github.com/throttledhq/throttled/benchmarks/loadtest"
 )
 
 // server is a process started for the run, listening on a loopback port of its own.

@@ -5,7 +5,7 @@ import (
 	"log"
 	"slices"
 
-	"throttled/benchmarks/loadtest"
+	"github.com/throttledhq/throttled/benchmarks/loadtest"
 )
 
 // scripts holds the SHA1 of each Lua script loaded into Redis.
