@@ -79,7 +79,17 @@ func categories(cmd *command) uint64 {
 	if has("blocking") {
 		add("blocking")
 	}
-	if has("ratelimit") || cmd.group == "ratelimit" {
+	switch {
+	case policyChanges[cmd.name]:
+		// Changing a limit is the operator's: an application that may spend its limits
+		// (@ratelimit) may not rewrite them.
+		add("policy")
+		add("admin")
+		add("dangerous")
+	case strings.HasPrefix(cmd.name, "policy."):
+		add("policy")
+		add("ratelimit")
+	case has("ratelimit") || cmd.group == "ratelimit":
 		add("ratelimit")
 	}
 	switch cmd.group {
@@ -303,10 +313,18 @@ func (s *Server) checkACL(c *client, p *acl.Perms, cmd *command, args [][]byte) 
 		// patterns bound the subjects it may decide for (http-port's users, as RESP's).
 		var key []byte
 		for _, name := range bytes.Split(args[1], []byte{','}) {
-			key = append(append(append(append(key[:0], policyKeyPrefix...), name...), ':'), args[2]...)
-			if !p.CanKey(key, acl.Write) {
+			if key = policyACLKey(key[:0], name, args[2]); !p.CanKey(key, acl.Write) {
 				return errNoPermKey
 			}
+		}
+	case strings.HasPrefix(cmd.name, "policy.") && len(args) > 1:
+		// A policy is the key policy:<name>, its subjects policy:<name>:<subject>.
+		var subject []byte
+		if policySubjectVerbs[cmd.name] && len(args) > 2 {
+			subject = args[2]
+		}
+		if !p.CanKey(policyACLKey(nil, args[1], subject), cmd.keyUse) {
+			return errNoPermKey
 		}
 	case cmd.name == "subscribe" || cmd.name == "psubscribe":
 		for _, ch := range args[1:] {

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/throttledhq/throttled/acl"
 	"github.com/throttledhq/throttled/topk"
 )
 
@@ -371,7 +373,15 @@ func cmdTopDenied(c *client, args [][]byte) error {
 		}
 		n = min(v, int64(c.s.obs.denied.Capacity()))
 	}
-	top, _ := c.s.obs.denied.Top(int(n), c.s.nowNano())
+	var top []topk.Entry
+	if p := c.user.Load().Perms(); p.All {
+		top, _ = c.s.obs.denied.Top(int(n), c.s.nowNano())
+	} else {
+		// A user sees only the keys its patterns let it read: the others are other tenants'.
+		top, _ = c.s.obs.denied.Top(c.s.obs.denied.Capacity(), c.s.nowNano())
+		top = slices.DeleteFunc(top, func(e topk.Entry) bool { return !p.CanKey([]byte(e.Key), acl.Read) })
+		top = top[:min(len(top), int(n))]
+	}
 	if c.w.proto == 3 {
 		c.w.mapHeader(len(top))
 	} else {

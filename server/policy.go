@@ -3,11 +3,13 @@ package server
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 
+	"github.com/throttledhq/throttled/acl"
 	"github.com/throttledhq/throttled/keyspace"
 	"github.com/throttledhq/throttled/policy"
 )
@@ -73,9 +75,28 @@ func policyCommands() []*command {
 		cmd("policy.deny", -3, "write denyoom", "name subject [EX seconds]", "Puts a subject on the deny list.", policyListHandler(policy.Deny)),
 		cmd("policy.unlist", 3, "write", "name subject", "Removes a subject's override and list entries set by command.", cmdPolicyUnlist),
 		cmd("policy.entries", 2, "readonly", "name", "Lists a policy's overrides and list entries.", cmdPolicyEntries),
-		cmd("policy.reload", 1, "admin", "", "Reads the config file's policies again.", cmdPolicyReload),
+		cmd("policy.reload", 1, "", "", "Reads the config file's policies again.", cmdPolicyReload),
 	}
 }
+
+// policyChanges are the policy verbs that change a limit: in @policy and @admin, not in
+// @ratelimit (acl.go's categories).
+var policyChanges = map[string]bool{"policy.set": true, "policy.del": true, "policy.override": true,
+	"policy.allow": true, "policy.deny": true, "policy.unlist": true, "policy.reload": true}
+
+// policyACLKey appends to dst the key a user's key patterns must allow for a policy verb:
+// policy:<name> for the policy itself, policy:<name>:<subject> for one of its subjects
+// (nil subject: none), the key CHECK decides on.
+func policyACLKey(dst, name, subject []byte) []byte {
+	dst = append(append(dst, policyKeyPrefix...), name...)
+	if subject != nil {
+		dst = append(append(dst, ':'), subject...)
+	}
+	return dst
+}
+
+// policySubjectVerbs are the policy verbs whose second argument is a subject.
+var policySubjectVerbs = map[string]bool{"policy.override": true, "policy.allow": true, "policy.deny": true, "policy.unlist": true}
 
 // policies is the server's state of its policies.
 type policies struct {
@@ -445,6 +466,9 @@ func cmdPolicyList(c *client, args [][]byte) error {
 		t[n] = cp.src
 	}
 	names := t.Names()
+	if p := c.user.Load().Perms(); !p.All {
+		names = slices.DeleteFunc(names, func(n string) bool { return !p.CanKey(policyACLKey(nil, []byte(n), nil), acl.Read) })
+	}
 	c.w.array(len(names))
 	for _, n := range names {
 		c.w.bulkString(n)
