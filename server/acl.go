@@ -216,7 +216,7 @@ func cmdACLLoad(c *client, args [][]byte) error {
 	}
 	c.s.syncRequirePass()
 	c.s.closeClientsOf(c, gone)
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 
@@ -234,7 +234,7 @@ func cmdACLSave(c *client, args [][]byte) error {
 	if err := writeFileAtomic(c.s.cfg.ACLFile, []byte(b.String())); err != nil {
 		return fmt.Errorf("There was an error trying to save the ACLs. Please check the server logs for more information: %v", err)
 	}
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 
@@ -353,7 +353,7 @@ func cmdACLSetUser(c *client, args [][]byte) error {
 	if name == acl.DefaultUser {
 		c.s.syncRequirePass()
 	}
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 
@@ -371,22 +371,22 @@ func (s *Server) syncRequirePass() {
 func cmdACLGetUser(c *client, args [][]byte) error {
 	in, ok := c.s.acl.Info(string(args[2]))
 	if !ok {
-		c.w.null()
+		c.w.Null()
 		return nil
 	}
-	c.w.mapHeader(6)
-	c.w.bulkString("flags")
-	c.w.stringArray(in.Flags)
-	c.w.bulkString("passwords")
-	c.w.stringArray(in.Passwords)
-	c.w.bulkString("commands")
-	c.w.bulkString(in.Commands)
-	c.w.bulkString("keys")
-	c.w.bulkString(in.Keys)
-	c.w.bulkString("channels")
-	c.w.bulkString(in.Channels)
-	c.w.bulkString("selectors")
-	c.w.array(0)
+	c.w.Map(6)
+	c.w.BulkString("flags")
+	c.w.StringArray(in.Flags)
+	c.w.BulkString("passwords")
+	c.w.StringArray(in.Passwords)
+	c.w.BulkString("commands")
+	c.w.BulkString(in.Commands)
+	c.w.BulkString("keys")
+	c.w.BulkString(in.Keys)
+	c.w.BulkString("channels")
+	c.w.BulkString(in.Channels)
+	c.w.BulkString("selectors")
+	c.w.Array(0)
 	return nil
 }
 
@@ -401,7 +401,7 @@ func cmdACLDelUser(c *client, args [][]byte) error {
 		return err
 	}
 	c.s.closeClientsOf(c, gone) // as in Redis, the connections of a deleted user close
-	c.w.int(int64(len(gone)))
+	c.w.Int(int64(len(gone)))
 	return nil
 }
 
@@ -413,19 +413,19 @@ func cmdACLList(c *client, args [][]byte) error {
 			lines = append(lines, line)
 		}
 	}
-	c.w.stringArray(lines)
+	c.w.StringArray(lines)
 	return nil
 }
 
 // ACL USERS
 func cmdACLUsers(c *client, args [][]byte) error {
-	c.w.stringArray(c.s.acl.Names())
+	c.w.StringArray(c.s.acl.Names())
 	return nil
 }
 
 // ACL WHOAMI
 func cmdACLWhoAmI(c *client, args [][]byte) error {
-	c.w.bulkString(c.user.Load().Name())
+	c.w.BulkString(c.user.Load().Name())
 	return nil
 }
 
@@ -433,14 +433,14 @@ func cmdACLWhoAmI(c *client, args [][]byte) error {
 func cmdACLCat(c *client, args [][]byte) error {
 	switch len(args) {
 	case 2:
-		c.w.stringArray(acl.Categories)
+		c.w.StringArray(acl.Categories)
 		return nil
 	case 3:
 		bit, ok := acl.Category(string(args[2]))
 		if !ok {
 			return errors.New("Unknown category '" + truncate(args[2], 128) + "'")
 		}
-		c.w.stringArray(c.s.aclCatalog.InCategory(bit))
+		c.w.StringArray(c.s.aclCatalog.InCategory(bit))
 		return nil
 	}
 	return errors.New("wrong number of arguments for 'acl|cat' command")
@@ -463,7 +463,7 @@ func cmdACLGenPass(c *client, args [][]byte) error {
 	if _, err := rand.Read(b); err != nil {
 		return err
 	}
-	c.w.bulkString(hex.EncodeToString(b)[:(bits+3)/4])
+	c.w.BulkString(hex.EncodeToString(b)[:(bits+3)/4])
 	return nil
 }
 

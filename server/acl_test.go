@@ -149,10 +149,10 @@ func BenchmarkThrottleACLUser(b *testing.B) {
 		for i := 0; pb.Next(); i++ {
 			req[1] = keys[i%len(keys)]
 			s.run(c, req)
-			if c.w.b[0] == '-' {
-				b.Fatalf("%q: %s", req, c.w.b)
+			if c.w.B[0] == '-' {
+				b.Fatalf("%q: %s", req, c.w.B)
 			}
-			c.w.b = c.w.b[:0]
+			c.w.B = c.w.B[:0]
 		}
 	})
 }
