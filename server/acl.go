@@ -12,19 +12,20 @@ import (
 	"strings"
 
 	"github.com/throttledhq/throttled/acl"
+	"github.com/throttledhq/throttled/command"
 )
 
 // The ACL users (package acl) as the server uses them: the catalogue of commands with their
 // categories, the check at dispatch, and the ACL command.
 
-func aclCommands() []*command {
-	return []*command{
+func aclCommands() []*cmdEntry {
+	return []*cmdEntry{
 		{name: "acl", arity: -2, group: "server", since: "6.0.0", summary: "A container for Access List Control commands."},
 	}
 }
 
-func aclSubcommands() []*command {
-	return []*command{
+func aclSubcommands() []*cmdEntry {
+	return []*cmdEntry{
 		{name: "setuser", arity: -3, flags: "admin noscript loading stale", group: "server", since: "6.0.0", summary: "Creates and modifies an ACL user and its rules.", syntax: "username [rule ...]", handler: cmdACLSetUser},
 		{name: "getuser", arity: 3, flags: "admin noscript loading stale", group: "server", since: "6.0.0", summary: "Lists the ACL rules of a user.", syntax: "username", handler: cmdACLGetUser},
 		{name: "deluser", arity: -3, flags: "admin noscript loading stale", group: "server", since: "6.0.0", summary: "Deletes ACL users, and terminates their connections.", syntax: "username [username ...]", handler: cmdACLDelUser},
@@ -47,7 +48,7 @@ var dangerous = map[string]bool{
 }
 
 // categories returns cmd's ACL categories, from its flags and group as Redis assigns them.
-func categories(cmd *command) uint64 {
+func categories(cmd *cmdEntry) uint64 {
 	var cats uint64
 	add := func(name string) {
 		bit, ok := acl.Category(name)
@@ -127,10 +128,10 @@ func categories(cmd *command) uint64 {
 // openACL builds the catalogue of commands and the users: the default user with
 // requirepass, then the config file's user lines.
 func (s *Server) openACL() error {
-	var cmds []*command
+	var cmds []*cmdEntry
 	for _, cmd := range s.sortedCommands() {
 		cmds = append(cmds, cmd)
-		var subs []*command
+		var subs []*cmdEntry
 		for _, sub := range cmd.subcommands {
 			subs = append(subs, sub)
 		}
@@ -216,7 +217,7 @@ func cmdACLLoad(c *client, args [][]byte) error {
 	}
 	c.s.syncRequirePass()
 	c.s.closeClientsOf(c, gone)
-	c.w.OK()
+	c.W.OK()
 	return nil
 }
 
@@ -234,7 +235,7 @@ func cmdACLSave(c *client, args [][]byte) error {
 	if err := writeFileAtomic(c.s.cfg.ACLFile, []byte(b.String())); err != nil {
 		return fmt.Errorf("There was an error trying to save the ACLs. Please check the server logs for more information: %v", err)
 	}
-	c.w.OK()
+	c.W.OK()
 	return nil
 }
 
@@ -267,19 +268,19 @@ func (s *Server) setRequirePass(pass string) error {
 // Errors of the ACL check, in Redis's words.
 var (
 	// errNoPermKey is a key outside the user's patterns.
-	errNoPermKey = &codedError{"NOPERM", "No permissions to access a key"}
+	errNoPermKey = &command.Error{Code: "NOPERM", Msg: "No permissions to access a key"}
 	// errNoPermChannel is a channel outside the user's patterns.
-	errNoPermChannel = &codedError{"NOPERM", "No permissions to access a channel"}
+	errNoPermChannel = &command.Error{Code: "NOPERM", Msg: "No permissions to access a channel"}
 )
 
 // checkACL checks that c's user, whose permissions are p and not all, may run cmd with args.
 // Commands that need no authentication (AUTH, HELLO, QUIT, RESET) always may, as in Redis.
-func (s *Server) checkACL(c *client, p *acl.Perms, cmd *command, args [][]byte) error {
+func (s *Server) checkACL(c *client, p *acl.Perms, cmd *cmdEntry, args [][]byte) error {
 	if cmd.bits&flagNoAuth != 0 {
 		return nil
 	}
 	if !p.CanRun(cmd.aclID) {
-		return &codedError{"NOPERM", "User " + c.user.Load().Name() + " has no permissions to run the '" + cmd.fullName() + "' command"}
+		return &command.Error{Code: "NOPERM", Msg: "User " + c.user.Load().Name() + " has no permissions to run the '" + cmd.fullName() + "' command"}
 	}
 	switch {
 	case cmd.keysOf != nil:
@@ -353,7 +354,7 @@ func cmdACLSetUser(c *client, args [][]byte) error {
 	if name == acl.DefaultUser {
 		c.s.syncRequirePass()
 	}
-	c.w.OK()
+	c.W.OK()
 	return nil
 }
 
@@ -371,22 +372,22 @@ func (s *Server) syncRequirePass() {
 func cmdACLGetUser(c *client, args [][]byte) error {
 	in, ok := c.s.acl.Info(string(args[2]))
 	if !ok {
-		c.w.Null()
+		c.W.Null()
 		return nil
 	}
-	c.w.Map(6)
-	c.w.BulkString("flags")
-	c.w.StringArray(in.Flags)
-	c.w.BulkString("passwords")
-	c.w.StringArray(in.Passwords)
-	c.w.BulkString("commands")
-	c.w.BulkString(in.Commands)
-	c.w.BulkString("keys")
-	c.w.BulkString(in.Keys)
-	c.w.BulkString("channels")
-	c.w.BulkString(in.Channels)
-	c.w.BulkString("selectors")
-	c.w.Array(0)
+	c.W.Map(6)
+	c.W.BulkString("flags")
+	c.W.StringArray(in.Flags)
+	c.W.BulkString("passwords")
+	c.W.StringArray(in.Passwords)
+	c.W.BulkString("commands")
+	c.W.BulkString(in.Commands)
+	c.W.BulkString("keys")
+	c.W.BulkString(in.Keys)
+	c.W.BulkString("channels")
+	c.W.BulkString(in.Channels)
+	c.W.BulkString("selectors")
+	c.W.Array(0)
 	return nil
 }
 
@@ -401,7 +402,7 @@ func cmdACLDelUser(c *client, args [][]byte) error {
 		return err
 	}
 	c.s.closeClientsOf(c, gone) // as in Redis, the connections of a deleted user close
-	c.w.Int(int64(len(gone)))
+	c.W.Int(int64(len(gone)))
 	return nil
 }
 
@@ -413,19 +414,19 @@ func cmdACLList(c *client, args [][]byte) error {
 			lines = append(lines, line)
 		}
 	}
-	c.w.StringArray(lines)
+	c.W.StringArray(lines)
 	return nil
 }
 
 // ACL USERS
 func cmdACLUsers(c *client, args [][]byte) error {
-	c.w.StringArray(c.s.acl.Names())
+	c.W.StringArray(c.s.acl.Names())
 	return nil
 }
 
 // ACL WHOAMI
 func cmdACLWhoAmI(c *client, args [][]byte) error {
-	c.w.BulkString(c.user.Load().Name())
+	c.W.BulkString(c.user.Load().Name())
 	return nil
 }
 
@@ -433,14 +434,14 @@ func cmdACLWhoAmI(c *client, args [][]byte) error {
 func cmdACLCat(c *client, args [][]byte) error {
 	switch len(args) {
 	case 2:
-		c.w.StringArray(acl.Categories)
+		c.W.StringArray(acl.Categories)
 		return nil
 	case 3:
 		bit, ok := acl.Category(string(args[2]))
 		if !ok {
-			return errors.New("Unknown category '" + truncate(args[2], 128) + "'")
+			return errors.New("Unknown category '" + command.Truncate(args[2], 128) + "'")
 		}
-		c.w.StringArray(c.s.aclCatalog.InCategory(bit))
+		c.W.StringArray(c.s.aclCatalog.InCategory(bit))
 		return nil
 	}
 	return errors.New("wrong number of arguments for 'acl|cat' command")
@@ -463,13 +464,13 @@ func cmdACLGenPass(c *client, args [][]byte) error {
 	if _, err := rand.Read(b); err != nil {
 		return err
 	}
-	c.w.BulkString(hex.EncodeToString(b)[:(bits+3)/4])
+	c.W.BulkString(hex.EncodeToString(b)[:(bits+3)/4])
 	return nil
 }
 
 // ACL HELP
 func cmdACLHelp(c *client, args [][]byte) error {
-	writeHelp(c, "ACL", []string{
+	c.WriteHelp("ACL", []string{
 		"CAT [<category>]", "    List all commands that belong to <category>, or all command categories",
 		"    when no category is specified.",
 		"DELUSER <username> [<username> ...]", "    Delete a list of users.",

@@ -149,10 +149,10 @@ func BenchmarkThrottleACLUser(b *testing.B) {
 		for i := 0; pb.Next(); i++ {
 			req[1] = keys[i%len(keys)]
 			s.run(c, req)
-			if c.w.B[0] == '-' {
-				b.Fatalf("%q: %s", req, c.w.B)
+			if c.W.B[0] == '-' {
+				b.Fatalf("%q: %s", req, c.W.B)
 			}
-			c.w.B = c.w.B[:0]
+			c.W.B = c.W.B[:0]
 		}
 	})
 }

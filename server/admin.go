@@ -10,10 +10,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/throttledhq/throttled/command"
 )
 
-func serverCommands() []*command {
-	return []*command{
+func serverCommands() []*cmdEntry {
+	return []*cmdEntry{
 		{name: "command", arity: -1, flags: "loading stale", group: "server", since: "2.8.13", summary: "Returns detailed information about all commands.", handler: cmdCommand},
 		{name: "info", arity: -1, flags: "loading stale", group: "server", since: "1.0.0", summary: "Returns information and statistics about the server.", syntax: "[section ...]", handler: cmdInfo},
 		{name: "config", arity: -2, group: "server", since: "2.0.0", summary: "A container for server configuration commands."},
@@ -28,8 +30,8 @@ func serverCommands() []*command {
 	}
 }
 
-func configSubcommands() []*command {
-	return []*command{
+func configSubcommands() []*cmdEntry {
+	return []*cmdEntry{
 		{name: "get", arity: -3, flags: "admin loading stale", group: "server", since: "2.0.0", summary: "Returns the effective values of configuration parameters.", syntax: "parameter [parameter ...]", handler: cmdConfigGet},
 		{name: "set", arity: -4, flags: "admin loading stale", group: "server", since: "2.0.0", summary: "Sets configuration parameters in-flight.", syntax: "parameter value [parameter value ...]", handler: cmdConfigSet},
 		{name: "rewrite", arity: 2, flags: "admin noscript loading stale", group: "server", since: "2.8.0", summary: "Persists the effective configuration to file.", handler: cmdConfigRewrite},
@@ -64,7 +66,7 @@ func cmdInfo(c *client, args [][]byte) error {
 			b.WriteString(f[0] + ":" + f[1] + "\r\n")
 		}
 	}
-	c.w.Verbatim(b.String())
+	c.W.Verbatim(b.String())
 	return nil
 }
 
@@ -235,7 +237,7 @@ func cmdConfigResetStat(c *client, args [][]byte) error {
 	s.ks.ResetLookups()
 	s.resetNet()
 	for _, cmd := range s.commands {
-		for _, cc := range append([]*command{cmd}, sortedSubcommands(cmd)...) {
+		for _, cc := range append([]*cmdEntry{cmd}, sortedSubcommands(cmd)...) {
 			cc.calls.Store(0)
 			cc.allowed.Store(0)
 			cc.denied.Store(0)
@@ -243,13 +245,13 @@ func cmdConfigResetStat(c *client, args [][]byte) error {
 	}
 	s.resetObserved()
 	s.resetLatency(c)
-	c.w.OK()
+	c.W.OK()
 	return nil
 }
 
 // CONFIG HELP
 func cmdConfigHelp(c *client, args [][]byte) error {
-	writeHelp(c, "CONFIG", []string{
+	c.WriteHelp("CONFIG", []string{
 		"GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
 		"SET <directive> <value>", "    Set the configuration <directive> to <value>.",
 		"RESETSTAT", "    Reset statistics reported by the INFO command.",
@@ -261,9 +263,9 @@ func cmdConfigHelp(c *client, args [][]byte) error {
 // TIME
 func cmdTime(c *client, args [][]byte) error {
 	now := c.s.now()
-	c.w.Array(2)
-	c.w.BulkInt(now.Unix())
-	c.w.BulkInt(int64(now.Nanosecond() / 1000))
+	c.W.Array(2)
+	c.W.BulkInt(now.Unix())
+	c.W.BulkInt(int64(now.Nanosecond() / 1000))
 	return nil
 }
 
@@ -276,25 +278,25 @@ func cmdDBSize(c *client, args [][]byte) error {
 	if c.s.hasFunctionsRecord() {
 		n-- // nor are functions
 	}
-	c.w.Int(int64(n))
+	c.W.Int(int64(n))
 	return nil
 }
 
 // FLUSHALL [ASYNC|SYNC], FLUSHDB [ASYNC|SYNC]
 func cmdFlush(c *client, args [][]byte) error {
 	if len(args) > 2 {
-		return errSyntax
+		return command.ErrSyntax
 	}
 	if len(args) == 2 {
 		if m := strings.ToLower(string(args[1])); m != "async" && m != "sync" {
-			return errSyntax
+			return command.ErrSyntax
 		}
 	}
 	if err := c.s.keepFunctions(func() error { return c.s.keepPolicies(c.s.flushAll) }); err != nil {
 		// The keyspace is empty; the store follows once the disk works.
 		c.s.log.Error("FLUSHALL not synced", "err", err)
 	}
-	c.w.OK()
+	c.W.OK()
 	return nil
 }
 
@@ -306,26 +308,26 @@ func cmdSave(c *client, args [][]byte) error {
 	if err := c.s.store.Save(); err != nil {
 		return err
 	}
-	c.w.OK()
+	c.W.OK()
 	return nil
 }
 
 // BGSAVE [SCHEDULE]
 func cmdBGSave(c *client, args [][]byte) error {
 	if len(args) > 2 || len(args) == 2 && !strings.EqualFold(string(args[1]), "schedule") {
-		return errSyntax
+		return command.ErrSyntax
 	}
 	if c.s.store == nil {
 		return errNoPersistence
 	}
 	c.s.store.BGSave()
-	c.w.Simple("Background saving started")
+	c.W.Simple("Background saving started")
 	return nil
 }
 
 // LASTSAVE
 func cmdLastSave(c *client, args [][]byte) error {
-	c.w.Int(c.s.lastSaveTime())
+	c.W.Int(c.s.lastSaveTime())
 	return nil
 }
 
@@ -337,7 +339,7 @@ func cmdShutdown(c *client, args [][]byte) error {
 		case "abort":
 			return errors.New("No shutdown in progress.")
 		default:
-			return errSyntax
+			return command.ErrSyntax
 		}
 	}
 	c.s.log.Info("SHUTDOWN requested", "client", c.raddr)

@@ -7,42 +7,8 @@ import (
 	"math"
 
 	"github.com/throttledhq/throttled/algorithms"
+	"github.com/throttledhq/throttled/command"
 )
-
-// parseInt parses a whole base-10 int64 as Redis's string2ll does: an
-// optional minus, digits, no leading zeros, no blanks, no overflow.
-func parseInt(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 20 {
-		return 0, false
-	}
-	neg := b[0] == '-'
-	if neg {
-		b = b[1:]
-		if len(b) == 0 {
-			return 0, false
-		}
-	}
-	if b[0] == '0' && (len(b) > 1 || neg) {
-		return 0, false // "01" and "-0" are not integers to Redis
-	}
-	var n uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		if n > (math.MaxUint64-9)/10 {
-			return 0, false
-		}
-		n = n*10 + uint64(c-'0')
-	}
-	switch {
-	case neg && n <= 1<<63:
-		return -int64(n), true // 1<<63 wraps to math.MinInt64, as it should
-	case !neg && n <= math.MaxInt64:
-		return int64(n), true
-	}
-	return 0, false
-}
 
 // durationForms names what the native verbs accept as a duration.
 const durationForms = "a whole number of seconds, or a number with a unit: ms, s, m, h, d (250ms, 1.5s, 15m)"
@@ -51,7 +17,7 @@ const durationForms = "a whole number of seconds, or a number with a unit: ms, s
 // "250ms", "1.5s", "15m", "2h", "1d". Fractions are exact to the nanosecond
 // (no floating point); the result is positive and fits int64.
 func parseDuration(name string, b []byte) (int64, error) {
-	bad := func() error { return fmt.Errorf("invalid %s '%s': %s", name, truncate(b, 64), durationForms) }
+	bad := func() error { return fmt.Errorf("invalid %s '%s': %s", name, command.Truncate(b, 64), durationForms) }
 	i := 0
 	for i < len(b) && (b[i] >= '0' && b[i] <= '9' || b[i] == '.') {
 		i++
@@ -85,12 +51,12 @@ func parseDuration(name string, b []byte) (int64, error) {
 		}
 		d := int64(c - '0')
 		if ns > (math.MaxInt64-d)/10 {
-			return 0, fmt.Errorf("%s '%s' is too long", name, truncate(b, 64))
+			return 0, fmt.Errorf("%s '%s' is too long", name, command.Truncate(b, 64))
 		}
 		ns = ns*10 + d
 	}
 	if ns > math.MaxInt64/scale {
-		return 0, fmt.Errorf("%s '%s' is too long", name, truncate(b, 64))
+		return 0, fmt.Errorf("%s '%s' is too long", name, command.Truncate(b, 64))
 	}
 	ns *= scale
 	// Each fractional digit is worth a tenth of the one before; digits past the nanosecond are dropped.
@@ -117,9 +83,9 @@ func cutByte(b []byte, sep byte) (before, after []byte, found bool) {
 
 // parseCount parses a whole number argument of a native verb that must be at least min.
 func parseCount(name string, b []byte, min int64) (int64, error) {
-	n, ok := parseInt(b)
+	n, ok := command.ParseInt(b)
 	if !ok {
-		return 0, fmt.Errorf("%s must be an integer, got '%s'", name, truncate(b, 64))
+		return 0, fmt.Errorf("%s must be an integer, got '%s'", name, command.Truncate(b, 64))
 	}
 	if n < min {
 		if min == 0 {
@@ -173,7 +139,7 @@ func (o *nativeOptions) parse(args [][]byte, set nativeOptionSet) (priority []by
 	seenCost := false
 	for i := 0; i < len(args); i++ {
 		switch {
-		case equalFold(args[i], "cost") && i+1 < len(args):
+		case command.EqualFold(args[i], "cost") && i+1 < len(args):
 			if seenCost {
 				return nil, errors.New("COST given twice")
 			}
@@ -183,11 +149,11 @@ func (o *nativeOptions) parse(args [][]byte, set nativeOptionSet) (priority []by
 			}
 			o.cost, seenCost = n, true
 			i++
-		case equalFold(args[i], "cost"):
+		case command.EqualFold(args[i], "cost"):
 			return nil, errors.New("COST needs a value")
-		case equalFold(args[i], "peek"):
+		case command.EqualFold(args[i], "peek"):
 			o.peek = true
-		case set.approx && equalFold(args[i], "approx"):
+		case set.approx && command.EqualFold(args[i], "approx"):
 			o.approx = true
 		default:
 			used, err := o.parseRare(args[i:], set, &priority)
@@ -211,7 +177,7 @@ func (o *nativeOptions) parse(args [][]byte, set nativeOptionSet) (priority []by
 // is an unknown option.
 func (o *nativeOptions) parseRare(args [][]byte, set nativeOptionSet, priority *[]byte) (int, error) {
 	switch {
-	case equalFold(args[0], "refund") && len(args) > 1:
+	case command.EqualFold(args[0], "refund") && len(args) > 1:
 		if o.refunding {
 			return 0, errors.New("REFUND given twice")
 		}
@@ -221,17 +187,17 @@ func (o *nativeOptions) parseRare(args [][]byte, set nativeOptionSet, priority *
 		}
 		o.refund, o.refunding, o.rare = n, true, true
 		return 2, nil
-	case equalFold(args[0], "refund"):
+	case command.EqualFold(args[0], "refund"):
 		return 0, errors.New("REFUND needs a value")
-	case equalFold(args[0], "priority") && len(args) > 1:
+	case command.EqualFold(args[0], "priority") && len(args) > 1:
 		if o.prioritized {
 			return 0, errors.New("PRIORITY given twice")
 		}
 		*priority, o.prioritized, o.rare = args[1], true, true
 		return 2, nil
-	case equalFold(args[0], "priority"):
+	case command.EqualFold(args[0], "priority"):
 		return 0, errors.New("PRIORITY needs a tier's name")
-	case set.tiers && equalFold(args[0], "tiers"):
+	case set.tiers && command.EqualFold(args[0], "tiers"):
 		if o.tiers != nil {
 			return 0, errors.New("TIERS given twice")
 		}
@@ -248,7 +214,7 @@ func (o *nativeOptions) parseRare(args [][]byte, set nativeOptionSet, priority *
 		o.tiers, o.rare = args[1:j], true
 		return j, nil
 	}
-	return 0, fmt.Errorf("unknown option '%s'", truncate(args[0], 64))
+	return 0, fmt.Errorf("unknown option '%s'", command.Truncate(args[0], 64))
 }
 
 // checkTiers checks TIERS name=share arguments: each share a decimal in (0, 1], each name once.
@@ -257,11 +223,11 @@ func checkTiers(tiers [][]byte) error {
 		eq := bytes.IndexByte(t, '=')
 		name := t[:eq]
 		if _, ok := algorithms.ParseShare(t[eq+1:]); !ok {
-			return fmt.Errorf("tier '%s': share must be a number above 0 and at most 1, got '%s'", truncate(name, 64), truncate(t[eq+1:], 64))
+			return fmt.Errorf("tier '%s': share must be a number above 0 and at most 1, got '%s'", command.Truncate(name, 64), command.Truncate(t[eq+1:], 64))
 		}
 		for _, u := range tiers[:i] {
 			if bytes.Equal(u[:bytes.IndexByte(u, '=')], name) {
-				return fmt.Errorf("tier '%s' named twice", truncate(name, 64))
+				return fmt.Errorf("tier '%s' named twice", command.Truncate(name, 64))
 			}
 		}
 	}
@@ -275,7 +241,7 @@ func tierShare(tiers [][]byte, name []byte) (algorithms.Share, error) {
 		return algorithms.Whole, nil
 	}
 	if tiers == nil {
-		return 0, fmt.Errorf("unknown tier '%s': the limit has no TIERS", truncate(name, 64))
+		return 0, fmt.Errorf("unknown tier '%s': the limit has no TIERS", command.Truncate(name, 64))
 	}
 	want := name
 	if want == nil {
@@ -291,21 +257,5 @@ func tierShare(tiers [][]byte, name []byte) (algorithms.Share, error) {
 	if name == nil {
 		return algorithms.Whole, nil
 	}
-	return 0, fmt.Errorf("unknown tier '%s': the limit's TIERS do not name it", truncate(name, 64))
-}
-
-// equalFold compares an argument with a lower-case ASCII word, ignoring case, without allocating.
-func equalFold(b []byte, lower string) bool {
-	if len(b) != len(lower) {
-		return false
-	}
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != lower[i] {
-			return false
-		}
-	}
-	return true
+	return 0, fmt.Errorf("unknown tier '%s': the limit's TIERS do not name it", command.Truncate(name, 64))
 }

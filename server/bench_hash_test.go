@@ -59,10 +59,10 @@ func benchHash(b *testing.B, filled bool, args ...string) {
 		for pb.Next() {
 			req[1] = keys[rng.IntN(len(keys))]
 			s.run(c, req)
-			if c.w.B[0] == '-' {
-				b.Fatalf("%q: %s", req, c.w.B)
+			if c.W.B[0] == '-' {
+				b.Fatalf("%q: %s", req, c.W.B)
 			}
-			c.w.B = c.w.B[:0]
+			c.W.B = c.W.B[:0]
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/keyspace"
 	"github.com/throttledhq/throttled/policy"
 )
@@ -72,7 +73,7 @@ func cmdCheck(c *client, args [][]byte) error {
 	}
 	checks, results := c.checks, c.pending
 	if len(checks) == 1 {
-		writeDecisionStatus(&c.w, results[0].d, statusNames[checks[0].status])
+		writeDecisionStatus(&c.W, results[0].d, statusNames[checks[0].status])
 		return nil
 	}
 	all := combine(results, allowed)
@@ -85,10 +86,10 @@ func cmdCheck(c *client, args [][]byte) error {
 	if status == statusAllowlisted && !everyAllowlisted {
 		status = statusOK
 	}
-	c.w.Array(1 + len(checks))
-	writeDecisionStatus(&c.w, all, statusNames[status])
+	c.W.Array(1 + len(checks))
+	writeDecisionStatus(&c.W, all, statusNames[status])
 	for i := range checks {
-		writeDecisionStatus(&c.w, results[i].d, statusNames[checks[i].status])
+		writeDecisionStatus(&c.W, results[i].d, statusNames[checks[i].status])
 	}
 	return nil
 }
@@ -117,7 +118,7 @@ func (c *client) checkPolicies(items []checkItem, opts *nativeOptions, priority 
 		cp := pv.byName[string(it.name)]
 		if cp == nil {
 			c.checks, c.limits, c.checkKeys = checks, limits, key
-			return false, fmt.Errorf("%w '%s'", errNoPolicy, truncate(it.name, 64))
+			return false, fmt.Errorf("%w '%s'", errNoPolicy, command.Truncate(it.name, 64))
 		}
 		checks = append(checks, checked{cp: cp})
 		limits = slices.Grow(limits, 1)[:len(limits)+1]
@@ -128,7 +129,7 @@ func (c *client) checkPolicies(items []checkItem, opts *nativeOptions, priority 
 		key = append(key, it.subject...)
 	}
 	c.checks, c.checkKeys = checks, key
-	now := c.now()
+	now := c.Now()
 	keys := c.keys[:0]
 	at := 0
 	for i := range checks {
@@ -178,8 +179,8 @@ func (c *client) checkPolicies(items []checkItem, opts *nativeOptions, priority 
 		sh.Lock()
 		defer sh.Unlock()
 	} else {
-		c.shards = c.s.ks.LockKeys(keys, c.shards[:0])
-		defer keyspace.UnlockShards(c.shards)
+		c.Shards = c.s.ks.LockKeys(keys, c.Shards[:0])
+		defer keyspace.UnlockShards(c.Shards)
 	}
 	for len(c.scratches) < len(limits) {
 		c.scratches = append(c.scratches, nil)

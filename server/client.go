@@ -9,56 +9,51 @@ import (
 	"time"
 
 	"github.com/throttledhq/throttled/acl"
+	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/keyspace"
 	"github.com/throttledhq/throttled/pubsub"
 	"github.com/throttledhq/throttled/replication"
-	"github.com/throttledhq/throttled/resp"
 )
 
 // client is one connection: its reader, its pending replies and what CLIENT shows of it.
 type client struct {
-	s       *Server
-	id      int64
-	nc      net.Conn // nil when an event loop serves the socket
-	raddr   string
-	laddr   string
-	rd      *reader
-	w       resp.Writer
-	authed  bool
-	user    atomic.Pointer[acl.User] // the ACL user: default until AUTH
-	created time.Time
-	cmdName []byte // lower-cased command name, reused
+	command.Ctx // what its commands see: the reply, the keyspace, the clock, the scratch
+	s           *Server
+	id          int64
+	nc          net.Conn // nil when an event loop serves the socket
+	raddr       string
+	laddr       string
+	rd          *reader
+	authed      bool
+	user        atomic.Pointer[acl.User] // the ACL user: default until AUTH
+	created     time.Time
+	cmdName     []byte // lower-cased command name, reused
 
-	lastName   []byte   // the command name last looked up, as sent
-	lastLookup *command // what it named
+	lastName   []byte    // the command name last looked up, as sent
+	lastLookup *cmdEntry // what it named
 
 	aheadKeys, aheadArgs [][]byte // prefetchKeys's keys, and a request's arguments
 
 	// Reused by the rate-limit verbs so that a call allocates nothing.
-	scratch   []byte            // a variable-size state being built
-	ldBuf     []byte            // HINCRBYFLOAT's sum, built while scratch holds the new pack
-	limits    []limit           // ALLOF's limits
-	keys      [][]byte          // ALLOF's keys
-	shards    []*keyspace.Shard // ALLOF's locked shards
-	scratches [][]byte          // ALLOF: a scratch per limit
-	pending   []pending         // ALLOF: each limit's outcome
-	checks    []checked         // CHECK: each policy's part
-	checkKeys []byte            // CHECK: the keys it derives, end to end
-	items     []checkItem       // CHECK: its policies, subjects and costs
-	door      door              // the door an edge decision came in by (edge.go): RESP's for a connection
-	anyTier   bool              // a tier a limit does not name is no tier: the edge's tier comes from a request header
+	limits    []limit     // ALLOF's limits
+	keys      [][]byte    // ALLOF's keys
+	scratches [][]byte    // ALLOF: a scratch per limit
+	pending   []pending   // ALLOF: each limit's outcome
+	checks    []checked   // CHECK: each policy's part
+	checkKeys []byte      // CHECK: the keys it derives, end to end
+	items     []checkItem // CHECK: its policies, subjects and costs
+	door      door        // the door an edge decision came in by (edge.go): RESP's for a connection
+	anyTier   bool        // a tier a limit does not name is no tier: the edge's tier comes from a request header
 
 	tx      *transaction        // between MULTI and EXEC or DISCARD; nil otherwise
 	txHeld  uint64              // the transaction stripes EXEC holds while it runs (scripting.go)
 	script  *scriptRun          // the client's script run, kept for the next (scripting.go)
-	held    *keyspace.Shard     // a script's client: the shard its native run holds locked (lockShard)
 	watch   keyspace.Watch      // marked when a watched key changes
 	watched map[string]struct{} // the keys WATCHed
 
 	kind     atomic.Int32 // a clientKind: what CLIENT LIST and CLIENT KILL TYPE know it as
 	multi    atomic.Int32 // for CLIENT LIST: 1 + the requests queued in MULTI; 0 outside MULTI
 	readOnly bool         // a replica runs a rate-limit verb: only PEEK and COST 0 may run
-	reading  bool         // the command running reads keys: lookupLocked counts its lookups
 	reply    replyMode    // CLIENT REPLY (clientctl.go)
 	// silencing: the replies written since replyMark (and the upstream's to the calls
 	// parked since replyCalls) are dropped at the end of the request.
@@ -73,9 +68,8 @@ type client struct {
 	replIP   string                // REPLCONF ip-address
 	replPort int                   // REPLCONF listening-port
 
-	lastCmd    atomic.Pointer[command]
+	lastCmd    atomic.Pointer[cmdEntry]
 	lastActive atomic.Int64           // Unix ns
-	tick       int64                  // observer.mono at the end of c's last command or the start of its pipeline: the next command's start
 	ended      int64                  // when the command running ended, if it knows (a native script: its last command's end); 0 for timed to read the clock
 	closing    bool                   // close after the pending replies are written
 	mustSync   bool                   // a write command ran: the replies wait until it is synced
@@ -123,7 +117,7 @@ func (s *Server) makeClient(nc net.Conn) *client {
 		id:      s.nextID.Add(1),
 		nc:      nc,
 		rd:      newReader(nc, s.cfg.ProtoMaxBulkLen),
-		w:       resp.Writer{Proto: 2},
+		Ctx:     s.newCtx(),
 		resp:    2,
 		created: time.Now(),
 		raddr:   nc.RemoteAddr().String(),
@@ -177,7 +171,7 @@ func (c *client) serve(first [][]byte) {
 			if args, err = c.rd.next(); err != nil {
 				var pe errProtocol
 				if errors.As(err, &pe) {
-					c.w.ErrorText("ERR " + pe.Error())
+					c.W.ErrorText("ERR " + pe.Error())
 					c.flush()
 				}
 				return
@@ -186,7 +180,7 @@ func (c *client) serve(first [][]byte) {
 		if newBatch {
 			now := time.Now()
 			c.lastActive.Store(now.UnixNano())
-			c.tick = c.s.obs.since(now)
+			c.Tick = c.s.obs.since(now)
 			newBatch = false
 		}
 		c.s.run(c, args)
@@ -196,7 +190,7 @@ func (c *client) serve(first [][]byte) {
 		}
 		// A detached client's replies are queued after each request, so that the messages
 		// others queue for it meanwhile come between replies, as Redis sends them.
-		if !c.rd.buffered() || len(c.w.B) > keepWriteBuf || c.out != nil {
+		if !c.rd.buffered() || len(c.W.B) > keepWriteBuf || c.out != nil {
 			if !c.flush() {
 				return
 			}
@@ -215,7 +209,7 @@ func (c *client) flush() bool {
 		}
 		c.spliceUpstream()
 	}
-	if len(c.w.B) == 0 {
+	if len(c.W.B) == 0 {
 		c.foldNet()
 		return true
 	}
@@ -225,24 +219,24 @@ func (c *client) flush() bool {
 	}
 	var err error
 	if c.out != nil {
-		if !c.out.push(c.w.B, c.w.Proto) {
+		if !c.out.push(c.W.B, c.W.Proto) {
 			c.hangup()
 			err = errOutputClosed
 		}
 	} else {
 		var n int
-		n, err = c.nc.Write(c.w.B)
+		n, err = c.nc.Write(c.W.B)
 		if n > 0 {
 			c.nwritten += int64(n)
 			c.writes++
 		}
 	}
 	c.foldNet()
-	pending := len(c.w.B)
-	if cap(c.w.B) > keepWriteBuf {
-		c.w.B = nil
+	pending := len(c.W.B)
+	if cap(c.W.B) > keepWriteBuf {
+		c.W.B = nil
 	} else {
-		c.w.B = c.w.B[:0]
+		c.W.B = c.W.B[:0]
 	}
 	c.noteBufs(pending)
 	return err == nil

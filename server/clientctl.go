@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/throttledhq/throttled/command"
 )
 
 // What a client may ask of the server about its own replies and everyone's commands:
@@ -22,8 +24,8 @@ const (
 	replySkip               // this command's reply is dropped
 )
 
-func clientCtlSubcommands() []*command {
-	return []*command{
+func clientCtlSubcommands() []*cmdEntry {
+	return []*cmdEntry{
 		{name: "reply", arity: 3, flags: "noscript loading stale", group: "connection", since: "3.2.0", summary: "Instructs the server whether to reply to commands.", syntax: "ON|OFF|SKIP", handler: cmdClientReply},
 		{name: "no-evict", arity: 3, flags: "admin noscript loading stale", group: "connection", since: "7.0.0", summary: "Sets the client eviction mode of the connection.", syntax: "ON|OFF", handler: cmdClientNoEvict},
 		{name: "pause", arity: -3, flags: "admin noscript loading stale", group: "connection", since: "3.0.0", summary: "Suspends commands processing.", syntax: "timeout [WRITE|ALL]", handler: cmdClientPause},
@@ -38,7 +40,7 @@ func clientCtlSubcommands() []*command {
 func (s *Server) run(c *client, args [][]byte) {
 	if c.reply != replyOn {
 		c.silencing = c.reply == replyOff || c.reply == replySkip
-		c.replyMark, c.replyCalls = len(c.w.B), len(c.up.calls)
+		c.replyMark, c.replyCalls = len(c.W.B), len(c.up.calls)
 	}
 	s.dispatch(c, args)
 	if (c.reply != replyOn || c.silencing) && !c.handoff { // a handed-off request runs again
@@ -50,7 +52,7 @@ func (s *Server) run(c *client, args [][]byte) {
 // dropped while silencing; a skipped request's skip is over, a SKIP's starts.
 func (c *client) endReplies() {
 	if c.silencing {
-		c.w.B = c.w.B[:c.replyMark]
+		c.W.B = c.W.B[:c.replyMark]
 		for _, call := range c.up.calls[c.replyCalls:] {
 			call.silent = true
 		}
@@ -69,18 +71,18 @@ func cmdClientReply(c *client, args [][]byte) error {
 	switch strings.ToLower(string(args[2])) {
 	case "on":
 		if c.silencing { // what this request wrote before stays unsent
-			c.w.B = c.w.B[:c.replyMark]
+			c.W.B = c.W.B[:c.replyMark]
 			for _, call := range c.up.calls[c.replyCalls:] {
 				call.silent = true
 			}
 			c.silencing = false
 		}
 		c.reply = replyOn
-		c.w.OK()
+		c.W.OK()
 	case "off":
 		if !c.silencing {
 			c.silencing = true
-			c.replyMark, c.replyCalls = len(c.w.B), len(c.up.calls)
+			c.replyMark, c.replyCalls = len(c.W.B), len(c.up.calls)
 		}
 		c.reply = replyOff
 	case "skip":
@@ -88,7 +90,7 @@ func cmdClientReply(c *client, args [][]byte) error {
 			c.reply = replySkipNext
 		}
 	default:
-		return errSyntax
+		return command.ErrSyntax
 	}
 	return nil
 }
@@ -102,9 +104,9 @@ func cmdClientNoEvict(c *client, args [][]byte) error {
 	case "off":
 		c.noEvict.Store(false)
 	default:
-		return errSyntax
+		return command.ErrSyntax
 	}
-	c.w.OK()
+	c.W.OK()
 	return nil
 }
 
@@ -128,7 +130,7 @@ type clientPause struct {
 
 // CLIENT PAUSE timeout [WRITE|ALL]
 func cmdClientPause(c *client, args [][]byte) error {
-	ms, ok := parseInt(args[2])
+	ms, ok := command.ParseInt(args[2])
 	if !ok {
 		return errors.New("timeout is not an integer or out of range")
 	}
@@ -145,14 +147,14 @@ func cmdClientPause(c *client, args [][]byte) error {
 		return errors.New("CLIENT PAUSE mode must be WRITE or ALL")
 	}
 	c.s.pauseClients(mode, time.Now().Add(time.Duration(min(ms, math.MaxInt64/int64(time.Millisecond)))*time.Millisecond))
-	c.w.OK()
+	c.W.OK()
 	return nil
 }
 
 // CLIENT UNPAUSE
 func cmdClientUnpause(c *client, args [][]byte) error {
 	c.s.unpauseClients()
-	c.w.OK()
+	c.W.OK()
 	return nil
 }
 
@@ -210,7 +212,7 @@ func (p *clientPause) endLocked() {
 // ALL; under WRITE, those that write or may (scripts and functions that may write, PUBLISH,
 // a rate-limit verb unless it PEEKs, EXEC of a transaction holding one of these).
 // Replicas are never paused, as in Redis.
-func (c *client) pausedFor(mode int32, cmd *command, args [][]byte) bool {
+func (c *client) pausedFor(mode int32, cmd *cmdEntry, args [][]byte) bool {
 	if clientKind(c.kind.Load()) == kindReplica {
 		return false
 	}
@@ -232,7 +234,7 @@ func (c *client) pausedFor(mode int32, cmd *command, args [][]byte) bool {
 }
 
 // writes reports whether a request may write, for CLIENT PAUSE WRITE.
-func writes(cmd *command, args [][]byte) bool {
+func writes(cmd *cmdEntry, args [][]byte) bool {
 	switch cmd.name {
 	case "eval", "evalsha", "fcall", "publish":
 		return true
@@ -252,7 +254,7 @@ func writes(cmd *command, args [][]byte) bool {
 
 // waitUnpaused holds c's request until the pause no longer holds it; false when the
 // server shuts down meanwhile.
-func (s *Server) waitUnpaused(c *client, cmd *command, args [][]byte) bool {
+func (s *Server) waitUnpaused(c *client, cmd *cmdEntry, args [][]byte) bool {
 	c.paused.Store(true)
 	defer c.paused.Store(false)
 	for {

@@ -17,7 +17,7 @@ func TestListpackParams(t *testing.T) {
 	require.Equal(t, []any{"zset-max-ziplist-entries", "5"}, do(t, rdb, "CONFIG", "GET", "zset-max-ziplist-entries"))
 	require.Equal(t, "OK", do(t, rdb, "CONFIG", "SET", "hash-max-ziplist-value", "1kb"))
 	require.Equal(t, []any{"hash-max-listpack-value", "1024"}, do(t, rdb, "CONFIG", "GET", "hash-max-listpack-value"))
-	require.Equal(t, int64(1024), ts.listpack.hashValue.Load())
+	require.Equal(t, int64(1024), ts.listpack.HashValue.Load())
 	require.Equal(t, "OK", do(t, rdb, "CONFIG", "SET", "list-max-listpack-size", "-3"))
 	require.Equal(t, []any{"list-max-ziplist-size", "-3"}, do(t, rdb, "CONFIG", "GET", "list-max-ziplist-size"))
 	for _, tc := range []struct{ name, value, err string }{

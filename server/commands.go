@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/throttledhq/throttled/acl"
+	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/glob"
 )
 
@@ -14,7 +15,7 @@ import (
 type handler func(c *client, args [][]byte) error
 
 // command is one entry of the command table, with what COMMAND reports of it.
-type command struct {
+type cmdEntry struct {
 	name     string // lower case; a subcommand's name is "parent|sub"
 	arity    int    // as Redis: n means exactly n arguments with the name, -n at least n
 	flags    string // space-separated Redis command flags
@@ -26,6 +27,8 @@ type command struct {
 	summary  string
 	syntax   string // the arguments after the name, as in the docs: "key [COST n]"
 	handler  handler
+	keySpecs []command.KeySpec // COMMAND INFO's key specifications; nil: getkeys.go's table, or one from its flags
+	acl      string            // ACL categories besides those of its flags and group
 	// keysOf returns the keys of a request whose keys are not at fixed positions (EVAL's
 	// numkeys); nil when firstKey and lastKey say where they are.
 	keysOf func(args [][]byte) [][]byte
@@ -39,8 +42,8 @@ type command struct {
 	// stripes (multi.go's gate).
 	gated bool
 
-	parent      *command
-	subcommands map[string]*command
+	parent      *cmdEntry
+	subcommands map[string]*cmdEntry
 
 	bits    uint32       // flags as bits, for the checks at dispatch
 	aclID   int          // the command's id in the ACL catalogue (acl.go)
@@ -73,9 +76,9 @@ const (
 
 var flagBits = map[string]uint32{"no-auth": flagNoAuth, "write": flagWrite, "ratelimit": flagRatelimit, "no-multi": flagNoMulti, "denyoom": flagDenyOOM, "noscript": flagNoScript, "readonly": flagReadonly}
 
-func (cmd *command) has(bit uint32) bool { return cmd.bits&bit != 0 }
+func (cmd *cmdEntry) has(bit uint32) bool { return cmd.bits&bit != 0 }
 
-func (cmd *command) arityOK(n int) bool {
+func (cmd *cmdEntry) arityOK(n int) bool {
 	if cmd.arity >= 0 {
 		return n == cmd.arity
 	}
@@ -83,16 +86,16 @@ func (cmd *command) arityOK(n int) bool {
 }
 
 // fullName is the name Redis shows in errors and CLIENT LIST: "client|setname".
-func (cmd *command) fullName() string { return cmd.name }
+func (cmd *cmdEntry) fullName() string { return cmd.name }
 
 // subcommand finds the subcommand named by arg, or nil.
-func (cmd *command) subcommand(arg []byte) *command {
+func (cmd *cmdEntry) subcommand(arg []byte) *cmdEntry {
 	return cmd.subcommands[strings.ToLower(string(arg))]
 }
 
 // lookup finds the command named by name in any case, or nil. A client's last name is
 // remembered as it was sent: a pipeline of one command is looked up once.
-func (s *Server) lookup(c *client, name []byte) *command {
+func (s *Server) lookup(c *client, name []byte) *cmdEntry {
 	if c.lastLookup != nil && bytes.Equal(name, c.lastName) {
 		return c.lastLookup
 	}
@@ -105,13 +108,13 @@ func (s *Server) lookup(c *client, name []byte) *command {
 }
 
 // register adds cmds to table; a name registered twice is a programmer error.
-func register(table map[string]*command, parent *command, cmds []*command) {
+func register(table map[string]*cmdEntry, parent *cmdEntry, cmds []*cmdEntry) {
 	for _, cmd := range cmds {
 		if parent != nil {
 			cmd.parent = parent
 			cmd.name = parent.name + "|" + cmd.name
 			if parent.subcommands == nil {
-				parent.subcommands = make(map[string]*command)
+				parent.subcommands = make(map[string]*cmdEntry)
 			}
 			parent.subcommands[cmd.name[len(parent.name)+1:]] = cmd
 		} else {
@@ -130,24 +133,50 @@ func register(table map[string]*command, parent *command, cmds []*command) {
 	}
 }
 
+// registerFamily adds a family's commands, with their subcommands, to table.
+func registerFamily(table map[string]*cmdEntry, specs []*command.Spec) {
+	for _, sp := range specs {
+		register(table, nil, []*cmdEntry{entryOf(sp)})
+		if len(sp.Subcommands) > 0 {
+			parent := table[sp.Name]
+			subs := make([]*cmdEntry, len(sp.Subcommands))
+			for i, sub := range sp.Subcommands {
+				subs[i] = entryOf(sub)
+			}
+			register(table, parent, subs)
+			if parent.handler == nil {
+				upper := strings.ToUpper(parent.name)
+				parent.handler = func(c *client, args [][]byte) error { return unknownSubcommand(args[1], upper) }
+			}
+		}
+	}
+}
+
+// entryOf makes the table's entry of a family's command literal.
+func entryOf(sp *command.Spec) *cmdEntry {
+	e := &cmdEntry{name: sp.Name, arity: sp.Arity, flags: sp.Flags, firstKey: sp.FirstKey, lastKey: sp.LastKey,
+		keyStep: sp.KeyStep, keysOf: sp.KeysOf, keySpecs: sp.KeySpecs, acl: sp.ACL,
+		group: sp.Group, since: sp.Since, summary: sp.Summary, syntax: sp.Syntax}
+	if h := sp.Handler; h != nil {
+		e.handler = func(c *client, args [][]byte) error { return h(&c.Ctx, args) }
+	}
+	if sp.Direct {
+		e.bits |= flagDirect
+	}
+	return e
+}
+
 // holdsStripes are the commands that take the transaction stripes of their keys for their
 // run (multi.go): they pass no gate, being what the gate waits for.
 var holdsStripes = map[string]bool{"exec": true, "eval": true, "evalsha": true, "eval_ro": true,
 	"evalsha_ro": true, "fcall": true, "fcall_ro": true}
 
 // commandTable builds every command the server answers.
-func (s *Server) commandTable() map[string]*command {
-	table := make(map[string]*command)
+func (s *Server) commandTable() map[string]*cmdEntry {
+	table := make(map[string]*cmdEntry)
 	register(table, nil, connectionCommands())
 	register(table, nil, serverCommands())
-	register(table, nil, keyCommands())
-	register(table, nil, dumpCommands())
-	register(table, nil, bitmapCommands())
-	register(table, nil, stringCommands())
-	register(table, nil, hashCommands())
-	register(table, nil, zsetCommands())
-	register(table, nil, listCommands())
-	register(table, nil, setCommands())
+	registerFamily(table, s.types.Commands())
 	register(table, nil, throttleCommands())
 	register(table, nil, limitCommands())
 	register(table, nil, policyCommands())
@@ -160,7 +189,7 @@ func (s *Server) commandTable() map[string]*command {
 	register(table, nil, functionCommands())
 	for _, parent := range []struct {
 		name string
-		subs []*command
+		subs []*cmdEntry
 	}{
 		{"client", append(clientSubcommands(), clientCtlSubcommands()...)},
 		{"config", configSubcommands()},
@@ -169,7 +198,6 @@ func (s *Server) commandTable() map[string]*command {
 		{"slowlog", slowlogSubcommands()},
 		{"latency", latencySubcommands()},
 		{"acl", aclSubcommands()},
-		{"object", objectSubcommands()},
 		{"script", scriptSubcommands()},
 		{"function", functionSubcommands()},
 	} {
@@ -185,8 +213,8 @@ func (s *Server) commandTable() map[string]*command {
 }
 
 // sortedCommands lists the top-level commands by name.
-func (s *Server) sortedCommands() []*command {
-	out := make([]*command, 0, len(s.commands))
+func (s *Server) sortedCommands() []*cmdEntry {
+	out := make([]*cmdEntry, 0, len(s.commands))
 	for _, cmd := range s.commands {
 		out = append(out, cmd)
 	}
@@ -194,8 +222,8 @@ func (s *Server) sortedCommands() []*command {
 	return out
 }
 
-func commandSubcommands() []*command {
-	return []*command{
+func commandSubcommands() []*cmdEntry {
+	return []*cmdEntry{
 		{name: "count", arity: 2, flags: "loading stale", group: "server", since: "2.8.13", summary: "Returns a count of commands.", handler: cmdCommandCount},
 		{name: "info", arity: -2, flags: "loading stale", group: "server", since: "2.8.13", summary: "Returns information about one, multiple or all commands.", syntax: "[command-name ...]", handler: cmdCommandInfo},
 		{name: "docs", arity: -2, flags: "loading stale", group: "server", since: "7.0.0", summary: "Returns documentary information about one, multiple or all commands.", syntax: "[command-name ...]", handler: cmdCommandDocs},
@@ -212,7 +240,7 @@ func cmdCommand(c *client, args [][]byte) error {
 		return unknownSubcommand(args[1], "COMMAND")
 	}
 	cmds := c.s.sortedCommands()
-	c.w.Array(len(cmds))
+	c.W.Array(len(cmds))
 	for _, cmd := range cmds {
 		writeCommandInfo(c, cmd)
 	}
@@ -221,7 +249,7 @@ func cmdCommand(c *client, args [][]byte) error {
 
 // COMMAND COUNT
 func cmdCommandCount(c *client, args [][]byte) error {
-	c.w.Int(int64(len(c.s.commands)))
+	c.W.Int(int64(len(c.s.commands)))
 	return nil
 }
 
@@ -230,19 +258,19 @@ func cmdCommandInfo(c *client, args [][]byte) error {
 	if len(args) == 2 {
 		return cmdCommand(c, args[:1])
 	}
-	c.w.Array(len(args) - 2)
+	c.W.Array(len(args) - 2)
 	for _, name := range args[2:] {
 		if cmd := c.s.findCommand(string(name)); cmd != nil {
 			writeCommandInfo(c, cmd)
 		} else {
-			c.w.NullArray()
+			c.W.NullArray()
 		}
 	}
 	return nil
 }
 
 // findCommand finds a command or "parent|sub" subcommand by name in any case.
-func (s *Server) findCommand(name string) *command {
+func (s *Server) findCommand(name string) *cmdEntry {
 	name = strings.ToLower(name)
 	parent, sub, ok := strings.Cut(name, "|")
 	cmd := s.commands[parent]
@@ -253,75 +281,75 @@ func (s *Server) findCommand(name string) *command {
 }
 
 // writeCommandInfo writes Redis 7's ten-element description of cmd.
-func writeCommandInfo(c *client, cmd *command) {
-	c.w.Array(10)
-	c.w.BulkString(cmd.name)
-	c.w.Int(int64(cmd.arity))
+func writeCommandInfo(c *client, cmd *cmdEntry) {
+	c.W.Array(10)
+	c.W.BulkString(cmd.name)
+	c.W.Int(int64(cmd.arity))
 	flags := strings.Fields(cmd.flags)
-	c.w.SetHeader(len(flags))
+	c.W.SetHeader(len(flags))
 	for _, f := range flags {
-		c.w.Simple(f)
+		c.W.Simple(f)
 	}
-	c.w.Int(int64(cmd.firstKey))
-	c.w.Int(int64(cmd.lastKey))
-	c.w.Int(int64(cmd.keyStep))
+	c.W.Int(int64(cmd.firstKey))
+	c.W.Int(int64(cmd.lastKey))
+	c.W.Int(int64(cmd.keyStep))
 	cats := aclCategoryNames(cmd.aclCats)
-	c.w.SetHeader(len(cats))
+	c.W.SetHeader(len(cats))
 	for _, cat := range cats {
-		c.w.Simple("@" + cat)
+		c.W.Simple("@" + cat)
 	}
-	c.w.Array(0) // tips
+	c.W.Array(0) // tips
 	if cmd.firstKey > 0 {
 		writeKeySpec(c, cmd)
 	} else {
-		c.w.Array(0)
+		c.W.Array(0)
 	}
 	subs := sortedSubcommands(cmd)
-	c.w.Array(len(subs))
+	c.W.Array(len(subs))
 	for _, sub := range subs {
 		writeCommandInfo(c, sub)
 	}
 }
 
 // writeKeySpec writes one key specification: keys from firstKey to lastKey by keyStep.
-func writeKeySpec(c *client, cmd *command) {
+func writeKeySpec(c *client, cmd *cmdEntry) {
 	access := "RO"
 	if cmd.has(flagWrite) {
 		access = "RW"
 	}
-	c.w.Array(1)
-	c.w.Map(3)
-	c.w.BulkString("flags")
-	c.w.SetHeader(1)
-	c.w.Simple(access)
-	c.w.BulkString("begin_search")
-	c.w.Map(2)
-	c.w.BulkString("type")
-	c.w.BulkString("index")
-	c.w.BulkString("spec")
-	c.w.Map(1)
-	c.w.BulkString("index")
-	c.w.Int(int64(cmd.firstKey))
-	c.w.BulkString("find_keys")
-	c.w.Map(2)
-	c.w.BulkString("type")
-	c.w.BulkString("range")
-	c.w.BulkString("spec")
-	c.w.Map(3)
-	c.w.BulkString("lastkey")
+	c.W.Array(1)
+	c.W.Map(3)
+	c.W.BulkString("flags")
+	c.W.SetHeader(1)
+	c.W.Simple(access)
+	c.W.BulkString("begin_search")
+	c.W.Map(2)
+	c.W.BulkString("type")
+	c.W.BulkString("index")
+	c.W.BulkString("spec")
+	c.W.Map(1)
+	c.W.BulkString("index")
+	c.W.Int(int64(cmd.firstKey))
+	c.W.BulkString("find_keys")
+	c.W.Map(2)
+	c.W.BulkString("type")
+	c.W.BulkString("range")
+	c.W.BulkString("spec")
+	c.W.Map(3)
+	c.W.BulkString("lastkey")
 	last := cmd.lastKey
 	if last > 0 {
 		last -= cmd.firstKey
 	}
-	c.w.Int(int64(last))
-	c.w.BulkString("keystep")
-	c.w.Int(int64(cmd.keyStep))
-	c.w.BulkString("limit")
-	c.w.Int(0)
+	c.W.Int(int64(last))
+	c.W.BulkString("keystep")
+	c.W.Int(int64(cmd.keyStep))
+	c.W.BulkString("limit")
+	c.W.Int(0)
 }
 
-func sortedSubcommands(cmd *command) []*command {
-	subs := make([]*command, 0, len(cmd.subcommands))
+func sortedSubcommands(cmd *cmdEntry) []*cmdEntry {
+	subs := make([]*cmdEntry, 0, len(cmd.subcommands))
 	for _, sub := range cmd.subcommands {
 		subs = append(subs, sub)
 	}
@@ -331,7 +359,7 @@ func sortedSubcommands(cmd *command) []*command {
 
 // COMMAND DOCS [command-name ...]
 func cmdCommandDocs(c *client, args [][]byte) error {
-	var cmds []*command
+	var cmds []*cmdEntry
 	if len(args) == 2 {
 		cmds = c.s.sortedCommands()
 	} else {
@@ -341,35 +369,35 @@ func cmdCommandDocs(c *client, args [][]byte) error {
 			}
 		}
 	}
-	c.w.Map(len(cmds))
+	c.W.Map(len(cmds))
 	for _, cmd := range cmds {
-		c.w.BulkString(cmd.name)
+		c.W.BulkString(cmd.name)
 		writeCommandDocs(c, cmd)
 	}
 	return nil
 }
 
 // writeCommandDocs writes summary, since, group, arguments and subcommands, as redis-cli reads them for its hints.
-func writeCommandDocs(c *client, cmd *command) {
+func writeCommandDocs(c *client, cmd *cmdEntry) {
 	subs := sortedSubcommands(cmd)
 	fields := 4
 	if len(subs) > 0 {
 		fields++
 	}
-	c.w.Map(fields)
-	c.w.BulkString("summary")
-	c.w.BulkString(cmd.summary)
-	c.w.BulkString("since")
-	c.w.BulkString(cmd.since)
-	c.w.BulkString("group")
-	c.w.BulkString(cmd.group)
-	c.w.BulkString("arguments")
+	c.W.Map(fields)
+	c.W.BulkString("summary")
+	c.W.BulkString(cmd.summary)
+	c.W.BulkString("since")
+	c.W.BulkString(cmd.since)
+	c.W.BulkString("group")
+	c.W.BulkString(cmd.group)
+	c.W.BulkString("arguments")
 	writeArguments(c, parseSyntax(cmd.syntax))
 	if len(subs) > 0 {
-		c.w.BulkString("subcommands")
-		c.w.Map(len(subs))
+		c.W.BulkString("subcommands")
+		c.W.Map(len(subs))
 		for _, sub := range subs {
-			c.w.BulkString(sub.name)
+			c.W.BulkString(sub.name)
 			writeCommandDocs(c, sub)
 		}
 	}
@@ -479,7 +507,7 @@ func splitGroups(s string) []string {
 }
 
 func writeArguments(c *client, args []argument) {
-	c.w.Array(len(args))
+	c.W.Array(len(args))
 	for _, a := range args {
 		fields := 2
 		if a.token != "" {
@@ -498,24 +526,24 @@ func writeArguments(c *client, args []argument) {
 		if len(a.children) > 0 {
 			fields++
 		}
-		c.w.Map(fields)
-		c.w.BulkString("name")
-		c.w.BulkString(a.name)
-		c.w.BulkString("type")
-		c.w.BulkString(a.typ)
+		c.W.Map(fields)
+		c.W.BulkString("name")
+		c.W.BulkString(a.name)
+		c.W.BulkString("type")
+		c.W.BulkString(a.typ)
 		if a.token != "" {
-			c.w.BulkString("token")
-			c.w.BulkString(a.token)
+			c.W.BulkString("token")
+			c.W.BulkString(a.token)
 		}
 		if len(flags) > 0 {
-			c.w.BulkString("flags")
-			c.w.SetHeader(len(flags))
+			c.W.BulkString("flags")
+			c.W.SetHeader(len(flags))
 			for _, f := range flags {
-				c.w.Simple(f)
+				c.W.Simple(f)
 			}
 		}
 		if len(a.children) > 0 {
-			c.w.BulkString("arguments")
+			c.W.BulkString("arguments")
 			writeArguments(c, a.children)
 		}
 	}
@@ -533,19 +561,19 @@ func cmdCommandList(c *client, args [][]byte) error {
 		case "aclcat":
 			bit, ok := acl.Category(string(args[4]))
 			if !ok {
-				c.w.Array(0)
+				c.W.Array(0)
 				return nil
 			}
-			c.w.StringArray(c.s.aclCatalog.InCategory(bit))
+			c.W.StringArray(c.s.aclCatalog.InCategory(bit))
 			return nil
 		case "module":
-			c.w.Array(0) // no modules to filter by
+			c.W.Array(0) // no modules to filter by
 			return nil
 		default:
-			return errSyntax
+			return command.ErrSyntax
 		}
 	default:
-		return errSyntax
+		return command.ErrSyntax
 	}
 	// As Redis 7.0: subcommands too, "client|list", and the pattern ignores case (names
 	// are lower case).
@@ -554,18 +582,18 @@ func cmdCommandList(c *client, args [][]byte) error {
 	}
 	var names []string
 	for _, cmd := range c.s.sortedCommands() {
-		for _, cc := range append([]*command{cmd}, sortedSubcommands(cmd)...) {
+		for _, cc := range append([]*cmdEntry{cmd}, sortedSubcommands(cmd)...) {
 			if pattern == nil || glob.Match(pattern, []byte(cc.name)) {
 				names = append(names, cc.name)
 			}
 		}
 	}
-	c.w.StringArray(names)
+	c.W.StringArray(names)
 	return nil
 }
 
 // commandKeys returns the key arguments of a request for cmd.
-func commandKeys(cmd *command, args [][]byte) [][]byte {
+func commandKeys(cmd *cmdEntry, args [][]byte) [][]byte {
 	if cmd.keysOf != nil {
 		return cmd.keysOf(args)
 	}
@@ -573,7 +601,7 @@ func commandKeys(cmd *command, args [][]byte) [][]byte {
 }
 
 // appendKeys appends the key arguments of a request for cmd to keys.
-func appendKeys(keys [][]byte, cmd *command, args [][]byte) [][]byte {
+func appendKeys(keys [][]byte, cmd *cmdEntry, args [][]byte) [][]byte {
 	if cmd.keysOf != nil {
 		return append(keys, cmd.keysOf(args)...)
 	}
@@ -592,7 +620,7 @@ func appendKeys(keys [][]byte, cmd *command, args [][]byte) [][]byte {
 
 // COMMAND HELP
 func cmdCommandHelp(c *client, args [][]byte) error {
-	writeHelp(c, "COMMAND", []string{
+	c.WriteHelp("COMMAND", []string{
 		"(no subcommand)", "    Return details about all commands.",
 		"COUNT", "    Return the total number of commands in this server.",
 		"LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]", "    Return a list of all commands in this server.",
@@ -602,15 +630,4 @@ func cmdCommandHelp(c *client, args [][]byte) error {
 		"GETKEYSANDFLAGS <full-command>", "    Return the keys and the access flags from a full command.",
 	})
 	return nil
-}
-
-// writeHelp writes a HELP reply as Redis does.
-func writeHelp(c *client, name string, lines []string) {
-	c.w.Array(len(lines) + 3)
-	c.w.Simple(name + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
-	for _, l := range lines {
-		c.w.Simple(l)
-	}
-	c.w.Simple("HELP")
-	c.w.Simple("    Prints this help.")
 }

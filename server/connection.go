@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/throttledhq/throttled/acl"
+	"github.com/throttledhq/throttled/command"
 )
 
 // redisVersion is the Redis version whose behaviour the server follows; clients read it from HELLO and INFO.
@@ -15,8 +16,8 @@ const redisVersion = "7.2.0"
 // Version is throttled's own version.
 const Version = "0.1.0"
 
-func connectionCommands() []*command {
-	return []*command{
+func connectionCommands() []*cmdEntry {
+	return []*cmdEntry{
 		{name: "ping", arity: -1, flags: "fast stale", group: "connection", since: "1.0.0", summary: "Returns the server's liveliness response.", syntax: "[message]", handler: cmdPing, whileSubscribed: true},
 		{name: "echo", arity: 2, flags: "fast stale", group: "connection", since: "1.0.0", summary: "Returns the given string.", syntax: "message", handler: cmdEcho},
 		{name: "hello", arity: -1, flags: "no-auth fast stale", group: "connection", since: "6.0.0", summary: "Handshakes with the server.", syntax: "[protover [AUTH username password] [SETNAME clientname]]", handler: cmdHello},
@@ -28,8 +29,8 @@ func connectionCommands() []*command {
 	}
 }
 
-func clientSubcommands() []*command {
-	return []*command{
+func clientSubcommands() []*cmdEntry {
+	return []*cmdEntry{
 		{name: "id", arity: 2, flags: "fast stale", group: "connection", since: "5.0.0", summary: "Returns the unique client ID of the connection.", handler: cmdClientID},
 		{name: "setname", arity: 3, flags: "fast stale", group: "connection", since: "2.6.9", summary: "Sets the connection name.", syntax: "connection-name", handler: cmdClientSetName},
 		{name: "getname", arity: 2, flags: "fast stale", group: "connection", since: "2.6.9", summary: "Returns the name of the connection.", handler: cmdClientGetName},
@@ -46,34 +47,34 @@ func cmdPing(c *client, args [][]byte) error {
 	if len(args) > 2 {
 		return errors.New("wrong number of arguments for 'ping' command")
 	}
-	if c.w.Proto == 2 && c.subscribed() {
+	if c.W.Proto == 2 && c.subscribed() {
 		// A RESP2 subscriber tells replies from messages by their shape: Redis answers an array.
-		c.w.Array(2)
-		c.w.BulkString("pong")
+		c.W.Array(2)
+		c.W.BulkString("pong")
 		if len(args) == 2 {
-			c.w.Bulk(args[1])
+			c.W.Bulk(args[1])
 		} else {
-			c.w.BulkString("")
+			c.W.BulkString("")
 		}
 		return nil
 	}
 	if len(args) == 2 {
-		c.w.Bulk(args[1])
+		c.W.Bulk(args[1])
 		return nil
 	}
-	c.w.Simple("PONG")
+	c.W.Simple("PONG")
 	return nil
 }
 
 // ECHO message
 func cmdEcho(c *client, args [][]byte) error {
-	c.w.Bulk(args[1])
+	c.W.Bulk(args[1])
 	return nil
 }
 
 // HELLO [protover [AUTH username password] [SETNAME clientname]]
 func cmdHello(c *client, args [][]byte) error {
-	proto := c.w.Proto
+	proto := c.W.Proto
 	if len(args) > 1 {
 		v, err := strconv.Atoi(string(args[1]))
 		if err != nil {
@@ -103,11 +104,11 @@ func cmdHello(c *client, args [][]byte) error {
 			name, setName = args[i+1], true
 			i++
 		default:
-			return errors.New("Syntax error in HELLO option '" + truncate(args[i], 128) + "'")
+			return errors.New("Syntax error in HELLO option '" + command.Truncate(args[i], 128) + "'")
 		}
 	}
 	if !c.authed && c.s.passwordSet() {
-		return &codedError{"NOAUTH", "HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"}
+		return &command.Error{Code: "NOAUTH", Msg: "HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"}
 	}
 	c.mu.Lock()
 	if setName {
@@ -115,26 +116,26 @@ func cmdHello(c *client, args [][]byte) error {
 	}
 	c.resp = proto
 	c.mu.Unlock()
-	c.w.Proto = proto
-	c.w.Map(7)
-	c.w.BulkString("server")
-	c.w.BulkString("redis")
-	c.w.BulkString("version")
-	c.w.BulkString(redisVersion)
-	c.w.BulkString("proto")
-	c.w.Int(int64(proto))
-	c.w.BulkString("id")
-	c.w.Int(c.id)
-	c.w.BulkString("mode")
-	c.w.BulkString("standalone")
-	c.w.BulkString("role")
+	c.W.Proto = proto
+	c.W.Map(7)
+	c.W.BulkString("server")
+	c.W.BulkString("redis")
+	c.W.BulkString("version")
+	c.W.BulkString(redisVersion)
+	c.W.BulkString("proto")
+	c.W.Int(int64(proto))
+	c.W.BulkString("id")
+	c.W.Int(c.id)
+	c.W.BulkString("mode")
+	c.W.BulkString("standalone")
+	c.W.BulkString("role")
 	if c.s.isReplica.Load() {
-		c.w.BulkString("replica")
+		c.W.BulkString("replica")
 	} else {
-		c.w.BulkString("master")
+		c.W.BulkString("master")
 	}
-	c.w.BulkString("modules")
-	c.w.Array(0)
+	c.W.BulkString("modules")
+	c.W.Array(0)
 	return nil
 }
 
@@ -147,7 +148,7 @@ func cmdAuth(c *client, args [][]byte) error {
 	case 3:
 		user, pass = args[1], args[2]
 	default:
-		return errSyntax
+		return command.ErrSyntax
 	}
 	if !c.s.passwordSet() && len(args) == 2 {
 		return errors.New("AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
@@ -158,7 +159,7 @@ func cmdAuth(c *client, args [][]byte) error {
 	}
 	c.user.Store(u)
 	c.setAuthed(true)
-	c.w.OK()
+	c.W.OK()
 	return nil
 }
 
@@ -168,7 +169,7 @@ func (s *Server) authenticate(user, pass []byte) (*acl.User, error) {
 	if u := s.acl.Authenticate(user, pass); u != nil {
 		return u, nil
 	}
-	s.log.Warn("authentication failed", "user", truncate(user, 128))
+	s.log.Warn("authentication failed", "user", command.Truncate(user, 128))
 	return nil, errWrongPass
 }
 
@@ -176,18 +177,18 @@ func (s *Server) authenticate(user, pass []byte) (*acl.User, error) {
 func cmdSelect(c *client, args [][]byte) error {
 	n, err := strconv.Atoi(string(args[1]))
 	if err != nil {
-		return errNotInteger
+		return command.ErrNotInteger
 	}
 	if n != 0 {
 		return errors.New("DB index is out of range")
 	}
-	c.w.OK()
+	c.W.OK()
 	return nil
 }
 
 // QUIT
 func cmdQuit(c *client, args [][]byte) error {
-	c.w.OK()
+	c.W.OK()
 	c.closing = true
 	return nil
 }
@@ -201,19 +202,19 @@ func cmdReset(c *client, args [][]byte) error {
 		c.sub.Close()
 		c.setPubSubKind()
 	}
-	c.w.Proto = 2
+	c.W.Proto = 2
 	c.mu.Lock()
 	c.name, c.resp = "", 2
 	c.mu.Unlock()
 	c.user.Store(c.s.acl.Default())
 	c.setAuthed(!c.s.passwordSet())
-	c.w.Simple("RESET")
+	c.W.Simple("RESET")
 	return nil
 }
 
 // CLIENT ID
 func cmdClientID(c *client, args [][]byte) error {
-	c.w.Int(c.id)
+	c.W.Int(c.id)
 	return nil
 }
 
@@ -225,7 +226,7 @@ func cmdClientSetName(c *client, args [][]byte) error {
 	c.mu.Lock()
 	c.name = string(args[2])
 	c.mu.Unlock()
-	c.w.OK()
+	c.W.OK()
 	return nil
 }
 
@@ -244,10 +245,10 @@ func cmdClientGetName(c *client, args [][]byte) error {
 	name := c.name
 	c.mu.Unlock()
 	if name == "" {
-		c.w.Null()
+		c.W.Null()
 		return nil
 	}
-	c.w.BulkString(name)
+	c.W.BulkString(name)
 	return nil
 }
 
@@ -264,15 +265,15 @@ func cmdClientSetInfo(c *client, args [][]byte) error {
 	case "lib-ver":
 		c.libVer = string(args[3])
 	default:
-		return errors.New("Unrecognized option '" + truncate(args[2], 128) + "'")
+		return errors.New("Unrecognized option '" + command.Truncate(args[2], 128) + "'")
 	}
-	c.w.OK()
+	c.W.OK()
 	return nil
 }
 
 // CLIENT INFO
 func cmdClientInfo(c *client, args [][]byte) error {
-	c.w.Verbatim(c.info(time.Now(), c, args) + "\n")
+	c.W.Verbatim(c.info(time.Now(), c, args) + "\n")
 	return nil
 }
 
@@ -298,7 +299,7 @@ func cmdClientList(c *client, args [][]byte) error {
 			ids[id] = true
 		}
 	default:
-		return errSyntax
+		return command.ErrSyntax
 	}
 	now := time.Now()
 	var b strings.Builder
@@ -308,7 +309,7 @@ func cmdClientList(c *client, args [][]byte) error {
 			b.WriteByte('\n')
 		}
 	}
-	c.w.Verbatim(b.String())
+	c.W.Verbatim(b.String())
 	return nil
 }
 
@@ -332,7 +333,7 @@ func parseClientKind(name []byte) (clientKind, error) {
 	case "master":
 		return masterKind, nil
 	}
-	return 0, errors.New("Unknown client type '" + truncate(name, 128) + "'")
+	return 0, errors.New("Unknown client type '" + command.Truncate(name, 128) + "'")
 }
 
 // clientsByID returns the connected clients, oldest first.
@@ -363,14 +364,14 @@ func cmdClientKill(c *client, args [][]byte) error {
 		for _, cl := range c.s.clientsByID() {
 			if cl.raddr == addr {
 				cl.kill(c)
-				c.w.OK()
+				c.W.OK()
 				return nil
 			}
 		}
 		return errors.New("No such client")
 	}
 	if len(args)%2 != 0 {
-		return errSyntax
+		return command.ErrSyntax
 	}
 	var id, maxAge int64
 	var addr, laddr, user string
@@ -407,16 +408,16 @@ func cmdClientKill(c *client, args [][]byte) error {
 			case "no":
 				skipMe = false
 			default:
-				return errSyntax
+				return command.ErrSyntax
 			}
 		case "maxage":
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
-				return errNotInteger
+				return command.ErrNotInteger
 			}
 			maxAge = n
 		default:
-			return errSyntax
+			return command.ErrSyntax
 		}
 	}
 	if kind == masterKind {
@@ -425,7 +426,7 @@ func cmdClientKill(c *client, args [][]byte) error {
 		if id == 0 && addr == "" && laddr == "" && (user == "" || user == acl.DefaultUser) && maxAge == 0 {
 			killed = c.s.dropMasterLink()
 		}
-		c.w.Int(int64(killed))
+		c.W.Int(int64(killed))
 		return nil
 	}
 	now := time.Now()
@@ -444,7 +445,7 @@ func cmdClientKill(c *client, args [][]byte) error {
 		cl.kill(c)
 		killed++
 	}
-	c.w.Int(int64(killed))
+	c.W.Int(int64(killed))
 	return nil
 }
 
@@ -460,7 +461,7 @@ func (cl *client) kill(by *client) {
 
 // CLIENT HELP
 func cmdClientHelp(c *client, args [][]byte) error {
-	writeHelp(c, "CLIENT", []string{
+	c.WriteHelp("CLIENT", []string{
 		"GETNAME", "    Return the name of the current connection.",
 		"ID", "    Return the ID of the current connection.",
 		"INFO", "    Return information about the current client connection.",

@@ -24,7 +24,7 @@ type denyEvents struct {
 
 // denial records that cmd denied key at now (ns), whose caller may retry after retryMs
 // (-1: never).
-func (s *Server) denial(cmd *command, key []byte, retryMs, now int64) {
+func (s *Server) denial(cmd *cmdEntry, key []byte, retryMs, now int64) {
 	s.obs.denied.Record(key, now)
 	hub := s.pubsub
 	if !hub.Listened(s.obs.deniedAll) && !hub.Listened(cmd.deniedChannel) {
@@ -69,7 +69,7 @@ func (s *Server) infoDenyEvents() [][2]string {
 }
 
 // deniedAll records the denials of an ALLOF that denied: each limit that did.
-func (s *Server) deniedAll(cmd *command, limits []limit, results []pending, now int64) {
+func (s *Server) deniedAll(cmd *cmdEntry, limits []limit, results []pending, now int64) {
 	for i := range results {
 		if results[i].d.limited {
 			s.denial(cmd, limits[i].key, results[i].d.retry, now)

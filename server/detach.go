@@ -45,7 +45,7 @@ type outbox struct {
 func (c *client) startOutput() {
 	o := &outbox{c: c, nc: c.nc, done: make(chan struct{})}
 	o.cond.L = &o.mu
-	o.w.Proto = c.w.Proto
+	o.w.Proto = c.W.Proto
 	c.out = o
 	c.outPub.Store(o)
 	go o.run()

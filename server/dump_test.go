@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/throttledhq/throttled/datatype"
 	"github.com/throttledhq/throttled/internal/redistest"
 	"github.com/throttledhq/throttled/keyspace"
 )
@@ -188,7 +189,7 @@ func TestRestoreRefusesRedisPayloads(t *testing.T) {
 
 // withFooter wraps body in a payload footer this server accepts.
 func withFooter(body []byte) []byte {
-	b := binary.LittleEndian.AppendUint16(append([]byte(nil), body...), dumpVersion)
+	b := binary.LittleEndian.AppendUint16(append([]byte(nil), body...), datatype.DumpVersion)
 	return binary.LittleEndian.AppendUint64(b, crc64.Checksum(b, crc64.MakeTable(crc64.ECMA)))
 }
 

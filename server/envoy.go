@@ -20,7 +20,6 @@ import (
 
 	"github.com/throttledhq/throttled/envoyrls"
 	"github.com/throttledhq/throttled/policy"
-	"github.com/throttledhq/throttled/resp"
 )
 
 // Envoy's rate-limit service: package envoyrls serves it and holds its configuration; the
@@ -44,7 +43,7 @@ type edge struct {
 // edgeDecider decides for envoyrls through checkPolicies.
 type edgeDecider struct {
 	s       *Server
-	check   *command
+	check   *cmdEntry
 	clients sync.Pool // of *client
 }
 
@@ -56,7 +55,7 @@ func (s *Server) openEdge() error {
 	}
 	d := &edgeDecider{s: s, check: s.findCommand("check")}
 	d.clients.New = func() any {
-		return &client{s: s, raddr: "grpc", laddr: "grpc", authed: true, w: resp.Writer{Proto: 2}, anyTier: true}
+		return &client{s: s, raddr: "grpc", laddr: "grpc", authed: true, Ctx: s.newCtx(), anyTier: true}
 	}
 	rls, err := envoyrls.New(s.cfg.RateLimitConfig, d, s.log)
 	if err != nil {
@@ -236,8 +235,8 @@ func (d *edgeDecider) Decide(ctx context.Context, items []envoyrls.Item) ([]envo
 		return nil, err
 	}
 	s.stats.commands.Add(1)
-	c.tick = s.obs.mono()
-	start := c.tick
+	c.Tick = s.obs.mono()
+	start := c.Tick
 	c.lastCmd.Store(cmd)
 	ci := c.items[:0]
 	for _, it := range items {

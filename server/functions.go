@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/glob"
 	"github.com/throttledhq/throttled/keyspace"
 	"github.com/throttledhq/throttled/scripting"
@@ -27,17 +28,17 @@ const functionsKey = "__throttled__:functions"
 // errFunctionsKey refuses a command on the libraries' record.
 var errFunctionsKey = errors.New("'" + functionsKey + "' holds the function libraries: use the FUNCTION commands")
 
-func functionCommands() []*command {
+func functionCommands() []*cmdEntry {
 	const fcallFlags = "noscript stale skip_monitor no_mandatory_keys movablekeys"
-	return []*command{
+	return []*cmdEntry{
 		{name: "fcall", arity: -3, flags: fcallFlags, group: "scripting", since: "7.0.0", summary: "Invoke a function", syntax: "function numkeys [key ...] [arg ...]", handler: fcallHandler(false), keysOf: evalKeys},
 		{name: "fcall_ro", arity: -3, flags: "readonly " + fcallFlags, group: "scripting", since: "7.0.0", summary: "Invoke a read-only function", syntax: "function numkeys [key ...] [arg ...]", handler: fcallHandler(true), keysOf: evalKeys},
 		{name: "function", arity: -2, group: "scripting", since: "7.0.0", summary: "A container for function commands"},
 	}
 }
 
-func functionSubcommands() []*command {
-	return []*command{
+func functionSubcommands() []*cmdEntry {
+	return []*cmdEntry{
 		{name: "load", arity: -3, flags: "write denyoom noscript", group: "scripting", since: "7.0.0", summary: "Create a function with the given arguments (name, code, description)", syntax: "[REPLACE] function-code", handler: cmdFunctionLoad},
 		{name: "delete", arity: 3, flags: "write noscript", group: "scripting", since: "7.0.0", summary: "Delete a function by name", syntax: "library-name", handler: cmdFunctionDelete},
 		{name: "flush", arity: -2, flags: "write noscript", group: "scripting", since: "7.0.0", summary: "Deleting all functions", syntax: "[ASYNC|SYNC]", handler: cmdFunctionFlush},
@@ -57,7 +58,7 @@ var (
 	errBadNumKeys = errors.New("Bad number of keys provided")
 	// errBusyFunction is any other command while a function has run past busy-reply-threshold,
 	// and SCRIPT KILL then.
-	errBusyFunction = &codedError{"BUSY", "Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."}
+	errBusyFunction = &command.Error{Code: "BUSY", Msg: "Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."}
 )
 
 // functions is the server's state of its function libraries.
@@ -209,12 +210,12 @@ func fcallHandler(readOnly bool) handler {
 		if f.Flags&scripting.NoWrites == 0 && s.isReplica.Load() {
 			return errReadOnly
 		}
-		numkeys, ok := parseInt(args[2])
+		numkeys, ok := command.ParseInt(args[2])
 		switch {
 		case !ok:
 			return errBadNumKeys
 		case numkeys > int64(len(args)-3):
-			return errKeysTooMany
+			return command.ErrKeysTooMany
 		case numkeys < 0:
 			return errKeysNegative
 		}
@@ -231,7 +232,7 @@ func cmdFunctionLoad(c *client, args [][]byte) error {
 	i := 2
 	for ; i < len(args)-1; i++ {
 		if !strings.EqualFold(string(args[i]), "replace") {
-			return errors.New("Unknown option given: " + truncate(args[i], 128))
+			return errors.New("Unknown option given: " + command.Truncate(args[i], 128))
 		}
 		replace = true
 	}
@@ -246,7 +247,7 @@ func cmdFunctionLoad(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.BulkString(name)
+	c.W.BulkString(name)
 	return nil
 }
 
@@ -262,7 +263,7 @@ func cmdFunctionDelete(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.OK()
+	c.W.OK()
 	return nil
 }
 
@@ -278,7 +279,7 @@ func cmdFunctionFlush(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.OK()
+	c.W.OK()
 	return nil
 }
 
@@ -297,7 +298,7 @@ func cmdFunctionList(c *client, args [][]byte) error {
 			i++
 			pattern = []byte(strings.ToLower(string(args[i])))
 		default:
-			return errors.New("Unknown argument " + truncate(args[i], 128))
+			return errors.New("Unknown argument " + command.Truncate(args[i], 128))
 		}
 	}
 	var libs []*scripting.Library
@@ -306,7 +307,7 @@ func cmdFunctionList(c *client, args [][]byte) error {
 			libs = append(libs, l)
 		}
 	}
-	w := &c.w
+	w := &c.W
 	w.Array(len(libs))
 	for _, l := range libs {
 		w.Map(3 + boolToInt(withCode))
@@ -348,7 +349,7 @@ func cmdFunctionList(c *client, args [][]byte) error {
 
 // FUNCTION DUMP: Redis's payload (scripting/dump.go), which Redis restores too.
 func cmdFunctionDump(c *client, args [][]byte) error {
-	c.w.Bulk(scripting.Dump(c.s.libraries().List()))
+	c.W.Bulk(scripting.Dump(c.s.libraries().List()))
 	return nil
 }
 
@@ -383,7 +384,7 @@ func cmdFunctionRestore(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.OK()
+	c.W.OK()
 	return nil
 }
 
@@ -400,7 +401,7 @@ func cmdFunctionStats(c *client, args [][]byte) error {
 		}
 		running = r
 	}
-	w := &c.w
+	w := &c.W
 	w.Map(2)
 	w.BulkString("running_script")
 	if running == nil {
@@ -434,7 +435,7 @@ func cmdFunctionKill(c *client, args [][]byte) error { return c.s.scripts.kill(c
 
 // FUNCTION HELP
 func cmdFunctionHelp(c *client, args [][]byte) error {
-	writeHelp(c, "FUNCTION", []string{
+	c.WriteHelp("FUNCTION", []string{
 		"LOAD [REPLACE] <FUNCTION CODE>",
 		"    Create a new library with the given library name and code.",
 		"DELETE <LIBRARY NAME>",

@@ -118,9 +118,9 @@ func FuzzFunctionLoad(f *testing.F) {
 		for i, a := range args {
 			req[i] = []byte(a)
 		}
-		c.w.B = c.w.B[:0]
+		c.W.B = c.W.B[:0]
 		s.run(c, req)
-		return string(c.w.B)
+		return string(c.W.B)
 	}
 	s.scripts.busyAfter.Store(20)
 	for _, seed := range []string{

@@ -161,7 +161,7 @@ var (
 
 // requestKeys returns the command of the request in args (a command name and its
 // arguments) and the positions of its keys in args, with Redis's errors.
-func (s *Server) requestKeys(args [][]byte) (*command, []int, error) {
+func (s *Server) requestKeys(args [][]byte) (*cmdEntry, []int, error) {
 	cmd := s.findCommand(string(args[0]))
 	if cmd == nil {
 		return nil, nil, errGetKeysCommand
@@ -217,7 +217,7 @@ func hasFlag(flags, f string) bool {
 // keyFlags returns the flags of the key at argument pos of the request args for cmd: those
 // of the last key specification that begins at or before pos. SET's depend on the request,
 // as Redis's variable_flags say: it reads the key only with GET.
-func keyFlags(cmd *command, args [][]byte, pos int) string {
+func keyFlags(cmd *cmdEntry, args [][]byte, pos int) string {
 	if cmd.name == "set" {
 		for _, a := range args[3:] {
 			if strings.EqualFold(string(a), "get") {
@@ -248,9 +248,9 @@ func cmdCommandGetKeys(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.Array(len(pos))
+	c.W.Array(len(pos))
 	for _, p := range pos {
-		c.w.Bulk(args[2+p])
+		c.W.Bulk(args[2+p])
 	}
 	return nil
 }
@@ -261,14 +261,14 @@ func cmdCommandGetKeysAndFlags(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.Array(len(pos))
+	c.W.Array(len(pos))
 	for _, p := range pos {
-		c.w.Array(2)
-		c.w.Bulk(args[2+p])
+		c.W.Array(2)
+		c.W.Bulk(args[2+p])
 		flags := strings.Fields(keyFlags(cmd, args[2:], p))
-		c.w.SetHeader(len(flags))
+		c.W.SetHeader(len(flags))
 		for _, f := range flags {
-			c.w.Simple(f)
+			c.W.Simple(f)
 		}
 	}
 	return nil

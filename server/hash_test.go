@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+	"github.com/throttledhq/throttled/datatype"
 )
 
 // TestHashOrder: fields come back in the order they were first set, as from a listpack.
@@ -98,8 +99,8 @@ func TestHRandField(t *testing.T) {
 // encoding and keeps it.
 func TestHashEncoding(t *testing.T) {
 	ts := startServerWith(t, func(s *Server) {
-		s.listpack.hashEntries.Store(3)
-		s.listpack.hashValue.Store(8)
+		s.listpack.HashEntries.Store(3)
+		s.listpack.HashValue.Store(8)
 	})
 	rdb := ts.client(t, 2)
 	big := func(key string) bool {
@@ -108,8 +109,8 @@ func TestHashEncoding(t *testing.T) {
 		defer sh.Unlock()
 		v, ok := sh.GetLocked([]byte(key), ts.clock.Now().UnixNano())
 		require.True(t, ok)
-		big := v.Num2&bigEncoding != 0
-		require.Equal(t, big, v.Num2&indexedPack != 0, "a big hash is indexed")
+		big := v.Num2&datatype.BigEncoding != 0
+		require.Equal(t, big, v.Num2&datatype.IndexedPack != 0, "a big hash is indexed")
 		return big
 	}
 	do(t, rdb, "HSET", "h", "a", "1", "b", "2", "c", "3")

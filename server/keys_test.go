@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/throttledhq/throttled/collection"
+	"github.com/throttledhq/throttled/datatype"
 	"github.com/throttledhq/throttled/keyspace"
 )
 
@@ -205,9 +206,9 @@ func TestObject(t *testing.T) {
 	rdb := ts.client(t, 2)
 	pack := collection.AppendString(nil, []byte("a"))
 	putKind(ts, "h", keyspace.Value{Kind: keyspace.Hash, Num: 1, Bytes: collection.AppendString(pack, []byte("1"))})
-	putKind(ts, "H", keyspace.Value{Kind: keyspace.Hash, Num: 1, Num2: bigEncoding, Bytes: collection.AppendString(pack, []byte("1"))})
+	putKind(ts, "H", keyspace.Value{Kind: keyspace.Hash, Num: 1, Num2: datatype.BigEncoding, Bytes: collection.AppendString(pack, []byte("1"))})
 	putKind(ts, "z", keyspace.Value{Kind: keyspace.ZSet, Num: 1, Bytes: collection.AppendScore(pack, 1)})
-	putKind(ts, "Z", keyspace.Value{Kind: keyspace.ZSet, Num: 1, Num2: bigEncoding, Bytes: collection.AppendScore(pack, 1)})
+	putKind(ts, "Z", keyspace.Value{Kind: keyspace.ZSet, Num: 1, Num2: datatype.BigEncoding, Bytes: collection.AppendScore(pack, 1)})
 	putKind(ts, "l", keyspace.Value{Kind: keyspace.List, Num: 1, Bytes: pack})
 	do(t, rdb, "THROTTLE", "g", 1, 1, "1m")
 	do(t, rdb, "MSET", "int", "5", "bigint", "10000", "neg", "-1", "emb", strings.Repeat("e", 44), "raw", strings.Repeat("r", 45),

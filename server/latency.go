@@ -21,7 +21,7 @@ type tracking struct {
 	on          atomic.Bool
 	percentiles atomic.Pointer[[]float64] // latency-tracking-info-percentiles
 	shared      [16]*latency.Shared       // the clients no event loop serves, by id: few share one
-	byID        []*command                // commands by aclID, for the replies
+	byID        []*cmdEntry               // commands by aclID, for the replies
 	wait        time.Duration             // how long a reader waits for busy event loops (latencyReadWait)
 }
 
@@ -32,9 +32,9 @@ const latencyReadWait = 100 * time.Millisecond
 // initLatency prepares tracking once the commands have their ids (openACL).
 func (s *Server) initLatency() {
 	t := &s.latency
-	t.byID = make([]*command, 0, len(s.commands))
+	t.byID = make([]*cmdEntry, 0, len(s.commands))
 	for _, cmd := range s.sortedCommands() {
-		for _, cc := range append([]*command{cmd}, sortedSubcommands(cmd)...) {
+		for _, cc := range append([]*cmdEntry{cmd}, sortedSubcommands(cmd)...) {
 			for len(t.byID) <= cc.aclID {
 				t.byID = append(t.byID, nil)
 			}
@@ -58,7 +58,7 @@ func (c *client) sharedRecorder() *latency.Shared {
 
 // recordLatency counts a call of cmd that took d ns: in the recorder of the event loop that
 // runs it, which only that loop touches, else in a shared one.
-func (s *Server) recordLatency(c *client, cmd *command, d int64) {
+func (s *Server) recordLatency(c *client, cmd *cmdEntry, d int64) {
 	if !s.latency.on.Load() {
 		return
 	}
@@ -200,11 +200,11 @@ func (s *Server) latencies() []metrics.Latency {
 // is), its calls and the cumulative counts by power of two of µs, as Redis 7 answers.
 func cmdLatencyHistogram(c *client, args [][]byte) error {
 	t := &c.s.latency
-	var cmds []*command
+	var cmds []*cmdEntry
 	if len(args) == 2 {
 		cmds = t.byID
 	} else {
-		seen := make(map[*command]bool)
+		seen := make(map[*cmdEntry]bool)
 		for _, a := range args[2:] {
 			if cmd := c.s.commandNamed(string(a)); cmd != nil && !seen[cmd] {
 				seen[cmd] = true
@@ -224,17 +224,17 @@ func cmdLatencyHistogram(c *client, args [][]byte) error {
 			found = append(found, entry{cmd.name, snap.Total, snap.Steps()})
 		}
 	}
-	c.w.Map(len(found))
+	c.W.Map(len(found))
 	for _, e := range found {
-		c.w.BulkString(e.name)
-		c.w.Map(2)
-		c.w.BulkString("calls")
-		c.w.Int(int64(e.total))
-		c.w.BulkString("histogram_usec")
-		c.w.Map(len(e.steps))
+		c.W.BulkString(e.name)
+		c.W.Map(2)
+		c.W.BulkString("calls")
+		c.W.Int(int64(e.total))
+		c.W.BulkString("histogram_usec")
+		c.W.Map(len(e.steps))
 		for _, st := range e.steps {
-			c.w.Int(st.Usec)
-			c.w.Int(int64(st.Cumulative))
+			c.W.Int(st.Usec)
+			c.W.Int(int64(st.Cumulative))
 		}
 	}
 	return nil
@@ -242,7 +242,7 @@ func cmdLatencyHistogram(c *client, args [][]byte) error {
 
 // commandNamed finds a command by its name as LATENCY HISTOGRAM takes it: "get",
 // "config|set".
-func (s *Server) commandNamed(name string) *command {
+func (s *Server) commandNamed(name string) *cmdEntry {
 	name = strings.ToLower(name)
 	parent, sub, ok := strings.Cut(name, "|")
 	cmd := s.commands[parent]
@@ -254,13 +254,13 @@ func (s *Server) commandNamed(name string) *command {
 
 // LATENCY LATEST, HISTORY and RESET answer as Redis does with latency monitoring off
 // (latency-monitor-threshold 0), which throttled does not have: no events.
-func cmdLatencyLatest(c *client, args [][]byte) error  { c.w.Array(0); return nil }
-func cmdLatencyHistory(c *client, args [][]byte) error { c.w.Array(0); return nil }
-func cmdLatencyReset(c *client, args [][]byte) error   { c.w.Int(0); return nil }
+func cmdLatencyLatest(c *client, args [][]byte) error  { c.W.Array(0); return nil }
+func cmdLatencyHistory(c *client, args [][]byte) error { c.W.Array(0); return nil }
+func cmdLatencyReset(c *client, args [][]byte) error   { c.W.Int(0); return nil }
 
 // LATENCY HELP
 func cmdLatencyHelp(c *client, args [][]byte) error {
-	writeHelp(c, "LATENCY", []string{
+	c.WriteHelp("LATENCY", []string{
 		"HISTORY <event>", "    Return time-latency samples for the <event> class.",
 		"LATEST", "    Return the latest latency samples for all events.",
 		"RESET [<event> ...]", "    Reset latency data of one or more <event> classes.",
@@ -271,9 +271,9 @@ func cmdLatencyHelp(c *client, args [][]byte) error {
 	return nil
 }
 
-func latencySubcommands() []*command {
+func latencySubcommands() []*cmdEntry {
 	const flags = "admin noscript loading stale"
-	return []*command{
+	return []*cmdEntry{
 		{name: "histogram", arity: -2, flags: flags, group: "server", since: "7.0.0", summary: "Returns the cumulative distribution of latencies of a subset or all commands.", syntax: "[command ...]", handler: cmdLatencyHistogram},
 		{name: "latest", arity: 2, flags: flags, group: "server", since: "2.8.13", summary: "Returns the latest latency samples for all events.", handler: cmdLatencyLatest},
 		{name: "history", arity: 3, flags: flags, group: "server", since: "2.8.13", summary: "Returns timestamp-latency samples for an event.", syntax: "event", handler: cmdLatencyHistory},

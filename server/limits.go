@@ -6,17 +6,18 @@ import (
 	"math"
 
 	"github.com/throttledhq/throttled/algorithms"
+	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/gcra"
 	"github.com/throttledhq/throttled/keyspace"
 	"github.com/throttledhq/throttled/resp"
 )
 
-func limitCommands() []*command {
-	verb := func(name, syntax, summary string) *command {
-		return &command{name: name, arity: -(1 + len(splitGroups(syntax)) - countOptional(syntax)), flags: "write denyoom fast ratelimit",
+func limitCommands() []*cmdEntry {
+	verb := func(name, syntax, summary string) *cmdEntry {
+		return &cmdEntry{name: name, arity: -(1 + len(splitGroups(syntax)) - countOptional(syntax)), flags: "write denyoom fast ratelimit",
 			firstKey: 1, lastKey: 1, group: "ratelimit", since: "0.1.0", summary: summary, syntax: syntax, handler: cmdLimit}
 	}
-	return []*command{ // CONCURRENCY.ACQUIRE takes COST and PEEK only
+	return []*cmdEntry{ // CONCURRENCY.ACQUIRE takes COST and PEEK only
 		verb("throttle", "key max_burst count period [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name]",
 			"GCRA: count per period sustained, max_burst more at once. Replies a decision in milliseconds."),
 		verb("tokenbucket", "key capacity refill period [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name]",
@@ -82,7 +83,7 @@ var nativeVerbs = [...]struct {
 // nativeVerb returns the lower-case name and parameter count of a native verb, without allocating.
 func nativeVerb(name []byte) (string, int, bool) {
 	for _, v := range nativeVerbs {
-		if equalFold(name, v.name) {
+		if command.EqualFold(name, v.name) {
 			return v.name, v.nparams, true
 		}
 	}
@@ -133,11 +134,11 @@ func (l *limit) parse(verb string, nparams int, args [][]byte, inAllOf bool) (in
 func takesValue(arg []byte) bool {
 	switch len(arg) {
 	case len("cost"):
-		return equalFold(arg, "cost")
+		return command.EqualFold(arg, "cost")
 	case len("refund"):
-		return equalFold(arg, "refund")
+		return command.EqualFold(arg, "refund")
 	case len("priority"):
-		return equalFold(arg, "priority")
+		return command.EqualFold(arg, "priority")
 	}
 	return false
 }
@@ -437,19 +438,19 @@ func cmdLimit(c *client, args [][]byte) error {
 	if c.up.local {
 		l.share(c.s.up.share)
 	}
-	now := c.now()
+	now := c.Now()
 	sh := c.s.ks.Shard(l.key)
 	sh.Lock()
 	defer sh.Unlock()
 	v, ok := sh.GetLocked(l.key, now)
 	var d decision
 	var next keyspace.Value
-	store, err := l.take(now, &v, ok, c.scratch[:0], &d, &next)
+	store, err := l.take(now, &v, ok, c.Scratch[:0], &d, &next)
 	if err != nil {
 		return err
 	}
 	if store {
-		c.scratch = next.Bytes[:0] // built in scratch: reuse what it grew to
+		c.Scratch = next.Bytes[:0] // built in scratch: reuse what it grew to
 		if !l.opts.peek && !c.readOnly {
 			keep(sh, l.key, next)
 			c.s.refunded(d.refunded)
@@ -465,7 +466,7 @@ func cmdLimit(c *client, args [][]byte) error {
 
 // CONCURRENCY.RELEASE key id
 func cmdRelease(c *client, args [][]byte) error {
-	now := c.now()
+	now := c.Now()
 	sh := c.s.ks.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
@@ -473,7 +474,7 @@ func cmdRelease(c *client, args [][]byte) error {
 	if ok && v.Kind != keyspace.Concurrency {
 		return keyspace.ErrWrongType
 	}
-	held, next, err := algorithms.Release(now, algorithms.State{Num: v.Num, Num2: v.Num2, Bytes: v.Bytes}, ok, args[2], c.scratch[:0])
+	held, next, err := algorithms.Release(now, algorithms.State{Num: v.Num, Num2: v.Num2, Bytes: v.Bytes}, ok, args[2], c.Scratch[:0])
 	if err != nil {
 		return err
 	}
@@ -483,10 +484,10 @@ func cmdRelease(c *client, args [][]byte) error {
 		} else {
 			sh.DeleteLocked(args[1])
 		}
-		c.w.Int(1)
+		c.W.Int(1)
 		return nil
 	}
-	c.w.Int(0)
+	c.W.Int(0)
 	return nil
 }
 
@@ -524,9 +525,9 @@ func cmdAllOf(c *client, args [][]byte) error {
 		keys = append(keys, limits[i].key)
 	}
 	c.keys = keys
-	now := c.now()
-	c.shards = c.s.ks.LockKeys(keys, c.shards[:0])
-	defer keyspace.UnlockShards(c.shards)
+	now := c.Now()
+	c.Shards = c.s.ks.LockKeys(keys, c.Shards[:0])
+	defer keyspace.UnlockShards(c.Shards)
 
 	results, allowed, err := evalAllOf(now, limits, c.pending[:0], &c.scratches, func(i int) (keyspace.Value, bool) {
 		return c.s.ks.Shard(limits[i].key).GetLocked(limits[i].key, now)
@@ -547,7 +548,7 @@ func cmdAllOf(c *client, args [][]byte) error {
 	if !allowed {
 		c.s.deniedAll(c.lastCmd.Load(), limits, results, now)
 	}
-	writeAllOf(&c.w, results, allowed)
+	writeAllOf(&c.W, results, allowed)
 	return nil
 }
 
@@ -556,7 +557,7 @@ func parseAllOf(args [][]byte, limits []limit) ([]limit, error) {
 	for rest := args; len(rest) > 0; {
 		verb, n, ok := nativeVerb(rest[0])
 		if !ok {
-			return limits, fmt.Errorf("%w; got '%s'", errAllOfSyntax, truncate(rest[0], 64))
+			return limits, fmt.Errorf("%w; got '%s'", errAllOfSyntax, command.Truncate(rest[0], 64))
 		}
 		limits = append(limits, limit{})
 		used, err := limits[len(limits)-1].parse(verb, n, rest[1:], true)
@@ -590,7 +591,7 @@ func evalAllOf(now int64, limits []limit, results []pending, scratches *[][]byte
 		r := &results[i]
 		store, err := l.take(now, &v, ok, (*scratches)[i][:0], &r.d, &r.next)
 		if err != nil {
-			return results, false, fmt.Errorf("ALLOF limit %d (%s): %w", i+1, truncate(l.key, 64), err)
+			return results, false, fmt.Errorf("ALLOF limit %d (%s): %w", i+1, command.Truncate(l.key, 64), err)
 		}
 		if store {
 			(*scratches)[i] = r.next.Bytes[:0]

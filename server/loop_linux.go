@@ -314,7 +314,7 @@ func (l *loop) serve(c *client, events uint32) {
 		if err != nil {
 			var pe errProtocol
 			if errors.As(err, &pe) {
-				c.w.ErrorText("ERR " + pe.Error())
+				c.W.ErrorText("ERR " + pe.Error())
 			}
 			c.closing = true // after the replies so far: the peer may have only half-closed
 			break
@@ -322,7 +322,7 @@ func (l *loop) serve(c *client, events uint32) {
 		if !active {
 			c.lastActive.Store(l.now)
 			if l.fresh { // the first batch since epoll_wait returned: its time is known
-				c.tick, l.fresh = l.mono, false
+				c.Tick, l.fresh = l.mono, false
 			} else {
 				c.startBatch()
 			}
@@ -340,7 +340,7 @@ func (l *loop) serve(c *client, events uint32) {
 		if c.closing {
 			break
 		}
-		if len(c.w.B) > keepWriteBuf && !c.mustSync && len(c.up.calls) == 0 {
+		if len(c.W.B) > keepWriteBuf && !c.mustSync && len(c.up.calls) == 0 {
 			if !l.write(c) {
 				l.close(c)
 				return
@@ -385,7 +385,7 @@ func (c *client) leaveLoop() {
 func (l *loop) leave(c *client) {
 	c.foldNet() // into c's own figures: the loop's tally is another goroutine's now
 	c.leaving = false
-	c.w.B = c.w.B[c.wpos:]
+	c.W.B = c.W.B[c.wpos:]
 	c.wpos = 0
 	if !l.release(c) {
 		return
@@ -412,7 +412,7 @@ func (l *loop) handOff(c *client, args [][]byte) {
 	for i, a := range args {
 		req[i] = bytes.Clone(a)
 	}
-	c.w.B = c.w.B[c.wpos:]
+	c.W.B = c.W.B[c.wpos:]
 	c.wpos = 0
 	if l.release(c) {
 		go c.serve(req)
@@ -468,9 +468,9 @@ func (l *loop) flushSyncing() {
 // write sends c's pending replies; when the socket is full, the rest waits for EPOLLOUT and
 // c's requests wait with it. False when the connection is gone.
 func (l *loop) write(c *client) bool {
-	pending := len(c.w.B)
-	for c.wpos < len(c.w.B) {
-		n, err := rawWrite(c.fd, c.w.B[c.wpos:])
+	pending := len(c.W.B)
+	for c.wpos < len(c.W.B) {
+		n, err := rawWrite(c.fd, c.W.B[c.wpos:])
 		if n > 0 {
 			c.wpos += n
 			l.tally.out += int64(n)
@@ -486,10 +486,10 @@ func (l *loop) write(c *client) bool {
 		}
 	}
 	c.wpos = 0
-	if cap(c.w.B) > keepWriteBuf {
-		c.w.B = nil
+	if cap(c.W.B) > keepWriteBuf {
+		c.W.B = nil
 	} else {
-		c.w.B = c.w.B[:0]
+		c.W.B = c.W.B[:0]
 	}
 	l.tally.in += c.rd.nread
 	l.tally.reads += c.rd.reads

@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/keyspace"
 )
 
@@ -28,7 +29,7 @@ const (
 
 // errOOM refuses a command that may add data while the keyspace is over maxmemory and
 // nothing can be evicted.
-var errOOM = &codedError{"OOM", "command not allowed when used memory > 'maxmemory'."}
+var errOOM = &command.Error{Code: "OOM", Msg: "command not allowed when used memory > 'maxmemory'."}
 
 // memoryLimit is maxmemory's state.
 type memoryLimit struct {

@@ -72,7 +72,7 @@ func (s *Server) Snapshot(topDenied int) metrics.Snapshot {
 		if cmd.has(flagRatelimit) {
 			snap.Decisions = append(snap.Decisions, metrics.Decisions{Verb: cmd.name, Allowed: cmd.allowed.Load(), Denied: cmd.denied.Load()})
 		}
-		for _, cc := range append([]*command{cmd}, sortedSubcommands(cmd)...) {
+		for _, cc := range append([]*cmdEntry{cmd}, sortedSubcommands(cmd)...) {
 			calls, rejected, failed := cc.calls.Load(), cc.rejected.Load(), cc.failed.Load()
 			if calls != 0 || rejected != 0 || failed != 0 {
 				snap.Commands = append(snap.Commands, metrics.Command{Name: cc.name, Calls: calls, Rejected: rejected,

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/throttledhq/throttled/command"
 )
 
 // Transactions, as Redis's: MULTI starts queueing a client's requests, EXEC runs them one
@@ -61,18 +63,18 @@ type transaction struct {
 }
 
 type queuedRequest struct {
-	cmd  *command
+	cmd  *cmdEntry
 	args [][]byte // copies: the request's own arguments alias the read buffer
 }
 
 // errExecAbort is EXEC's reply to a transaction whose queueing failed.
-var errExecAbort = &codedError{"EXECABORT", "Transaction discarded because of previous errors."}
+var errExecAbort = &command.Error{Code: "EXECABORT", Msg: "Transaction discarded because of previous errors."}
 
 // errNotInMulti refuses a command flagged no-multi inside MULTI.
 var errNotInMulti = errors.New("Command not allowed inside a transaction")
 
-func multiCommands() []*command {
-	return []*command{
+func multiCommands() []*cmdEntry {
+	return []*cmdEntry{
 		{name: "multi", arity: 1, flags: "noscript loading stale fast", bits: flagNoQueue, group: "transactions", since: "1.2.0", summary: "Starts a transaction.", handler: cmdMulti},
 		{name: "exec", arity: 1, flags: "noscript loading stale", bits: flagNoQueue, group: "transactions", since: "1.2.0", summary: "Executes all commands in a transaction.", handler: cmdExec},
 		{name: "discard", arity: 1, flags: "noscript loading stale fast", bits: flagNoQueue, group: "transactions", since: "2.0.0", summary: "Discards a transaction.", handler: cmdDiscard},
@@ -82,7 +84,7 @@ func multiCommands() []*command {
 }
 
 // queue keeps a copy of a request for EXEC and replies QUEUED.
-func (s *Server) queue(c *client, cmd *command, args [][]byte) {
+func (s *Server) queue(c *client, cmd *cmdEntry, args [][]byte) {
 	if cmd.has(flagNoMulti) {
 		s.reject(c, errNotInMulti)
 		return
@@ -99,7 +101,7 @@ func (s *Server) queue(c *client, cmd *command, args [][]byte) {
 	}
 	c.tx.queued = append(c.tx.queued, queuedRequest{cmd: cmd, args: copied})
 	c.multi.Store(int32(len(c.tx.queued)) + 1)
-	c.w.Simple("QUEUED")
+	c.W.Simple("QUEUED")
 }
 
 // MULTI
@@ -109,7 +111,7 @@ func cmdMulti(c *client, args [][]byte) error {
 	}
 	c.tx = &transaction{}
 	c.multi.Store(1)
-	c.w.OK()
+	c.W.OK()
 	return nil
 }
 
@@ -134,10 +136,10 @@ func cmdExec(c *client, args [][]byte) error {
 	changed := c.watchChanged()
 	c.unwatchAll()
 	if changed {
-		c.w.NullArray()
+		c.W.NullArray()
 		return nil
 	}
-	c.w.Array(len(tx.queued))
+	c.W.Array(len(tx.queued))
 	for _, q := range tx.queued {
 		s.call(c, q.cmd, q.args)
 	}
@@ -151,7 +153,7 @@ func cmdDiscard(c *client, args [][]byte) error {
 	}
 	c.endMulti()
 	c.unwatchAll()
-	c.w.OK()
+	c.W.OK()
 	return nil
 }
 
@@ -160,7 +162,7 @@ func cmdWatch(c *client, args [][]byte) error {
 	if c.tx != nil {
 		return errors.New("WATCH inside MULTI is not allowed")
 	}
-	now := c.now()
+	now := c.Now()
 	if c.watched == nil {
 		c.watched = make(map[string]struct{})
 	}
@@ -175,14 +177,14 @@ func cmdWatch(c *client, args [][]byte) error {
 		sh.Unlock()
 		c.watched[string(key)] = struct{}{}
 	}
-	c.w.OK()
+	c.W.OK()
 	return nil
 }
 
 // UNWATCH
 func cmdUnwatch(c *client, args [][]byte) error {
 	c.unwatchAll()
-	c.w.OK()
+	c.W.OK()
 	return nil
 }
 
@@ -195,7 +197,7 @@ func (c *client) endMulti() {
 // watchChanged reports whether a watched key changed since WATCH. A key that expired since
 // counts as changed, as in Redis: reading it removes it, which marks the watch.
 func (c *client) watchChanged() bool {
-	now := c.now()
+	now := c.Now()
 	for k := range c.watched {
 		key := []byte(k)
 		sh := c.s.ks.Shard(key)
@@ -270,7 +272,7 @@ func (t *txLocks) hold(set uint64) {
 // transaction or script holds a stripe of its keys (leaveGate ends that), or else once it
 // holds those stripes itself, which it returns for leaveGate to release. It gives up with
 // BUSY when a script holding them has run past busy-reply-threshold.
-func (s *Server) enterGate(c *client, cmd *command, args [][]byte) (slot *gateSlot, own uint64, err error) {
+func (s *Server) enterGate(c *client, cmd *cmdEntry, args [][]byte) (slot *gateSlot, own uint64, err error) {
 	t := &s.txLocks
 	slot = s.gateSlot(c)
 	slot.n.Add(1)
@@ -328,7 +330,7 @@ func (s *Server) unlockStripes(set uint64) {
 
 // stripesOf is the set of stripes a command touches: its keys', or all of them for a write
 // whose keys its arguments do not show (FLUSHALL, ALLOF), as EXEC takes them.
-func (s *Server) stripesOf(cmd *command, args [][]byte) uint64 {
+func (s *Server) stripesOf(cmd *cmdEntry, args [][]byte) uint64 {
 	var set uint64
 	if cmd.keysOf == nil && cmd.firstKey > 0 { // commandKeys without its slice
 		last := cmd.lastKey

@@ -66,11 +66,11 @@ func TestMultiRESP3(t *testing.T) {
 // refuses those that cannot run within EXEC.
 func TestMultiNoMultiCommand(t *testing.T) {
 	ts := startServerWith(t, func(s *Server) {
-		cmd := &command{name: "block", arity: 1, flags: "no-multi", handler: func(c *client, args [][]byte) error {
-			c.w.OK()
+		cmd := &cmdEntry{name: "block", arity: 1, flags: "no-multi", handler: func(c *client, args [][]byte) error {
+			c.W.OK()
 			return nil
 		}}
-		register(s.commands, nil, []*command{cmd})
+		register(s.commands, nil, []*cmdEntry{cmd})
 	})
 	c := ts.raw(t)
 	c.send(t, "BLOCK\r\nMULTI\r\nBLOCK\r\nEXEC\r\n")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/throttledhq/throttled/acl"
+	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/topk"
 )
 
@@ -93,18 +94,18 @@ func (o *observer) mono() int64 { return int64(time.Since(o.base)) }
 func (o *observer) since(t time.Time) int64 { return int64(t.Sub(o.base)) }
 
 // startBatch notes when c's next requests start: they are timed from here.
-func (c *client) startBatch() { c.tick = c.s.obs.mono() }
+func (c *client) startBatch() { c.Tick = c.s.obs.mono() }
 
 // timed counts a call of cmd, which c started at start, with its time, logs it when slow
 // and shows it to the monitors; its end is the start of c's next command.
-func (s *Server) timed(c *client, cmd *command, args [][]byte, start int64) {
+func (s *Server) timed(c *client, cmd *cmdEntry, args [][]byte, start int64) {
 	end := c.ended
 	if end == 0 {
 		end = s.obs.mono()
 	} else {
 		c.ended = 0
 	}
-	c.tick = end
+	c.Tick = end
 	d := end - start
 	// calls and nsec share a cache line that other cores' calls of cmd take too: adding to
 	// both at once costs one transfer of the line, not two.
@@ -121,7 +122,7 @@ func (s *Server) timed(c *client, cmd *command, args [][]byte, start int64) {
 
 // logSlow adds an entry to SLOWLOG, passwords redacted; EXEC is not logged, as in Redis
 // (its commands are, one by one), nor the commands that detach (they wait).
-func (s *Server) logSlow(c *client, cmd *command, args [][]byte, d int64) {
+func (s *Server) logSlow(c *client, cmd *cmdEntry, args [][]byte, d int64) {
 	switch {
 	case cmd.detach, cmd.name == "exec":
 		return
@@ -157,8 +158,8 @@ func (o *observer) trimSlowLocked() {
 	}
 }
 
-func observeCommands() []*command {
-	return []*command{
+func observeCommands() []*cmdEntry {
+	return []*cmdEntry{
 		{name: "slowlog", arity: -2, flags: "admin loading stale", group: "server", since: "2.2.12", summary: "A container for slow log commands."},
 		{name: "latency", arity: -2, group: "server", since: "2.8.13", summary: "A container for latency diagnostics commands."},
 		{name: "monitor", arity: 1, flags: "admin noscript loading stale no-multi", group: "server", since: "1.0.0", summary: "Listens for all requests received by the server in real-time.", handler: cmdMonitor, detach: true},
@@ -166,8 +167,8 @@ func observeCommands() []*command {
 	}
 }
 
-func slowlogSubcommands() []*command {
-	return []*command{
+func slowlogSubcommands() []*cmdEntry {
+	return []*cmdEntry{
 		{name: "get", arity: -2, flags: "admin loading stale", group: "server", since: "2.2.12", summary: "Returns the slow log's entries.", syntax: "[count]", handler: cmdSlowlogGet},
 		{name: "len", arity: 2, flags: "admin loading stale", group: "server", since: "2.2.12", summary: "Returns the number of entries in the slow log.", handler: cmdSlowlogLen},
 		{name: "reset", arity: 2, flags: "admin loading stale", group: "server", since: "2.2.12", summary: "Clears all entries from the slow log.", handler: cmdSlowlogReset},
@@ -182,7 +183,7 @@ func cmdSlowlogGet(c *client, args [][]byte) error {
 		return subcommandSyntax(args[1], "SLOWLOG")
 	}
 	if len(args) == 3 {
-		n, ok := parseInt(args[2])
+		n, ok := command.ParseInt(args[2])
 		if !ok || n < -1 {
 			return errors.New("count should be greater than or equal to -1")
 		}
@@ -195,16 +196,16 @@ func cmdSlowlogGet(c *client, args [][]byte) error {
 	if count == -1 || count > int64(len(entries)) {
 		count = int64(len(entries))
 	}
-	c.w.Array(int(count))
+	c.W.Array(int(count))
 	for i := len(entries) - 1; i >= len(entries)-int(count); i-- {
 		e := entries[i]
-		c.w.Array(6)
-		c.w.Int(e.id)
-		c.w.Int(e.at)
-		c.w.Int(e.usec)
-		c.w.StringArray(e.args)
-		c.w.BulkString(e.peer)
-		c.w.BulkString(e.name)
+		c.W.Array(6)
+		c.W.Int(e.id)
+		c.W.Int(e.at)
+		c.W.Int(e.usec)
+		c.W.StringArray(e.args)
+		c.W.BulkString(e.peer)
+		c.W.BulkString(e.name)
 	}
 	return nil
 }
@@ -215,7 +216,7 @@ func cmdSlowlogLen(c *client, args [][]byte) error {
 	o.slowMu.Lock()
 	n := len(o.slowlog)
 	o.slowMu.Unlock()
-	c.w.Int(int64(n))
+	c.W.Int(int64(n))
 	return nil
 }
 
@@ -225,13 +226,13 @@ func cmdSlowlogReset(c *client, args [][]byte) error {
 	o.slowMu.Lock()
 	o.slowlog = nil
 	o.slowMu.Unlock()
-	c.w.OK()
+	c.W.OK()
 	return nil
 }
 
 // SLOWLOG HELP
 func cmdSlowlogHelp(c *client, args [][]byte) error {
-	writeHelp(c, "SLOWLOG", []string{
+	c.WriteHelp("SLOWLOG", []string{
 		"GET [<count>]", "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
 		"    Entries are made of:",
 		"    id, timestamp, time in microseconds, arguments array, client IP and port,",
@@ -248,10 +249,10 @@ func cmdMonitor(c *client, args [][]byte) error {
 		return errors.New("MONITOR is not allowed in this context")
 	}
 	if clientKind(c.kind.Load()) == kindMonitor {
-		c.w.OK()
+		c.W.OK()
 		return nil
 	}
-	c.w.OK()
+	c.W.OK()
 	c.flush() // +OK goes before the first line fed
 	c.kind.Store(int32(kindMonitor))
 	o := &c.s.obs
@@ -283,7 +284,7 @@ func (s *Server) unmonitor(c *client) {
 // feedMonitors sends c's request to every monitor as Redis does:
 // +1700000000.123456 [0 127.0.0.1:1234] "cmd" "arg", passwords redacted. Administrative
 // commands are not shown, as in Redis.
-func (s *Server) feedMonitors(c *client, cmd *command, args [][]byte) {
+func (s *Server) feedMonitors(c *client, cmd *cmdEntry, args [][]byte) {
 	if strings.Contains(cmd.flags, "admin") {
 		return
 	}
@@ -364,10 +365,10 @@ func appendRepr(b, s []byte) []byte {
 func cmdTopDenied(c *client, args [][]byte) error {
 	n := int64(10)
 	if len(args) > 2 {
-		return errSyntax
+		return command.ErrSyntax
 	}
 	if len(args) == 2 {
-		v, ok := parseInt(args[1])
+		v, ok := command.ParseInt(args[1])
 		if !ok || v < 1 {
 			return errors.New("count must be a positive integer")
 		}
@@ -382,14 +383,14 @@ func cmdTopDenied(c *client, args [][]byte) error {
 		top = slices.DeleteFunc(top, func(e topk.Entry) bool { return !p.CanKey([]byte(e.Key), acl.Read) })
 		top = top[:min(len(top), int(n))]
 	}
-	if c.w.Proto == 3 {
-		c.w.Map(len(top))
+	if c.W.Proto == 3 {
+		c.W.Map(len(top))
 	} else {
-		c.w.Array(2 * len(top))
+		c.W.Array(2 * len(top))
 	}
 	for _, e := range top {
-		c.w.BulkString(e.Key)
-		c.w.Int(e.Count)
+		c.W.BulkString(e.Key)
+		c.W.Int(e.Count)
 	}
 	return nil
 }
@@ -398,7 +399,7 @@ func cmdTopDenied(c *client, args [][]byte) error {
 func (s *Server) infoCommandStats() [][2]string {
 	var out [][2]string
 	for _, cmd := range s.sortedCommands() {
-		for _, cc := range append([]*command{cmd}, sortedSubcommands(cmd)...) {
+		for _, cc := range append([]*cmdEntry{cmd}, sortedSubcommands(cmd)...) {
 			calls, rejected, failed := cc.calls.Load(), cc.rejected.Load(), cc.failed.Load()
 			if calls == 0 && rejected == 0 && failed == 0 {
 				continue
@@ -419,7 +420,7 @@ func (s *Server) infoCommandStats() [][2]string {
 // rejections (and resetLatency their latencies).
 func (s *Server) resetObserved() {
 	for _, cmd := range s.commands {
-		for _, cc := range append([]*command{cmd}, sortedSubcommands(cmd)...) {
+		for _, cc := range append([]*cmdEntry{cmd}, sortedSubcommands(cmd)...) {
 			cc.nsec.Store(0)
 			cc.rejected.Store(0)
 			cc.failed.Store(0)

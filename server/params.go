@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/glob"
 	"github.com/throttledhq/throttled/keyspace"
 	"github.com/throttledhq/throttled/persistence"
@@ -209,9 +210,9 @@ func cmdConfigGet(c *client, args [][]byte) error {
 			}
 		}
 	}
-	c.w.Map(len(out) / 2)
+	c.W.Map(len(out) / 2)
 	for _, v := range out {
-		c.w.BulkString(v)
+		c.W.BulkString(v)
 	}
 	return nil
 }
@@ -227,12 +228,12 @@ func cmdConfigSet(c *client, args [][]byte) error {
 	for i := 2; i < len(args); i += 2 {
 		name, value := strings.ToLower(string(args[i])), string(args[i+1])
 		failed := func(reason string) error {
-			return fmt.Errorf("CONFIG SET failed (possibly related to argument '%s') - %s", truncate(args[i], 128), reason)
+			return fmt.Errorf("CONFIG SET failed (possibly related to argument '%s') - %s", command.Truncate(args[i], 128), reason)
 		}
 		p := c.s.paramsByName[name]
 		switch {
 		case p == nil:
-			return fmt.Errorf("Unknown option or number of arguments for CONFIG SET - '%s'", truncate(args[i], 128))
+			return fmt.Errorf("Unknown option or number of arguments for CONFIG SET - '%s'", command.Truncate(args[i], 128))
 		case seen[p]:
 			return failed("duplicate parameter")
 		case p.set == nil:
@@ -248,6 +249,6 @@ func cmdConfigSet(c *client, args [][]byte) error {
 	for _, set := range apply {
 		set()
 	}
-	c.w.OK()
+	c.W.OK()
 	return nil
 }

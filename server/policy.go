@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/throttledhq/throttled/acl"
+	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/keyspace"
 	"github.com/throttledhq/throttled/policy"
 )
@@ -39,7 +40,7 @@ var errPoliciesKey = errors.New("'" + policiesKey + "' holds the policies: use t
 
 // reservedKey refuses a request for cmd that names the policies' record or the function
 // libraries' as a key.
-func reservedKey(cmd *command, args [][]byte) error {
+func reservedKey(cmd *cmdEntry, args [][]byte) error {
 	last := cmd.lastKey
 	if last < 0 {
 		last += len(args)
@@ -58,11 +59,11 @@ func reservedKey(cmd *command, args [][]byte) error {
 // errNoPolicy is CHECK's and POLICY.*'s answer for a name no policy has.
 var errNoPolicy = errors.New("no such policy")
 
-func policyCommands() []*command {
-	cmd := func(name string, arity int, flags, syntax, summary string, h handler) *command {
-		return &command{name: name, arity: arity, flags: flags, group: "ratelimit", since: "0.2.0", syntax: syntax, summary: summary, handler: h}
+func policyCommands() []*cmdEntry {
+	cmd := func(name string, arity int, flags, syntax, summary string, h handler) *cmdEntry {
+		return &cmdEntry{name: name, arity: arity, flags: flags, group: "ratelimit", since: "0.2.0", syntax: syntax, summary: summary, handler: h}
 	}
-	return []*command{
+	return []*cmdEntry{
 		{name: "check", arity: -3, flags: "write denyoom fast ratelimit", group: "ratelimit", since: "0.2.0",
 			syntax:  "name[,name...] subject [COST n] [REFUND n] [PEEK] [PRIORITY name]",
 			summary: "Evaluates named policies for a subject, all or nothing; replies the decision and a status.", handler: cmdCheck},
@@ -141,7 +142,7 @@ func policyArgs(args []string, l *limit) error {
 	}
 	verb, n, ok := nativeVerb([]byte(args[0]))
 	if !ok || verb == "concurrency.acquire" {
-		return fmt.Errorf("a policy's verb is one of THROTTLE, TOKENBUCKET, LEAKYBUCKET, SLIDE, WINDOW; got '%s'", truncate([]byte(args[0]), 64))
+		return fmt.Errorf("a policy's verb is one of THROTTLE, TOKENBUCKET, LEAKYBUCKET, SLIDE, WINDOW; got '%s'", command.Truncate([]byte(args[0]), 64))
 	}
 	b := make([][]byte, len(args))
 	b[0] = []byte("-")
@@ -388,7 +389,7 @@ func cmdPolicySet(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.OK()
+	c.W.OK()
 	return nil
 }
 
@@ -396,7 +397,7 @@ func cmdPolicySet(c *client, args [][]byte) error {
 func cmdPolicyGet(c *client, args [][]byte) error {
 	cp := c.s.policyView().byName[string(args[1])]
 	if cp == nil {
-		c.w.Null()
+		c.W.Null()
 		return nil
 	}
 	source := "command"
@@ -406,23 +407,23 @@ func cmdPolicyGet(c *client, args [][]byte) error {
 	case cp.fromFile:
 		source = "config"
 	}
-	if c.w.Proto == 3 {
-		c.w.Map(6)
+	if c.W.Proto == 3 {
+		c.W.Map(6)
 	} else {
-		c.w.Array(12)
+		c.W.Array(12)
 	}
-	c.w.BulkString("name")
-	c.w.BulkString(cp.name)
-	c.w.BulkString("limit")
-	c.w.BulkString(strings.Join(cp.src.Args, " "))
-	c.w.BulkString("soft")
-	c.w.BulkString(strconv.FormatFloat(cp.src.Soft, 'g', -1, 64))
-	c.w.BulkString("shadow")
-	c.w.Int(int64(boolToInt(cp.src.Shadow)))
-	c.w.BulkString("source")
-	c.w.BulkString(source)
-	c.w.BulkString("entries")
-	c.w.Int(int64(len(cp.src.Live(c.s.nowNano()))))
+	c.W.BulkString("name")
+	c.W.BulkString(cp.name)
+	c.W.BulkString("limit")
+	c.W.BulkString(strings.Join(cp.src.Args, " "))
+	c.W.BulkString("soft")
+	c.W.BulkString(strconv.FormatFloat(cp.src.Soft, 'g', -1, 64))
+	c.W.BulkString("shadow")
+	c.W.Int(int64(boolToInt(cp.src.Shadow)))
+	c.W.BulkString("source")
+	c.W.BulkString(source)
+	c.W.BulkString("entries")
+	c.W.Int(int64(len(cp.src.Live(c.s.nowNano()))))
 	return nil
 }
 
@@ -454,7 +455,7 @@ func cmdPolicyDel(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.Int(int64(boolToInt(deleted)))
+	c.W.Int(int64(boolToInt(deleted)))
 	return nil
 }
 
@@ -469,9 +470,9 @@ func cmdPolicyList(c *client, args [][]byte) error {
 	if p := c.user.Load().Perms(); !p.All {
 		names = slices.DeleteFunc(names, func(n string) bool { return !p.CanKey(policyACLKey(nil, []byte(n), nil), acl.Read) })
 	}
-	c.w.Array(len(names))
+	c.W.Array(len(names))
 	for _, n := range names {
-		c.w.BulkString(n)
+		c.W.BulkString(n)
 	}
 	return nil
 }
@@ -482,7 +483,7 @@ func (c *client) addEntry(name string, e policy.Entry) error {
 		p := t[name]
 		if p == nil {
 			if c.s.pol.configured(name) == nil {
-				return fmt.Errorf("%w '%s'", errNoPolicy, truncate([]byte(name), 64))
+				return fmt.Errorf("%w '%s'", errNoPolicy, command.Truncate([]byte(name), 64))
 			}
 			p = &policy.Policy{Name: name} // entries added to the file's policy
 			t[name] = p
@@ -506,7 +507,7 @@ func cmdPolicyOverride(c *client, args [][]byte) error {
 	if err := c.addEntry(string(args[1]), e); err != nil {
 		return err
 	}
-	c.w.OK()
+	c.W.OK()
 	return nil
 }
 
@@ -520,7 +521,7 @@ func policyListHandler(kind policy.EntryKind) handler {
 		if err := c.addEntry(string(args[1]), e); err != nil {
 			return err
 		}
-		c.w.OK()
+		c.W.OK()
 		return nil
 	}
 }
@@ -533,7 +534,7 @@ func cmdPolicyUnlist(c *client, args [][]byte) error {
 		p := t[name]
 		if p == nil {
 			if c.s.pol.configured(name) == nil {
-				return fmt.Errorf("%w '%s'", errNoPolicy, truncate(args[1], 64))
+				return fmt.Errorf("%w '%s'", errNoPolicy, command.Truncate(args[1], 64))
 			}
 			return nil
 		}
@@ -546,7 +547,7 @@ func cmdPolicyUnlist(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.Int(int64(n))
+	c.W.Int(int64(n))
 	return nil
 }
 
@@ -554,7 +555,7 @@ func cmdPolicyUnlist(c *client, args [][]byte) error {
 func cmdPolicyEntries(c *client, args [][]byte) error {
 	cp := c.s.policyView().byName[string(args[1])]
 	if cp == nil {
-		return fmt.Errorf("%w '%s'", errNoPolicy, truncate(args[1], 64))
+		return fmt.Errorf("%w '%s'", errNoPolicy, command.Truncate(args[1], 64))
 	}
 	now := c.s.nowNano()
 	stored := 0
@@ -578,18 +579,18 @@ func cmdPolicyEntries(c *client, args [][]byte) error {
 		}
 		rows = append(rows, row{e, src})
 	}
-	c.w.Array(len(rows))
+	c.W.Array(len(rows))
 	for _, r := range rows {
 		ttl := int64(-1)
 		if r.e.Expire != 0 {
 			ttl = msCeil(r.e.Expire - now)
 		}
-		c.w.Array(5)
-		c.w.BulkString(r.e.Kind.String())
-		c.w.BulkString(r.e.Subject)
-		c.w.Int(ttl)
-		c.w.BulkString(strings.Join(r.e.Args, " "))
-		c.w.BulkString(r.source)
+		c.W.Array(5)
+		c.W.BulkString(r.e.Kind.String())
+		c.W.BulkString(r.e.Subject)
+		c.W.Int(ttl)
+		c.W.BulkString(strings.Join(r.e.Args, " "))
+		c.W.BulkString(r.source)
 	}
 	return nil
 }
@@ -599,7 +600,7 @@ func cmdPolicyReload(c *client, args [][]byte) error {
 	if err := c.s.ReloadPolicies(); err != nil {
 		return err
 	}
-	c.w.OK()
+	c.W.OK()
 	return nil
 }
 

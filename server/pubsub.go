@@ -3,12 +3,13 @@ package server
 import (
 	"errors"
 
+	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/pubsub"
 	"github.com/throttledhq/throttled/resp"
 )
 
-func pubsubCommands() []*command {
-	return []*command{
+func pubsubCommands() []*cmdEntry {
+	return []*cmdEntry{
 		{name: "subscribe", arity: -2, flags: "pubsub noscript loading stale", group: "pubsub", since: "2.0.0", summary: "Listens for messages published to channels.", syntax: "channel ...", handler: cmdSubscribe, detach: true, whileSubscribed: true},
 		{name: "unsubscribe", arity: -1, flags: "pubsub noscript loading stale", group: "pubsub", since: "2.0.0", summary: "Stops listening to messages posted to channels.", syntax: "[channel ...]", handler: cmdUnsubscribe, whileSubscribed: true},
 		{name: "psubscribe", arity: -2, flags: "pubsub noscript loading stale", group: "pubsub", since: "2.0.0", summary: "Listens for messages published to channels that match one or more patterns.", syntax: "pattern ...", handler: cmdPSubscribe, detach: true, whileSubscribed: true},
@@ -18,8 +19,8 @@ func pubsubCommands() []*command {
 	}
 }
 
-func pubsubSubcommands() []*command {
-	return []*command{
+func pubsubSubcommands() []*cmdEntry {
+	return []*cmdEntry{
 		{name: "channels", arity: -2, flags: "pubsub loading stale", group: "pubsub", since: "2.8.0", summary: "Returns the active channels.", syntax: "[pattern]", handler: cmdPubsubChannels},
 		{name: "numsub", arity: -2, flags: "pubsub loading stale", group: "pubsub", since: "2.8.0", summary: "Returns a count of subscribers to channels.", syntax: "[channel ...]", handler: cmdPubsubNumSub},
 		{name: "numpat", arity: 2, flags: "pubsub loading stale", group: "pubsub", since: "2.8.0", summary: "Returns a count of unique pattern subscriptions.", handler: cmdPubsubNumPat},
@@ -79,10 +80,10 @@ func cmdPUnsubscribe(c *client, args [][]byte) error {
 // left, with nothing left after it, or a nil name when none was given.
 func confirmNothing(c *client, change pubsub.Change, names [][]byte) {
 	if len(names) == 0 {
-		writePubsubConfirm(&c.w, change, nil, 0)
+		writePubsubConfirm(&c.W, change, nil, 0)
 	}
 	for _, name := range names {
-		writePubsubConfirm(&c.w, change, name, 0)
+		writePubsubConfirm(&c.W, change, name, 0)
 	}
 }
 
@@ -185,7 +186,7 @@ func writePubsubConfirm(w *resp.Writer, change pubsub.Change, name []byte, count
 
 // PUBLISH channel message
 func cmdPublish(c *client, args [][]byte) error {
-	c.w.Int(int64(c.s.pubsub.Publish(args[1], args[2])))
+	c.W.Int(int64(c.s.pubsub.Publish(args[1], args[2])))
 	return nil
 }
 
@@ -199,29 +200,29 @@ func cmdPubsubChannels(c *client, args [][]byte) error {
 	default:
 		return subcommandSyntax(args[1], "PUBSUB")
 	}
-	c.w.StringArray(c.s.pubsub.Channels(pattern))
+	c.W.StringArray(c.s.pubsub.Channels(pattern))
 	return nil
 }
 
 // PUBSUB NUMSUB [channel ...]
 func cmdPubsubNumSub(c *client, args [][]byte) error {
-	c.w.Array(2 * (len(args) - 2))
+	c.W.Array(2 * (len(args) - 2))
 	for _, ch := range args[2:] {
-		c.w.Bulk(ch)
-		c.w.Int(int64(c.s.pubsub.NumSub(ch)))
+		c.W.Bulk(ch)
+		c.W.Int(int64(c.s.pubsub.NumSub(ch)))
 	}
 	return nil
 }
 
 // PUBSUB NUMPAT
 func cmdPubsubNumPat(c *client, args [][]byte) error {
-	c.w.Int(int64(c.s.pubsub.NumPat()))
+	c.W.Int(int64(c.s.pubsub.NumPat()))
 	return nil
 }
 
 // PUBSUB HELP
 func cmdPubsubHelp(c *client, args [][]byte) error {
-	writeHelp(c, "PUBSUB", []string{
+	c.WriteHelp("PUBSUB", []string{
 		"CHANNELS [<pattern>]", "    Return the currently active channels matching a <pattern> (default: '*').",
 		"NUMPAT", "    Return number of subscriptions to patterns.",
 		"NUMSUB [<channel> ...]", "    Return the number of subscribers for the specified channels, excluding",
@@ -232,5 +233,5 @@ func cmdPubsubHelp(c *client, args [][]byte) error {
 
 // subcommandSyntax is Redis's error for a subcommand given the wrong arguments.
 func subcommandSyntax(sub []byte, parent string) error {
-	return errors.New("unknown subcommand or wrong number of arguments for '" + truncate(sub, 128) + "'. Try " + parent + " HELP.")
+	return errors.New("unknown subcommand or wrong number of arguments for '" + command.Truncate(sub, 128) + "'. Try " + parent + " HELP.")
 }

@@ -1,5 +1,7 @@
 package server
 
+import "github.com/throttledhq/throttled/command"
+
 // redactedArg stands in SLOWLOG and MONITOR for an argument that holds a secret.
 var redactedArg = []byte("(redacted)")
 
@@ -16,17 +18,17 @@ var sensitiveConfig = map[string]bool{"requirepass": true, "masterauth": true, "
 func redact(args [][]byte) [][]byte {
 	var hide func(i int) bool
 	switch {
-	case equalFold(args[0], "auth"):
+	case command.EqualFold(args[0], "auth"):
 		hide = func(i int) bool { return i >= 1 }
-	case equalFold(args[0], "hello"):
+	case command.EqualFold(args[0], "hello"):
 		hide = helloSecrets(args)
-	case equalFold(args[0], "acl") && len(args) >= 3 && equalFold(args[1], "setuser"):
+	case command.EqualFold(args[0], "acl") && len(args) >= 3 && command.EqualFold(args[1], "setuser"):
 		hide = func(i int) bool { return i >= 2 }
-	case equalFold(args[0], "config") && len(args) >= 2 && equalFold(args[1], "set"):
+	case command.EqualFold(args[0], "config") && len(args) >= 2 && command.EqualFold(args[1], "set"):
 		hide = func(i int) bool {
 			return i >= 3 && i%2 == 1 && sensitiveConfig[string(lowerASCII(args[i-1]))]
 		}
-	case equalFold(args[0], "migrate"):
+	case command.EqualFold(args[0], "migrate"):
 		hide = migrateSecrets(args)
 	default:
 		return args
@@ -53,10 +55,10 @@ func helloSecrets(args [][]byte) func(int) bool {
 	for j := 2; j < len(args); j++ {
 		more := len(args) - 1 - j
 		switch {
-		case equalFold(args[j], "auth") && more >= 2:
+		case command.EqualFold(args[j], "auth") && more >= 2:
 			hidden[j+1], hidden[j+2] = true, true
 			j += 2
-		case equalFold(args[j], "setname") && more >= 1:
+		case command.EqualFold(args[j], "setname") && more >= 1:
 			j++
 		default:
 			return func(i int) bool { return hidden[i] }
@@ -72,13 +74,13 @@ func migrateSecrets(args [][]byte) func(int) bool {
 	for j := 6; j < len(args); j++ {
 		more := len(args) - 1 - j
 		switch {
-		case equalFold(args[j], "auth") && more >= 1:
+		case command.EqualFold(args[j], "auth") && more >= 1:
 			hidden[j+1] = true
 			j++
-		case equalFold(args[j], "auth2") && more >= 2:
+		case command.EqualFold(args[j], "auth2") && more >= 2:
 			hidden[j+1], hidden[j+2] = true, true
 			j += 2
-		case equalFold(args[j], "keys"):
+		case command.EqualFold(args[j], "keys"):
 			j = len(args)
 		}
 	}

@@ -9,15 +9,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/replication"
 )
 
-func replicationCommands() []*command {
-	replicaOf := func(name, since string) *command {
-		return &command{name: name, arity: 3, flags: "admin noscript stale no-async-loading", group: "server", since: since,
+func replicationCommands() []*cmdEntry {
+	replicaOf := func(name, since string) *cmdEntry {
+		return &cmdEntry{name: name, arity: 3, flags: "admin noscript stale no-async-loading", group: "server", since: since,
 			summary: "Makes the server a replica of another instance, or promotes it to a primary.", syntax: "host port", handler: cmdReplicaOf}
 	}
-	return []*command{
+	return []*cmdEntry{
 		replicaOf("replicaof", "5.0.0"),
 		replicaOf("slaveof", "1.0.0"),
 		{name: "role", arity: 1, flags: "noscript loading stale fast", group: "server", since: "2.8.12", summary: "Returns the replication role.", handler: cmdRole},
@@ -128,7 +129,7 @@ func cmdReplicaOf(c *client, args [][]byte) error {
 			c.s.setReplicaOf("", 0)
 			c.s.log.Info("REPLICAOF NO ONE: now a primary", "client", c.raddr)
 		}
-		c.w.OK()
+		c.W.OK()
 		return nil
 	}
 	host, port, err := parseHostPort([]string{string(args[1]), string(args[2])})
@@ -136,12 +137,12 @@ func cmdReplicaOf(c *client, args [][]byte) error {
 		return err
 	}
 	if c.s.replicaOf() == host+" "+strconv.Itoa(port) {
-		c.w.Simple("OK Already connected to specified master")
+		c.W.Simple("OK Already connected to specified master")
 		return nil
 	}
 	c.s.setReplicaOf(host, port)
 	c.s.log.Info("REPLICAOF: now a replica", "host", host, "port", port, "client", c.raddr)
-	c.w.OK()
+	c.W.OK()
 	return nil
 }
 
@@ -149,24 +150,24 @@ func cmdReplicaOf(c *client, args [][]byte) error {
 func cmdRole(c *client, args [][]byte) error {
 	in := c.s.repl.Info()
 	if in.Primary {
-		c.w.Array(3)
-		c.w.BulkString("master")
-		c.w.Int(in.Offset)
-		c.w.Array(len(in.Replicas))
+		c.W.Array(3)
+		c.W.BulkString("master")
+		c.W.Int(in.Offset)
+		c.W.Array(len(in.Replicas))
 		for _, r := range in.Replicas {
-			c.w.Array(3)
-			c.w.BulkString(r.Addr)
-			c.w.BulkString(strconv.Itoa(r.Port))
-			c.w.BulkString(itoa(r.Offset))
+			c.W.Array(3)
+			c.W.BulkString(r.Addr)
+			c.W.BulkString(strconv.Itoa(r.Port))
+			c.W.BulkString(itoa(r.Offset))
 		}
 		return nil
 	}
-	c.w.Array(5)
-	c.w.BulkString("slave")
-	c.w.BulkString(in.Host)
-	c.w.Int(int64(in.Port))
-	c.w.BulkString(linkState(in))
-	c.w.Int(in.Offset)
+	c.W.Array(5)
+	c.W.BulkString("slave")
+	c.W.BulkString(in.Host)
+	c.W.Int(int64(in.Port))
+	c.W.BulkString(linkState(in))
+	c.W.Int(in.Offset)
 	return nil
 }
 
@@ -186,7 +187,7 @@ func cmdWait(c *client, args [][]byte) error {
 	num, err1 := strconv.ParseInt(string(args[1]), 10, 64)
 	ms, err2 := strconv.ParseInt(string(args[2]), 10, 64)
 	if err1 != nil || err2 != nil {
-		return errNotInteger
+		return command.ErrNotInteger
 	}
 	if ms < 0 {
 		return errors.New("timeout is negative")
@@ -195,7 +196,7 @@ func cmdWait(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.Int(int64(k))
+	c.W.Int(int64(k))
 	return nil
 }
 
@@ -213,11 +214,11 @@ func cmdPSync(c *client, args [][]byte) error {
 		replid = string(args[1])
 		off, err := strconv.ParseInt(string(args[2]), 10, 64)
 		if err != nil {
-			return errNotInteger
+			return command.ErrNotInteger
 		}
 		offset = off
 	} else if len(args) != 1 {
-		return errSyntax
+		return command.ErrSyntax
 	}
 	// The replies so far go out first; from here the follower alone writes to the socket,
 	// and a replica's link expects no reply (REPLCONF ACK has none).
@@ -237,7 +238,7 @@ func cmdPSync(c *client, args [][]byte) error {
 // REPLCONF option value ...: a replica's handshake and acknowledgements.
 func cmdReplconf(c *client, args [][]byte) error {
 	if len(args)%2 != 1 {
-		return errSyntax
+		return command.ErrSyntax
 	}
 	for i := 1; i < len(args); i += 2 {
 		v := string(args[i+1])
@@ -260,10 +261,10 @@ func cmdReplconf(c *client, args [][]byte) error {
 			return nil
 		case "capa", "rdb-only", "rdb-filter-only":
 		default:
-			return errors.New("Unrecognized REPLCONF option: " + truncate(args[i], 128))
+			return errors.New("Unrecognized REPLCONF option: " + command.Truncate(args[i], 128))
 		}
 	}
-	c.w.OK()
+	c.W.OK()
 	return nil
 }
 
@@ -273,15 +274,15 @@ func (s *Server) minReplicasMaxLag() time.Duration {
 }
 
 // errReadOnly is a replica's answer to a command that would change state.
-var errReadOnly = &codedError{"READONLY", "You can't write against a read only replica."}
+var errReadOnly = &command.Error{Code: "READONLY", Msg: "You can't write against a read only replica."}
 
 // errNoReplicas refuses a write while min-replicas-to-write is not met.
-var errNoReplicas = &codedError{"NOREPLICAS", "Not enough good replicas to write."}
+var errNoReplicas = &command.Error{Code: "NOREPLICAS", Msg: "Not enough good replicas to write."}
 
 // checkWrite decides whether a write command may run: a replica refuses it (a rate-limit
 // verb is left to decide by its arguments: PEEK and COST 0 are reads), and a primary with
 // min-replicas-to-write refuses it while too few replicas are current.
-func (s *Server) checkWrite(c *client, cmd *command) error {
+func (s *Server) checkWrite(c *client, cmd *cmdEntry) error {
 	c.readOnly = false
 	if s.isReplica.Load() {
 		if cmd.has(flagRatelimit) {

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 
+	"github.com/throttledhq/throttled/datatype"
 	"github.com/throttledhq/throttled/keyspace"
 )
 
@@ -22,7 +23,7 @@ func (r *scriptRun) offerDirect() {
 		s.replCfg.minToWrite.Load() > 0 || string(key) == policiesKey || string(key) == functionsKey {
 		return
 	}
-	r.c.tick, r.c.lat = r.caller.tick, r.caller.lat // as Call sets them for each command
+	r.c.Tick, r.c.lat = r.caller.Tick, r.caller.lat // as Call sets them for each command
 	r.call.Direct = (*directOps)(r)
 }
 
@@ -31,7 +32,7 @@ func (r *scriptRun) clearDirect() { r.call.Direct = nil }
 // on returns the run, its key's shard and its key.
 func (d *directOps) on() (*scriptRun, *keyspace.Shard, []byte) {
 	r := (*scriptRun)(d)
-	return r, r.c.held, r.call.Keys[0]
+	return r, r.c.Held, r.call.Keys[0]
 }
 
 // done counts the command args ran, a write when write.
@@ -52,7 +53,7 @@ func (d *directOps) done(args [][]byte, write bool) {
 	}
 	s.stats.commands.Add(1)
 	s.timed(sc, cmd, args, r.lastEnd)
-	r.lastEnd = sc.tick
+	r.lastEnd = sc.Tick
 }
 
 // replyError is err as the Direct methods return it: the text of its error reply.
@@ -66,7 +67,7 @@ func (d *directOps) Time(args [][]byte) (sec, usec int64) {
 
 func (d *directOps) Get(args [][]byte) (val []byte, found, ok bool) {
 	r, sh, key := d.on()
-	v, found := sh.GetLocked(key, r.c.now())
+	v, found := sh.GetLocked(key, r.c.Now())
 	if found && v.Kind != keyspace.String {
 		return nil, true, false
 	}
@@ -77,19 +78,19 @@ func (d *directOps) Get(args [][]byte) (val []byte, found, ok bool) {
 
 func (d *directOps) PTTL(args [][]byte) int64 {
 	r, sh, key := d.on()
-	now := r.c.now()
+	now := r.c.Now()
 	v, ok := sh.PeekLocked(key, now)
 	sh.CountLookup(ok)
 	d.done(args, false)
-	return ttlOf(v, ok, now, 1e6, false)
+	return datatype.TTLOf(v, ok, now, 1e6, false)
 }
 
 func (d *directOps) Set(args [][]byte, val []byte, ms int64, nx bool) (bool, error) {
 	r, sh, key := d.on()
-	now := r.c.now()
-	when, fits := expireAt(ms, 1e6, false, now)
+	now := r.c.Now()
+	when, fits := datatype.ExpireAt(ms, 1e6, false, now)
 	if !fits {
-		return false, replyError(errInvalidExpire(string(args[0])))
+		return false, replyError(datatype.ErrInvalidExpire(string(args[0])))
 	}
 	if nx {
 		if _, exists := sh.GetLocked(key, now); exists {
@@ -104,7 +105,7 @@ func (d *directOps) Set(args [][]byte, val []byte, ms int64, nx bool) (bool, err
 
 func (d *directOps) IncrBy(args [][]byte, by int64) (int64, error) {
 	r, sh, key := d.on()
-	n, err := incrLocked(sh, key, by, r.c.now())
+	n, err := datatype.IncrLocked(sh, key, by, r.c.Now())
 	if err != nil {
 		return 0, replyError(err)
 	}
@@ -114,16 +115,16 @@ func (d *directOps) IncrBy(args [][]byte, by int64) (int64, error) {
 
 func (d *directOps) Expire(args [][]byte, seconds int64) (bool, error) {
 	r, sh, key := d.on()
-	now := r.c.now()
-	when, fits := expireTime(seconds, 1e9, false, now)
+	now := r.c.Now()
+	when, fits := datatype.ExpireTime(seconds, 1e9, false, now)
 	if !fits {
-		return false, replyError(errInvalidExpire(string(args[0])))
+		return false, replyError(datatype.ErrInvalidExpire(string(args[0])))
 	}
 	if _, ok := sh.GetLocked(key, now); !ok {
 		d.done(args, true)
 		return false, nil
 	}
-	r.c.setExpireLocked(sh, key, when, now)
+	datatype.SetExpireLocked(&r.c.Ctx, sh, key, when, now)
 	d.done(args, true)
 	return true, nil
 }

@@ -10,8 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/throttledhq/throttled/keyspace"
-	"github.com/throttledhq/throttled/resp"
+	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/scripting"
 	"github.com/throttledhq/throttled/scripting/native"
 )
@@ -21,9 +20,9 @@ import (
 // its handler like a client's, on a client of the script's own whose replies go back to
 // Lua. A script runs as one command: see scripting's doc.go for how it locks its keys.
 
-func scriptCommands() []*command {
+func scriptCommands() []*cmdEntry {
 	const evalFlags = "noscript stale skip_monitor no_mandatory_keys movablekeys"
-	return []*command{
+	return []*cmdEntry{
 		{name: "eval", arity: -3, flags: evalFlags, group: "scripting", since: "2.6.0", summary: "Execute a Lua script server side", syntax: "script numkeys [key ...] [arg ...]", handler: evalHandler(false, false), keysOf: evalKeys},
 		{name: "evalsha", arity: -3, flags: evalFlags, group: "scripting", since: "2.6.0", summary: "Execute a Lua script server side", syntax: "sha1 numkeys [key ...] [arg ...]", handler: evalHandler(true, false), keysOf: evalKeys},
 		{name: "eval_ro", arity: -3, flags: "readonly " + evalFlags, group: "scripting", since: "7.0.0", summary: "Execute a read-only Lua script server side", syntax: "script numkeys [key ...] [arg ...]", handler: evalHandler(false, true), keysOf: evalKeys},
@@ -32,8 +31,8 @@ func scriptCommands() []*command {
 	}
 }
 
-func scriptSubcommands() []*command {
-	return []*command{
+func scriptSubcommands() []*cmdEntry {
+	return []*cmdEntry{
 		{name: "load", arity: 3, flags: "noscript stale", group: "scripting", since: "2.6.0", summary: "Load the specified Lua script into the script cache.", syntax: "script", handler: cmdScriptLoad},
 		{name: "exists", arity: -3, flags: "noscript", group: "scripting", since: "2.6.0", summary: "Check existence of scripts in the script cache.", syntax: "sha1 [sha1 ...]", handler: cmdScriptExists},
 		{name: "flush", arity: -2, flags: "noscript", group: "scripting", since: "2.6.0", summary: "Remove all the scripts from the script cache.", syntax: "[ASYNC|SYNC]", handler: cmdScriptFlush},
@@ -111,7 +110,7 @@ var noScriptCommands = []string{
 // initScripting marks the commands scripts may not call: those above with their
 // subcommands but HELP, and any whose handler needs a connection of its own (a blocking
 // command: it would wait forever inside a script).
-func initScripting(table map[string]*command) {
+func initScripting(table map[string]*cmdEntry) {
 	for _, name := range noScriptCommands {
 		if cmd := table[name]; cmd != nil {
 			cmd.bits |= flagNoScript
@@ -148,7 +147,7 @@ func evalKeys(args [][]byte) [][]byte {
 	if len(args) < 3 {
 		return nil
 	}
-	n, ok := parseInt(args[2])
+	n, ok := command.ParseInt(args[2])
 	if !ok || n <= 0 || n > int64(len(args)-3) {
 		return nil
 	}
@@ -157,36 +156,35 @@ func evalKeys(args [][]byte) [][]byte {
 
 var (
 	// errNoScript is EVALSHA of a digest not in the cache.
-	errNoScript = &codedError{"NOSCRIPT", "No matching script. Please use EVAL."}
+	errNoScript = &command.Error{Code: "NOSCRIPT", Msg: "No matching script. Please use EVAL."}
 	// errNotBusy is SCRIPT KILL with no script running.
-	errNotBusy = &codedError{"NOTBUSY", "No scripts in execution right now."}
-	// errKeysNegative and errKeysTooMany are EVAL's bad numkeys.
+	errNotBusy = &command.Error{Code: "NOTBUSY", Msg: "No scripts in execution right now."}
+	// errKeysNegative is EVAL's negative numkeys.
 	errKeysNegative = errors.New("Number of keys can't be negative")
-	errKeysTooMany  = errors.New("Number of keys can't be greater than number of args")
 	// errScriptWriteRO is EVAL_RO of a script whose shebang lets it write.
 	errScriptWriteRO = errors.New("Can not execute a script with write flag using *_ro command.")
 	// errScriptOOM is a script whose shebang lacks allow-oom, over maxmemory.
-	errScriptOOM = &codedError{"OOM", "allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'"}
+	errScriptOOM = &command.Error{Code: "OOM", Msg: "allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'"}
 	// errRestart stops a script that must run again with more stripes (scriptRun.lock).
 	errRestart = errors.New("scripting: restart with more stripes")
 	// errNotDirect stops a native run that called a command its lock does not cover
 	// (scriptRun.direct): it runs again, taking the stripes.
 	errNotDirect = errors.New("scripting: a command outside the direct run")
 	// errBusy is any other command while a script has run past busy-reply-threshold.
-	errBusy = &codedError{"BUSY", "Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."}
+	errBusy = &command.Error{Code: "BUSY", Msg: "Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."}
 	// errUnkillable is SCRIPT KILL of busy scripts that have all written.
-	errUnkillable = &codedError{"UNKILLABLE", "Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command."}
+	errUnkillable = &command.Error{Code: "UNKILLABLE", Msg: "Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command."}
 )
 
 // evalHandler makes EVAL (byDigest false) and EVALSHA, and their read-only variants.
 func evalHandler(byDigest, readOnly bool) handler {
 	return func(c *client, args [][]byte) error {
-		numkeys, ok := parseInt(args[2])
+		numkeys, ok := command.ParseInt(args[2])
 		switch {
 		case !ok:
-			return errNotInteger
+			return command.ErrNotInteger
 		case numkeys > int64(len(args)-3):
-			return errKeysTooMany
+			return command.ErrKeysTooMany
 		case numkeys < 0:
 			return errKeysNegative
 		}
@@ -257,7 +255,7 @@ type scriptRun struct {
 func (c *client) scriptRun() *scriptRun {
 	if c.script == nil {
 		r := &scriptRun{s: c.s, caller: c}
-		r.c = &client{s: c.s, raddr: "lua", laddr: "lua", authed: true, w: resp.Writer{Proto: 2}}
+		r.c = &client{s: c.s, raddr: "lua", laddr: "lua", authed: true, Ctx: c.s.newCtx()}
 		r.call.Host = r
 		c.script = r
 	}
@@ -272,10 +270,10 @@ func (c *client) runScript(sc *scripting.Script, fn *scripting.Function, args, k
 	if u := c.user.Load(); r.c.user.Load() != u {
 		r.c.user.Store(u)
 	}
-	r.call.Keys, r.call.Args, r.call.Proto, r.call.Slot = keys, argv, c.w.Proto, uint64(c.id)
+	r.call.Keys, r.call.Args, r.call.Proto, r.call.Slot = keys, argv, c.W.Proto, uint64(c.id)
 	r.readOnly = readOnly
 	r.fn, r.args = fn, args
-	r.call.Start = c.s.obs.base.Add(time.Duration(c.tick)) // no clock read: the command's start
+	r.call.Start = c.s.obs.base.Add(time.Duration(c.Tick)) // no clock read: the command's start
 	r.txHeld = c.txHeld
 	r.call.BusyAfter = time.Duration(c.s.scripts.busyAfter.Load()) * time.Millisecond
 	defer func() {
@@ -295,22 +293,22 @@ func (c *client) runScript(sc *scripting.Script, fn *scripting.Function, args, k
 	}
 	for {
 		r.dirty.Store(false)
-		r.lastEnd = c.tick
+		r.lastEnd = c.Tick
 		r.held = r.txHeld
 		r.lockAll(r.want &^ r.txHeld)
-		mark := len(c.w.B)
+		mark := len(c.W.B)
 		var out []byte
 		var err error
 		if fn != nil {
-			out, err = c.s.fn.eng.CallFunction(c.w.B, fn, &r.call)
+			out, err = c.s.fn.eng.CallFunction(c.W.B, fn, &r.call)
 		} else {
-			out, err = c.s.scripts.eng.Run(c.w.B, sc, &r.call)
+			out, err = c.s.scripts.eng.Run(c.W.B, sc, &r.call)
 		}
 		c.s.unlockTx(r.held &^ r.txHeld)
 		if err == errRestart {
 			continue
 		}
-		c.w.B = out
+		c.W.B = out
 		if r.c.mustSync {
 			c.mustSync = true
 			r.c.mustSync = false
@@ -344,17 +342,17 @@ func (r *scriptRun) direct(sc *scripting.Script) (done bool, err error) {
 	}
 	sh := s.ks.Shard(r.call.Keys[0])
 	sh.Lock()
-	r.c.held = sh
+	r.c.Held = sh
 	r.offerDirect()
 	defer func() { // deferred: a panic must not leave the shard locked
 		r.clearDirect()
-		r.c.held = nil
+		r.c.Held = nil
 		sh.Unlock()
 	}()
 	r.dirty.Store(false)
-	r.lastEnd = c.tick
-	mark := len(c.w.B)
-	out, done, err := s.scripts.eng.RunNative(c.w.B, sc, &r.call)
+	r.lastEnd = c.Tick
+	mark := len(c.W.B)
+	out, done, err := s.scripts.eng.RunNative(c.W.B, sc, &r.call)
 	switch {
 	case err == errNotDirect && !r.dirty.Load():
 		return false, nil
@@ -363,7 +361,7 @@ func (r *scriptRun) direct(sc *scripting.Script) (done bool, err error) {
 	case !done:
 		return false, nil
 	}
-	c.w.B = out
+	c.W.B = out
 	if r.c.mustSync {
 		c.mustSync = true
 		r.c.mustSync = false
@@ -371,7 +369,7 @@ func (r *scriptRun) direct(sc *scripting.Script) (done bool, err error) {
 	if len(out) > mark && out[mark] == '-' {
 		s.stats.errors.Add(1) // the script wrote its error reply itself
 	}
-	if r.lastEnd != c.tick {
+	if r.lastEnd != c.Tick {
 		c.ended = r.lastEnd // what is left, the reply, is the next command's time: one clock read less
 	}
 	return true, nil
@@ -387,24 +385,6 @@ func (r *scriptRun) stripes() uint64 {
 		r.want |= st
 	}
 	return r.want
-}
-
-// lockShard locks key's shard and returns it; for a script's client in a direct run, the
-// shard the run holds (scriptRun.direct), which is key's.
-func (c *client) lockShard(key []byte) *keyspace.Shard {
-	if c.held != nil {
-		return c.held
-	}
-	sh := c.s.ks.Shard(key)
-	sh.Lock()
-	return sh
-}
-
-// unlockShard ends lockShard.
-func (c *client) unlockShard(sh *keyspace.Shard) {
-	if c.held == nil {
-		sh.Unlock()
-	}
 }
 
 // lockAll takes the stripes in set, in ascending order, waiting for each.
@@ -478,11 +458,11 @@ const (
 type cachedCommand struct {
 	name [16]byte
 	n    int // the name's length; 0 for an empty entry
-	cmd  *command
+	cmd  *cmdEntry
 }
 
 // command looks up the command a script names, through the cache of those it named last.
-func (r *scriptRun) command(name []byte) *command {
+func (r *scriptRun) command(name []byte) *cmdEntry {
 	for i := range r.names {
 		if e := &r.names[i]; e.n == len(name) && string(e.name[:e.n]) == string(name) {
 			return e.cmd
@@ -500,7 +480,7 @@ func (r *scriptRun) command(name []byte) *command {
 
 // stripesOf is the stripes of a command's keys: a single key the script declared is known
 // without hashing it again.
-func (r *scriptRun) stripesOf(cmd *command, args [][]byte) uint64 {
+func (r *scriptRun) stripesOf(cmd *cmdEntry, args [][]byte) uint64 {
 	if cmd.firstKey == 1 && cmd.lastKey == 1 && cmd.keysOf == nil && len(args) > 1 {
 		for i, k := range r.call.Keys {
 			if bytes.Equal(k, args[1]) {
@@ -560,14 +540,14 @@ func (r *scriptRun) Call(dst []byte, args [][]byte, resp int) ([]byte, error) {
 		}
 	}
 	if cmd.has(flagDenyOOM) && !r.dirty.Load() && s.mem.full.Load() {
-		if sc.held != nil {
+		if sc.Held != nil {
 			return dst, errNotDirect // evicting locks shards: the run starts again on the stripes
 		}
 		if err := s.makeRoom(); err != nil {
 			return appendErrorReply(dst, err), nil
 		}
 	}
-	if sc.held != nil {
+	if sc.Held != nil {
 		if !(cmd.has(flagDirect) && r.declared(args[1]) || cmd.name == "time") {
 			return dst, errNotDirect // it may lock another shard, or this one again
 		}
@@ -577,23 +557,23 @@ func (r *scriptRun) Call(dst []byte, args [][]byte, resp int) ([]byte, error) {
 	if changes && !r.dirty.Load() {
 		r.dirty.Store(true)
 	}
-	sc.w.B, sc.w.Proto = dst, resp
-	sc.tick = r.caller.tick // the script's commands all see the time it started at
+	sc.W.B, sc.W.Proto = dst, resp
+	sc.Tick = r.caller.Tick // the script's commands all see the time it started at
 	sc.lat = r.caller.lat   // and count their latency where the caller's commands do
 	if cmd.has(flagRatelimit) && sc.lastCmd.Load() != cmd {
 		sc.lastCmd.Store(cmd) // the rate-limit verbs count their decisions by it, as run sets it
 	}
 	s.callFrom(sc, cmd, args, r.lastEnd) // timed from the end of the script's command before
-	r.lastEnd = sc.tick
+	r.lastEnd = sc.Tick
 	if len(sc.up.calls) > 0 { // with an upstream, a rate-limit verb's reply comes from there
 		if !sc.waitUpstream() {
-			sc.w.B = dst
+			sc.W.B = dst
 			return appendErrorReply(dst, errors.New("server is shutting down")), nil
 		}
 		sc.spliceUpstream()
 	}
-	dst = sc.w.B
-	sc.w.B = nil
+	dst = sc.W.B
+	sc.W.B = nil
 	return dst, nil
 }
 
@@ -700,19 +680,19 @@ func cmdScriptLoad(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.BulkString(sc.SHA)
+	c.W.BulkString(sc.SHA)
 	return nil
 }
 
 // SCRIPT EXISTS sha1 [sha1 ...]
 func cmdScriptExists(c *client, args [][]byte) error {
-	c.w.Array(len(args) - 2)
+	c.W.Array(len(args) - 2)
 	for _, sha := range args[2:] {
 		d, ok := scripting.Digest(sha)
 		if ok && c.s.scripts.eng.Lookup(d) != nil {
-			c.w.Int(1)
+			c.W.Int(1)
 		} else {
-			c.w.Int(0)
+			c.W.Int(0)
 		}
 	}
 	return nil
@@ -724,7 +704,7 @@ func cmdScriptFlush(c *client, args [][]byte) error {
 		return errors.New("SCRIPT FLUSH only support SYNC|ASYNC option")
 	}
 	c.s.scripts.eng.Flush()
-	c.w.OK()
+	c.W.OK()
 	return nil
 }
 
@@ -761,7 +741,7 @@ func (l *luaScripts) kill(c *client, functions bool) error {
 	case killed == 0:
 		return errUnkillable
 	}
-	c.w.OK()
+	c.W.OK()
 	return nil
 }
 
@@ -782,7 +762,7 @@ func (l *luaScripts) busyError() error {
 func cmdScriptDebug(c *client, args [][]byte) error {
 	switch strings.ToLower(string(args[2])) {
 	case "no":
-		c.w.OK()
+		c.W.OK()
 		return nil
 	case "yes", "sync":
 		return errors.New("SCRIPT DEBUG is not supported: throttled has no Lua debugger")
@@ -792,7 +772,7 @@ func cmdScriptDebug(c *client, args [][]byte) error {
 
 // SCRIPT HELP
 func cmdScriptHelp(c *client, args [][]byte) error {
-	writeHelp(c, "SCRIPT", []string{
+	c.WriteHelp("SCRIPT", []string{
 		"DEBUG (YES|SYNC|NO)",
 		"    Set the debug mode for subsequent scripts executed.",
 		"EXISTS <sha1> [<sha1> ...]",

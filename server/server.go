@@ -15,10 +15,13 @@ import (
 	"time"
 
 	"github.com/throttledhq/throttled/acl"
+	"github.com/throttledhq/throttled/command"
+	"github.com/throttledhq/throttled/datatype"
 	"github.com/throttledhq/throttled/keyspace"
 	"github.com/throttledhq/throttled/persistence"
 	"github.com/throttledhq/throttled/pubsub"
 	"github.com/throttledhq/throttled/replication"
+	"github.com/throttledhq/throttled/resp"
 )
 
 // Server answers Redis-protocol clients from a sharded keyspace.
@@ -34,8 +37,10 @@ type Server struct {
 	// wall time plus mono, so that a command's timing reading serves as its time (client.now).
 	clockBase time.Time
 	now       func() time.Time
-	commands  map[string]*command // by lower-case name
-	listpack  listpackLimits      // hash-max-listpack-entries and the rest (collections.go)
+	env       command.Env          // what every command's context reads (newCtx)
+	types     *datatype.Family     // the data types' commands
+	commands  map[string]*cmdEntry // by lower-case name
+	listpack  datatype.Limits      // hash-max-listpack-entries and the rest (typeparams.go)
 	started   time.Time
 
 	mu        sync.Mutex // guards ln, clients, closed
@@ -153,9 +158,15 @@ func New(cfg Config) (*Server, error) {
 		sweepDone: make(chan struct{}),
 		stopped:   make(chan struct{}),
 	}
+	s.env = command.Env{Keys: s.ks, Base: base.UnixNano()}
+	if cfg.Now != nil {
+		s.env.Clock = s.nowNano
+	}
 	s.ks.SetClock(s.nowNano()) // the access clock; expireLoop keeps it going
 	s.txLocks.seed = maphash.MakeSeed()
-	s.listpack.init(cfg)
+	initLimits(&s.listpack, cfg)
+	s.types = datatype.New(datatype.Config{Limits: &s.listpack, MaxBulk: cfg.ProtoMaxBulkLen,
+		LRU: func() bool { return s.mem.max.Load() != 0 && keyspace.Policy(s.mem.policy.Load()).LRU() }})
 	s.password.Store(&cfg.RequirePass)
 	s.levelName.Store(&cfg.LogLevel)
 	s.maxClients.Store(int64(cfg.MaxClients))
@@ -223,15 +234,8 @@ func monotonicClock(start time.Time) func() time.Time {
 	return func() time.Time { return wall.Add(time.Since(start)) }
 }
 
-// now is the server's time in Unix ns at the start of c's current command: the clock reading
-// its timing took (client.tick), so that a command reads the clock once, not twice. With a
-// configured clock (Config.Now), that clock.
-func (c *client) now() int64 {
-	if c.s.cfg.Now != nil {
-		return c.s.nowNano()
-	}
-	return c.s.clockBase.UnixNano() + c.tick
-}
+// newCtx is a new connection's context for its commands, RESP2 until HELLO 3.
+func (s *Server) newCtx() command.Ctx { return command.Ctx{Env: &s.env, W: resp.Writer{Proto: 2}} }
 
 // nowNano is the server's time in Unix nanoseconds.
 func (s *Server) nowNano() int64 { return s.now().UnixNano() }
@@ -504,7 +508,7 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 			return
 		}
 	}
-	if c.sub != nil && c.w.Proto == 2 && !cmd.whileSubscribed && c.subscribed() {
+	if c.sub != nil && c.W.Proto == 2 && !cmd.whileSubscribed && c.subscribed() {
 		cmd.rejected.Add(1)
 		s.replyError(c, fmt.Errorf("Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", cmd.fullName()))
 		return
@@ -553,10 +557,10 @@ func (s *Server) reject(c *client, err error) {
 
 // call runs cmd on c and writes its reply; a handler's panic becomes an error reply and is
 // logged, and the connection goes on.
-func (s *Server) call(c *client, cmd *command, args [][]byte) { s.callFrom(c, cmd, args, c.tick) }
+func (s *Server) call(c *client, cmd *cmdEntry, args [][]byte) { s.callFrom(c, cmd, args, c.Tick) }
 
 // callFrom is call, the command timed from start (on client.tick's clock).
-func (s *Server) callFrom(c *client, cmd *command, args [][]byte, start int64) {
+func (s *Server) callFrom(c *client, cmd *cmdEntry, args [][]byte, start int64) {
 	if cmd.bits&flagWrite != 0 {
 		if err := s.checkWrite(c, cmd); err != nil {
 			cmd.rejected.Add(1)
@@ -568,15 +572,15 @@ func (s *Server) callFrom(c *client, cmd *command, args [][]byte, start int64) {
 		}
 	}
 	s.stats.commands.Add(1)
-	c.reading = cmd.bits&flagReadonly != 0
-	mark := len(c.w.B)
+	c.Reading = cmd.bits&flagReadonly != 0
+	mark := len(c.W.B)
 	defer func() {
 		if r := recover(); r != nil {
 			cmd.calls.Add(1)
 			cmd.failed.Add(1)
 			s.log.Error("panic in command", "command", cmd.fullName(), "panic", r, "stack", string(debug.Stack()))
 			s.stats.unexpected.Add(1)
-			c.w.B = c.w.B[:mark] // drop a half-written reply
+			c.W.B = c.W.B[:mark] // drop a half-written reply
 			s.replyError(c, fmt.Errorf("internal error in '%s': %v", cmd.fullName(), r))
 		}
 	}()
@@ -591,7 +595,7 @@ func (s *Server) replyError(c *client, err error) {
 	s.stats.errors.Add(1)
 	text := errorText(err)
 	s.errStats.count(text)
-	c.w.ErrorText(text)
+	c.W.ErrorText(text)
 }
 
 // passwordSet reports whether connections must authenticate: the default user has a

@@ -224,11 +224,11 @@ func TestMaxClients(t *testing.T) {
 
 func TestHandlerPanicBecomesError(t *testing.T) {
 	ts := startServerWith(t, func(s *Server) {
-		s.commands["boom"] = &command{name: "boom", arity: 1, handler: func(c *client, args [][]byte) error {
+		s.commands["boom"] = &cmdEntry{name: "boom", arity: 1, handler: func(c *client, args [][]byte) error {
 			sh := c.s.ks.Shard([]byte("k"))
 			sh.Lock()
 			defer sh.Unlock()
-			c.w.Array(3) // half a reply, then a bug
+			c.W.Array(3) // half a reply, then a bug
 			panic("bug")
 		}}
 	})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+	"github.com/throttledhq/throttled/datatype"
 )
 
 // TestSetCommands: an allow list kept in a set, as code that keeps one in Redis uses it.
@@ -135,9 +136,9 @@ func TestSetRandom(t *testing.T) {
 // past set-max-listpack-entries or -value a set gets its index; neither goes back.
 func TestSetEncoding(t *testing.T) {
 	ts := startServerWith(t, func(s *Server) {
-		s.listpack.setIntset.Store(3)
-		s.listpack.setEntries.Store(5)
-		s.listpack.setValue.Store(8)
+		s.listpack.SetIntset.Store(3)
+		s.listpack.SetEntries.Store(5)
+		s.listpack.SetValue.Store(8)
 	})
 	rdb := ts.client(t, 2)
 	flags := func(key string) int64 {
@@ -152,18 +153,18 @@ func TestSetEncoding(t *testing.T) {
 	require.Equal(t, "intset", do(t, rdb, "OBJECT", "ENCODING", "s"))
 	do(t, rdb, "SADD", "s", "4")
 	require.Equal(t, "hashtable", do(t, rdb, "OBJECT", "ENCODING", "s"))
-	require.Equal(t, int64(bigEncoding), flags("s"), "small: no index")
+	require.Equal(t, int64(datatype.BigEncoding), flags("s"), "small: no index")
 	do(t, rdb, "SREM", "s", "4", "3")
 	require.Equal(t, "hashtable", do(t, rdb, "OBJECT", "ENCODING", "s"), "never back")
 	do(t, rdb, "SADD", "s", "a", "b", "c", "d")
-	require.Equal(t, int64(bigEncoding|indexedPack), flags("s"))
+	require.Equal(t, int64(datatype.BigEncoding|datatype.IndexedPack), flags("s"))
 	require.Equal(t, []any{"1", "2", "a", "b", "c", "d"}, do(t, rdb, "SMEMBERS", "s"))
 	do(t, rdb, "SREM", "s", "a", "b", "c", "d", "1")
-	require.Equal(t, int64(bigEncoding|indexedPack), flags("s"), "never back")
+	require.Equal(t, int64(datatype.BigEncoding|datatype.IndexedPack), flags("s"), "never back")
 	require.Equal(t, []any{"2"}, do(t, rdb, "SMEMBERS", "s"))
 
 	do(t, rdb, "SADD", "v", "abcdefghi")
-	require.Equal(t, int64(bigEncoding|indexedPack), flags("v"), "a long member")
+	require.Equal(t, int64(datatype.BigEncoding|datatype.IndexedPack), flags("v"), "a long member")
 	require.Equal(t, int64(1), do(t, rdb, "SISMEMBER", "v", "abcdefghi"))
 }
 
@@ -176,7 +177,7 @@ func TestSetParams(t *testing.T) {
 	do(t, rdb, "SADD", "s", "1", "2", "3")
 	require.Equal(t, "hashtable", do(t, rdb, "OBJECT", "ENCODING", "s"))
 	require.Equal(t, "OK", do(t, rdb, "CONFIG", "SET", "set-max-intset-entries", "1000"))
-	require.Equal(t, int64(1000), ts.listpack.setIntset.Load())
+	require.Equal(t, int64(1000), ts.listpack.SetIntset.Load())
 	do(t, rdb, "SADD", "t", "1", "2", "3")
 	require.Equal(t, "intset", do(t, rdb, "OBJECT", "ENCODING", "t"))
 	require.Equal(t, "ERR CONFIG SET failed (possibly related to argument 'set-max-listpack-entries') - argument must be a memory value",
@@ -245,10 +246,10 @@ func TestSetNoAllocs(t *testing.T) {
 	}
 	sendReq := func(req [][]byte) {
 		s.run(c, req)
-		if c.w.B[0] == '-' {
-			t.Fatalf("%q: %s", req, c.w.B)
+		if c.W.B[0] == '-' {
+			t.Fatalf("%q: %s", req, c.W.B)
 		}
-		c.w.B = c.w.B[:0]
+		c.W.B = c.W.B[:0]
 	}
 	send := func(args ...string) { sendReq(request(args...)) }
 	for i := range 300 {

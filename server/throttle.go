@@ -3,13 +3,14 @@ package server
 import (
 	"errors"
 
+	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/gcra"
 	"github.com/throttledhq/throttled/keyspace"
 	"github.com/throttledhq/throttled/resp"
 )
 
-func throttleCommands() []*command {
-	return []*command{
+func throttleCommands() []*cmdEntry {
+	return []*cmdEntry{
 		{name: "cl.throttle", arity: -5, flags: "write denyoom fast ratelimit", firstKey: 1, lastKey: 1, group: "ratelimit", since: "0.1.0",
 			summary: "GCRA rate limit, byte-compatible with redis-cell: [limited, limit, remaining, retry_after_s, reset_after_s].",
 			syntax:  "key max_burst count_per_period period [quantity]", handler: cmdCellThrottle},
@@ -32,7 +33,7 @@ func tatOf(v keyspace.Value, exists bool) (int64, bool, error) {
 	case v.Kind == keyspace.GCRA:
 		return v.Num, true, nil
 	case v.Kind == keyspace.String:
-		tat, ok := parseInt(v.Bytes)
+		tat, ok := command.ParseInt(v.Bytes)
 		if !ok {
 			return 0, false, errNotGCRA
 		}
@@ -83,7 +84,7 @@ func cmdGCRA(c *client, args [][]byte) error {
 // gcraVerb runs one GCRA evaluation of a compatibility verb on key under its
 // shard's lock, keeps the new state and writes the five integers.
 func (c *client) gcraVerb(key []byte, eval func(now, tat int64, ok bool) (gcra.Result, error)) error {
-	now := c.now()
+	now := c.Now()
 	sh := c.s.ks.Shard(key)
 	sh.Lock()
 	defer sh.Unlock()
@@ -103,7 +104,7 @@ func (c *client) gcraVerb(key []byte, eval func(now, tat int64, ok bool) (gcra.R
 	if r.Limited {
 		c.s.denial(c.lastCmd.Load(), key, secondsToMs(r.RetryAfter), now)
 	}
-	writeGCRA(&c.w, r)
+	writeGCRA(&c.W, r)
 	return nil
 }
 
@@ -122,7 +123,7 @@ func writeGCRA(w *resp.Writer, r gcra.Result) {
 }
 
 // writeDecision writes a native verb's decision.
-func (c *client) writeDecision(d decision) { writeDecisionTo(&c.w, d) }
+func (c *client) writeDecision(d decision) { writeDecisionTo(&c.W, d) }
 
 // decision writes a native verb's decision: an array under RESP2, a map
 // under RESP3; LEAKYBUCKET's has a sixth field, delay_ms.
@@ -173,7 +174,11 @@ func writeDecisionStatus(w *resp.Writer, d decision, status string) {
 func (s *Server) decided(c *client, limited bool) {
 	s.count(c.lastCmd.Load(), limited)
 	if c.door != doorRESP {
-		s.stats.byDoor[c.door][b2i(limited)].Add(1)
+		i := 0 // allowed
+		if limited {
+			i = 1
+		}
+		s.stats.byDoor[c.door][i].Add(1)
 	}
 }
 
@@ -185,7 +190,7 @@ func (s *Server) refunded(n int64) {
 }
 
 // count counts a decision of cmd.
-func (s *Server) count(cmd *command, limited bool) {
+func (s *Server) count(cmd *cmdEntry, limited bool) {
 	if limited {
 		s.stats.denied.Add(1)
 		cmd.denied.Add(1)

@@ -69,7 +69,7 @@ func (s *Server) closeUpstream() {
 }
 
 // viaUpstream wraps the local handler of a rate-limit verb.
-func (s *Server) viaUpstream(kind callKind, cmd *command, local handler) handler {
+func (s *Server) viaUpstream(kind callKind, cmd *cmdEntry, local handler) handler {
 	return func(c *client, args [][]byte) error {
 		if s.up.client.Open() {
 			return c.decideLocally(args, local)
@@ -81,9 +81,9 @@ func (s *Server) viaUpstream(kind callKind, cmd *command, local handler) handler
 			return err
 		}
 		if settle {
-			if s.up.client.Settle(call, c.now()) {
+			if s.up.client.Settle(call, c.Now()) {
 				call.counted()
-				c.w.B = append(c.w.B, call.w.B...)
+				c.W.B = append(c.W.B, call.w.B...)
 				c.up.put(call)
 				return nil
 			}
@@ -93,7 +93,7 @@ func (s *Server) viaUpstream(kind callKind, cmd *command, local handler) handler
 				return err
 			}
 		}
-		call.at = len(c.w.B)
+		call.at = len(c.W.B)
 		c.up.calls = append(c.up.calls, call)
 		if c.up.wake == nil {
 			c.up.wake = make(chan struct{}, 1)
@@ -142,20 +142,20 @@ func (c *client) spliceUpstream() {
 	if len(c.up.calls) == 0 {
 		return
 	}
-	src, out, prev := c.w.B, c.up.out[:0], 0
+	src, out, prev := c.W.B, c.up.out[:0], 0
 	for _, call := range c.up.calls {
 		out = append(out, src[prev:call.at]...)
 		prev = call.at
 		if call.unavailable {
 			mark := len(out)
-			c.w.B = out
+			c.W.B = out
 			last := c.lastCmd.Load()
 			c.lastCmd.Store(call.cmd)
 			if err := c.decideLocally(call.args, call.local); err != nil {
 				c.s.replyError(c, err)
 			}
 			c.lastCmd.Store(last)
-			out = c.w.B
+			out = c.W.B
 			if call.silent {
 				out = out[:mark]
 			}
@@ -167,7 +167,7 @@ func (c *client) spliceUpstream() {
 	out = append(out, src[prev:]...)
 	clear(c.up.calls)
 	c.up.calls = c.up.calls[:0]
-	c.w.B = out
+	c.W.B = out
 	if cap(src) <= keepWriteBuf {
 		c.up.out = src[:0]
 	} else {
@@ -203,7 +203,7 @@ const (
 // holds a copy of the request, since the client's read buffer moves on, and its reply.
 type upCall struct {
 	c     *client
-	cmd   *command
+	cmd   *cmdEntry
 	local handler
 	kind  callKind
 	at    int // where its reply goes in c.w.b
@@ -237,8 +237,8 @@ func (u *upCall) reset() {
 
 // parse parses the request as the local handler would, with its errors: on a copy of it
 // when own is set, for a call that outlives the handler; else on args themselves.
-func (u *upCall) parse(c *client, kind callKind, cmd *command, local handler, args [][]byte, own bool) error {
-	u.c, u.kind, u.cmd, u.local, u.w.Proto = c, kind, cmd, local, c.w.Proto
+func (u *upCall) parse(c *client, kind callKind, cmd *cmdEntry, local handler, args [][]byte, own bool) error {
+	u.c, u.kind, u.cmd, u.local, u.w.Proto = c, kind, cmd, local, c.W.Proto
 	if own {
 		for _, a := range args {
 			u.buf = append(u.buf, a...)

@@ -232,10 +232,10 @@ func BenchmarkThrottleUpstreamDenied(b *testing.B) {
 		c := ts.newClient(nc)
 		for pb.Next() {
 			ts.run(c, args)
-			if len(c.up.calls) != 0 || c.w.B[0] == '-' {
-				b.Fatalf("not settled locally: %q", c.w.B)
+			if len(c.up.calls) != 0 || c.W.B[0] == '-' {
+				b.Fatalf("not settled locally: %q", c.W.B)
 			}
-			c.w.B = c.w.B[:0]
+			c.W.B = c.W.B[:0]
 		}
 	})
 }

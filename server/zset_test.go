@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/throttledhq/throttled/datatype"
 	"github.com/throttledhq/throttled/keyspace"
 )
 
@@ -134,8 +135,8 @@ func TestZSetBig(t *testing.T) {
 		v, ok := sh.GetLocked([]byte(key), ts.nowNano())
 		require.True(t, ok)
 		require.Equal(t, keyspace.ZSet, v.Kind)
-		big := v.Num2&bigEncoding != 0
-		require.Equal(t, big, v.Num2&indexedPack != 0, "a big set is indexed")
+		big := v.Num2&datatype.BigEncoding != 0
+		require.Equal(t, big, v.Num2&datatype.IndexedPack != 0, "a big set is indexed")
 		return big
 	}
 	args := []any{"ZADD", "z"}
@@ -174,10 +175,10 @@ func TestZSetNoAllocs(t *testing.T) {
 	}
 	send := func(req [][]byte) {
 		s.run(c, req)
-		if c.w.B[0] == '-' {
-			t.Fatalf("%q: %s", req, c.w.B)
+		if c.W.B[0] == '-' {
+			t.Fatalf("%q: %s", req, c.W.B)
 		}
-		c.w.B = c.w.B[:0]
+		c.W.B = c.W.B[:0]
 	}
 	run := func(args ...string) { send(request(args...)) }
 	for i := range 100 {

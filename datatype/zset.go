@@ -1,4 +1,4 @@
-package server
+package datatype
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/throttledhq/throttled/collection"
+	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/glob"
 	"github.com/throttledhq/throttled/keyspace"
 	"github.com/throttledhq/throttled/resp"
@@ -16,30 +17,30 @@ import (
 // collection's (zset.go there); here the arguments are parsed, the key's shard locked and
 // the reply written.
 
-func zsetCommands() []*command {
-	return []*command{
-		{name: "zadd", arity: -4, flags: "write denyoom fast", firstKey: 1, lastKey: 1, group: "sorted-set", since: "1.2.0", summary: "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.", syntax: "key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]", handler: cmdZAdd},
-		{name: "zincrby", arity: 4, flags: "write denyoom fast", firstKey: 1, lastKey: 1, group: "sorted-set", since: "1.2.0", summary: "Increments the score of a member in a sorted set.", syntax: "key increment member", handler: cmdZIncrBy},
-		{name: "zrem", arity: -3, flags: "write fast", firstKey: 1, lastKey: 1, group: "sorted-set", since: "1.2.0", summary: "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.", syntax: "key member [member ...]", handler: cmdZRem},
-		{name: "zcard", arity: 2, flags: "readonly fast", firstKey: 1, lastKey: 1, group: "sorted-set", since: "1.2.0", summary: "Returns the number of members in a sorted set.", syntax: "key", handler: cmdZCard},
-		{name: "zcount", arity: 4, flags: "readonly fast", firstKey: 1, lastKey: 1, group: "sorted-set", since: "2.0.0", summary: "Returns the count of members in a sorted set that have scores within a range.", syntax: "key min max", handler: cmdZCount},
-		{name: "zlexcount", arity: 4, flags: "readonly fast", firstKey: 1, lastKey: 1, group: "sorted-set", since: "2.8.9", summary: "Returns the number of members in a sorted set within a lexicographical range.", syntax: "key min max", handler: cmdZLexCount},
-		{name: "zscore", arity: 3, flags: "readonly fast", firstKey: 1, lastKey: 1, group: "sorted-set", since: "1.2.0", summary: "Returns the score of a member in a sorted set.", syntax: "key member", handler: cmdZScore},
-		{name: "zmscore", arity: -3, flags: "readonly fast", firstKey: 1, lastKey: 1, group: "sorted-set", since: "6.2.0", summary: "Returns the score of one or more members in a sorted set.", syntax: "key member [member ...]", handler: cmdZMScore},
-		{name: "zrank", arity: 3, flags: "readonly fast", firstKey: 1, lastKey: 1, group: "sorted-set", since: "2.0.0", summary: "Returns the index of a member in a sorted set ordered by ascending scores.", syntax: "key member", handler: zrankHandler(false)},
-		{name: "zrevrank", arity: 3, flags: "readonly fast", firstKey: 1, lastKey: 1, group: "sorted-set", since: "2.0.0", summary: "Returns the index of a member in a sorted set ordered by descending scores.", syntax: "key member", handler: zrankHandler(true)},
-		{name: "zrange", arity: -4, flags: "readonly", firstKey: 1, lastKey: 1, group: "sorted-set", since: "1.2.0", summary: "Returns members in a sorted set within a range of indexes.", syntax: "key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES]", handler: zrangeHandler(zrangeAuto, false)},
-		{name: "zrevrange", arity: -4, flags: "readonly", firstKey: 1, lastKey: 1, group: "sorted-set", since: "1.2.0", summary: "Returns members in a sorted set within a range of indexes in reverse order.", syntax: "key start stop [WITHSCORES]", handler: zrangeHandler(zrangeRank, true)},
-		{name: "zrangebyscore", arity: -4, flags: "readonly", firstKey: 1, lastKey: 1, group: "sorted-set", since: "1.0.5", summary: "Returns members in a sorted set within a range of scores.", syntax: "key min max [WITHSCORES] [LIMIT offset count]", handler: zrangeHandler(zrangeScore, false)},
-		{name: "zrevrangebyscore", arity: -4, flags: "readonly", firstKey: 1, lastKey: 1, group: "sorted-set", since: "2.2.0", summary: "Returns members in a sorted set within a range of scores in reverse order.", syntax: "key max min [WITHSCORES] [LIMIT offset count]", handler: zrangeHandler(zrangeScore, true)},
-		{name: "zrangebylex", arity: -4, flags: "readonly", firstKey: 1, lastKey: 1, group: "sorted-set", since: "2.8.9", summary: "Returns members in a sorted set within a lexicographical range.", syntax: "key min max [LIMIT offset count]", handler: zrangeHandler(zrangeLex, false)},
-		{name: "zrevrangebylex", arity: -4, flags: "readonly", firstKey: 1, lastKey: 1, group: "sorted-set", since: "2.8.9", summary: "Returns members in a sorted set within a lexicographical range in reverse order.", syntax: "key max min [LIMIT offset count]", handler: zrangeHandler(zrangeLex, true)},
-		{name: "zremrangebyrank", arity: 4, flags: "write", firstKey: 1, lastKey: 1, group: "sorted-set", since: "2.0.0", summary: "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed.", syntax: "key start stop", handler: zremrangeHandler(zrangeRank)},
-		{name: "zremrangebyscore", arity: 4, flags: "write", firstKey: 1, lastKey: 1, group: "sorted-set", since: "1.2.0", summary: "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed.", syntax: "key min max", handler: zremrangeHandler(zrangeScore)},
-		{name: "zremrangebylex", arity: 4, flags: "write", firstKey: 1, lastKey: 1, group: "sorted-set", since: "2.8.9", summary: "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed.", syntax: "key min max", handler: zremrangeHandler(zrangeLex)},
-		{name: "zpopmin", arity: -2, flags: "write fast", firstKey: 1, lastKey: 1, group: "sorted-set", since: "5.0.0", summary: "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", syntax: "key [count]", handler: zpopHandler(false)},
-		{name: "zpopmax", arity: -2, flags: "write fast", firstKey: 1, lastKey: 1, group: "sorted-set", since: "5.0.0", summary: "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", syntax: "key [count]", handler: zpopHandler(true)},
-		{name: "zscan", arity: -3, flags: "readonly", firstKey: 1, lastKey: 1, group: "sorted-set", since: "2.8.0", summary: "Iterates over members and scores of a sorted set.", syntax: "key cursor [MATCH pattern] [COUNT count]", handler: cmdZScan},
+func (dt *Family) zsetCommands() []*command.Spec {
+	return []*command.Spec{
+		{Name: "dt.zadd", Arity: -4, Flags: "write denyoom fast", FirstKey: 1, LastKey: 1, Group: "sorted-set", Since: "1.2.0", Summary: "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.", Syntax: "key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]", Handler: dt.cmdZAdd},
+		{Name: "zincrby", Arity: 4, Flags: "write denyoom fast", FirstKey: 1, LastKey: 1, Group: "sorted-set", Since: "1.2.0", Summary: "Increments the score of a member in a sorted set.", Syntax: "key increment member", Handler: dt.cmdZIncrBy},
+		{Name: "zrem", Arity: -3, Flags: "write fast", FirstKey: 1, LastKey: 1, Group: "sorted-set", Since: "1.2.0", Summary: "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.", Syntax: "key member [member ...]", Handler: dt.cmdZRem},
+		{Name: "zcard", Arity: 2, Flags: "readonly fast", FirstKey: 1, LastKey: 1, Group: "sorted-set", Since: "1.2.0", Summary: "Returns the number of members in a sorted set.", Syntax: "key", Handler: dt.cmdZCard},
+		{Name: "zcount", Arity: 4, Flags: "readonly fast", FirstKey: 1, LastKey: 1, Group: "sorted-set", Since: "2.0.0", Summary: "Returns the count of members in a sorted set that have scores within a range.", Syntax: "key min max", Handler: dt.cmdZCount},
+		{Name: "zlexcount", Arity: 4, Flags: "readonly fast", FirstKey: 1, LastKey: 1, Group: "sorted-set", Since: "2.8.9", Summary: "Returns the number of members in a sorted set within a lexicographical range.", Syntax: "key min max", Handler: dt.cmdZLexCount},
+		{Name: "zscore", Arity: 3, Flags: "readonly fast", FirstKey: 1, LastKey: 1, Group: "sorted-set", Since: "1.2.0", Summary: "Returns the score of a member in a sorted set.", Syntax: "key member", Handler: dt.cmdZScore},
+		{Name: "zmscore", Arity: -3, Flags: "readonly fast", FirstKey: 1, LastKey: 1, Group: "sorted-set", Since: "6.2.0", Summary: "Returns the score of one or more members in a sorted set.", Syntax: "key member [member ...]", Handler: dt.cmdZMScore},
+		{Name: "zrank", Arity: 3, Flags: "readonly fast", FirstKey: 1, LastKey: 1, Group: "sorted-set", Since: "2.0.0", Summary: "Returns the index of a member in a sorted set ordered by ascending scores.", Syntax: "key member", Handler: dt.zrankHandler(false)},
+		{Name: "zrevrank", Arity: 3, Flags: "readonly fast", FirstKey: 1, LastKey: 1, Group: "sorted-set", Since: "2.0.0", Summary: "Returns the index of a member in a sorted set ordered by descending scores.", Syntax: "key member", Handler: dt.zrankHandler(true)},
+		{Name: "zrange", Arity: -4, Flags: "readonly", FirstKey: 1, LastKey: 1, Group: "sorted-set", Since: "1.2.0", Summary: "Returns members in a sorted set within a range of indexes.", Syntax: "key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES]", Handler: dt.zrangeHandler(zrangeAuto, false)},
+		{Name: "zrevrange", Arity: -4, Flags: "readonly", FirstKey: 1, LastKey: 1, Group: "sorted-set", Since: "1.2.0", Summary: "Returns members in a sorted set within a range of indexes in reverse order.", Syntax: "key start stop [WITHSCORES]", Handler: dt.zrangeHandler(zrangeRank, true)},
+		{Name: "zrangebyscore", Arity: -4, Flags: "readonly", FirstKey: 1, LastKey: 1, Group: "sorted-set", Since: "1.0.5", Summary: "Returns members in a sorted set within a range of scores.", Syntax: "key min max [WITHSCORES] [LIMIT offset count]", Handler: dt.zrangeHandler(zrangeScore, false)},
+		{Name: "zrevrangebyscore", Arity: -4, Flags: "readonly", FirstKey: 1, LastKey: 1, Group: "sorted-set", Since: "2.2.0", Summary: "Returns members in a sorted set within a range of scores in reverse order.", Syntax: "key max min [WITHSCORES] [LIMIT offset count]", Handler: dt.zrangeHandler(zrangeScore, true)},
+		{Name: "zrangebylex", Arity: -4, Flags: "readonly", FirstKey: 1, LastKey: 1, Group: "sorted-set", Since: "2.8.9", Summary: "Returns members in a sorted set within a lexicographical range.", Syntax: "key min max [LIMIT offset count]", Handler: dt.zrangeHandler(zrangeLex, false)},
+		{Name: "zrevrangebylex", Arity: -4, Flags: "readonly", FirstKey: 1, LastKey: 1, Group: "sorted-set", Since: "2.8.9", Summary: "Returns members in a sorted set within a lexicographical range in reverse order.", Syntax: "key max min [LIMIT offset count]", Handler: dt.zrangeHandler(zrangeLex, true)},
+		{Name: "zremrangebyrank", Arity: 4, Flags: "write", FirstKey: 1, LastKey: 1, Group: "sorted-set", Since: "2.0.0", Summary: "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed.", Syntax: "key start stop", Handler: dt.zremrangeHandler(zrangeRank)},
+		{Name: "zremrangebyscore", Arity: 4, Flags: "write", FirstKey: 1, LastKey: 1, Group: "sorted-set", Since: "1.2.0", Summary: "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed.", Syntax: "key min max", Handler: dt.zremrangeHandler(zrangeScore)},
+		{Name: "zremrangebylex", Arity: 4, Flags: "write", FirstKey: 1, LastKey: 1, Group: "sorted-set", Since: "2.8.9", Summary: "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed.", Syntax: "key min max", Handler: dt.zremrangeHandler(zrangeLex)},
+		{Name: "zpopmin", Arity: -2, Flags: "write fast", FirstKey: 1, LastKey: 1, Group: "sorted-set", Since: "5.0.0", Summary: "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", Syntax: "key [count]", Handler: dt.zpopHandler(false)},
+		{Name: "zpopmax", Arity: -2, Flags: "write fast", FirstKey: 1, LastKey: 1, Group: "sorted-set", Since: "5.0.0", Summary: "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", Syntax: "key [count]", Handler: dt.zpopHandler(true)},
+		{Name: "zscan", Arity: -3, Flags: "readonly", FirstKey: 1, LastKey: 1, Group: "sorted-set", Since: "2.8.0", Summary: "Iterates over members and scores of a sorted set.", Syntax: "key cursor [MATCH pattern] [COUNT count]", Handler: dt.cmdZScan},
 	}
 }
 
@@ -69,59 +70,59 @@ var (
 )
 
 // zsetLocked returns the sorted set at key, false when there is none. The shard is locked.
-func zsetLocked(c *client, sh *keyspace.Shard, key []byte) (keyspace.Value, bool, error) {
-	return c.kindLocked(sh, key, keyspace.ZSet, c.now())
+func (dt *Family) zsetLocked(c *command.Ctx, sh *keyspace.Shard, key []byte) (keyspace.Value, bool, error) {
+	return dt.kindLocked(c, sh, key, keyspace.ZSet, c.Now())
 }
 
 // zsetOf reads v, a sorted set.
 func zsetOf(v keyspace.Value) collection.ZSet {
-	return collection.ZSetOf(v.Bytes, v.Num2&indexedPack != 0)
+	return collection.ZSetOf(v.Bytes, v.Num2&IndexedPack != 0)
 }
 
 // zeditor starts editing v, the sorted set at a key (zero when there is none), in c's scratch.
-func zeditor(c *client, v keyspace.Value) collection.ZEditor {
-	return collection.NewZEditor(zsetOf(v), v.Num, v.Num2&bigEncoding != 0,
-		c.s.listpack.zsetEntries.Load(), c.s.listpack.zsetValue.Load(), c.scratch)
+func (dt *Family) zeditor(c *command.Ctx, v keyspace.Value) collection.ZEditor {
+	return collection.NewZEditor(zsetOf(v), v.Num, v.Num2&BigEncoding != 0,
+		dt.cfg.Limits.ZsetEntries.Load(), dt.cfg.Limits.ZsetValue.Load(), c.Scratch)
 }
 
 // zstoreLocked stores what ed built at key, keeping v's expiry, and takes back the scratch.
-func zstoreLocked(c *client, sh *keyspace.Shard, key []byte, v keyspace.Value, ed *collection.ZEditor) {
+func (dt *Family) zstoreLocked(c *command.Ctx, sh *keyspace.Shard, key []byte, v keyspace.Value, ed *collection.ZEditor) {
 	if ed.Changed() {
 		var num2 int64
 		if ed.Big {
-			num2 = bigEncoding | indexedPack
+			num2 = BigEncoding | IndexedPack
 		}
 		storeCollectionLocked(sh, key, keyspace.Value{Kind: keyspace.ZSet, Num: ed.Num, Num2: num2, Bytes: ed.Bytes(), Expire: v.Expire})
 	}
-	c.scratch = ed.Buf()
+	c.Scratch = ed.Buf()
 }
 
 // ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]
-func cmdZAdd(c *client, args [][]byte) error { return zadd(c, args, false) }
+func (dt *Family) cmdZAdd(c *command.Ctx, args [][]byte) error { return dt.zadd(c, args, false) }
 
 // ZINCRBY key increment member
-func cmdZIncrBy(c *client, args [][]byte) error { return zadd(c, args, true) }
+func (dt *Family) cmdZIncrBy(c *command.Ctx, args [][]byte) error { return dt.zadd(c, args, true) }
 
 // zadd is ZADD, and ZINCRBY as ZADD INCR: Redis reads ZINCRBY's arguments as ZADD's, so
 // that an increment spelt like an option ("nx") is a syntax error there too.
-func zadd(c *client, args [][]byte, incr bool) error {
+func (dt *Family) zadd(c *command.Ctx, args [][]byte, incr bool) error {
 	f := collection.ZAddFlags{Incr: incr}
 	ch := false
 	i := 2
 options:
 	for ; i < len(args); i++ {
 		switch a := args[i]; {
-		case equalFold(a, "nx"):
+		case command.EqualFold(a, "nx"):
 			f.NX = true
-		case equalFold(a, "xx"):
+		case command.EqualFold(a, "xx"):
 			f.XX = true
-		case equalFold(a, "ch"):
+		case command.EqualFold(a, "ch"):
 			ch = true
-		case equalFold(a, "incr"):
+		case command.EqualFold(a, "incr"):
 			f.Incr = true
-		case equalFold(a, "gt"):
+		case command.EqualFold(a, "gt"):
 			f.GT = true
-		case equalFold(a, "lt"):
+		case command.EqualFold(a, "lt"):
 			f.LT = true
 		default:
 			break options
@@ -130,7 +131,7 @@ options:
 	pairs := args[i:]
 	switch {
 	case len(pairs) == 0 || len(pairs)%2 != 0:
-		return errSyntax
+		return command.ErrSyntax
 	case f.NX && f.XX:
 		return errZXXNX
 	case f.NX && (f.GT || f.LT) || f.GT && f.LT:
@@ -145,10 +146,10 @@ options:
 		}
 	}
 	key := args[1]
-	sh := c.s.ks.Shard(key)
+	sh := c.Keys.Shard(key)
 	sh.Lock()
 	defer sh.Unlock()
-	v, exists, err := zsetLocked(c, sh, key)
+	v, exists, err := dt.zsetLocked(c, sh, key)
 	if err != nil {
 		return err
 	}
@@ -156,14 +157,14 @@ options:
 	processed := false
 	var score float64
 	if exists || !f.XX {
-		ed := zeditor(c, v)
+		ed := dt.zeditor(c, v)
 		for j := 0; j < len(pairs); j += 2 {
 			s, _ := collection.ParseScore(pairs[j])
 			var out collection.ZAddOutcome
 			score, out = ed.Add(pairs[j+1], s, f)
 			switch out {
 			case collection.ZNaN:
-				c.scratch = ed.Buf()
+				c.Scratch = ed.Buf()
 				return errZNaN
 			case collection.ZAdded:
 				added++
@@ -172,36 +173,36 @@ options:
 			}
 			processed = processed || out != collection.ZNop
 		}
-		zstoreLocked(c, sh, key, v, &ed)
+		dt.zstoreLocked(c, sh, key, v, &ed)
 	}
 	switch {
 	case !f.Incr && ch:
-		c.w.Int(added + updated)
+		c.W.Int(added + updated)
 	case !f.Incr:
-		c.w.Int(added)
+		c.W.Int(added)
 	case processed:
-		c.w.Double(score)
+		c.W.Double(score)
 	default:
-		c.w.Null()
+		c.W.Null()
 	}
 	return nil
 }
 
 // ZREM key member [member ...]
-func cmdZRem(c *client, args [][]byte) error {
+func (dt *Family) cmdZRem(c *command.Ctx, args [][]byte) error {
 	key := args[1]
-	sh := c.s.ks.Shard(key)
+	sh := c.Keys.Shard(key)
 	sh.Lock()
 	defer sh.Unlock()
-	v, ok, err := zsetLocked(c, sh, key)
+	v, ok, err := dt.zsetLocked(c, sh, key)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		c.w.Int(0)
+		c.W.Int(0)
 		return nil
 	}
-	ed := zeditor(c, v)
+	ed := dt.zeditor(c, v)
 	var removed int64
 	for _, m := range args[2:] {
 		if ed.Remove(m) {
@@ -211,115 +212,115 @@ func cmdZRem(c *client, args [][]byte) error {
 			break
 		}
 	}
-	zstoreLocked(c, sh, key, v, &ed)
-	c.w.Int(removed)
+	dt.zstoreLocked(c, sh, key, v, &ed)
+	c.W.Int(removed)
 	return nil
 }
 
 // ZCARD key
-func cmdZCard(c *client, args [][]byte) error {
-	sh := c.s.ks.Shard(args[1])
+func (dt *Family) cmdZCard(c *command.Ctx, args [][]byte) error {
+	sh := c.Keys.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
-	v, _, err := zsetLocked(c, sh, args[1])
+	v, _, err := dt.zsetLocked(c, sh, args[1])
 	if err != nil {
 		return err
 	}
-	c.w.Int(v.Num)
+	c.W.Int(v.Num)
 	return nil
 }
 
 // ZCOUNT key min max
-func cmdZCount(c *client, args [][]byte) error {
+func (dt *Family) cmdZCount(c *command.Ctx, args [][]byte) error {
 	r, ok := collection.ParseScoreRange(args[2], args[3])
 	if !ok {
 		return errZScoreRange
 	}
-	sh := c.s.ks.Shard(args[1])
+	sh := c.Keys.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
-	v, _, err := zsetLocked(c, sh, args[1])
+	v, _, err := dt.zsetLocked(c, sh, args[1])
 	if err != nil {
 		return err
 	}
 	_, _, n, _ := zsetOf(v).ScoreSpan(r)
-	c.w.Int(n)
+	c.W.Int(n)
 	return nil
 }
 
 // ZLEXCOUNT key min max
-func cmdZLexCount(c *client, args [][]byte) error {
+func (dt *Family) cmdZLexCount(c *command.Ctx, args [][]byte) error {
 	r, ok := collection.ParseLexRange(args[2], args[3])
 	if !ok {
 		return errZLexRange
 	}
-	sh := c.s.ks.Shard(args[1])
+	sh := c.Keys.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
-	v, _, err := zsetLocked(c, sh, args[1])
+	v, _, err := dt.zsetLocked(c, sh, args[1])
 	if err != nil {
 		return err
 	}
 	_, _, n := collection.ZLexSpan(zsetOf(v).Pack, r)
-	c.w.Int(n)
+	c.W.Int(n)
 	return nil
 }
 
 // ZSCORE key member
-func cmdZScore(c *client, args [][]byte) error {
-	sh := c.s.ks.Shard(args[1])
+func (dt *Family) cmdZScore(c *command.Ctx, args [][]byte) error {
+	sh := c.Keys.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
-	v, _, err := zsetLocked(c, sh, args[1])
+	v, _, err := dt.zsetLocked(c, sh, args[1])
 	if err != nil {
 		return err
 	}
 	if loc := zsetOf(v).Find(args[2]); loc.Found {
-		c.w.Double(loc.Score)
+		c.W.Double(loc.Score)
 	} else {
-		c.w.Null()
+		c.W.Null()
 	}
 	return nil
 }
 
 // ZMSCORE key member [member ...]
-func cmdZMScore(c *client, args [][]byte) error {
-	sh := c.s.ks.Shard(args[1])
+func (dt *Family) cmdZMScore(c *command.Ctx, args [][]byte) error {
+	sh := c.Keys.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
-	v, _, err := zsetLocked(c, sh, args[1])
+	v, _, err := dt.zsetLocked(c, sh, args[1])
 	if err != nil {
 		return err
 	}
-	c.w.Array(len(args) - 2)
+	c.W.Array(len(args) - 2)
 	for _, m := range args[2:] {
 		if loc := zsetOf(v).Find(m); loc.Found {
-			c.w.Double(loc.Score)
+			c.W.Double(loc.Score)
 		} else {
-			c.w.Null()
+			c.W.Null()
 		}
 	}
 	return nil
 }
 
 // zrankHandler makes ZRANK key member and ZREVRANK key member.
-func zrankHandler(rev bool) handler {
-	return func(c *client, args [][]byte) error {
-		sh := c.s.ks.Shard(args[1])
+func (dt *Family) zrankHandler(rev bool) command.Handler {
+	return func(c *command.Ctx, args [][]byte) error {
+		sh := c.Keys.Shard(args[1])
 		sh.Lock()
 		defer sh.Unlock()
-		v, _, err := zsetLocked(c, sh, args[1])
+		v, _, err := dt.zsetLocked(c, sh, args[1])
 		if err != nil {
 			return err
 		}
 		loc := zsetOf(v).Find(args[2])
 		switch {
 		case !loc.Found:
-			c.w.Null()
+			c.W.Null()
 		case rev:
-			c.w.Int(v.Num - 1 - int64(loc.Rank))
+			c.W.Int(v.Num - 1 - int64(loc.Rank))
 		default:
-			c.w.Int(int64(loc.Rank))
+			c.W.Int(int64(loc.Rank))
 		}
 		return nil
 	}
@@ -338,33 +339,33 @@ const (
 // zrangeHandler makes ZRANGE key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count]
 // [WITHSCORES] and the older commands it subsumes, whose kind of range and direction are
 // fixed: ZREVRANGE, Z[REV]RANGEBYSCORE and Z[REV]RANGEBYLEX.
-func zrangeHandler(fixedKind zrangeKind, fixedRev bool) handler {
-	return func(c *client, args [][]byte) error {
+func (dt *Family) zrangeHandler(fixedKind zrangeKind, fixedRev bool) command.Handler {
+	return func(c *command.Ctx, args [][]byte) error {
 		kind := fixedKind
 		rev, revSet := fixedRev, fixedRev || kind != zrangeAuto
 		withScores := false
 		offset, limit := int64(0), int64(-1)
 		for j := 4; j < len(args); j++ {
 			switch a := args[j]; {
-			case equalFold(a, "withscores"):
+			case command.EqualFold(a, "withscores"):
 				withScores = true
-			case equalFold(a, "limit") && len(args)-j-1 >= 2:
+			case command.EqualFold(a, "limit") && len(args)-j-1 >= 2:
 				var ok bool
-				if offset, ok = parseInt(args[j+1]); !ok {
-					return errNotInteger
+				if offset, ok = command.ParseInt(args[j+1]); !ok {
+					return command.ErrNotInteger
 				}
-				if limit, ok = parseInt(args[j+2]); !ok {
-					return errNotInteger
+				if limit, ok = command.ParseInt(args[j+2]); !ok {
+					return command.ErrNotInteger
 				}
 				j += 2
-			case !revSet && equalFold(a, "rev"):
+			case !revSet && command.EqualFold(a, "rev"):
 				rev, revSet = true, true
-			case kind == zrangeAuto && equalFold(a, "bylex"):
+			case kind == zrangeAuto && command.EqualFold(a, "bylex"):
 				kind = zrangeLex
-			case kind == zrangeAuto && equalFold(a, "byscore"):
+			case kind == zrangeAuto && command.EqualFold(a, "byscore"):
 				kind = zrangeScore
 			default:
-				return errSyntax
+				return command.ErrSyntax
 			}
 		}
 		if kind == zrangeAuto {
@@ -386,10 +387,10 @@ func zrangeHandler(fixedKind zrangeKind, fixedRev bool) handler {
 		switch kind {
 		case zrangeRank:
 			var ok1, ok2 bool
-			start, ok1 = parseInt(lo)
-			stop, ok2 = parseInt(hi)
+			start, ok1 = command.ParseInt(lo)
+			stop, ok2 = command.ParseInt(hi)
 			if !ok1 || !ok2 {
-				return errNotInteger
+				return command.ErrNotInteger
 			}
 		case zrangeScore:
 			var ok bool
@@ -402,24 +403,24 @@ func zrangeHandler(fixedKind zrangeKind, fixedRev bool) handler {
 				return errZLexRange
 			}
 		}
-		sh := c.s.ks.Shard(args[1])
+		sh := c.Keys.Shard(args[1])
 		sh.Lock()
 		defer sh.Unlock()
-		v, ok, err := zsetLocked(c, sh, args[1])
+		v, ok, err := dt.zsetLocked(c, sh, args[1])
 		if err != nil {
 			return err
 		}
 		if !ok {
-			c.w.Array(0)
+			c.W.Array(0)
 			return nil
 		}
 		switch kind {
 		case zrangeRank:
-			zrangeByRank(&c.w, v, start, stop, withScores, rev)
+			zrangeByRank(&c.W, v, start, stop, withScores, rev)
 		case zrangeScore:
-			zrangeByScore(&c.w, v, scores, offset, limit, withScores, rev)
+			zrangeByScore(&c.W, v, scores, offset, limit, withScores, rev)
 		default:
-			zrangeByLex(&c.w, v, lex, offset, limit, rev)
+			zrangeByLex(&c.W, v, lex, offset, limit, rev)
 		}
 		return nil
 	}
@@ -597,18 +598,18 @@ func zrangeByLex(w *resp.Writer, v keyspace.Value, r collection.LexRange, offset
 // zremrangeHandler makes ZREMRANGEBYRANK key start stop, ZREMRANGEBYSCORE key min max and
 // ZREMRANGEBYLEX key min max. A sliding log's ZREMRANGEBYSCORE key -inf (now-window) reads
 // only the entries it removes and copies the rest once.
-func zremrangeHandler(kind zrangeKind) handler {
-	return func(c *client, args [][]byte) error {
+func (dt *Family) zremrangeHandler(kind zrangeKind) command.Handler {
+	return func(c *command.Ctx, args [][]byte) error {
 		var start, stop int64
 		var scores collection.ScoreRange
 		var lex collection.LexRange
 		switch kind {
 		case zrangeRank:
 			var ok1, ok2 bool
-			start, ok1 = parseInt(args[2])
-			stop, ok2 = parseInt(args[3])
+			start, ok1 = command.ParseInt(args[2])
+			stop, ok2 = command.ParseInt(args[3])
 			if !ok1 || !ok2 {
-				return errNotInteger
+				return command.ErrNotInteger
 			}
 		case zrangeScore:
 			var ok bool
@@ -622,15 +623,15 @@ func zremrangeHandler(kind zrangeKind) handler {
 			}
 		}
 		key := args[1]
-		sh := c.s.ks.Shard(key)
+		sh := c.Keys.Shard(key)
 		sh.Lock()
 		defer sh.Unlock()
-		v, ok, err := zsetLocked(c, sh, key)
+		v, ok, err := dt.zsetLocked(c, sh, key)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			c.w.Int(0)
+			c.W.Int(0)
 			return nil
 		}
 		set := zsetOf(v)
@@ -651,55 +652,55 @@ func zremrangeHandler(kind zrangeKind) handler {
 			from, to, n = collection.ZLexSpan(z, lex)
 		}
 		if n > 0 {
-			ed := zeditor(c, v)
+			ed := dt.zeditor(c, v)
 			ed.DeleteSpan(from, to, n)
-			zstoreLocked(c, sh, key, v, &ed)
+			dt.zstoreLocked(c, sh, key, v, &ed)
 		}
-		c.w.Int(n)
+		c.W.Int(n)
 		return nil
 	}
 }
 
 // zpopHandler makes ZPOPMIN key [count] and ZPOPMAX key [count]: a flat member, score
 // array, except with a count in RESP3, an array of pairs.
-func zpopHandler(fromMax bool) handler {
-	return func(c *client, args [][]byte) error {
+func (dt *Family) zpopHandler(fromMax bool) command.Handler {
+	return func(c *command.Ctx, args [][]byte) error {
 		if len(args) > 3 {
-			return errSyntax
+			return command.ErrSyntax
 		}
 		count := int64(-1)
 		if len(args) == 3 {
-			n, ok := parseInt(args[2])
+			n, ok := command.ParseInt(args[2])
 			if !ok || n < 0 {
 				return errZNotPositive
 			}
 			count = n
 		}
 		key := args[1]
-		sh := c.s.ks.Shard(key)
+		sh := c.Keys.Shard(key)
 		sh.Lock()
 		defer sh.Unlock()
-		v, ok, err := zsetLocked(c, sh, key)
+		v, ok, err := dt.zsetLocked(c, sh, key)
 		if err != nil {
 			return err
 		}
 		if !ok || count == 0 {
-			c.w.Array(0)
+			c.W.Array(0)
 			return nil
 		}
-		pairs := c.w.Proto == 3 && count > 0
+		pairs := c.W.Proto == 3 && count > 0
 		n := min(max(count, 1), v.Num)
 		if pairs {
-			c.w.Array(int(n))
+			c.W.Array(int(n))
 		} else {
-			c.w.Array(int(2 * n))
+			c.W.Array(int(2 * n))
 		}
 		entry := func(m collection.Elem, s float64) {
 			if pairs {
-				c.w.Array(2)
+				c.W.Array(2)
 			}
-			writeElem(&c.w, m)
-			c.w.Double(s)
+			writeElem(&c.W, m)
+			c.W.Double(s)
 		}
 		z := zsetOf(v).Pack
 		var from, to int
@@ -719,9 +720,9 @@ func zpopHandler(fromMax bool) handler {
 				to += k
 			}
 		}
-		ed := zeditor(c, v)
+		ed := dt.zeditor(c, v)
 		ed.DeleteSpan(from, to, n)
-		zstoreLocked(c, sh, key, v, &ed)
+		dt.zstoreLocked(c, sh, key, v, &ed)
 		return nil
 	}
 }
@@ -729,26 +730,26 @@ func zpopHandler(fromMax bool) handler {
 // ZSCAN key cursor [MATCH pattern] [COUNT count]: the whole set at once, with cursor 0, as
 // Redis answers for a listpack (the pack is one, whatever its size). Scores are bulk
 // strings in RESP3 too.
-func cmdZScan(c *client, args [][]byte) error {
+func (dt *Family) cmdZScan(c *command.Ctx, args [][]byte) error {
 	if !zscanCursor(args[2]) {
 		return errZCursor
 	}
-	sh := c.s.ks.Shard(args[1])
+	sh := c.Keys.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
-	v, ok, err := zsetLocked(c, sh, args[1])
+	v, ok, err := dt.zsetLocked(c, sh, args[1])
 	if err != nil {
 		return err
 	}
 	if !ok {
-		c.scanDone(c.scanStart(), 0)
+		dt.scanDone(c, dt.scanStart(c), 0)
 		return nil
 	}
 	pattern, err := scanOptions(args[3:])
 	if err != nil {
 		return err
 	}
-	mark, n := c.scanStart(), 0
+	mark, n := dt.scanStart(c), 0
 	z := zsetOf(v).Pack
 	for off := 0; off < len(z); {
 		m, s, k := collection.ZNext(z[off:])
@@ -766,11 +767,11 @@ func cmdZScan(c *client, args [][]byte) error {
 				continue
 			}
 		}
-		writeElem(&c.w, m)
-		c.w.Bulk(zscanScore(buf[:0], s, v.Num2&bigEncoding != 0))
+		writeElem(&c.W, m)
+		c.W.Bulk(zscanScore(buf[:0], s, v.Num2&BigEncoding != 0))
 		n++
 	}
-	c.scanDone(mark, 2*n)
+	dt.scanDone(c, mark, 2*n)
 	return nil
 }
 

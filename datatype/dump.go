@@ -1,4 +1,4 @@
-package server
+package datatype
 
 import (
 	"encoding/binary"
@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/throttledhq/throttled/collection"
+	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/keyspace"
 )
 
@@ -18,7 +19,7 @@ import (
 // of its pack (RESTORE builds it again). The version is far above any RDB version Redis
 // has used, so that Redis refuses a throttled payload as it refuses one of a newer Redis,
 // and this server refuses Redis's (version 10 or less) and any payload damaged on the way.
-const dumpVersion = 0x7401
+const DumpVersion = 0x7401
 
 var (
 	dumpTable = crc64.MakeTable(crc64.ECMA)
@@ -28,44 +29,44 @@ var (
 	// stores: Redis's text for a payload that does not load.
 	errBadDump = errors.New("Bad data format")
 	// errBusyKey is RESTORE onto an existing key without REPLACE.
-	errBusyKey = &codedError{"BUSYKEY", "Target key name already exists."}
+	errBusyKey = &command.Error{Code: "BUSYKEY", Msg: "Target key name already exists."}
 	errBadTTL  = errors.New("Invalid TTL value, must be >= 0")
 	errBadIdle = errors.New("Invalid IDLETIME value, must be >= 0")
 	errBadFreq = errors.New("Invalid FREQ value, must be >= 0 and <= 255")
 )
 
-func dumpCommands() []*command {
-	return []*command{
-		{name: "dump", arity: 2, flags: "readonly", firstKey: 1, lastKey: 1, group: "keyspace", since: "2.6.0", summary: "Returns a serialized representation of the value stored at a key.", syntax: "key", handler: cmdDump},
-		{name: "restore", arity: -4, flags: "write denyoom", firstKey: 1, lastKey: 1, group: "keyspace", since: "2.6.0", summary: "Creates a key from the serialized representation of a value.", syntax: "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]", handler: cmdRestore},
-		{name: "randomkey", arity: 1, flags: "readonly", group: "keyspace", since: "1.0.0", summary: "Returns a random key name from the database.", handler: cmdRandomKey},
+func (dt *Family) dumpCommands() []*command.Spec {
+	return []*command.Spec{
+		{Name: "dump", Arity: 2, Flags: "readonly", FirstKey: 1, LastKey: 1, Group: "keyspace", Since: "2.6.0", Summary: "Returns a serialized representation of the value stored at a key.", Syntax: "key", Handler: dt.cmdDump},
+		{Name: "restore", Arity: -4, Flags: "write denyoom", FirstKey: 1, LastKey: 1, Group: "keyspace", Since: "2.6.0", Summary: "Creates a key from the serialized representation of a value.", Syntax: "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]", Handler: dt.cmdRestore},
+		{Name: "randomkey", Arity: 1, Flags: "readonly", Group: "keyspace", Since: "1.0.0", Summary: "Returns a random key name from the database.", Handler: dt.cmdRandomKey},
 	}
 }
 
 // RANDOMKEY: nil when the keyspace holds no live key.
-func cmdRandomKey(c *client, args [][]byte) error {
-	key, ok := c.s.ks.RandomKey(c.now())
+func (dt *Family) cmdRandomKey(c *command.Ctx, args [][]byte) error {
+	key, ok := c.Keys.RandomKey(c.Now())
 	if !ok {
-		c.w.Null()
+		c.W.Null()
 		return nil
 	}
-	c.w.Bulk(key)
+	c.W.Bulk(key)
 	return nil
 }
 
 // DUMP key: the payload, nil when there is no key. A read: it notes an access, as on Redis.
-func cmdDump(c *client, args [][]byte) error {
-	sh := c.s.ks.Shard(args[1])
+func (dt *Family) cmdDump(c *command.Ctx, args [][]byte) error {
+	sh := c.Keys.Shard(args[1])
 	sh.Lock()
-	now := c.now()
+	now := c.Now()
 	v, ok := sh.GetLocked(args[1], now)
 	if !ok {
 		sh.Unlock()
-		c.w.Null()
+		c.W.Null()
 		return nil
 	}
 	if isCollection(v.Kind) {
-		v, _, _ = c.kindLocked(sh, args[1], v.Kind, now) // its count
+		v, _, _ = dt.kindLocked(c, sh, args[1], v.Kind, now) // its count
 		switch {
 		case v.Kind == keyspace.Hash:
 			v.Bytes = hashOf(v).Pack
@@ -74,12 +75,12 @@ func cmdDump(c *client, args [][]byte) error {
 		case v.Kind == keyspace.Set:
 			v.Bytes = collection.SetPack(nil, setOf(v))
 		}
-		v.Num2 &^= indexedPack
+		v.Num2 &^= IndexedPack
 	}
 	v.Expire = 0
 	payload := dumpPayload(v)
 	sh.Unlock()
-	c.w.Bulk(payload)
+	c.W.Bulk(payload)
 	return nil
 }
 
@@ -88,7 +89,7 @@ func dumpPayload(v keyspace.Value) []byte {
 	n := keyspace.EncodedLen(v)
 	b := make([]byte, n, n+10)
 	keyspace.Encode(b, v)
-	b = binary.LittleEndian.AppendUint16(b, dumpVersion)
+	b = binary.LittleEndian.AppendUint16(b, DumpVersion)
 	return binary.LittleEndian.AppendUint64(b, crc64.Checksum(b, dumpTable))
 }
 
@@ -99,7 +100,7 @@ func readPayload(b []byte) (keyspace.Value, error) {
 		return keyspace.Value{}, errDumpPayload
 	}
 	body, footer := b[:len(b)-10], b[len(b)-10:]
-	if binary.LittleEndian.Uint16(footer) != dumpVersion ||
+	if binary.LittleEndian.Uint16(footer) != DumpVersion ||
 		binary.LittleEndian.Uint64(footer[2:]) != crc64.Checksum(b[:len(b)-8], dumpTable) {
 		return keyspace.Value{}, errDumpPayload
 	}
@@ -114,30 +115,30 @@ func readPayload(b []byte) (keyspace.Value, error) {
 // the options, the key, the ttl and the payload are checked in Redis's order. A ttl of 0
 // is none; one already past deletes what REPLACE would have replaced and stores nothing.
 // FREQ is read and, as Redis does under a policy other than LFU, not used.
-func cmdRestore(c *client, args [][]byte) error {
+func (dt *Family) cmdRestore(c *command.Ctx, args [][]byte) error {
 	replace, absTTL := false, false
 	idle, freq := int64(-1), int64(-1)
 	for j := 4; j < len(args); j++ {
 		more := len(args) - j - 1
 		switch {
-		case equalFold(args[j], "replace"):
+		case command.EqualFold(args[j], "replace"):
 			replace = true
-		case equalFold(args[j], "absttl"):
+		case command.EqualFold(args[j], "absttl"):
 			absTTL = true
-		case equalFold(args[j], "idletime") && more >= 1 && freq == -1:
-			n, ok := parseInt(args[j+1])
+		case command.EqualFold(args[j], "idletime") && more >= 1 && freq == -1:
+			n, ok := command.ParseInt(args[j+1])
 			if !ok {
-				return errNotInteger
+				return command.ErrNotInteger
 			}
 			if n < 0 {
 				return errBadIdle
 			}
 			idle = n
 			j++
-		case equalFold(args[j], "freq") && more >= 1 && idle == -1:
-			n, ok := parseInt(args[j+1])
+		case command.EqualFold(args[j], "freq") && more >= 1 && idle == -1:
+			n, ok := command.ParseInt(args[j+1])
 			if !ok {
-				return errNotInteger
+				return command.ErrNotInteger
 			}
 			if n < 0 || n > 255 {
 				return errBadFreq
@@ -145,21 +146,21 @@ func cmdRestore(c *client, args [][]byte) error {
 			freq = n
 			j++
 		default:
-			return errSyntax
+			return command.ErrSyntax
 		}
 	}
 	key := args[1]
-	now := c.now()
-	sh := c.s.ks.Shard(key)
+	now := c.Now()
+	sh := c.Keys.Shard(key)
 	sh.Lock()
 	defer sh.Unlock()
 	_, exists := sh.PeekLocked(key, now)
 	if exists && !replace {
 		return errBusyKey
 	}
-	ttl, ok := parseInt(args[2])
+	ttl, ok := command.ParseInt(args[2])
 	if !ok {
-		return errNotInteger
+		return command.ErrNotInteger
 	}
 	if ttl < 0 {
 		return errBadTTL
@@ -168,17 +169,17 @@ func cmdRestore(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	if v, err = c.s.restoredValue(v); err != nil {
+	if v, err = dt.restoredValue(v); err != nil {
 		return err
 	}
 	if ttl != 0 {
 		nowMS := now / 1e6
 		if !absTTL {
-			ttl = addSat(ttl, nowMS)
+			ttl = min(ttl, math.MaxInt64-nowMS) + nowMS // saturating
 		}
 		if ttl <= nowMS {
 			sh.DeleteLocked(key) // replaced by nothing: the deletion replicates
-			c.w.OK()
+			c.W.OK()
 			return nil
 		}
 		v.Expire = math.MaxInt64
@@ -197,7 +198,7 @@ func cmdRestore(c *client, args [][]byte) error {
 	if idle >= 0 {
 		sh.SetIdleLocked(key, idle)
 	}
-	c.w.OK()
+	c.W.OK()
 	return nil
 }
 
@@ -205,10 +206,10 @@ func cmdRestore(c *client, args [][]byte) error {
 // it ready to store: a value that would break the commands reading it (a damaged pack, a
 // sorted set out of order) is refused, so that nothing a client sends can harm the server.
 // The rate-limit states' own readers refuse a corrupt state at their next call.
-func (s *Server) restoredValue(v keyspace.Value) (keyspace.Value, error) {
+func (dt *Family) restoredValue(v keyspace.Value) (keyspace.Value, error) {
 	switch v.Kind {
 	case keyspace.String:
-		if v.Num < strAsSet || v.Num > strOwnInt || v.Num2 != 0 || len(v.Bytes) > s.cfg.ProtoMaxBulkLen {
+		if v.Num < strAsSet || v.Num > strOwnInt || v.Num2 != 0 || len(v.Bytes) > dt.cfg.MaxBulk {
 			return v, errBadDump
 		}
 	case keyspace.GCRA, keyspace.TokenBucket, keyspace.LeakyBucket, keyspace.SlidingCounter, keyspace.FixedWindow:
@@ -217,11 +218,11 @@ func (s *Server) restoredValue(v keyspace.Value) (keyspace.Value, error) {
 		}
 	case keyspace.SlidingLog, keyspace.Concurrency:
 	case keyspace.Hash, keyspace.ZSet, keyspace.List:
-		return s.restoredCollection(v)
+		return dt.restoredCollection(v)
 	case keyspace.Set:
 		// A set's pack is its members alone (SetPack's form); Num2 says intset or not.
-		ed, ok := collection.SetFromPack(v.Bytes, v.Num2 == 0, s.setLimits())
-		if !ok || v.Num2&^bigEncoding != 0 {
+		ed, ok := collection.SetFromPack(v.Bytes, v.Num2 == 0, dt.setLimits())
+		if !ok || v.Num2&^BigEncoding != 0 {
 			return v, errBadDump
 		}
 		v.Num, v.Num2, v.Bytes = ed.Num, setFlags(ed.Enc), ed.Bytes()
@@ -235,25 +236,25 @@ func (s *Server) restoredValue(v keyspace.Value) (keyspace.Value, error) {
 // a hash's fields and a sorted set's members distinct; a sorted set's scores numbers, in
 // order) and returns the value to store, with its count and, when it is or must now be big,
 // its big encoding (a hash with its index; a sorted set indexes at its next write).
-func (s *Server) restoredCollection(v keyspace.Value) (keyspace.Value, error) {
+func (dt *Family) restoredCollection(v keyspace.Value) (keyspace.Value, error) {
 	pack := v.Bytes
 	per := 2
 	if v.Kind == keyspace.List {
 		per = 1
 	}
 	num, longest, ok := collection.CheckPack(pack, per, v.Kind == keyspace.ZSet)
-	if !ok || v.Num2&^bigEncoding != 0 || v.Kind == keyspace.List && v.Num2 != 0 {
+	if !ok || v.Num2&^BigEncoding != 0 || v.Kind == keyspace.List && v.Num2 != 0 {
 		return v, errBadDump
 	}
 	v.Num = num
 	switch v.Kind {
 	case keyspace.Hash:
-		if v.Num2&bigEncoding != 0 || num > s.listpack.hashEntries.Load() || int64(longest) > s.listpack.hashValue.Load() {
-			v.Num2, v.Bytes = bigEncoding|indexedPack, collection.IndexHash(pack, num)
+		if v.Num2&BigEncoding != 0 || num > dt.cfg.Limits.HashEntries.Load() || int64(longest) > dt.cfg.Limits.HashValue.Load() {
+			v.Num2, v.Bytes = BigEncoding|IndexedPack, collection.IndexHash(pack, num)
 		}
 	case keyspace.ZSet:
-		if num > s.listpack.zsetEntries.Load() || int64(longest) > s.listpack.zsetValue.Load() {
-			v.Num2 = bigEncoding
+		if num > dt.cfg.Limits.ZsetEntries.Load() || int64(longest) > dt.cfg.Limits.ZsetValue.Load() {
+			v.Num2 = BigEncoding
 		}
 	}
 	return v, nil

@@ -1,0 +1,142 @@
+// Package command is what a command family sees of the server, and all it sees: the
+// literal that declares a command (Spec) and the narrow context a handler runs with (Ctx).
+//
+// A request's path: the server reads it, finds its Spec in the table it built from every
+// family's literals, checks what the Spec declares (arity, authentication, ACL categories
+// and keys, whether a transaction, a script, a busy script or upstream mode may run it),
+// then calls Spec.Handler with the connection's Ctx. The handler parses its arguments,
+// works on the keyspace through Ctx (the shard a native script holds, the clock, the
+// scratch buffers) and writes its reply to Ctx.W, or returns an error that the server turns
+// into the error reply. A family never imports the server: what it needs of it, it
+// declares in the struct its constructor takes.
+package command
+
+import (
+	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/resp"
+)
+
+// Handler runs one command on c; an error it returns becomes the error reply.
+type Handler func(c *Ctx, args [][]byte) error
+
+// Spec is one command as its family declares it: everything the command table knows of it.
+type Spec struct {
+	Name  string // lower case; a subcommand's is its own ("setname"), the table prefixes "client|"
+	Arity int    // as Redis: n means exactly n arguments with the name, -n at least n
+	// Flags are Redis's command flags as COMMAND INFO shows them (write, readonly,
+	// denyoom, fast, admin, noscript, loading, stale, no-multi, pubsub, blocking...), and
+	// ratelimit for a rate-limit verb (counted in INFO throttle).
+	Flags    string
+	FirstKey int // position of the first key, 0 when none
+	LastKey  int // position of the last key; -1 for the last argument
+	KeyStep  int // 0 means 1
+	// KeySpecs are COMMAND INFO's key specifications, as redis-server gives them; nil means
+	// one per key position, "RW access update" ("RO access" for a readonly command).
+	KeySpecs []KeySpec
+	// KeysOf returns the keys of a request whose keys are not at fixed positions; nil when
+	// FirstKey and LastKey say where they are.
+	KeysOf func(args [][]byte) [][]byte
+	// Direct: a native script may run it on the shard its run holds (its handler takes its
+	// one key's shard through Ctx.LockShard, and checks nothing a script's call would not).
+	Direct bool
+	// ACL lists the ACL categories the command is in besides those its flags and group
+	// give (Redis's "dangerous", "keyspace"), space-separated.
+	ACL     string
+	Group   string // COMMAND DOCS group: "string", "hash", "ratelimit"...
+	Since   string // version of the first release with it
+	Summary string
+	Syntax  string // the arguments after the name, as in the docs: "key [COST n]"
+	Handler Handler
+	// Subcommands are a container's (OBJECT's ENCODING, ...): each its own Spec, named
+	// without the parent's name.
+	Subcommands []*Spec
+}
+
+// KeySpec is one of COMMAND INFO's key specifications: the key at index Begin, with flags
+// such as "RW access update".
+type KeySpec struct {
+	Begin int
+	Flags string
+}
+
+// Env is what every handler may read of the server: set once at start, shared by all
+// connections.
+type Env struct {
+	Keys *keyspace.Keyspace
+	// Clock, when set, is the configured clock in Unix ns (tests); nil means Base plus Tick.
+	Clock func() int64
+	// Base is the wall time in Unix ns of the server's monotonic zero.
+	Base int64
+}
+
+// Ctx is a connection as its commands see it: where the reply goes, the keyspace, the
+// clock and the scratch a call reuses so that it allocates nothing.
+type Ctx struct {
+	*Env
+	W resp.Writer // the replies
+	// Held is the shard a native script's run holds locked: its commands on the script's
+	// key run under that lock (LockShard); nil otherwise.
+	Held *keyspace.Shard
+	// Reading: the command running reads keys, and its lookups count as keyspace hits or
+	// misses (INFO stats).
+	Reading bool
+	// Tick is the server's monotonic time in ns at the start of this command (or of its
+	// pipeline): Now's reading, as the command's timing is.
+	Tick    int64
+	Scratch []byte            // a variable-size value being built
+	LdBuf   []byte            // a second one, while Scratch holds the first
+	Shards  []*keyspace.Shard // the shards a multi-key command locks
+}
+
+// Now is the server's time in Unix ns, as of the command's start.
+func (c *Ctx) Now() int64 {
+	if c.Clock != nil {
+		return c.Clock()
+	}
+	return c.Base + c.Tick
+}
+
+// LockShard locks and returns the shard of key, or returns the shard a native script's
+// run already holds (the script's one key's).
+func (c *Ctx) LockShard(key []byte) *keyspace.Shard {
+	if c.Held != nil {
+		return c.Held
+	}
+	sh := c.Keys.Shard(key)
+	sh.Lock()
+	return sh
+}
+
+// UnlockShard ends LockShard.
+func (c *Ctx) UnlockShard(sh *keyspace.Shard) {
+	if c.Held == nil {
+		sh.Unlock()
+	}
+}
+
+// Buffer returns Scratch emptied with room for n bytes; past maxScratch a buffer of its own,
+// so that one huge value does not stay with the connection.
+func (c *Ctx) Buffer(n int) []byte {
+	if n > maxScratch {
+		return make([]byte, 0, n)
+	}
+	if cap(c.Scratch) < n {
+		c.Scratch = make([]byte, 0, max(n, 2*cap(c.Scratch)))
+	}
+	return c.Scratch[:0]
+}
+
+// maxScratch bounds the value a connection builds in its reused Scratch: a SETRANGE or
+// APPEND past it builds in a buffer of its own.
+const maxScratch = 64 << 10
+
+// WriteHelp replies a container command's HELP as Redis does: its usage, lines, then HELP's.
+func (c *Ctx) WriteHelp(name string, lines []string) {
+	c.W.Array(len(lines) + 3)
+	c.W.Simple(name + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
+	for _, l := range lines {
+		c.W.Simple(l)
+	}
+	c.W.Simple("HELP")
+	c.W.Simple("    Prints this help.")
+}

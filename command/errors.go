@@ -1,0 +1,47 @@
+package command
+
+import (
+	"errors"
+	"strings"
+)
+
+// Error is an error whose reply starts with its own code instead of ERR: NOPERM, BUSY...
+type Error struct{ Code, Msg string }
+
+func (e *Error) Error() string { return e.Code + " " + e.Msg }
+
+// The errors more than one family replies.
+var (
+	// ErrSyntax is an argument list that does not parse.
+	ErrSyntax = errors.New("syntax error")
+	// ErrNotInteger is an argument or value that is not a 64-bit integer.
+	ErrNotInteger = errors.New("value is not an integer or out of range")
+	// ErrNoSuchKey is RENAME's missing source, LSET's missing list.
+	ErrNoSuchKey = errors.New("no such key")
+	// ErrOverflow is an increment that leaves int64.
+	ErrOverflow = errors.New("increment or decrement would overflow")
+	// ErrNotFloat is an argument or value that is not a number as Redis's string2ld reads one.
+	ErrNotFloat = errors.New("value is not a valid float")
+	// ErrFloatOverflow is a float increment whose result is infinite or not a number.
+	ErrFloatOverflow = errors.New("increment would produce NaN or Infinity")
+	// ErrKeysTooMany is a numkeys past the arguments (EVAL's, SINTERCARD's): Redis's text.
+	ErrKeysTooMany = errors.New("Number of keys can't be greater than number of args")
+)
+
+// Truncate is at most n bytes of a client's b, safe to put in an error line.
+func Truncate(b []byte, n int) string {
+	if len(b) > n {
+		b = b[:n]
+	}
+	return Sanitize(string(b))
+}
+
+// Sanitize keeps a client's bytes from breaking a reply line.
+func Sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\r' || r == '\n' {
+			return ' '
+		}
+		return r
+	}, s)
+}
