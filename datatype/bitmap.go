@@ -18,9 +18,9 @@ var (
 
 func (dt *Family) bitmapCommands() []*command.Spec {
 	return []*command.Spec{
-		{Name: "setbit", Arity: 4, Flags: "write denyoom", FirstKey: 1, LastKey: 1, Group: "bitmap", Since: "2.2.0", Summary: "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist.", Syntax: "key offset value", Handler: dt.cmdSetBit},
-		{Name: "getbit", Arity: 3, Flags: "readonly fast", FirstKey: 1, LastKey: 1, Group: "bitmap", Since: "2.2.0", Summary: "Returns a bit value by offset.", Syntax: "key offset", Handler: dt.cmdGetBit},
-		{Name: "bitcount", Arity: -2, Flags: "readonly", FirstKey: 1, LastKey: 1, Group: "bitmap", Since: "2.6.0", Summary: "Counts the number of set bits (population counting) in a string.", Syntax: "key [start end [BYTE|BIT]]", Handler: dt.cmdBitCount},
+		{Name: "setbit", Arity: 4, Flags: "write denyoom", FirstKey: 1, LastKey: 1, KeySpecs: []command.KeySpec{{Begin: 1, Flags: "RW access update"}}, Group: "bitmap", Since: "2.2.0", Summary: "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist.", Syntax: "key offset value", Handler: dt.cmdSetBit},
+		{Name: "getbit", Arity: 3, Flags: "readonly fast", FirstKey: 1, LastKey: 1, KeySpecs: []command.KeySpec{{Begin: 1, Flags: "RO access"}}, Group: "bitmap", Since: "2.2.0", Summary: "Returns a bit value by offset.", Syntax: "key offset", Handler: dt.cmdGetBit},
+		{Name: "bitcount", Arity: -2, Flags: "readonly", FirstKey: 1, LastKey: 1, KeySpecs: []command.KeySpec{{Begin: 1, Flags: "RO access"}}, Group: "bitmap", Since: "2.6.0", Summary: "Counts the number of set bits (population counting) in a string.", Syntax: "key [start end [BYTE|BIT]]", Handler: dt.cmdBitCount},
 	}
 }
 

@@ -37,8 +37,8 @@ var (
 
 func (dt *Family) dumpCommands() []*command.Spec {
 	return []*command.Spec{
-		{Name: "dump", Arity: 2, Flags: "readonly", FirstKey: 1, LastKey: 1, Group: "keyspace", Since: "2.6.0", Summary: "Returns a serialized representation of the value stored at a key.", Syntax: "key", Handler: dt.cmdDump},
-		{Name: "restore", Arity: -4, Flags: "write denyoom", FirstKey: 1, LastKey: 1, Group: "keyspace", Since: "2.6.0", Summary: "Creates a key from the serialized representation of a value.", Syntax: "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]", Handler: dt.cmdRestore},
+		{Name: "dump", Arity: 2, Flags: "readonly", FirstKey: 1, LastKey: 1, KeySpecs: []command.KeySpec{{Begin: 1, Flags: "RO access"}}, Group: "keyspace", Since: "2.6.0", Summary: "Returns a serialized representation of the value stored at a key.", Syntax: "key", Handler: dt.cmdDump},
+		{Name: "restore", Arity: -4, Flags: "write denyoom", FirstKey: 1, LastKey: 1, KeySpecs: []command.KeySpec{{Begin: 1, Flags: "OW update"}}, ACL: "dangerous", Group: "keyspace", Since: "2.6.0", Summary: "Creates a key from the serialized representation of a value.", Syntax: "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]", Handler: dt.cmdRestore},
 		{Name: "randomkey", Arity: 1, Flags: "readonly", Group: "keyspace", Since: "1.0.0", Summary: "Returns a random key name from the database.", Handler: dt.cmdRandomKey},
 	}
 }

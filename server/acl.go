@@ -42,9 +42,8 @@ func aclSubcommands() []*cmdEntry {
 
 // dangerous are the commands Redis puts in @dangerous besides the admin ones.
 var dangerous = map[string]bool{
-	"flushdb": true, "flushall": true, "keys": true, "info": true, "role": true,
+	"flushdb": true, "flushall": true, "info": true, "role": true,
 	"client|list": true, "client|kill": true, "config": true, "acl": true, "shutdown": true,
-	"restore": true,
 }
 
 // categories returns cmd's ACL categories, from its flags and group as Redis assigns them.
@@ -117,6 +116,9 @@ func categories(cmd *cmdEntry) uint64 {
 	}
 	if dangerous[cmd.name] {
 		add("dangerous")
+	}
+	for _, cat := range strings.Fields(cmd.acl) {
+		add(cat)
 	}
 	switch cmd.name {
 	case "flushdb", "flushall", "dbsize":

@@ -90,10 +90,6 @@ func (s *Server) scriptParams() []*param {
 		}}}
 }
 
-// directCommands take their one key's shard through client.lockShard: a native script's
-// commands on the key it declared run under the lock of its run (scriptRun.direct).
-var directCommands = []string{"get", "set", "incr", "decr", "incrby", "decrby", "ttl", "pttl", "expiretime", "pexpiretime", "expire", "pexpire", "expireat", "pexpireat"}
-
 // allowBusyCommands run while a script is busy, as Redis's allow_busy flag says.
 var allowBusyCommands = []string{"auth", "discard", "hello", "multi", "quit", "replconf", "reset", "shutdown", "unwatch", "watch"}
 
@@ -125,9 +121,6 @@ func initScripting(table map[string]*cmdEntry) {
 		if cmd.detach {
 			cmd.bits |= flagNoScript
 		}
-	}
-	for _, name := range directCommands {
-		table[name].bits |= flagDirect
 	}
 	for _, name := range allowBusyCommands {
 		if cmd := table[name]; cmd != nil {
