@@ -118,6 +118,9 @@ func parse(name string, r io.Reader) ([]step, error) {
 			}
 			return nil, fmt.Errorf("%s:%d: a reply before any command: %s", name, n, text)
 		}
+		if strings.HasPrefix(trimmed, "# ") && comment.MatchString(text) {
+			continue // a note's second line, under the first
+		}
 		c := &cmds[len(cmds)-1]
 		c.reply += strings.TrimRight(comment.ReplaceAllString(text, ""), " ") + "\n"
 	}
@@ -185,7 +188,7 @@ func run(t *testing.T, port string, c command) string {
 	}
 	lines := strings.Split(strings.TrimRight(stdout.String(), "\n"), "\n")
 	for i, l := range lines {
-		lines[i] = strings.TrimRight(l, " ")
+		lines[i] = strings.TrimRight(l, " \r") // INFO's lines end in CRLF; a terminal shows neither
 	}
 	return strings.Join(lines, "\n")
 }
@@ -236,7 +239,7 @@ func TestConsoleSessions(t *testing.T) {
 // session the test would not run.
 func TestParse(t *testing.T) {
 	page := "text\n<!-- console: clock +1.5s -->\n\n```console\n" +
-		"$ redis-cli THROTTLE k 0 1 1s   # a note\n1) (integer) 0     # limited\n2) (integer) 1\n\n" +
+		"$ redis-cli THROTTLE k 0 1 1s   # a note\n1) (integer) 0     # limited\n                  #   and a note's second line\n2) (integer) 1\n\n" +
 		"$ redis-cli TYPE k\ngcra\n```\n\n```sh\nthrottled --port 7000\n```\n"
 	steps, err := parse("page.md", strings.NewReader(page))
 	require.NoError(t, err)
@@ -244,7 +247,7 @@ func TestParse(t *testing.T) {
 		{advance: 1500 * time.Millisecond},
 		{commands: []command{
 			{line: 5, args: "THROTTLE k 0 1 1s   # a note", reply: "1) (integer) 0\n2) (integer) 1"},
-			{line: 9, args: "TYPE k", reply: "gcra"},
+			{line: 10, args: "TYPE k", reply: "gcra"},
 		}},
 	}, steps)
 
