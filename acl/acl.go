@@ -27,12 +27,12 @@ import (
 // DefaultUser is the user every connection starts as; requirepass is its password.
 const DefaultUser = "default"
 
-// Categories are the command categories, Redis's and @ratelimit, in ACL CAT's order. A
+// Categories are the command categories, Redis's, @ratelimit and @policy, in ACL CAT's order. A
 // category's bit in Command.Categories is 1 << its index here.
 var Categories = []string{
 	"keyspace", "read", "write", "set", "sortedset", "list", "hash", "string", "bitmap",
 	"hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow", "blocking", "dangerous",
-	"connection", "transaction", "scripting", "ratelimit",
+	"connection", "transaction", "scripting", "ratelimit", "policy",
 }
 
 // Category returns the bit of the named category (without its @), or false.

@@ -79,7 +79,17 @@ func categories(cmd *command) uint64 {
 	if has("blocking") {
 		add("blocking")
 	}
-	if has("ratelimit") || cmd.group == "ratelimit" {
+	switch {
+	case policyChanges[cmd.name]:
+		// Changing a limit is the operator's: an application that may spend its limits
+		// (@ratelimit) may not rewrite them.
+		add("policy")
+		add("admin")
+		add("dangerous")
+	case strings.HasPrefix(cmd.name, "policy."):
+		add("policy")
+		add("ratelimit")
+	case has("ratelimit") || cmd.group == "ratelimit":
 		add("ratelimit")
 	}
 	switch cmd.group {
@@ -206,7 +216,7 @@ func cmdACLLoad(c *client, args [][]byte) error {
 	}
 	c.s.syncRequirePass()
 	c.s.closeClientsOf(c, gone)
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 
@@ -224,7 +234,7 @@ func cmdACLSave(c *client, args [][]byte) error {
 	if err := writeFileAtomic(c.s.cfg.ACLFile, []byte(b.String())); err != nil {
 		return fmt.Errorf("There was an error trying to save the ACLs. Please check the server logs for more information: %v", err)
 	}
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 
@@ -303,10 +313,18 @@ func (s *Server) checkACL(c *client, p *acl.Perms, cmd *command, args [][]byte) 
 		// patterns bound the subjects it may decide for (http-port's users, as RESP's).
 		var key []byte
 		for _, name := range bytes.Split(args[1], []byte{','}) {
-			key = append(append(append(append(key[:0], policyKeyPrefix...), name...), ':'), args[2]...)
-			if !p.CanKey(key, acl.Write) {
+			if key = policyACLKey(key[:0], name, args[2]); !p.CanKey(key, acl.Write) {
 				return errNoPermKey
 			}
+		}
+	case strings.HasPrefix(cmd.name, "policy.") && len(args) > 1:
+		// A policy is the key policy:<name>, its subjects policy:<name>:<subject>.
+		var subject []byte
+		if policySubjectVerbs[cmd.name] && len(args) > 2 {
+			subject = args[2]
+		}
+		if !p.CanKey(policyACLKey(nil, args[1], subject), cmd.keyUse) {
+			return errNoPermKey
 		}
 	case cmd.name == "subscribe" || cmd.name == "psubscribe":
 		for _, ch := range args[1:] {
@@ -335,7 +353,7 @@ func cmdACLSetUser(c *client, args [][]byte) error {
 	if name == acl.DefaultUser {
 		c.s.syncRequirePass()
 	}
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 
@@ -353,22 +371,22 @@ func (s *Server) syncRequirePass() {
 func cmdACLGetUser(c *client, args [][]byte) error {
 	in, ok := c.s.acl.Info(string(args[2]))
 	if !ok {
-		c.w.null()
+		c.w.Null()
 		return nil
 	}
-	c.w.mapHeader(6)
-	c.w.bulkString("flags")
-	c.w.stringArray(in.Flags)
-	c.w.bulkString("passwords")
-	c.w.stringArray(in.Passwords)
-	c.w.bulkString("commands")
-	c.w.bulkString(in.Commands)
-	c.w.bulkString("keys")
-	c.w.bulkString(in.Keys)
-	c.w.bulkString("channels")
-	c.w.bulkString(in.Channels)
-	c.w.bulkString("selectors")
-	c.w.array(0)
+	c.w.Map(6)
+	c.w.BulkString("flags")
+	c.w.StringArray(in.Flags)
+	c.w.BulkString("passwords")
+	c.w.StringArray(in.Passwords)
+	c.w.BulkString("commands")
+	c.w.BulkString(in.Commands)
+	c.w.BulkString("keys")
+	c.w.BulkString(in.Keys)
+	c.w.BulkString("channels")
+	c.w.BulkString(in.Channels)
+	c.w.BulkString("selectors")
+	c.w.Array(0)
 	return nil
 }
 
@@ -383,7 +401,7 @@ func cmdACLDelUser(c *client, args [][]byte) error {
 		return err
 	}
 	c.s.closeClientsOf(c, gone) // as in Redis, the connections of a deleted user close
-	c.w.int(int64(len(gone)))
+	c.w.Int(int64(len(gone)))
 	return nil
 }
 
@@ -395,19 +413,19 @@ func cmdACLList(c *client, args [][]byte) error {
 			lines = append(lines, line)
 		}
 	}
-	c.w.stringArray(lines)
+	c.w.StringArray(lines)
 	return nil
 }
 
 // ACL USERS
 func cmdACLUsers(c *client, args [][]byte) error {
-	c.w.stringArray(c.s.acl.Names())
+	c.w.StringArray(c.s.acl.Names())
 	return nil
 }
 
 // ACL WHOAMI
 func cmdACLWhoAmI(c *client, args [][]byte) error {
-	c.w.bulkString(c.user.Load().Name())
+	c.w.BulkString(c.user.Load().Name())
 	return nil
 }
 
@@ -415,14 +433,14 @@ func cmdACLWhoAmI(c *client, args [][]byte) error {
 func cmdACLCat(c *client, args [][]byte) error {
 	switch len(args) {
 	case 2:
-		c.w.stringArray(acl.Categories)
+		c.w.StringArray(acl.Categories)
 		return nil
 	case 3:
 		bit, ok := acl.Category(string(args[2]))
 		if !ok {
 			return errors.New("Unknown category '" + truncate(args[2], 128) + "'")
 		}
-		c.w.stringArray(c.s.aclCatalog.InCategory(bit))
+		c.w.StringArray(c.s.aclCatalog.InCategory(bit))
 		return nil
 	}
 	return errors.New("wrong number of arguments for 'acl|cat' command")
@@ -445,7 +463,7 @@ func cmdACLGenPass(c *client, args [][]byte) error {
 	if _, err := rand.Read(b); err != nil {
 		return err
 	}
-	c.w.bulkString(hex.EncodeToString(b)[:(bits+3)/4])
+	c.w.BulkString(hex.EncodeToString(b)[:(bits+3)/4])
 	return nil
 }
 

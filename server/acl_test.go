@@ -149,10 +149,10 @@ func BenchmarkThrottleACLUser(b *testing.B) {
 		for i := 0; pb.Next(); i++ {
 			req[1] = keys[i%len(keys)]
 			s.run(c, req)
-			if c.w.b[0] == '-' {
-				b.Fatalf("%q: %s", req, c.w.b)
+			if c.w.B[0] == '-' {
+				b.Fatalf("%q: %s", req, c.w.B)
 			}
-			c.w.b = c.w.b[:0]
+			c.w.B = c.w.B[:0]
 		}
 	})
 }
@@ -221,4 +221,79 @@ func TestUnauthenticatedRequestLimits(t *testing.T) {
 	value := strings.Repeat("v", 20000)
 	ok.send(t, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$20000\r\n"+value+"\r\n")
 	ok.expect(t, "+OK\r\n")
+}
+
+// TestACLPolicyVerbs drives the README's application user, and an operator limited to some
+// policies, through every policy verb: spending a limit (@ratelimit) is not rewriting it
+// (@policy, @admin), and a policy's name and subjects are keys to the patterns.
+func TestACLPolicyVerbs(t *testing.T) {
+	readmeApp := []string{"app", "on", ">s3cret", "~app:*", "+@ratelimit"}
+	ops := []string{"ops", "on", ">opspass", "~policy:api", "~policy:api:*", "+@policy", "+@ratelimit"}
+	ts := startServer(t, func(c *Config) { c.Users = [][]string{readmeApp, ops} })
+	admin := ts.client(t, 2)
+	require.Equal(t, "OK", do(t, admin, "policy.set", "api", "throttle", "1", "1", "1h"))
+	require.Equal(t, "OK", do(t, admin, "policy.set", "rls.edge.remote_address", "throttle", "1", "1", "1h"))
+	app := redis.NewClient(&redis.Options{Addr: ts.addr, Username: "app", Password: "s3cret", Protocol: 2})
+	t.Cleanup(func() { app.Close() })
+	op := redis.NewClient(&redis.Options{Addr: ts.addr, Username: "ops", Password: "opspass", Protocol: 2})
+	t.Cleanup(func() { op.Close() })
+
+	noRun := func(user, cmd string) string {
+		return "NOPERM User " + user + " has no permissions to run the '" + cmd + "' command"
+	}
+	const noKey = "NOPERM No permissions to access a key"
+	for _, tc := range []struct {
+		name string
+		args []any
+	}{
+		{"policy.set", []any{"policy.set", "api", "throttle", "999999", "1000000", "1s"}},
+		{"policy.del", []any{"policy.del", "api"}},
+		{"policy.override", []any{"policy.override", "api", "victim", "throttle", "999", "999", "1s"}},
+		{"policy.allow", []any{"policy.allow", "rls.edge.remote_address", "0.0.0.0/0"}},
+		{"policy.deny", []any{"policy.deny", "api", "victim"}},
+		{"policy.unlist", []any{"policy.unlist", "api", "victim"}},
+		{"policy.reload", []any{"policy.reload"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, noRun("app", tc.name), doErr(t, app, tc.args...))
+		})
+	}
+	// What the application may run still keeps to its patterns.
+	require.Equal(t, noKey, doErr(t, app, "policy.get", "api"))
+	require.Equal(t, noKey, doErr(t, app, "policy.entries", "api"))
+	require.Equal(t, noKey, doErr(t, app, "check", "api", "victim"))
+	require.Equal(t, []any{}, do(t, app, "policy.list"))
+
+	// The operator may change api and its subjects, and nothing else.
+	require.Equal(t, "OK", do(t, op, "policy.set", "api", "throttle", "2", "1", "1h"))
+	require.Equal(t, "OK", do(t, op, "policy.deny", "api", "victim"))
+	require.Equal(t, "OK", do(t, op, "policy.override", "api", "big", "throttle", "9", "1", "1h"))
+	require.Equal(t, int64(1), do(t, op, "policy.unlist", "api", "big"))
+	require.Equal(t, []any{"api"}, do(t, op, "policy.list"))
+	require.Equal(t, noKey, doErr(t, op, "policy.allow", "rls.edge.remote_address", "0.0.0.0/0"))
+	require.Equal(t, noKey, doErr(t, op, "policy.set", "rls.edge.remote_address", "throttle", "999", "999", "1s"))
+	require.Equal(t, noKey, doErr(t, op, "policy.del", "rls.edge.remote_address"))
+	require.Equal(t, "denylisted", do(t, admin, "check", "api", "victim").([]any)[5])
+
+	// ACL CAT: the policy verbs that change a limit are @policy and @admin, not @ratelimit.
+	rl := do(t, admin, "acl", "cat", "ratelimit").([]any)
+	require.Contains(t, rl, "policy.get")
+	require.NotContains(t, rl, "policy.set")
+	require.Contains(t, do(t, admin, "acl", "cat", "admin"), "policy.deny")
+	require.Contains(t, do(t, admin, "acl", "cat", "policy"), "policy.allow")
+}
+
+// TestACLTopDenied: TOPDENIED shows a user only the keys its patterns let it read.
+func TestACLTopDenied(t *testing.T) {
+	ts := startServer(t, func(c *Config) { c.Users = [][]string{{"app", "on", ">s3cret", "~app:*", "+@ratelimit"}} })
+	admin := ts.client(t, 2)
+	for _, k := range []string{"app:x", "other:secret", "other:secret"} {
+		do(t, admin, "throttle", k, "0", "1", "1h")
+		do(t, admin, "throttle", k, "0", "1", "1h")
+	}
+	app := redis.NewClient(&redis.Options{Addr: ts.addr, Username: "app", Password: "s3cret", Protocol: 2})
+	t.Cleanup(func() { app.Close() })
+	require.Equal(t, []any{"other:secret", int64(3), "app:x", int64(1)}, do(t, admin, "topdenied"))
+	require.Equal(t, []any{"app:x", int64(1)}, do(t, app, "topdenied"))
+	require.Equal(t, []any{"app:x", int64(1)}, do(t, app, "topdenied", "1"))
 }

@@ -64,7 +64,7 @@ func cmdInfo(c *client, args [][]byte) error {
 			b.WriteString(f[0] + ":" + f[1] + "\r\n")
 		}
 	}
-	c.w.verbatim(b.String())
+	c.w.Verbatim(b.String())
 	return nil
 }
 
@@ -243,7 +243,7 @@ func cmdConfigResetStat(c *client, args [][]byte) error {
 	}
 	s.resetObserved()
 	s.resetLatency(c)
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 
@@ -261,9 +261,9 @@ func cmdConfigHelp(c *client, args [][]byte) error {
 // TIME
 func cmdTime(c *client, args [][]byte) error {
 	now := c.s.now()
-	c.w.array(2)
-	c.w.bulkInt(now.Unix())
-	c.w.bulkInt(int64(now.Nanosecond() / 1000))
+	c.w.Array(2)
+	c.w.BulkInt(now.Unix())
+	c.w.BulkInt(int64(now.Nanosecond() / 1000))
 	return nil
 }
 
@@ -276,7 +276,7 @@ func cmdDBSize(c *client, args [][]byte) error {
 	if c.s.hasFunctionsRecord() {
 		n-- // nor are functions
 	}
-	c.w.int(int64(n))
+	c.w.Int(int64(n))
 	return nil
 }
 
@@ -294,7 +294,7 @@ func cmdFlush(c *client, args [][]byte) error {
 		// The keyspace is empty; the store follows once the disk works.
 		c.s.log.Error("FLUSHALL not synced", "err", err)
 	}
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 
@@ -306,7 +306,7 @@ func cmdSave(c *client, args [][]byte) error {
 	if err := c.s.store.Save(); err != nil {
 		return err
 	}
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 
@@ -319,13 +319,13 @@ func cmdBGSave(c *client, args [][]byte) error {
 		return errNoPersistence
 	}
 	c.s.store.BGSave()
-	c.w.simple("Background saving started")
+	c.w.Simple("Background saving started")
 	return nil
 }
 
 // LASTSAVE
 func cmdLastSave(c *client, args [][]byte) error {
-	c.w.int(c.s.lastSaveTime())
+	c.w.Int(c.s.lastSaveTime())
 	return nil
 }
 

@@ -59,10 +59,10 @@ func benchHash(b *testing.B, filled bool, args ...string) {
 		for pb.Next() {
 			req[1] = keys[rng.IntN(len(keys))]
 			s.run(c, req)
-			if c.w.b[0] == '-' {
-				b.Fatalf("%q: %s", req, c.w.b)
+			if c.w.B[0] == '-' {
+				b.Fatalf("%q: %s", req, c.w.B)
 			}
-			c.w.b = c.w.b[:0]
+			c.w.B = c.w.B[:0]
 		}
 	})
 }

@@ -20,10 +20,10 @@ func fillLists(b *testing.B, s *Server, keys [][]byte, n int) {
 	for _, k := range keys {
 		for i := range n {
 			s.run(c, [][]byte{[]byte("RPUSH"), k, strconv.AppendInt(nil, 1732512345123+int64(i), 10)})
-			if c.w.b[0] == '-' {
-				b.Fatalf("%s", c.w.b)
+			if c.w.B[0] == '-' {
+				b.Fatalf("%s", c.w.B)
 			}
-			c.w.b = c.w.b[:0]
+			c.w.B = c.w.B[:0]
 		}
 	}
 }
@@ -56,10 +56,10 @@ func benchListPair(b *testing.B, n int, push, pop string) {
 			in[1], out[1] = k, k
 			s.run(c, in)
 			s.run(c, out)
-			if c.w.b[0] == '-' {
-				b.Fatalf("%s", c.w.b)
+			if c.w.B[0] == '-' {
+				b.Fatalf("%s", c.w.B)
 			}
-			c.w.b = c.w.b[:0]
+			c.w.B = c.w.B[:0]
 		}
 	})
 }

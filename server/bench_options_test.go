@@ -75,10 +75,10 @@ func BenchmarkOptions(b *testing.B) {
 				for i := 0; pb.Next(); i++ {
 					withKeys(req, call, keys[i%len(keys)], keys2[i%len(keys)])
 					s.run(c, req)
-					if c.w.b[0] == '-' {
-						b.Fatalf("%q: %s", req, c.w.b)
+					if c.w.B[0] == '-' {
+						b.Fatalf("%q: %s", req, c.w.B)
 					}
-					c.w.b = c.w.b[:0]
+					c.w.B = c.w.B[:0]
 				}
 			})
 		})
@@ -107,8 +107,8 @@ func withKeys(req, call [][]byte, key, key2 []byte) [][]byte {
 // benchDo runs one request on s for c and fails on an error reply.
 func benchDo(b *testing.B, s *Server, c *client, req [][]byte) {
 	s.run(c, req)
-	if len(c.w.b) == 0 || c.w.b[0] == '-' {
-		b.Fatalf("%q: %s", req, c.w.b)
+	if len(c.w.B) == 0 || c.w.B[0] == '-' {
+		b.Fatalf("%q: %s", req, c.w.B)
 	}
-	c.w.b = c.w.b[:0]
+	c.w.B = c.w.B[:0]
 }

@@ -65,10 +65,10 @@ func benchScriptPath(b *testing.B, body string, argv func(i int) []string, nativ
 			req[3] = keys[rng.IntN(len(keys))]
 			req = append(req, argvs[i%len(argvs)]...)
 			s.run(c, req)
-			if c.w.b[0] == '-' {
-				b.Fatalf("%q: %s", req, c.w.b)
+			if c.w.B[0] == '-' {
+				b.Fatalf("%q: %s", req, c.w.B)
 			}
-			c.w.b = c.w.b[:0]
+			c.w.B = c.w.B[:0]
 		}
 	})
 }

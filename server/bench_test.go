@@ -85,10 +85,10 @@ func benchKeys(b *testing.B, nkeys int, random bool, args ...string) {
 				req[at] = keys[i%len(keys)]
 			}
 			s.run(c, req)
-			if c.w.b[0] == '-' {
-				b.Fatalf("%q: %s", req, c.w.b)
+			if c.w.B[0] == '-' {
+				b.Fatalf("%q: %s", req, c.w.B)
 			}
-			c.w.b = c.w.b[:0]
+			c.w.B = c.w.B[:0]
 		}
 	})
 }
@@ -176,10 +176,10 @@ func BenchmarkPublish(b *testing.B) {
 				req := [][]byte{[]byte("PUBLISH"), []byte(channel), []byte(message)}
 				for pb.Next() {
 					s.run(c, req)
-					if string(c.w.b) != tc.reply {
-						b.Fatalf("PUBLISH: %q", c.w.b)
+					if string(c.w.B) != tc.reply {
+						b.Fatalf("PUBLISH: %q", c.w.B)
 					}
-					c.w.b = c.w.b[:0]
+					c.w.B = c.w.B[:0]
 				}
 			})
 			if sub != nil {
@@ -199,8 +199,8 @@ func BenchmarkPublish(b *testing.B) {
 func BenchmarkCheck(b *testing.B) {
 	s, c := fuzzServer(b)
 	s.run(c, [][]byte{[]byte("POLICY.SET"), []byte("api"), []byte("THROTTLE"), []byte("100"), []byte("10"), []byte("1m")})
-	if c.w.b[0] == '-' {
-		b.Fatalf("%s", c.w.b)
+	if c.w.B[0] == '-' {
+		b.Fatalf("%s", c.w.B)
 	}
 	benchOn(b, s, "CHECK", "api", "k", "COST", "1")
 }
@@ -220,10 +220,10 @@ func BenchmarkCheckWithLists(b *testing.B) {
 			req[i] = []byte(a)
 		}
 		s.run(c, req)
-		if c.w.b[0] == '-' {
-			b.Fatalf("%s", c.w.b)
+		if c.w.B[0] == '-' {
+			b.Fatalf("%s", c.w.B)
 		}
-		c.w.b = c.w.b[:0]
+		c.w.B = c.w.B[:0]
 	}
 	benchOn(b, s, "CHECK", "api", "k", "COST", "1")
 }
@@ -250,10 +250,10 @@ func benchOn(b *testing.B, s *Server, args ...string) {
 		for i := 0; pb.Next(); i++ {
 			req[at] = keys[i%len(keys)]
 			s.run(c, req)
-			if c.w.b[0] == '-' {
-				b.Fatalf("%q: %s", req, c.w.b)
+			if c.w.B[0] == '-' {
+				b.Fatalf("%q: %s", req, c.w.B)
 			}
-			c.w.b = c.w.b[:0]
+			c.w.B = c.w.B[:0]
 		}
 	})
 }

@@ -22,10 +22,10 @@ func benchZSetLog(b *testing.B, nkeys int, steps ...string) {
 	s, c := fuzzServer(b)
 	run := func(c *client, req [][]byte) {
 		s.run(c, req)
-		if c.w.b[0] == '-' {
-			b.Fatalf("%q: %s", req, c.w.b)
+		if c.w.B[0] == '-' {
+			b.Fatalf("%q: %s", req, c.w.B)
 		}
-		c.w.b = c.w.b[:0]
+		c.w.B = c.w.B[:0]
 	}
 	// One set of keys for each goroutine RunParallel starts, filled here.
 	type window struct {

@@ -52,14 +52,14 @@ func cmdSetBit(c *client, args [][]byte) error {
 	}
 	n := max(len(v.Bytes), int(off>>3)+1)
 	if ok && n == len(v.Bytes) && v.Num == strRaw && int64(bitmap.Get(v.Bytes, off)) == b2i(on) {
-		c.w.int(b2i(on)) // nothing changes: Redis writes nothing either
+		c.w.Int(b2i(on)) // nothing changes: Redis writes nothing either
 		return nil
 	}
 	b := append(c.stringBuffer(n), v.Bytes...)
 	b = append(b, make([]byte, n-len(b))...)
 	old := bitmap.Set(b, off, on)
 	sh.SetLocked(args[1], keyspace.Value{Kind: keyspace.String, Bytes: b, Expire: v.Expire, Num: strRaw})
-	c.w.int(int64(old))
+	c.w.Int(int64(old))
 	return nil
 }
 
@@ -76,7 +76,7 @@ func cmdGetBit(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.int(int64(bitmap.Get(v.Bytes, off)))
+	c.w.Int(int64(bitmap.Get(v.Bytes, off)))
 	return nil
 }
 
@@ -91,7 +91,7 @@ func cmdBitCount(c *client, args [][]byte) error {
 		return err
 	}
 	if !ok {
-		c.w.int(0)
+		c.w.Int(0)
 		return nil
 	}
 	start, end, bit := int64(0), int64(-1), false
@@ -106,7 +106,7 @@ func cmdBitCount(c *client, args [][]byte) error {
 			return errNotInteger
 		}
 		if start < 0 && end < 0 && start > end {
-			c.w.int(0)
+			c.w.Int(0)
 			return nil
 		}
 		if len(args) == 5 {
@@ -121,6 +121,6 @@ func cmdBitCount(c *client, args [][]byte) error {
 	default:
 		return errSyntax
 	}
-	c.w.int(bitmap.Count(v.Bytes, start, end, bit))
+	c.w.Int(bitmap.Count(v.Bytes, start, end, bit))
 	return nil
 }

@@ -72,7 +72,7 @@ func cmdCheck(c *client, args [][]byte) error {
 	}
 	checks, results := c.checks, c.pending
 	if len(checks) == 1 {
-		c.w.decisionStatus(results[0].d, statusNames[checks[0].status])
+		writeDecisionStatus(&c.w, results[0].d, statusNames[checks[0].status])
 		return nil
 	}
 	all := combine(results, allowed)
@@ -85,10 +85,10 @@ func cmdCheck(c *client, args [][]byte) error {
 	if status == statusAllowlisted && !everyAllowlisted {
 		status = statusOK
 	}
-	c.w.array(1 + len(checks))
-	c.w.decisionStatus(all, statusNames[status])
+	c.w.Array(1 + len(checks))
+	writeDecisionStatus(&c.w, all, statusNames[status])
 	for i := range checks {
-		c.w.decisionStatus(results[i].d, statusNames[checks[i].status])
+		writeDecisionStatus(&c.w, results[i].d, statusNames[checks[i].status])
 	}
 	return nil
 }

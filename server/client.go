@@ -12,6 +12,7 @@ import (
 	"github.com/throttledhq/throttled/keyspace"
 	"github.com/throttledhq/throttled/pubsub"
 	"github.com/throttledhq/throttled/replication"
+	"github.com/throttledhq/throttled/resp"
 )
 
 // client is one connection: its reader, its pending replies and what CLIENT shows of it.
@@ -22,7 +23,7 @@ type client struct {
 	raddr   string
 	laddr   string
 	rd      *reader
-	w       writer
+	w       resp.Writer
 	authed  bool
 	user    atomic.Pointer[acl.User] // the ACL user: default until AUTH
 	created time.Time
@@ -122,7 +123,7 @@ func (s *Server) makeClient(nc net.Conn) *client {
 		id:      s.nextID.Add(1),
 		nc:      nc,
 		rd:      newReader(nc, s.cfg.ProtoMaxBulkLen),
-		w:       writer{proto: 2},
+		w:       resp.Writer{Proto: 2},
 		resp:    2,
 		created: time.Now(),
 		raddr:   nc.RemoteAddr().String(),
@@ -176,7 +177,7 @@ func (c *client) serve(first [][]byte) {
 			if args, err = c.rd.next(); err != nil {
 				var pe errProtocol
 				if errors.As(err, &pe) {
-					c.w.errorText("ERR " + pe.Error())
+					c.w.ErrorText("ERR " + pe.Error())
 					c.flush()
 				}
 				return
@@ -195,7 +196,7 @@ func (c *client) serve(first [][]byte) {
 		}
 		// A detached client's replies are queued after each request, so that the messages
 		// others queue for it meanwhile come between replies, as Redis sends them.
-		if !c.rd.buffered() || len(c.w.b) > keepWriteBuf || c.out != nil {
+		if !c.rd.buffered() || len(c.w.B) > keepWriteBuf || c.out != nil {
 			if !c.flush() {
 				return
 			}
@@ -214,7 +215,7 @@ func (c *client) flush() bool {
 		}
 		c.spliceUpstream()
 	}
-	if len(c.w.b) == 0 {
+	if len(c.w.B) == 0 {
 		c.foldNet()
 		return true
 	}
@@ -224,24 +225,24 @@ func (c *client) flush() bool {
 	}
 	var err error
 	if c.out != nil {
-		if !c.out.push(c.w.b, c.w.proto) {
+		if !c.out.push(c.w.B, c.w.Proto) {
 			c.hangup()
 			err = errOutputClosed
 		}
 	} else {
 		var n int
-		n, err = c.nc.Write(c.w.b)
+		n, err = c.nc.Write(c.w.B)
 		if n > 0 {
 			c.nwritten += int64(n)
 			c.writes++
 		}
 	}
 	c.foldNet()
-	pending := len(c.w.b)
-	if cap(c.w.b) > keepWriteBuf {
-		c.w.b = nil
+	pending := len(c.w.B)
+	if cap(c.w.B) > keepWriteBuf {
+		c.w.B = nil
 	} else {
-		c.w.b = c.w.b[:0]
+		c.w.B = c.w.B[:0]
 	}
 	c.noteBufs(pending)
 	return err == nil

@@ -38,7 +38,7 @@ func clientCtlSubcommands() []*command {
 func (s *Server) run(c *client, args [][]byte) {
 	if c.reply != replyOn {
 		c.silencing = c.reply == replyOff || c.reply == replySkip
-		c.replyMark, c.replyCalls = len(c.w.b), len(c.up.calls)
+		c.replyMark, c.replyCalls = len(c.w.B), len(c.up.calls)
 	}
 	s.dispatch(c, args)
 	if (c.reply != replyOn || c.silencing) && !c.handoff { // a handed-off request runs again
@@ -50,7 +50,7 @@ func (s *Server) run(c *client, args [][]byte) {
 // dropped while silencing; a skipped request's skip is over, a SKIP's starts.
 func (c *client) endReplies() {
 	if c.silencing {
-		c.w.b = c.w.b[:c.replyMark]
+		c.w.B = c.w.B[:c.replyMark]
 		for _, call := range c.up.calls[c.replyCalls:] {
 			call.silent = true
 		}
@@ -69,18 +69,18 @@ func cmdClientReply(c *client, args [][]byte) error {
 	switch strings.ToLower(string(args[2])) {
 	case "on":
 		if c.silencing { // what this request wrote before stays unsent
-			c.w.b = c.w.b[:c.replyMark]
+			c.w.B = c.w.B[:c.replyMark]
 			for _, call := range c.up.calls[c.replyCalls:] {
 				call.silent = true
 			}
 			c.silencing = false
 		}
 		c.reply = replyOn
-		c.w.ok()
+		c.w.OK()
 	case "off":
 		if !c.silencing {
 			c.silencing = true
-			c.replyMark, c.replyCalls = len(c.w.b), len(c.up.calls)
+			c.replyMark, c.replyCalls = len(c.w.B), len(c.up.calls)
 		}
 		c.reply = replyOff
 	case "skip":
@@ -104,7 +104,7 @@ func cmdClientNoEvict(c *client, args [][]byte) error {
 	default:
 		return errSyntax
 	}
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 
@@ -145,14 +145,14 @@ func cmdClientPause(c *client, args [][]byte) error {
 		return errors.New("CLIENT PAUSE mode must be WRITE or ALL")
 	}
 	c.s.pauseClients(mode, time.Now().Add(time.Duration(min(ms, math.MaxInt64/int64(time.Millisecond)))*time.Millisecond))
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 
 // CLIENT UNPAUSE
 func cmdClientUnpause(c *client, args [][]byte) error {
 	c.s.unpauseClients()
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 

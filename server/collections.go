@@ -7,6 +7,7 @@ import (
 
 	"github.com/throttledhq/throttled/collection"
 	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/resp"
 )
 
 // The glue the collection commands share (hash.go, zset.go, list.go): the operations on
@@ -130,25 +131,12 @@ func (s *Server) collectionParams() []*param {
 	}
 }
 
-// double writes f as Redis 7.0 replies a double: a bulk string of %.17g in RESP2 ("inf",
-// "-inf" for the infinities), a double in RESP3.
-func (w *writer) double(f float64) {
-	if w.proto == 3 {
-		w.b = append(w.b, ',')
-		w.b = collection.AppendScoreText(w.b, f)
-		w.b = append(w.b, '\r', '\n')
-		return
-	}
-	var buf [32]byte
-	w.bulk(collection.AppendScoreText(buf[:0], f))
-}
-
 // elem writes an element of a pack as a bulk string.
-func (w *writer) elem(e collection.Elem) {
+func writeElem(w *resp.Writer, e collection.Elem) {
 	if e.Kind == collection.Str {
-		w.bulk(e.Str)
+		w.Bulk(e.Str)
 		return
 	}
 	var buf [32]byte
-	w.bulk(e.Append(buf[:0]))
+	w.Bulk(e.Append(buf[:0]))
 }

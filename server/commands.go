@@ -212,7 +212,7 @@ func cmdCommand(c *client, args [][]byte) error {
 		return unknownSubcommand(args[1], "COMMAND")
 	}
 	cmds := c.s.sortedCommands()
-	c.w.array(len(cmds))
+	c.w.Array(len(cmds))
 	for _, cmd := range cmds {
 		writeCommandInfo(c, cmd)
 	}
@@ -221,7 +221,7 @@ func cmdCommand(c *client, args [][]byte) error {
 
 // COMMAND COUNT
 func cmdCommandCount(c *client, args [][]byte) error {
-	c.w.int(int64(len(c.s.commands)))
+	c.w.Int(int64(len(c.s.commands)))
 	return nil
 }
 
@@ -230,12 +230,12 @@ func cmdCommandInfo(c *client, args [][]byte) error {
 	if len(args) == 2 {
 		return cmdCommand(c, args[:1])
 	}
-	c.w.array(len(args) - 2)
+	c.w.Array(len(args) - 2)
 	for _, name := range args[2:] {
 		if cmd := c.s.findCommand(string(name)); cmd != nil {
 			writeCommandInfo(c, cmd)
 		} else {
-			c.w.nullArray()
+			c.w.NullArray()
 		}
 	}
 	return nil
@@ -254,30 +254,30 @@ func (s *Server) findCommand(name string) *command {
 
 // writeCommandInfo writes Redis 7's ten-element description of cmd.
 func writeCommandInfo(c *client, cmd *command) {
-	c.w.array(10)
-	c.w.bulkString(cmd.name)
-	c.w.int(int64(cmd.arity))
+	c.w.Array(10)
+	c.w.BulkString(cmd.name)
+	c.w.Int(int64(cmd.arity))
 	flags := strings.Fields(cmd.flags)
-	c.w.setHeader(len(flags))
+	c.w.SetHeader(len(flags))
 	for _, f := range flags {
-		c.w.simple(f)
+		c.w.Simple(f)
 	}
-	c.w.int(int64(cmd.firstKey))
-	c.w.int(int64(cmd.lastKey))
-	c.w.int(int64(cmd.keyStep))
+	c.w.Int(int64(cmd.firstKey))
+	c.w.Int(int64(cmd.lastKey))
+	c.w.Int(int64(cmd.keyStep))
 	cats := aclCategoryNames(cmd.aclCats)
-	c.w.setHeader(len(cats))
+	c.w.SetHeader(len(cats))
 	for _, cat := range cats {
-		c.w.simple("@" + cat)
+		c.w.Simple("@" + cat)
 	}
-	c.w.array(0) // tips
+	c.w.Array(0) // tips
 	if cmd.firstKey > 0 {
 		writeKeySpec(c, cmd)
 	} else {
-		c.w.array(0)
+		c.w.Array(0)
 	}
 	subs := sortedSubcommands(cmd)
-	c.w.array(len(subs))
+	c.w.Array(len(subs))
 	for _, sub := range subs {
 		writeCommandInfo(c, sub)
 	}
@@ -289,35 +289,35 @@ func writeKeySpec(c *client, cmd *command) {
 	if cmd.has(flagWrite) {
 		access = "RW"
 	}
-	c.w.array(1)
-	c.w.mapHeader(3)
-	c.w.bulkString("flags")
-	c.w.setHeader(1)
-	c.w.simple(access)
-	c.w.bulkString("begin_search")
-	c.w.mapHeader(2)
-	c.w.bulkString("type")
-	c.w.bulkString("index")
-	c.w.bulkString("spec")
-	c.w.mapHeader(1)
-	c.w.bulkString("index")
-	c.w.int(int64(cmd.firstKey))
-	c.w.bulkString("find_keys")
-	c.w.mapHeader(2)
-	c.w.bulkString("type")
-	c.w.bulkString("range")
-	c.w.bulkString("spec")
-	c.w.mapHeader(3)
-	c.w.bulkString("lastkey")
+	c.w.Array(1)
+	c.w.Map(3)
+	c.w.BulkString("flags")
+	c.w.SetHeader(1)
+	c.w.Simple(access)
+	c.w.BulkString("begin_search")
+	c.w.Map(2)
+	c.w.BulkString("type")
+	c.w.BulkString("index")
+	c.w.BulkString("spec")
+	c.w.Map(1)
+	c.w.BulkString("index")
+	c.w.Int(int64(cmd.firstKey))
+	c.w.BulkString("find_keys")
+	c.w.Map(2)
+	c.w.BulkString("type")
+	c.w.BulkString("range")
+	c.w.BulkString("spec")
+	c.w.Map(3)
+	c.w.BulkString("lastkey")
 	last := cmd.lastKey
 	if last > 0 {
 		last -= cmd.firstKey
 	}
-	c.w.int(int64(last))
-	c.w.bulkString("keystep")
-	c.w.int(int64(cmd.keyStep))
-	c.w.bulkString("limit")
-	c.w.int(0)
+	c.w.Int(int64(last))
+	c.w.BulkString("keystep")
+	c.w.Int(int64(cmd.keyStep))
+	c.w.BulkString("limit")
+	c.w.Int(0)
 }
 
 func sortedSubcommands(cmd *command) []*command {
@@ -341,9 +341,9 @@ func cmdCommandDocs(c *client, args [][]byte) error {
 			}
 		}
 	}
-	c.w.mapHeader(len(cmds))
+	c.w.Map(len(cmds))
 	for _, cmd := range cmds {
-		c.w.bulkString(cmd.name)
+		c.w.BulkString(cmd.name)
 		writeCommandDocs(c, cmd)
 	}
 	return nil
@@ -356,20 +356,20 @@ func writeCommandDocs(c *client, cmd *command) {
 	if len(subs) > 0 {
 		fields++
 	}
-	c.w.mapHeader(fields)
-	c.w.bulkString("summary")
-	c.w.bulkString(cmd.summary)
-	c.w.bulkString("since")
-	c.w.bulkString(cmd.since)
-	c.w.bulkString("group")
-	c.w.bulkString(cmd.group)
-	c.w.bulkString("arguments")
+	c.w.Map(fields)
+	c.w.BulkString("summary")
+	c.w.BulkString(cmd.summary)
+	c.w.BulkString("since")
+	c.w.BulkString(cmd.since)
+	c.w.BulkString("group")
+	c.w.BulkString(cmd.group)
+	c.w.BulkString("arguments")
 	writeArguments(c, parseSyntax(cmd.syntax))
 	if len(subs) > 0 {
-		c.w.bulkString("subcommands")
-		c.w.mapHeader(len(subs))
+		c.w.BulkString("subcommands")
+		c.w.Map(len(subs))
 		for _, sub := range subs {
-			c.w.bulkString(sub.name)
+			c.w.BulkString(sub.name)
 			writeCommandDocs(c, sub)
 		}
 	}
@@ -479,7 +479,7 @@ func splitGroups(s string) []string {
 }
 
 func writeArguments(c *client, args []argument) {
-	c.w.array(len(args))
+	c.w.Array(len(args))
 	for _, a := range args {
 		fields := 2
 		if a.token != "" {
@@ -498,24 +498,24 @@ func writeArguments(c *client, args []argument) {
 		if len(a.children) > 0 {
 			fields++
 		}
-		c.w.mapHeader(fields)
-		c.w.bulkString("name")
-		c.w.bulkString(a.name)
-		c.w.bulkString("type")
-		c.w.bulkString(a.typ)
+		c.w.Map(fields)
+		c.w.BulkString("name")
+		c.w.BulkString(a.name)
+		c.w.BulkString("type")
+		c.w.BulkString(a.typ)
 		if a.token != "" {
-			c.w.bulkString("token")
-			c.w.bulkString(a.token)
+			c.w.BulkString("token")
+			c.w.BulkString(a.token)
 		}
 		if len(flags) > 0 {
-			c.w.bulkString("flags")
-			c.w.setHeader(len(flags))
+			c.w.BulkString("flags")
+			c.w.SetHeader(len(flags))
 			for _, f := range flags {
-				c.w.simple(f)
+				c.w.Simple(f)
 			}
 		}
 		if len(a.children) > 0 {
-			c.w.bulkString("arguments")
+			c.w.BulkString("arguments")
 			writeArguments(c, a.children)
 		}
 	}
@@ -533,13 +533,13 @@ func cmdCommandList(c *client, args [][]byte) error {
 		case "aclcat":
 			bit, ok := acl.Category(string(args[4]))
 			if !ok {
-				c.w.array(0)
+				c.w.Array(0)
 				return nil
 			}
-			c.w.stringArray(c.s.aclCatalog.InCategory(bit))
+			c.w.StringArray(c.s.aclCatalog.InCategory(bit))
 			return nil
 		case "module":
-			c.w.array(0) // no modules to filter by
+			c.w.Array(0) // no modules to filter by
 			return nil
 		default:
 			return errSyntax
@@ -560,7 +560,7 @@ func cmdCommandList(c *client, args [][]byte) error {
 			}
 		}
 	}
-	c.w.stringArray(names)
+	c.w.StringArray(names)
 	return nil
 }
 
@@ -606,11 +606,11 @@ func cmdCommandHelp(c *client, args [][]byte) error {
 
 // writeHelp writes a HELP reply as Redis does.
 func writeHelp(c *client, name string, lines []string) {
-	c.w.array(len(lines) + 3)
-	c.w.simple(name + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
+	c.w.Array(len(lines) + 3)
+	c.w.Simple(name + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
 	for _, l := range lines {
-		c.w.simple(l)
+		c.w.Simple(l)
 	}
-	c.w.simple("HELP")
-	c.w.simple("    Prints this help.")
+	c.w.Simple("HELP")
+	c.w.Simple("    Prints this help.")
 }

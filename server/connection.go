@@ -46,34 +46,34 @@ func cmdPing(c *client, args [][]byte) error {
 	if len(args) > 2 {
 		return errors.New("wrong number of arguments for 'ping' command")
 	}
-	if c.w.proto == 2 && c.subscribed() {
+	if c.w.Proto == 2 && c.subscribed() {
 		// A RESP2 subscriber tells replies from messages by their shape: Redis answers an array.
-		c.w.array(2)
-		c.w.bulkString("pong")
+		c.w.Array(2)
+		c.w.BulkString("pong")
 		if len(args) == 2 {
-			c.w.bulk(args[1])
+			c.w.Bulk(args[1])
 		} else {
-			c.w.bulkString("")
+			c.w.BulkString("")
 		}
 		return nil
 	}
 	if len(args) == 2 {
-		c.w.bulk(args[1])
+		c.w.Bulk(args[1])
 		return nil
 	}
-	c.w.simple("PONG")
+	c.w.Simple("PONG")
 	return nil
 }
 
 // ECHO message
 func cmdEcho(c *client, args [][]byte) error {
-	c.w.bulk(args[1])
+	c.w.Bulk(args[1])
 	return nil
 }
 
 // HELLO [protover [AUTH username password] [SETNAME clientname]]
 func cmdHello(c *client, args [][]byte) error {
-	proto := c.w.proto
+	proto := c.w.Proto
 	if len(args) > 1 {
 		v, err := strconv.Atoi(string(args[1]))
 		if err != nil {
@@ -115,26 +115,26 @@ func cmdHello(c *client, args [][]byte) error {
 	}
 	c.resp = proto
 	c.mu.Unlock()
-	c.w.proto = proto
-	c.w.mapHeader(7)
-	c.w.bulkString("server")
-	c.w.bulkString("redis")
-	c.w.bulkString("version")
-	c.w.bulkString(redisVersion)
-	c.w.bulkString("proto")
-	c.w.int(int64(proto))
-	c.w.bulkString("id")
-	c.w.int(c.id)
-	c.w.bulkString("mode")
-	c.w.bulkString("standalone")
-	c.w.bulkString("role")
+	c.w.Proto = proto
+	c.w.Map(7)
+	c.w.BulkString("server")
+	c.w.BulkString("redis")
+	c.w.BulkString("version")
+	c.w.BulkString(redisVersion)
+	c.w.BulkString("proto")
+	c.w.Int(int64(proto))
+	c.w.BulkString("id")
+	c.w.Int(c.id)
+	c.w.BulkString("mode")
+	c.w.BulkString("standalone")
+	c.w.BulkString("role")
 	if c.s.isReplica.Load() {
-		c.w.bulkString("replica")
+		c.w.BulkString("replica")
 	} else {
-		c.w.bulkString("master")
+		c.w.BulkString("master")
 	}
-	c.w.bulkString("modules")
-	c.w.array(0)
+	c.w.BulkString("modules")
+	c.w.Array(0)
 	return nil
 }
 
@@ -158,7 +158,7 @@ func cmdAuth(c *client, args [][]byte) error {
 	}
 	c.user.Store(u)
 	c.setAuthed(true)
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 
@@ -181,13 +181,13 @@ func cmdSelect(c *client, args [][]byte) error {
 	if n != 0 {
 		return errors.New("DB index is out of range")
 	}
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 
 // QUIT
 func cmdQuit(c *client, args [][]byte) error {
-	c.w.ok()
+	c.w.OK()
 	c.closing = true
 	return nil
 }
@@ -201,19 +201,19 @@ func cmdReset(c *client, args [][]byte) error {
 		c.sub.Close()
 		c.setPubSubKind()
 	}
-	c.w.proto = 2
+	c.w.Proto = 2
 	c.mu.Lock()
 	c.name, c.resp = "", 2
 	c.mu.Unlock()
 	c.user.Store(c.s.acl.Default())
 	c.setAuthed(!c.s.passwordSet())
-	c.w.simple("RESET")
+	c.w.Simple("RESET")
 	return nil
 }
 
 // CLIENT ID
 func cmdClientID(c *client, args [][]byte) error {
-	c.w.int(c.id)
+	c.w.Int(c.id)
 	return nil
 }
 
@@ -225,7 +225,7 @@ func cmdClientSetName(c *client, args [][]byte) error {
 	c.mu.Lock()
 	c.name = string(args[2])
 	c.mu.Unlock()
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 
@@ -244,10 +244,10 @@ func cmdClientGetName(c *client, args [][]byte) error {
 	name := c.name
 	c.mu.Unlock()
 	if name == "" {
-		c.w.null()
+		c.w.Null()
 		return nil
 	}
-	c.w.bulkString(name)
+	c.w.BulkString(name)
 	return nil
 }
 
@@ -266,13 +266,13 @@ func cmdClientSetInfo(c *client, args [][]byte) error {
 	default:
 		return errors.New("Unrecognized option '" + truncate(args[2], 128) + "'")
 	}
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 
 // CLIENT INFO
 func cmdClientInfo(c *client, args [][]byte) error {
-	c.w.verbatim(c.info(time.Now(), c, args) + "\n")
+	c.w.Verbatim(c.info(time.Now(), c, args) + "\n")
 	return nil
 }
 
@@ -308,7 +308,7 @@ func cmdClientList(c *client, args [][]byte) error {
 			b.WriteByte('\n')
 		}
 	}
-	c.w.verbatim(b.String())
+	c.w.Verbatim(b.String())
 	return nil
 }
 
@@ -363,7 +363,7 @@ func cmdClientKill(c *client, args [][]byte) error {
 		for _, cl := range c.s.clientsByID() {
 			if cl.raddr == addr {
 				cl.kill(c)
-				c.w.ok()
+				c.w.OK()
 				return nil
 			}
 		}
@@ -425,7 +425,7 @@ func cmdClientKill(c *client, args [][]byte) error {
 		if id == 0 && addr == "" && laddr == "" && (user == "" || user == acl.DefaultUser) && maxAge == 0 {
 			killed = c.s.dropMasterLink()
 		}
-		c.w.int(int64(killed))
+		c.w.Int(int64(killed))
 		return nil
 	}
 	now := time.Now()
@@ -444,7 +444,7 @@ func cmdClientKill(c *client, args [][]byte) error {
 		cl.kill(c)
 		killed++
 	}
-	c.w.int(int64(killed))
+	c.w.Int(int64(killed))
 	return nil
 }
 

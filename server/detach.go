@@ -5,6 +5,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/throttledhq/throttled/resp"
 )
 
 // A client is detached when a command needs it on a goroutine of its own (command.detach):
@@ -28,10 +30,10 @@ var errOutputClosed = errors.New("output closed")
 type outbox struct {
 	c      *client
 	nc     net.Conn
-	mu     sync.Mutex // guards w, queued, stopping, dead
-	cond   sync.Cond  // signalled when w has bytes, or stopping or dead is set
-	w      writer     // bytes waiting for the writer goroutine, in the client's protocol
-	queued int        // bytes in w and being written: what outputLimit bounds
+	mu     sync.Mutex  // guards w, queued, stopping, dead
+	cond   sync.Cond   // signalled when w has bytes, or stopping or dead is set
+	w      resp.Writer // bytes waiting for the writer goroutine, in the client's protocol
+	queued int         // bytes in w and being written: what outputLimit bounds
 	// stopping: the client is done, the writer ends once w is written; dead: the
 	// connection failed or overflowed, nothing more is written.
 	stopping, dead bool
@@ -43,7 +45,7 @@ type outbox struct {
 func (c *client) startOutput() {
 	o := &outbox{c: c, nc: c.nc, done: make(chan struct{})}
 	o.cond.L = &o.mu
-	o.w.proto = c.w.proto
+	o.w.Proto = c.w.Proto
 	c.out = o
 	c.outPub.Store(o)
 	go o.run()
@@ -57,8 +59,8 @@ func (o *outbox) push(b []byte, proto int) bool {
 	if o.dead {
 		return false
 	}
-	o.w.proto = proto
-	o.w.b = append(o.w.b, b...)
+	o.w.Proto = proto
+	o.w.B = append(o.w.B, b...)
 	return o.queuedLocked(len(b))
 }
 
@@ -68,7 +70,7 @@ func (o *outbox) queuedLocked(n int) bool {
 	o.queued += n
 	if over, limit := o.overLimitLocked(); over {
 		o.dead = true
-		o.w.b = nil
+		o.w.B = nil
 		o.cond.Signal()
 		o.c.s.log.Warn("client closed for overcoming its output buffer limit",
 			"client", o.c.raddr, "id", o.c.id, "limit", limit)
@@ -85,14 +87,14 @@ func (o *outbox) run() {
 	var out []byte // the batch being written; the two buffers take turns
 	for {
 		o.mu.Lock()
-		for len(o.w.b) == 0 && !o.stopping && !o.dead {
+		for len(o.w.B) == 0 && !o.stopping && !o.dead {
 			o.cond.Wait()
 		}
-		if o.dead || len(o.w.b) == 0 {
+		if o.dead || len(o.w.B) == 0 {
 			o.mu.Unlock()
 			return
 		}
-		out, o.w.b = o.w.b, out[:0]
+		out, o.w.B = o.w.B, out[:0]
 		o.mu.Unlock()
 
 		n, err := o.nc.Write(out)
@@ -104,7 +106,7 @@ func (o *outbox) run() {
 		o.queued -= len(out)
 		if err != nil {
 			o.dead = true
-			o.w.b = nil
+			o.w.B = nil
 		}
 		o.mu.Unlock()
 		if err != nil {

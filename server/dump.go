@@ -46,10 +46,10 @@ func dumpCommands() []*command {
 func cmdRandomKey(c *client, args [][]byte) error {
 	key, ok := c.s.ks.RandomKey(c.now())
 	if !ok {
-		c.w.null()
+		c.w.Null()
 		return nil
 	}
-	c.w.bulk(key)
+	c.w.Bulk(key)
 	return nil
 }
 
@@ -61,7 +61,7 @@ func cmdDump(c *client, args [][]byte) error {
 	v, ok := sh.GetLocked(args[1], now)
 	if !ok {
 		sh.Unlock()
-		c.w.null()
+		c.w.Null()
 		return nil
 	}
 	if isCollection(v.Kind) {
@@ -79,7 +79,7 @@ func cmdDump(c *client, args [][]byte) error {
 	v.Expire = 0
 	payload := dumpPayload(v)
 	sh.Unlock()
-	c.w.bulk(payload)
+	c.w.Bulk(payload)
 	return nil
 }
 
@@ -178,7 +178,7 @@ func cmdRestore(c *client, args [][]byte) error {
 		}
 		if ttl <= nowMS {
 			sh.DeleteLocked(key) // replaced by nothing: the deletion replicates
-			c.w.ok()
+			c.w.OK()
 			return nil
 		}
 		v.Expire = math.MaxInt64
@@ -197,7 +197,7 @@ func cmdRestore(c *client, args [][]byte) error {
 	if idle >= 0 {
 		sh.SetIdleLocked(key, idle)
 	}
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 

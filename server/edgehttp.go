@@ -16,6 +16,7 @@ import (
 
 	"github.com/throttledhq/throttled/acl"
 	"github.com/throttledhq/throttled/httpapi"
+	"github.com/throttledhq/throttled/resp"
 )
 
 // The glue of http-port: package httpapi serves HTTP and asks httpDecider, which runs each
@@ -124,7 +125,7 @@ func (d *httpDecider) Decide(cred httpapi.Credentials, req httpapi.Request) (htt
 	}
 	c, _ := d.clients.Get().(*client)
 	if c == nil {
-		c = &client{s: s, id: s.nextID.Add(1), laddr: "http", authed: true, w: writer{proto: 2}, door: doorHTTP}
+		c = &client{s: s, id: s.nextID.Add(1), laddr: "http", authed: true, w: resp.Writer{Proto: 2}, door: doorHTTP}
 	}
 	defer d.clients.Put(c)
 	c.raddr = req.Remote
@@ -144,14 +145,14 @@ func (d *httpDecider) Decide(cred httpapi.Credentials, req httpapi.Request) (htt
 		args = append(args, bPriority, []byte(req.Priority))
 	}
 	c.anyTier = req.AnyTier
-	c.w.b = c.w.b[:0]
+	c.w.B = c.w.B[:0]
 	c.startBatch()
 	s.run(c, args)
 	if c.mustSync {
 		c.mustSync = false
 		s.store.Wait() // appendfsync always: the decision is durable before it is told
 	}
-	res, err := parseCheckReply(c.w.b, len(req.Policies))
+	res, err := parseCheckReply(c.w.B, len(req.Policies))
 	if err != nil {
 		return res, err
 	}

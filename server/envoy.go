@@ -20,6 +20,7 @@ import (
 
 	"github.com/throttledhq/throttled/envoyrls"
 	"github.com/throttledhq/throttled/policy"
+	"github.com/throttledhq/throttled/resp"
 )
 
 // Envoy's rate-limit service: package envoyrls serves it and holds its configuration; the
@@ -55,7 +56,7 @@ func (s *Server) openEdge() error {
 	}
 	d := &edgeDecider{s: s, check: s.findCommand("check")}
 	d.clients.New = func() any {
-		return &client{s: s, raddr: "grpc", laddr: "grpc", authed: true, w: writer{proto: 2}, anyTier: true}
+		return &client{s: s, raddr: "grpc", laddr: "grpc", authed: true, w: resp.Writer{Proto: 2}, anyTier: true}
 	}
 	rls, err := envoyrls.New(s.cfg.RateLimitConfig, d, s.log)
 	if err != nil {

@@ -246,7 +246,7 @@ func cmdFunctionLoad(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.bulkString(name)
+	c.w.BulkString(name)
 	return nil
 }
 
@@ -262,7 +262,7 @@ func cmdFunctionDelete(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 
@@ -278,7 +278,7 @@ func cmdFunctionFlush(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 
@@ -307,40 +307,40 @@ func cmdFunctionList(c *client, args [][]byte) error {
 		}
 	}
 	w := &c.w
-	w.array(len(libs))
+	w.Array(len(libs))
 	for _, l := range libs {
-		w.mapHeader(3 + boolToInt(withCode))
-		w.bulkString("library_name")
-		w.bulkString(l.Name)
-		w.bulkString("engine")
-		w.bulkString("LUA")
-		w.bulkString("functions")
-		w.array(len(l.Functions))
+		w.Map(3 + boolToInt(withCode))
+		w.BulkString("library_name")
+		w.BulkString(l.Name)
+		w.BulkString("engine")
+		w.BulkString("LUA")
+		w.BulkString("functions")
+		w.Array(len(l.Functions))
 		for _, f := range l.Functions {
-			w.mapHeader(3)
-			w.bulkString("name")
-			w.bulkString(f.Name)
-			w.bulkString("description")
+			w.Map(3)
+			w.BulkString("name")
+			w.BulkString(f.Name)
+			w.BulkString("description")
 			if f.HasDesc {
-				w.bulkString(f.Description)
+				w.BulkString(f.Description)
 			} else {
-				w.null()
+				w.Null()
 			}
-			w.bulkString("flags")
+			w.BulkString("flags")
 			var names []string
 			for _, fl := range scripting.FlagNames {
 				if f.Flags&fl.Flag != 0 {
 					names = append(names, fl.Name)
 				}
 			}
-			w.setHeader(len(names))
+			w.SetHeader(len(names))
 			for _, n := range names {
-				w.simple(n)
+				w.Simple(n)
 			}
 		}
 		if withCode {
-			w.bulkString("library_code")
-			w.bulkString(l.Code)
+			w.BulkString("library_code")
+			w.BulkString(l.Code)
 		}
 	}
 	return nil
@@ -348,7 +348,7 @@ func cmdFunctionList(c *client, args [][]byte) error {
 
 // FUNCTION DUMP: Redis's payload (scripting/dump.go), which Redis restores too.
 func cmdFunctionDump(c *client, args [][]byte) error {
-	c.w.bulk(scripting.Dump(c.s.libraries().List()))
+	c.w.Bulk(scripting.Dump(c.s.libraries().List()))
 	return nil
 }
 
@@ -383,7 +383,7 @@ func cmdFunctionRestore(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 
@@ -401,31 +401,31 @@ func cmdFunctionStats(c *client, args [][]byte) error {
 		running = r
 	}
 	w := &c.w
-	w.mapHeader(2)
-	w.bulkString("running_script")
+	w.Map(2)
+	w.BulkString("running_script")
 	if running == nil {
-		w.null()
+		w.Null()
 	} else {
-		w.mapHeader(3)
-		w.bulkString("name")
-		w.bulkString(running.fn.Name)
-		w.bulkString("command")
-		w.array(len(running.args))
+		w.Map(3)
+		w.BulkString("name")
+		w.BulkString(running.fn.Name)
+		w.BulkString("command")
+		w.Array(len(running.args))
 		for _, a := range running.args {
-			w.bulk(a)
+			w.Bulk(a)
 		}
-		w.bulkString("duration_ms")
-		w.int(time.Since(running.call.Start).Milliseconds())
+		w.BulkString("duration_ms")
+		w.Int(time.Since(running.call.Start).Milliseconds())
 	}
 	libs, funcs := c.s.libraries().Len()
-	w.bulkString("engines")
-	w.mapHeader(1)
-	w.bulkString("LUA")
-	w.mapHeader(2)
-	w.bulkString("libraries_count")
-	w.int(int64(libs))
-	w.bulkString("functions_count")
-	w.int(int64(funcs))
+	w.BulkString("engines")
+	w.Map(1)
+	w.BulkString("LUA")
+	w.Map(2)
+	w.BulkString("libraries_count")
+	w.Int(int64(libs))
+	w.BulkString("functions_count")
+	w.Int(int64(funcs))
 	return nil
 }
 

@@ -118,9 +118,9 @@ func FuzzFunctionLoad(f *testing.F) {
 		for i, a := range args {
 			req[i] = []byte(a)
 		}
-		c.w.b = c.w.b[:0]
+		c.w.B = c.w.B[:0]
 		s.run(c, req)
-		return string(c.w.b)
+		return string(c.w.B)
 	}
 	s.scripts.busyAfter.Store(20)
 	for _, seed := range []string{

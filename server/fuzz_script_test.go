@@ -26,9 +26,9 @@ func FuzzScript(f *testing.F) {
 		for i, a := range args {
 			req[i] = []byte(a)
 		}
-		c.w.b = c.w.b[:0]
+		c.w.B = c.w.B[:0]
 		s.run(c, req)
-		return string(c.w.b)
+		return string(c.w.B)
 	}
 	guards := [][]string{
 		{"SET", guard + ":s", "value"},
@@ -119,7 +119,7 @@ func FuzzScript(f *testing.F) {
 		if _, err := readReply(rd); err != nil || rd.Buffered() != 0 {
 			t.Fatalf("%q: not one RESP reply: %q", body, reply)
 		}
-		c.w.proto = 2
+		c.w.Proto = 2
 		for i, st := range states {
 			c.user.Store(s.acl.Default())
 			got := run(strings.Fields(st)...)

@@ -77,16 +77,16 @@ func FuzzCommands(f *testing.F) {
 		for _, w := range strings.Split(input, " ") {
 			args = append(args, []byte(w))
 		}
-		c.w.b = c.w.b[:0]
+		c.w.B = c.w.B[:0]
 		s.run(c, args)
-		if len(c.w.b) == 0 && name != "client kill" && name != "client reply" {
+		if len(c.w.B) == 0 && name != "client kill" && name != "client reply" {
 			t.Fatalf("%q: no reply", args)
 		}
-		if bytes.Contains(c.w.b, []byte("internal error")) {
-			t.Fatalf("%q: %s", args, c.w.b)
+		if bytes.Contains(c.w.B, []byte("internal error")) {
+			t.Fatalf("%q: %s", args, c.w.B)
 		}
 		c.closing = false
-		c.w.proto = 2
+		c.w.Proto = 2
 		c.reply, c.silencing = replyOn, false
 	})
 }
@@ -141,14 +141,14 @@ func FuzzLimitOptions(f *testing.F) {
 		for _, w := range strings.Fields(input) {
 			args = append(args, []byte(w))
 		}
-		c.w.b = c.w.b[:0]
+		c.w.B = c.w.B[:0]
 		s.run(c, args)
-		if len(c.w.b) == 0 || c.w.b[0] != '*' && c.w.b[0] != '-' {
-			t.Fatalf("%q: %q", args, c.w.b)
+		if len(c.w.B) == 0 || c.w.B[0] != '*' && c.w.B[0] != '-' {
+			t.Fatalf("%q: %q", args, c.w.B)
 		}
-		if bytes.Contains(c.w.b, []byte("internal error")) {
-			t.Fatalf("%q: %s", args, c.w.b)
+		if bytes.Contains(c.w.B, []byte("internal error")) {
+			t.Fatalf("%q: %s", args, c.w.B)
 		}
-		c.w.proto = 2
+		c.w.Proto = 2
 	})
 }

@@ -248,9 +248,9 @@ func cmdCommandGetKeys(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.array(len(pos))
+	c.w.Array(len(pos))
 	for _, p := range pos {
-		c.w.bulk(args[2+p])
+		c.w.Bulk(args[2+p])
 	}
 	return nil
 }
@@ -261,14 +261,14 @@ func cmdCommandGetKeysAndFlags(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.array(len(pos))
+	c.w.Array(len(pos))
 	for _, p := range pos {
-		c.w.array(2)
-		c.w.bulk(args[2+p])
+		c.w.Array(2)
+		c.w.Bulk(args[2+p])
 		flags := strings.Fields(keyFlags(cmd, args[2:], p))
-		c.w.setHeader(len(flags))
+		c.w.SetHeader(len(flags))
 		for _, f := range flags {
-			c.w.simple(f)
+			c.w.Simple(f)
 		}
 	}
 	return nil

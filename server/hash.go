@@ -144,9 +144,9 @@ func hsetHandler(name string) handler {
 		}
 		added := c.hashSetLocked(sh, args[1], v, args[2:], longest)
 		if name == "hmset" {
-			c.w.ok()
+			c.w.OK()
 		} else {
-			c.w.int(int64(added))
+			c.w.Int(int64(added))
 		}
 		return nil
 	}
@@ -162,11 +162,11 @@ func cmdHSetNX(c *client, args [][]byte) error {
 		return err
 	}
 	if _, ok := hashOf(v).Get(args[2]); ok {
-		c.w.int(0)
+		c.w.Int(0)
 		return nil
 	}
 	c.hashSetLocked(sh, args[1], v, args[2:4], max(len(args[2]), len(args[3])))
-	c.w.int(1)
+	c.w.Int(1)
 	return nil
 }
 
@@ -180,9 +180,9 @@ func cmdHGet(c *client, args [][]byte) error {
 		return err
 	}
 	if e, ok := hashOf(v).Get(args[2]); ok {
-		c.w.elem(e)
+		writeElem(&c.w, e)
 	} else {
-		c.w.null()
+		c.w.Null()
 	}
 	return nil
 }
@@ -196,12 +196,12 @@ func cmdHMGet(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.array(len(args) - 2)
+	c.w.Array(len(args) - 2)
 	for _, f := range args[2:] {
 		if e, ok := hashOf(v).Get(f); ok {
-			c.w.elem(e)
+			writeElem(&c.w, e)
 		} else {
-			c.w.null()
+			c.w.Null()
 		}
 	}
 	return nil
@@ -218,16 +218,16 @@ func hashListHandler(fields, values bool) handler {
 			return err
 		}
 		if fields && values {
-			c.w.mapHeader(int(v.Num))
+			c.w.Map(int(v.Num))
 		} else {
-			c.w.array(int(v.Num))
+			c.w.Array(int(v.Num))
 		}
 		for f, val := range collection.HashPairs(hashOf(v).Pack) {
 			if fields {
-				c.w.elem(f)
+				writeElem(&c.w, f)
 			}
 			if values {
-				c.w.elem(val)
+				writeElem(&c.w, val)
 			}
 		}
 		return nil
@@ -244,10 +244,10 @@ func cmdHDel(c *client, args [][]byte) error {
 		return err
 	}
 	if !ok {
-		c.w.int(0)
+		c.w.Int(0)
 		return nil
 	}
-	c.w.int(int64(c.hashDelLocked(sh, args[1], v, args[2:])))
+	c.w.Int(int64(c.hashDelLocked(sh, args[1], v, args[2:])))
 	return nil
 }
 
@@ -261,7 +261,7 @@ func cmdHExists(c *client, args [][]byte) error {
 		return err
 	}
 	_, ok := hashOf(v).Get(args[2])
-	c.w.int(b2i(ok))
+	c.w.Int(b2i(ok))
 	return nil
 }
 
@@ -281,7 +281,7 @@ func cmdHLen(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.int(v.Num)
+	c.w.Int(v.Num)
 	return nil
 }
 
@@ -296,10 +296,10 @@ func cmdHStrLen(c *client, args [][]byte) error {
 	}
 	e, ok := hashOf(v).Get(args[2])
 	if !ok {
-		c.w.int(0)
+		c.w.Int(0)
 		return nil
 	}
-	c.w.int(int64(e.Len()))
+	c.w.Int(int64(e.Len()))
 	return nil
 }
 
@@ -331,7 +331,7 @@ func cmdHIncrBy(c *client, args [][]byte) error {
 	var buf [20]byte
 	pair := [2][]byte{args[2], strconv.AppendInt(buf[:0], cur, 10)}
 	c.hashSetLocked(sh, args[1], v, pair[:], max(len(pair[0]), len(pair[1])))
-	c.w.int(cur)
+	c.w.Int(cur)
 	return nil
 }
 
@@ -369,7 +369,7 @@ func cmdHIncrByFloat(c *client, args [][]byte) error {
 	c.ldBuf = sum[:0]
 	pair := [2][]byte{args[2], sum}
 	c.hashSetLocked(sh, args[1], v, pair[:], max(len(pair[0]), len(pair[1])))
-	c.w.bulk(sum)
+	c.w.Bulk(sum)
 	return nil
 }
 
@@ -405,32 +405,32 @@ func cmdHRandField(c *client, args [][]byte) error {
 	}
 	if len(args) < 3 {
 		if !ok {
-			c.w.null()
+			c.w.Null()
 			return nil
 		}
 		offs := collection.HashOffsets(nil, hashOf(v).Pack)
 		f, _ := collection.HashPairAt(hashOf(v).Pack, offs[rand.IntN(len(offs))])
-		c.w.elem(f)
+		writeElem(&c.w, f)
 		return nil
 	}
 	if !ok || count == 0 {
-		c.w.array(0)
+		c.w.Array(0)
 		return nil
 	}
 	pair := func(f, val collection.Elem) {
-		if withValues && c.w.proto == 3 {
-			c.w.array(2)
+		if withValues && c.w.Proto == 3 {
+			c.w.Array(2)
 		}
-		c.w.elem(f)
+		writeElem(&c.w, f)
 		if withValues {
-			c.w.elem(val)
+			writeElem(&c.w, val)
 		}
 	}
 	header := func(n int64) {
-		if withValues && c.w.proto != 3 {
+		if withValues && c.w.Proto != 3 {
 			n *= 2
 		}
-		c.w.array(int(n))
+		c.w.Array(int(n))
 	}
 	switch {
 	case count < 0 || count == 1: // picks that may repeat, as Redis makes a count of 1 too
@@ -487,8 +487,8 @@ func cmdHScan(c *client, args [][]byte) error {
 	var buf [20]byte
 	for f, val := range collection.HashPairs(hashOf(v).Pack) {
 		if pattern == nil || glob.Match(pattern, f.Bytes(buf[:0])) {
-			c.w.elem(f)
-			c.w.elem(val)
+			writeElem(&c.w, f)
+			writeElem(&c.w, val)
 			n += 2
 		}
 	}
@@ -499,9 +499,9 @@ func cmdHScan(c *client, args [][]byte) error {
 // scanStart begins the reply of a SCAN of a collection scanned whole: the cursor, 0, then
 // the items, whose count scanDone writes before them once they are written.
 func (c *client) scanStart() int {
-	c.w.array(2)
-	c.w.bulkString("0")
-	return len(c.w.b)
+	c.w.Array(2)
+	c.w.BulkString("0")
+	return len(c.w.B)
 }
 
 // scanDone ends scanStart's reply of n items.

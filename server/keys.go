@@ -57,7 +57,7 @@ func cmdDel(c *client, args [][]byte) error {
 		}
 		sh.Unlock()
 	}
-	c.w.int(n)
+	c.w.Int(n)
 	return nil
 }
 
@@ -85,7 +85,7 @@ func countKeys(c *client, args [][]byte, touch bool) error {
 		}
 		sh.Unlock()
 	}
-	c.w.int(n)
+	c.w.Int(n)
 	return nil
 }
 
@@ -96,7 +96,7 @@ func cmdType(c *client, args [][]byte) error {
 	v, ok := sh.PeekLocked(args[1], c.now())
 	sh.CountLookup(ok)
 	sh.Unlock()
-	c.w.simple(v.Kind.String())
+	c.w.Simple(v.Kind.String())
 	return nil
 }
 
@@ -138,13 +138,13 @@ func expireHandler(unit int64, absolute bool) handler {
 		defer c.unlockShard(sh)
 		v, ok := sh.GetLocked(args[1], now)
 		if !ok {
-			c.w.int(0)
+			c.w.Int(0)
 			return nil
 		}
 		has := v.Expire != 0
 		switch {
 		case nx && has, xx && !has, gt && (!has || when <= v.Expire), lt && has && when >= v.Expire:
-			c.w.int(0)
+			c.w.Int(0)
 			return nil
 		}
 		if when <= now {
@@ -152,7 +152,7 @@ func expireHandler(unit int64, absolute bool) handler {
 		} else {
 			c.setExpireLocked(sh, args[1], when, now)
 		}
-		c.w.int(1)
+		c.w.Int(1)
 		return nil
 	}
 }
@@ -216,7 +216,7 @@ func ttlHandler(unit int64, absolute bool) handler {
 		v, ok := sh.PeekLocked(args[1], now)
 		sh.CountLookup(ok)
 		c.unlockShard(sh)
-		c.w.int(ttlOf(v, ok, now, unit, absolute))
+		c.w.Int(ttlOf(v, ok, now, unit, absolute))
 		return nil
 	}
 }
@@ -251,11 +251,11 @@ func cmdPersist(c *client, args [][]byte) error {
 	now := c.now()
 	v, ok := sh.GetLocked(args[1], now)
 	if !ok || v.Expire == 0 {
-		c.w.int(0)
+		c.w.Int(0)
 		return nil
 	}
 	c.setExpireLocked(sh, args[1], 0, now)
-	c.w.int(1)
+	c.w.Int(1)
 	return nil
 }
 
@@ -274,9 +274,9 @@ func cmdKeys(c *client, args [][]byte) error {
 			break
 		}
 	}
-	c.w.array(len(keys))
+	c.w.Array(len(keys))
 	for _, k := range keys {
-		c.w.bulk(k)
+		c.w.Bulk(k)
 	}
 	return nil
 }
@@ -318,11 +318,11 @@ func cmdScan(c *client, args [][]byte) error {
 			keys = append(keys, append([]byte(nil), key...))
 		}
 	})
-	c.w.array(2)
-	c.w.bulkString(strconv.FormatUint(next, 10))
-	c.w.array(len(keys))
+	c.w.Array(2)
+	c.w.BulkString(strconv.FormatUint(next, 10))
+	c.w.Array(len(keys))
 	for _, k := range keys {
-		c.w.bulk(k)
+		c.w.Bulk(k)
 	}
 	return nil
 }
@@ -352,22 +352,22 @@ func renameHandler(nx bool) handler {
 		}
 		if string(src) == string(dst) {
 			if nx {
-				c.w.int(0) // RENAMENX finds the target taken: by the key itself
+				c.w.Int(0) // RENAMENX finds the target taken: by the key itself
 			} else {
-				c.w.ok()
+				c.w.OK()
 			}
 			return nil
 		}
 		if _, exists := dstSh.GetLocked(dst, now); exists && nx {
-			c.w.int(0)
+			c.w.Int(0)
 			return nil
 		}
 		dstSh.SetLocked(dst, v) // copies the bytes, which alias src's: another key's
 		srcSh.DeleteLocked(src)
 		if nx {
-			c.w.int(1)
+			c.w.Int(1)
 		} else {
-			c.w.ok()
+			c.w.OK()
 		}
 		return nil
 	}
@@ -416,18 +416,18 @@ func cmdCopy(c *client, args [][]byte) error {
 	srcSh, dstSh := c.s.ks.Shard(src), c.s.ks.Shard(dst)
 	v, ok := srcSh.GetLocked(src, now)
 	if !ok {
-		c.w.int(0)
+		c.w.Int(0)
 		return nil
 	}
 	if _, exists := dstSh.GetLocked(dst, now); exists && !replace {
-		c.w.int(0)
+		c.w.Int(0)
 		return nil
 	}
 	if v.Kind == keyspace.String && stringEncoding(v) == "int" {
 		v.Num = strOwnInt // Redis duplicates a shared integer into an object of the copy's own
 	}
 	dstSh.SetLocked(dst, v)
-	c.w.int(1)
+	c.w.Int(1)
 	return nil
 }
 
@@ -440,7 +440,7 @@ func objectHandler(report func(c *client, v keyspace.Value) error) handler {
 		defer sh.Unlock()
 		v, ok := sh.PeekLocked(args[2], c.now())
 		if !ok {
-			c.w.null()
+			c.w.Null()
 			return nil
 		}
 		return report(c, v)
@@ -449,7 +449,7 @@ func objectHandler(report func(c *client, v keyspace.Value) error) handler {
 
 // OBJECT ENCODING key: the name of the representation Redis 7.0 would have chosen.
 func objectEncoding(c *client, v keyspace.Value) error {
-	c.w.bulkString(encodingOf(v))
+	c.w.BulkString(encodingOf(v))
 	return nil
 }
 
@@ -515,11 +515,11 @@ func objectRefcount(c *client, v keyspace.Value) error {
 		n, ok := parseInt(v.Bytes)
 		lru := c.s.mem.max.Load() != 0 && keyspace.Policy(c.s.mem.policy.Load()).LRU()
 		if ok && n >= 0 && n < 10000 && !lru {
-			c.w.int(sharedRefcount)
+			c.w.Int(sharedRefcount)
 			return nil
 		}
 	}
-	c.w.int(1)
+	c.w.Int(1)
 	return nil
 }
 
@@ -531,10 +531,10 @@ func cmdObjectIdletime(c *client, args [][]byte) error {
 	idle, ok := sh.IdleLocked(args[2], c.now())
 	sh.Unlock()
 	if !ok {
-		c.w.null()
+		c.w.Null()
 		return nil
 	}
-	c.w.int(idle)
+	c.w.Int(idle)
 	return nil
 }
 

@@ -224,17 +224,17 @@ func cmdLatencyHistogram(c *client, args [][]byte) error {
 			found = append(found, entry{cmd.name, snap.Total, snap.Steps()})
 		}
 	}
-	c.w.mapHeader(len(found))
+	c.w.Map(len(found))
 	for _, e := range found {
-		c.w.bulkString(e.name)
-		c.w.mapHeader(2)
-		c.w.bulkString("calls")
-		c.w.int(int64(e.total))
-		c.w.bulkString("histogram_usec")
-		c.w.mapHeader(len(e.steps))
+		c.w.BulkString(e.name)
+		c.w.Map(2)
+		c.w.BulkString("calls")
+		c.w.Int(int64(e.total))
+		c.w.BulkString("histogram_usec")
+		c.w.Map(len(e.steps))
 		for _, st := range e.steps {
-			c.w.int(st.Usec)
-			c.w.int(int64(st.Cumulative))
+			c.w.Int(st.Usec)
+			c.w.Int(int64(st.Cumulative))
 		}
 	}
 	return nil
@@ -254,9 +254,9 @@ func (s *Server) commandNamed(name string) *command {
 
 // LATENCY LATEST, HISTORY and RESET answer as Redis does with latency monitoring off
 // (latency-monitor-threshold 0), which throttled does not have: no events.
-func cmdLatencyLatest(c *client, args [][]byte) error  { c.w.array(0); return nil }
-func cmdLatencyHistory(c *client, args [][]byte) error { c.w.array(0); return nil }
-func cmdLatencyReset(c *client, args [][]byte) error   { c.w.int(0); return nil }
+func cmdLatencyLatest(c *client, args [][]byte) error  { c.w.Array(0); return nil }
+func cmdLatencyHistory(c *client, args [][]byte) error { c.w.Array(0); return nil }
+func cmdLatencyReset(c *client, args [][]byte) error   { c.w.Int(0); return nil }
 
 // LATENCY HELP
 func cmdLatencyHelp(c *client, args [][]byte) error {

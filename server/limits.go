@@ -8,6 +8,7 @@ import (
 	"github.com/throttledhq/throttled/algorithms"
 	"github.com/throttledhq/throttled/gcra"
 	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/resp"
 )
 
 func limitCommands() []*command {
@@ -482,10 +483,10 @@ func cmdRelease(c *client, args [][]byte) error {
 		} else {
 			sh.DeleteLocked(args[1])
 		}
-		c.w.int(1)
+		c.w.Int(1)
 		return nil
 	}
-	c.w.int(0)
+	c.w.Int(0)
 	return nil
 }
 
@@ -546,7 +547,7 @@ func cmdAllOf(c *client, args [][]byte) error {
 	if !allowed {
 		c.s.deniedAll(c.lastCmd.Load(), limits, results, now)
 	}
-	c.w.allOf(results, allowed)
+	writeAllOf(&c.w, results, allowed)
 	return nil
 }
 
@@ -602,12 +603,12 @@ func evalAllOf(now int64, limits []limit, results []pending, scratches *[][]byte
 
 // allOf writes ALLOF's reply: the combined decision (limited if any is, the least limit and
 // remaining, the greatest retry and reset), then each limit's.
-func (w *writer) allOf(results []pending, allowed bool) {
+func writeAllOf(w *resp.Writer, results []pending, allowed bool) {
 	all := combine(results, allowed)
-	w.array(1 + len(results))
-	w.decision(all)
+	w.Array(1 + len(results))
+	writeDecisionTo(w, all)
 	for _, r := range results {
-		w.decision(r.d)
+		writeDecisionTo(w, r.d)
 	}
 }
 

@@ -61,14 +61,14 @@ func pushHandler(head, exists bool) handler {
 			return err
 		}
 		if !ok && exists {
-			c.w.int(0)
+			c.w.Int(0)
 			return nil
 		}
 		elems := args[2:]
 		c.scratch = collection.ListPush(c.scratch[:0], v.Bytes, head, elems)
 		n := v.Num + int64(len(elems))
 		storeList(sh, args[1], c.scratch, n, v.Expire)
-		c.w.int(n)
+		c.w.Int(n)
 		return nil
 	}
 }
@@ -98,15 +98,15 @@ func popHandler(head bool) handler {
 		case err != nil:
 			return err
 		case !ok && hasCount:
-			c.w.nullArray()
+			c.w.NullArray()
 			return nil
 		case !ok:
-			c.w.null()
+			c.w.Null()
 			return nil
 		}
 		count = min(count, v.Num)
 		if hasCount {
-			c.w.array(int(count))
+			c.w.Array(int(count))
 		}
 		if count == 0 {
 			return nil
@@ -121,7 +121,7 @@ func popHandler(head bool) handler {
 				if n == 0 {
 					break
 				}
-				c.w.elem(e)
+				writeElem(&c.w, e)
 				b = b[n:]
 			}
 			rest = pack[off:]
@@ -131,7 +131,7 @@ func popHandler(head bool) handler {
 			offs := collection.ListOffsets(pack[off:], buf[:0])
 			for i := len(offs) - 1; i >= 0; i-- {
 				e, _ := collection.Read(pack[off+offs[i]:])
-				c.w.elem(e)
+				writeElem(&c.w, e)
 			}
 			rest = pack[:off]
 		}
@@ -149,7 +149,7 @@ func cmdLLen(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.int(v.Num)
+	c.w.Int(v.Num)
 	return nil
 }
 
@@ -169,14 +169,14 @@ func cmdLRange(c *client, args [][]byte) error {
 	}
 	from, to, ok := collection.IndexRange(v.Num, start, stop)
 	if !ok {
-		c.w.array(0)
+		c.w.Array(0)
 		return nil
 	}
-	c.w.array(int(to - from + 1))
+	c.w.Array(int(to - from + 1))
 	b := v.Bytes[collection.ListOffset(v.Bytes, from):]
 	for i := from; i <= to; i++ {
 		e, n := collection.Read(b)
-		c.w.elem(e)
+		writeElem(&c.w, e)
 		b = b[n:]
 	}
 	return nil
@@ -192,7 +192,7 @@ func cmdLIndex(c *client, args [][]byte) error {
 	case err != nil:
 		return err
 	case !ok:
-		c.w.null() // Redis looks the key up before it reads the index
+		c.w.Null() // Redis looks the key up before it reads the index
 		return nil
 	}
 	i, ok := parseInt(args[2])
@@ -200,9 +200,9 @@ func cmdLIndex(c *client, args [][]byte) error {
 		return errNotInteger
 	}
 	if e, ok := collection.ListIndex(v.Bytes, v.Num, i); ok {
-		c.w.elem(e)
+		writeElem(&c.w, e)
 	} else {
-		c.w.null()
+		c.w.Null()
 	}
 	return nil
 }
@@ -221,7 +221,7 @@ func cmdLTrim(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.ok()
+	c.w.OK()
 	if !ok {
 		return nil
 	}
@@ -250,7 +250,7 @@ func cmdLRem(c *client, args [][]byte) error {
 	case err != nil:
 		return err
 	case !ok:
-		c.w.int(0)
+		c.w.Int(0)
 		return nil
 	}
 	var removed int64
@@ -258,7 +258,7 @@ func cmdLRem(c *client, args [][]byte) error {
 	if removed > 0 {
 		storeList(sh, args[1], c.scratch, v.Num-removed, v.Expire)
 	}
-	c.w.int(removed)
+	c.w.Int(removed)
 	return nil
 }
 
@@ -282,7 +282,7 @@ func cmdLSet(c *client, args [][]byte) error {
 		return errIndexRange
 	}
 	storeList(sh, args[1], c.scratch, v.Num, v.Expire)
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 
@@ -325,10 +325,10 @@ func cmdLPos(c *client, args [][]byte) error {
 	case err != nil:
 		return err
 	case !ok && count < 0:
-		c.w.null()
+		c.w.Null()
 		return nil
 	case !ok:
-		c.w.array(0)
+		c.w.Array(0)
 		return nil
 	}
 	want := count // how many indices: 0 all
@@ -344,15 +344,15 @@ func cmdLPos(c *client, args [][]byte) error {
 	found := collection.ListPos(v.Bytes, v.Num, args[2], rank, want, maxlen, buf[:0])
 	if count < 0 {
 		if len(found) == 0 {
-			c.w.null()
+			c.w.Null()
 		} else {
-			c.w.int(found[0])
+			c.w.Int(found[0])
 		}
 		return nil
 	}
-	c.w.array(len(found))
+	c.w.Array(len(found))
 	for _, i := range found {
-		c.w.int(i)
+		c.w.Int(i)
 	}
 	return nil
 }
@@ -375,16 +375,16 @@ func cmdLInsert(c *client, args [][]byte) error {
 	case err != nil:
 		return err
 	case !ok:
-		c.w.int(0)
+		c.w.Int(0)
 		return nil
 	}
 	var found bool
 	if c.scratch, found = collection.ListInsert(c.scratch[:0], v.Bytes, before, args[3], args[4]); !found {
-		c.w.int(-1)
+		c.w.Int(-1)
 		return nil
 	}
 	storeList(sh, args[1], c.scratch, v.Num+1, v.Expire)
-	c.w.int(v.Num + 1)
+	c.w.Int(v.Num + 1)
 	return nil
 }
 
@@ -430,7 +430,7 @@ func lmove(c *client, src, dst []byte, from, to bool) error {
 	case err != nil:
 		return err
 	case !ok:
-		c.w.null()
+		c.w.Null()
 		return nil
 	}
 	dv, _, err := c.kindLocked(dsh, dst, keyspace.List, now)
@@ -447,7 +447,7 @@ func lmove(c *client, src, dst []byte, from, to bool) error {
 	if !from {
 		rest = sv.Bytes[:off]
 	}
-	c.w.elem(e)
+	writeElem(&c.w, e)
 	if string(src) == string(dst) {
 		c.scratch = collection.ListPushRaw(c.scratch[:0], rest, to, raw)
 		storeList(ssh, src, c.scratch, sv.Num, sv.Expire)

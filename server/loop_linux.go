@@ -314,7 +314,7 @@ func (l *loop) serve(c *client, events uint32) {
 		if err != nil {
 			var pe errProtocol
 			if errors.As(err, &pe) {
-				c.w.errorText("ERR " + pe.Error())
+				c.w.ErrorText("ERR " + pe.Error())
 			}
 			c.closing = true // after the replies so far: the peer may have only half-closed
 			break
@@ -340,7 +340,7 @@ func (l *loop) serve(c *client, events uint32) {
 		if c.closing {
 			break
 		}
-		if len(c.w.b) > keepWriteBuf && !c.mustSync && len(c.up.calls) == 0 {
+		if len(c.w.B) > keepWriteBuf && !c.mustSync && len(c.up.calls) == 0 {
 			if !l.write(c) {
 				l.close(c)
 				return
@@ -385,7 +385,7 @@ func (c *client) leaveLoop() {
 func (l *loop) leave(c *client) {
 	c.foldNet() // into c's own figures: the loop's tally is another goroutine's now
 	c.leaving = false
-	c.w.b = c.w.b[c.wpos:]
+	c.w.B = c.w.B[c.wpos:]
 	c.wpos = 0
 	if !l.release(c) {
 		return
@@ -412,7 +412,7 @@ func (l *loop) handOff(c *client, args [][]byte) {
 	for i, a := range args {
 		req[i] = bytes.Clone(a)
 	}
-	c.w.b = c.w.b[c.wpos:]
+	c.w.B = c.w.B[c.wpos:]
 	c.wpos = 0
 	if l.release(c) {
 		go c.serve(req)
@@ -468,9 +468,9 @@ func (l *loop) flushSyncing() {
 // write sends c's pending replies; when the socket is full, the rest waits for EPOLLOUT and
 // c's requests wait with it. False when the connection is gone.
 func (l *loop) write(c *client) bool {
-	pending := len(c.w.b)
-	for c.wpos < len(c.w.b) {
-		n, err := rawWrite(c.fd, c.w.b[c.wpos:])
+	pending := len(c.w.B)
+	for c.wpos < len(c.w.B) {
+		n, err := rawWrite(c.fd, c.w.B[c.wpos:])
 		if n > 0 {
 			c.wpos += n
 			l.tally.out += int64(n)
@@ -486,10 +486,10 @@ func (l *loop) write(c *client) bool {
 		}
 	}
 	c.wpos = 0
-	if cap(c.w.b) > keepWriteBuf {
-		c.w.b = nil
+	if cap(c.w.B) > keepWriteBuf {
+		c.w.B = nil
 	} else {
-		c.w.b = c.w.b[:0]
+		c.w.B = c.w.B[:0]
 	}
 	l.tally.in += c.rd.nread
 	l.tally.reads += c.rd.reads

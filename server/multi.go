@@ -99,7 +99,7 @@ func (s *Server) queue(c *client, cmd *command, args [][]byte) {
 	}
 	c.tx.queued = append(c.tx.queued, queuedRequest{cmd: cmd, args: copied})
 	c.multi.Store(int32(len(c.tx.queued)) + 1)
-	c.w.simple("QUEUED")
+	c.w.Simple("QUEUED")
 }
 
 // MULTI
@@ -109,7 +109,7 @@ func cmdMulti(c *client, args [][]byte) error {
 	}
 	c.tx = &transaction{}
 	c.multi.Store(1)
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 
@@ -134,10 +134,10 @@ func cmdExec(c *client, args [][]byte) error {
 	changed := c.watchChanged()
 	c.unwatchAll()
 	if changed {
-		c.w.nullArray()
+		c.w.NullArray()
 		return nil
 	}
-	c.w.array(len(tx.queued))
+	c.w.Array(len(tx.queued))
 	for _, q := range tx.queued {
 		s.call(c, q.cmd, q.args)
 	}
@@ -151,7 +151,7 @@ func cmdDiscard(c *client, args [][]byte) error {
 	}
 	c.endMulti()
 	c.unwatchAll()
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 
@@ -175,14 +175,14 @@ func cmdWatch(c *client, args [][]byte) error {
 		sh.Unlock()
 		c.watched[string(key)] = struct{}{}
 	}
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 
 // UNWATCH
 func cmdUnwatch(c *client, args [][]byte) error {
 	c.unwatchAll()
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 

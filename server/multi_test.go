@@ -67,7 +67,7 @@ func TestMultiRESP3(t *testing.T) {
 func TestMultiNoMultiCommand(t *testing.T) {
 	ts := startServerWith(t, func(s *Server) {
 		cmd := &command{name: "block", arity: 1, flags: "no-multi", handler: func(c *client, args [][]byte) error {
-			c.w.ok()
+			c.w.OK()
 			return nil
 		}}
 		register(s.commands, nil, []*command{cmd})

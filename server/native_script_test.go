@@ -73,9 +73,9 @@ func (p *nativePair) do(args ...string) (native, interp string) {
 		req[i] = []byte(a)
 	}
 	run := func(s *Server, c *client) string {
-		c.w.b = c.w.b[:0]
+		c.w.B = c.w.B[:0]
 		s.run(c, req)
-		return string(c.w.b)
+		return string(c.w.B)
 	}
 	return run(p.native, p.nc), run(p.interp, p.ic)
 }
@@ -88,9 +88,9 @@ func (p *nativePair) state(s *Server, c *client) string {
 		for i, a := range args {
 			req[i] = []byte(a)
 		}
-		c.w.b = c.w.b[:0]
+		c.w.B = c.w.B[:0]
 		s.run(c, req)
-		return string(c.w.b)
+		return string(c.w.B)
 	}
 	keys := strings.Split(run("KEYS", "*"), "\r\n") // not DBSIZE: it counts expired keys that active expiry, on its own time, has not reclaimed yet
 	slices.Sort(keys)
@@ -206,9 +206,9 @@ func (p *nativePair) step(t testing.TB, r *rand.Rand) {
 		args = append(args[:4], pick(r, "1", "2", "-1", "0", "5", "100"), pick(r, "1", "5", "60", "3600", "0", "-1", "999999999", "1000000000"), "10", "60")
 	}
 	proto := 2 + r.IntN(2)
-	p.nc.w.proto, p.ic.w.proto = proto, proto
+	p.nc.w.Proto, p.ic.w.Proto = proto, proto
 	n, i := p.do(args...)
-	p.nc.w.proto, p.ic.w.proto = 2, 2
+	p.nc.w.Proto, p.ic.w.Proto = 2, 2
 	p.calls++
 	if n != i {
 		t.Fatalf("RESP%d %q:\nnative:      %q\ninterpreter: %q", proto, args, n, i)
@@ -635,9 +635,9 @@ func TestNativeScriptsCountCommands(t *testing.T) {
 			cmd := s.commands[name]
 			fmt.Fprintf(&b, "%s %d %d %d\n", name, cmd.calls.Load(), cmd.failed.Load(), cmd.rejected.Load())
 		}
-		c.w.b = c.w.b[:0]
+		c.w.B = c.w.B[:0]
 		s.run(c, [][]byte{[]byte("INFO"), []byte("stats")})
-		for _, l := range strings.Split(string(c.w.b), "\r\n") {
+		for _, l := range strings.Split(string(c.w.B), "\r\n") {
 			if strings.HasPrefix(l, "keyspace_") || strings.HasPrefix(l, "total_commands_processed") {
 				b.WriteString(l + "\n")
 			}

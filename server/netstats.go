@@ -157,7 +157,7 @@ type clientBufs struct {
 // noteBufs publishes c's buffer sizes; pending is the length of the replies just written.
 func (c *client) noteBufs(pending int) {
 	b := &c.bufs
-	now := [4]int64{int64(c.rd.end - c.rd.start), int64(len(c.rd.buf)), int64(cap(c.w.b)), max(b.seen[3], int64(pending))}
+	now := [4]int64{int64(c.rd.end - c.rd.start), int64(len(c.rd.buf)), int64(cap(c.w.B)), max(b.seen[3], int64(pending))}
 	if now == b.seen {
 		return
 	}
@@ -197,7 +197,7 @@ func (c *client) memory(by *client, args [][]byte) clientMem {
 				}
 			}
 		}
-		m.rbs, m.rbp, m.obl = int64(cap(c.w.b)), max(c.bufs.seen[3], int64(len(c.w.b))), int64(len(c.w.b))
+		m.rbs, m.rbp, m.obl = int64(cap(c.w.B)), max(c.bufs.seen[3], int64(len(c.w.B))), int64(len(c.w.B))
 	} else {
 		m.qbuf = c.bufs.qbuf.Load()
 		m.qbufFree = c.bufs.qbufCap.Load() - m.qbuf

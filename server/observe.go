@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/throttledhq/throttled/acl"
 	"github.com/throttledhq/throttled/topk"
 )
 
@@ -193,16 +195,16 @@ func cmdSlowlogGet(c *client, args [][]byte) error {
 	if count == -1 || count > int64(len(entries)) {
 		count = int64(len(entries))
 	}
-	c.w.array(int(count))
+	c.w.Array(int(count))
 	for i := len(entries) - 1; i >= len(entries)-int(count); i-- {
 		e := entries[i]
-		c.w.array(6)
-		c.w.int(e.id)
-		c.w.int(e.at)
-		c.w.int(e.usec)
-		c.w.stringArray(e.args)
-		c.w.bulkString(e.peer)
-		c.w.bulkString(e.name)
+		c.w.Array(6)
+		c.w.Int(e.id)
+		c.w.Int(e.at)
+		c.w.Int(e.usec)
+		c.w.StringArray(e.args)
+		c.w.BulkString(e.peer)
+		c.w.BulkString(e.name)
 	}
 	return nil
 }
@@ -213,7 +215,7 @@ func cmdSlowlogLen(c *client, args [][]byte) error {
 	o.slowMu.Lock()
 	n := len(o.slowlog)
 	o.slowMu.Unlock()
-	c.w.int(int64(n))
+	c.w.Int(int64(n))
 	return nil
 }
 
@@ -223,7 +225,7 @@ func cmdSlowlogReset(c *client, args [][]byte) error {
 	o.slowMu.Lock()
 	o.slowlog = nil
 	o.slowMu.Unlock()
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 
@@ -246,10 +248,10 @@ func cmdMonitor(c *client, args [][]byte) error {
 		return errors.New("MONITOR is not allowed in this context")
 	}
 	if clientKind(c.kind.Load()) == kindMonitor {
-		c.w.ok()
+		c.w.OK()
 		return nil
 	}
-	c.w.ok()
+	c.w.OK()
 	c.flush() // +OK goes before the first line fed
 	c.kind.Store(int32(kindMonitor))
 	o := &c.s.obs
@@ -319,7 +321,7 @@ func (c *client) queueRaw(b []byte) {
 	o.mu.Lock()
 	ok := true
 	if !o.dead {
-		o.w.b = append(o.w.b, b...)
+		o.w.B = append(o.w.B, b...)
 		ok = o.queuedLocked(len(b))
 	}
 	o.mu.Unlock()
@@ -371,15 +373,23 @@ func cmdTopDenied(c *client, args [][]byte) error {
 		}
 		n = min(v, int64(c.s.obs.denied.Capacity()))
 	}
-	top, _ := c.s.obs.denied.Top(int(n), c.s.nowNano())
-	if c.w.proto == 3 {
-		c.w.mapHeader(len(top))
+	var top []topk.Entry
+	if p := c.user.Load().Perms(); p.All {
+		top, _ = c.s.obs.denied.Top(int(n), c.s.nowNano())
 	} else {
-		c.w.array(2 * len(top))
+		// A user sees only the keys its patterns let it read: the others are other tenants'.
+		top, _ = c.s.obs.denied.Top(c.s.obs.denied.Capacity(), c.s.nowNano())
+		top = slices.DeleteFunc(top, func(e topk.Entry) bool { return !p.CanKey([]byte(e.Key), acl.Read) })
+		top = top[:min(len(top), int(n))]
+	}
+	if c.w.Proto == 3 {
+		c.w.Map(len(top))
+	} else {
+		c.w.Array(2 * len(top))
 	}
 	for _, e := range top {
-		c.w.bulkString(e.Key)
-		c.w.int(e.Count)
+		c.w.BulkString(e.Key)
+		c.w.Int(e.Count)
 	}
 	return nil
 }

@@ -209,9 +209,9 @@ func cmdConfigGet(c *client, args [][]byte) error {
 			}
 		}
 	}
-	c.w.mapHeader(len(out) / 2)
+	c.w.Map(len(out) / 2)
 	for _, v := range out {
-		c.w.bulkString(v)
+		c.w.BulkString(v)
 	}
 	return nil
 }
@@ -248,6 +248,6 @@ func cmdConfigSet(c *client, args [][]byte) error {
 	for _, set := range apply {
 		set()
 	}
-	c.w.ok()
+	c.w.OK()
 	return nil
 }

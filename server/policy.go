@@ -3,11 +3,13 @@ package server
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 
+	"github.com/throttledhq/throttled/acl"
 	"github.com/throttledhq/throttled/keyspace"
 	"github.com/throttledhq/throttled/policy"
 )
@@ -73,9 +75,28 @@ func policyCommands() []*command {
 		cmd("policy.deny", -3, "write denyoom", "name subject [EX seconds]", "Puts a subject on the deny list.", policyListHandler(policy.Deny)),
 		cmd("policy.unlist", 3, "write", "name subject", "Removes a subject's override and list entries set by command.", cmdPolicyUnlist),
 		cmd("policy.entries", 2, "readonly", "name", "Lists a policy's overrides and list entries.", cmdPolicyEntries),
-		cmd("policy.reload", 1, "admin", "", "Reads the config file's policies again.", cmdPolicyReload),
+		cmd("policy.reload", 1, "", "", "Reads the config file's policies again.", cmdPolicyReload),
 	}
 }
+
+// policyChanges are the policy verbs that change a limit: in @policy and @admin, not in
+// @ratelimit (acl.go's categories).
+var policyChanges = map[string]bool{"policy.set": true, "policy.del": true, "policy.override": true,
+	"policy.allow": true, "policy.deny": true, "policy.unlist": true, "policy.reload": true}
+
+// policyACLKey appends to dst the key a user's key patterns must allow for a policy verb:
+// policy:<name> for the policy itself, policy:<name>:<subject> for one of its subjects
+// (nil subject: none), the key CHECK decides on.
+func policyACLKey(dst, name, subject []byte) []byte {
+	dst = append(append(dst, policyKeyPrefix...), name...)
+	if subject != nil {
+		dst = append(append(dst, ':'), subject...)
+	}
+	return dst
+}
+
+// policySubjectVerbs are the policy verbs whose second argument is a subject.
+var policySubjectVerbs = map[string]bool{"policy.override": true, "policy.allow": true, "policy.deny": true, "policy.unlist": true}
 
 // policies is the server's state of its policies.
 type policies struct {
@@ -367,7 +388,7 @@ func cmdPolicySet(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 
@@ -375,7 +396,7 @@ func cmdPolicySet(c *client, args [][]byte) error {
 func cmdPolicyGet(c *client, args [][]byte) error {
 	cp := c.s.policyView().byName[string(args[1])]
 	if cp == nil {
-		c.w.null()
+		c.w.Null()
 		return nil
 	}
 	source := "command"
@@ -385,23 +406,23 @@ func cmdPolicyGet(c *client, args [][]byte) error {
 	case cp.fromFile:
 		source = "config"
 	}
-	if c.w.proto == 3 {
-		c.w.mapHeader(6)
+	if c.w.Proto == 3 {
+		c.w.Map(6)
 	} else {
-		c.w.array(12)
+		c.w.Array(12)
 	}
-	c.w.bulkString("name")
-	c.w.bulkString(cp.name)
-	c.w.bulkString("limit")
-	c.w.bulkString(strings.Join(cp.src.Args, " "))
-	c.w.bulkString("soft")
-	c.w.bulkString(strconv.FormatFloat(cp.src.Soft, 'g', -1, 64))
-	c.w.bulkString("shadow")
-	c.w.int(int64(boolToInt(cp.src.Shadow)))
-	c.w.bulkString("source")
-	c.w.bulkString(source)
-	c.w.bulkString("entries")
-	c.w.int(int64(len(cp.src.Live(c.s.nowNano()))))
+	c.w.BulkString("name")
+	c.w.BulkString(cp.name)
+	c.w.BulkString("limit")
+	c.w.BulkString(strings.Join(cp.src.Args, " "))
+	c.w.BulkString("soft")
+	c.w.BulkString(strconv.FormatFloat(cp.src.Soft, 'g', -1, 64))
+	c.w.BulkString("shadow")
+	c.w.Int(int64(boolToInt(cp.src.Shadow)))
+	c.w.BulkString("source")
+	c.w.BulkString(source)
+	c.w.BulkString("entries")
+	c.w.Int(int64(len(cp.src.Live(c.s.nowNano()))))
 	return nil
 }
 
@@ -433,7 +454,7 @@ func cmdPolicyDel(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.int(int64(boolToInt(deleted)))
+	c.w.Int(int64(boolToInt(deleted)))
 	return nil
 }
 
@@ -445,9 +466,12 @@ func cmdPolicyList(c *client, args [][]byte) error {
 		t[n] = cp.src
 	}
 	names := t.Names()
-	c.w.array(len(names))
+	if p := c.user.Load().Perms(); !p.All {
+		names = slices.DeleteFunc(names, func(n string) bool { return !p.CanKey(policyACLKey(nil, []byte(n), nil), acl.Read) })
+	}
+	c.w.Array(len(names))
 	for _, n := range names {
-		c.w.bulkString(n)
+		c.w.BulkString(n)
 	}
 	return nil
 }
@@ -482,7 +506,7 @@ func cmdPolicyOverride(c *client, args [][]byte) error {
 	if err := c.addEntry(string(args[1]), e); err != nil {
 		return err
 	}
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 
@@ -496,7 +520,7 @@ func policyListHandler(kind policy.EntryKind) handler {
 		if err := c.addEntry(string(args[1]), e); err != nil {
 			return err
 		}
-		c.w.ok()
+		c.w.OK()
 		return nil
 	}
 }
@@ -522,7 +546,7 @@ func cmdPolicyUnlist(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.int(int64(n))
+	c.w.Int(int64(n))
 	return nil
 }
 
@@ -554,18 +578,18 @@ func cmdPolicyEntries(c *client, args [][]byte) error {
 		}
 		rows = append(rows, row{e, src})
 	}
-	c.w.array(len(rows))
+	c.w.Array(len(rows))
 	for _, r := range rows {
 		ttl := int64(-1)
 		if r.e.Expire != 0 {
 			ttl = msCeil(r.e.Expire - now)
 		}
-		c.w.array(5)
-		c.w.bulkString(r.e.Kind.String())
-		c.w.bulkString(r.e.Subject)
-		c.w.int(ttl)
-		c.w.bulkString(strings.Join(r.e.Args, " "))
-		c.w.bulkString(r.source)
+		c.w.Array(5)
+		c.w.BulkString(r.e.Kind.String())
+		c.w.BulkString(r.e.Subject)
+		c.w.Int(ttl)
+		c.w.BulkString(strings.Join(r.e.Args, " "))
+		c.w.BulkString(r.source)
 	}
 	return nil
 }
@@ -575,7 +599,7 @@ func cmdPolicyReload(c *client, args [][]byte) error {
 	if err := c.s.ReloadPolicies(); err != nil {
 		return err
 	}
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 

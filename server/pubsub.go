@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/throttledhq/throttled/pubsub"
+	"github.com/throttledhq/throttled/resp"
 )
 
 func pubsubCommands() []*command {
@@ -78,10 +79,10 @@ func cmdPUnsubscribe(c *client, args [][]byte) error {
 // left, with nothing left after it, or a nil name when none was given.
 func confirmNothing(c *client, change pubsub.Change, names [][]byte) {
 	if len(names) == 0 {
-		c.w.pubsubConfirm(change, nil, 0)
+		writePubsubConfirm(&c.w, change, nil, 0)
 	}
 	for _, name := range names {
-		c.w.pubsubConfirm(change, name, 0)
+		writePubsubConfirm(&c.w, change, name, 0)
 	}
 }
 
@@ -127,9 +128,9 @@ func (c *client) Message(pattern, channel, message []byte) {
 	o.mu.Lock()
 	ok := true
 	if !o.dead {
-		mark := len(o.w.b)
-		o.w.pubsubMessage(pattern, channel, message)
-		ok = o.queuedLocked(len(o.w.b) - mark)
+		mark := len(o.w.B)
+		writePubsubMessage(&o.w, pattern, channel, message)
+		ok = o.queuedLocked(len(o.w.B) - mark)
 	}
 	o.mu.Unlock()
 	if !ok {
@@ -144,9 +145,9 @@ func (c *client) Confirm(change pubsub.Change, name []byte, count int) {
 	o.mu.Lock()
 	ok := true
 	if !o.dead {
-		mark := len(o.w.b)
-		o.w.pubsubConfirm(change, name, count)
-		ok = o.queuedLocked(len(o.w.b) - mark)
+		mark := len(o.w.B)
+		writePubsubConfirm(&o.w, change, name, count)
+		ok = o.queuedLocked(len(o.w.B) - mark)
 	}
 	o.mu.Unlock()
 	if !ok {
@@ -156,35 +157,35 @@ func (c *client) Confirm(change pubsub.Change, name []byte, count int) {
 
 // pubsubMessage writes a published message as Redis does: message, channel, payload; or
 // pmessage, pattern, channel, payload.
-func (w *writer) pubsubMessage(pattern, channel, message []byte) {
+func writePubsubMessage(w *resp.Writer, pattern, channel, message []byte) {
 	if pattern == nil {
-		w.push(3)
-		w.bulkString("message")
+		w.Push(3)
+		w.BulkString("message")
 	} else {
-		w.push(4)
-		w.bulkString("pmessage")
-		w.bulk(pattern)
+		w.Push(4)
+		w.BulkString("pmessage")
+		w.Bulk(pattern)
 	}
-	w.bulk(channel)
-	w.bulk(message)
+	w.Bulk(channel)
+	w.Bulk(message)
 }
 
 // pubsubConfirm writes the confirmation of a subscription change: its kind, the channel or
 // pattern (a null for none), and the subscriptions after it.
-func (w *writer) pubsubConfirm(change pubsub.Change, name []byte, count int) {
-	w.push(3)
-	w.bulkString(change.String())
+func writePubsubConfirm(w *resp.Writer, change pubsub.Change, name []byte, count int) {
+	w.Push(3)
+	w.BulkString(change.String())
 	if name == nil {
-		w.null()
+		w.Null()
 	} else {
-		w.bulk(name)
+		w.Bulk(name)
 	}
-	w.int(int64(count))
+	w.Int(int64(count))
 }
 
 // PUBLISH channel message
 func cmdPublish(c *client, args [][]byte) error {
-	c.w.int(int64(c.s.pubsub.Publish(args[1], args[2])))
+	c.w.Int(int64(c.s.pubsub.Publish(args[1], args[2])))
 	return nil
 }
 
@@ -198,23 +199,23 @@ func cmdPubsubChannels(c *client, args [][]byte) error {
 	default:
 		return subcommandSyntax(args[1], "PUBSUB")
 	}
-	c.w.stringArray(c.s.pubsub.Channels(pattern))
+	c.w.StringArray(c.s.pubsub.Channels(pattern))
 	return nil
 }
 
 // PUBSUB NUMSUB [channel ...]
 func cmdPubsubNumSub(c *client, args [][]byte) error {
-	c.w.array(2 * (len(args) - 2))
+	c.w.Array(2 * (len(args) - 2))
 	for _, ch := range args[2:] {
-		c.w.bulk(ch)
-		c.w.int(int64(c.s.pubsub.NumSub(ch)))
+		c.w.Bulk(ch)
+		c.w.Int(int64(c.s.pubsub.NumSub(ch)))
 	}
 	return nil
 }
 
 // PUBSUB NUMPAT
 func cmdPubsubNumPat(c *client, args [][]byte) error {
-	c.w.int(int64(c.s.pubsub.NumPat()))
+	c.w.Int(int64(c.s.pubsub.NumPat()))
 	return nil
 }
 

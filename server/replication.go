@@ -128,7 +128,7 @@ func cmdReplicaOf(c *client, args [][]byte) error {
 			c.s.setReplicaOf("", 0)
 			c.s.log.Info("REPLICAOF NO ONE: now a primary", "client", c.raddr)
 		}
-		c.w.ok()
+		c.w.OK()
 		return nil
 	}
 	host, port, err := parseHostPort([]string{string(args[1]), string(args[2])})
@@ -136,12 +136,12 @@ func cmdReplicaOf(c *client, args [][]byte) error {
 		return err
 	}
 	if c.s.replicaOf() == host+" "+strconv.Itoa(port) {
-		c.w.simple("OK Already connected to specified master")
+		c.w.Simple("OK Already connected to specified master")
 		return nil
 	}
 	c.s.setReplicaOf(host, port)
 	c.s.log.Info("REPLICAOF: now a replica", "host", host, "port", port, "client", c.raddr)
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 
@@ -149,24 +149,24 @@ func cmdReplicaOf(c *client, args [][]byte) error {
 func cmdRole(c *client, args [][]byte) error {
 	in := c.s.repl.Info()
 	if in.Primary {
-		c.w.array(3)
-		c.w.bulkString("master")
-		c.w.int(in.Offset)
-		c.w.array(len(in.Replicas))
+		c.w.Array(3)
+		c.w.BulkString("master")
+		c.w.Int(in.Offset)
+		c.w.Array(len(in.Replicas))
 		for _, r := range in.Replicas {
-			c.w.array(3)
-			c.w.bulkString(r.Addr)
-			c.w.bulkString(strconv.Itoa(r.Port))
-			c.w.bulkString(itoa(r.Offset))
+			c.w.Array(3)
+			c.w.BulkString(r.Addr)
+			c.w.BulkString(strconv.Itoa(r.Port))
+			c.w.BulkString(itoa(r.Offset))
 		}
 		return nil
 	}
-	c.w.array(5)
-	c.w.bulkString("slave")
-	c.w.bulkString(in.Host)
-	c.w.int(int64(in.Port))
-	c.w.bulkString(linkState(in))
-	c.w.int(in.Offset)
+	c.w.Array(5)
+	c.w.BulkString("slave")
+	c.w.BulkString(in.Host)
+	c.w.Int(int64(in.Port))
+	c.w.BulkString(linkState(in))
+	c.w.Int(in.Offset)
 	return nil
 }
 
@@ -195,7 +195,7 @@ func cmdWait(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.int(int64(k))
+	c.w.Int(int64(k))
 	return nil
 }
 
@@ -263,7 +263,7 @@ func cmdReplconf(c *client, args [][]byte) error {
 			return errors.New("Unrecognized REPLCONF option: " + truncate(args[i], 128))
 		}
 	}
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"io"
 	"strconv"
-
-	"github.com/tidwall/redcon"
 )
 
 // Protocol limits, as Redis's defaults: a request past them is a protocol error.
@@ -339,92 +337,4 @@ func unescape(line []byte, i *int) byte {
 	default:
 		return c
 	}
-}
-
-// writer builds replies in RESP2 or RESP3 with redcon's encoders.
-type writer struct {
-	b     []byte
-	proto int // 2 or 3
-}
-
-func (w *writer) ok()                 { w.b = redcon.AppendOK(w.b) }
-func (w *writer) simple(s string)     { w.b = redcon.AppendString(w.b, s) }
-func (w *writer) errorText(s string)  { w.b = redcon.AppendError(w.b, s) }
-func (w *writer) int(n int64)         { w.b = redcon.AppendInt(w.b, n) }
-func (w *writer) bulk(b []byte)       { w.b = redcon.AppendBulk(w.b, b) }
-func (w *writer) bulkString(s string) { w.b = redcon.AppendBulkString(w.b, s) }
-func (w *writer) array(n int)         { w.b = redcon.AppendArray(w.b, n) }
-func (w *writer) bulkInt(n int64) {
-	w.b = redcon.AppendBulk(w.b, strconv.AppendInt(w.scratch(), n, 10))
-}
-func (w *writer) scratch() []byte { var s [24]byte; return s[:0] }
-func (w *writer) stringArray(s []string) {
-	w.array(len(s))
-	for _, v := range s {
-		w.bulkString(v)
-	}
-}
-
-// null is a missing value: $-1 in RESP2, _ in RESP3.
-func (w *writer) null() {
-	if w.proto == 3 {
-		w.b = append(w.b, "_\r\n"...)
-		return
-	}
-	w.b = redcon.AppendNull(w.b)
-}
-
-// nullArray is a missing array: *-1 in RESP2, _ in RESP3.
-func (w *writer) nullArray() {
-	if w.proto == 3 {
-		w.b = append(w.b, "_\r\n"...)
-		return
-	}
-	w.b = append(w.b, "*-1\r\n"...)
-}
-
-// push starts an out-of-band message of n elements: a push in RESP3, an array in RESP2.
-func (w *writer) push(n int) {
-	if w.proto == 3 {
-		w.b = append(w.b, '>')
-		w.b = strconv.AppendInt(w.b, int64(n), 10)
-		w.b = append(w.b, '\r', '\n')
-		return
-	}
-	w.array(n)
-}
-
-// mapHeader starts n key-value pairs: a map in RESP3, a flat array in RESP2.
-func (w *writer) mapHeader(n int) {
-	if w.proto == 3 {
-		w.b = append(w.b, '%')
-		w.b = strconv.AppendInt(w.b, int64(n), 10)
-		w.b = append(w.b, '\r', '\n')
-		return
-	}
-	w.array(2 * n)
-}
-
-// setHeader starts a set of n members: a set in RESP3, an array in RESP2.
-func (w *writer) setHeader(n int) {
-	if w.proto == 3 {
-		w.b = append(w.b, '~')
-		w.b = strconv.AppendInt(w.b, int64(n), 10)
-		w.b = append(w.b, '\r', '\n')
-		return
-	}
-	w.array(n)
-}
-
-// verbatim is a long text such as INFO's: a verbatim string in RESP3, a bulk string in RESP2.
-func (w *writer) verbatim(s string) {
-	if w.proto != 3 {
-		w.bulkString(s)
-		return
-	}
-	w.b = append(w.b, '=')
-	w.b = strconv.AppendInt(w.b, int64(len(s)+4), 10)
-	w.b = append(w.b, "\r\ntxt:"...)
-	w.b = append(w.b, s...)
-	w.b = append(w.b, '\r', '\n')
 }

@@ -24,7 +24,7 @@ func cmdConfigRewrite(c *client, args [][]byte) error {
 		return fmt.Errorf("Rewriting config file: %v", err)
 	}
 	s.log.Info("CONFIG REWRITE executed with success", "file", s.cfg.ConfigFile)
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/resp"
 	"github.com/throttledhq/throttled/scripting"
 	"github.com/throttledhq/throttled/scripting/native"
 )
@@ -256,7 +257,7 @@ type scriptRun struct {
 func (c *client) scriptRun() *scriptRun {
 	if c.script == nil {
 		r := &scriptRun{s: c.s, caller: c}
-		r.c = &client{s: c.s, raddr: "lua", laddr: "lua", authed: true, w: writer{proto: 2}}
+		r.c = &client{s: c.s, raddr: "lua", laddr: "lua", authed: true, w: resp.Writer{Proto: 2}}
 		r.call.Host = r
 		c.script = r
 	}
@@ -271,7 +272,7 @@ func (c *client) runScript(sc *scripting.Script, fn *scripting.Function, args, k
 	if u := c.user.Load(); r.c.user.Load() != u {
 		r.c.user.Store(u)
 	}
-	r.call.Keys, r.call.Args, r.call.Proto, r.call.Slot = keys, argv, c.w.proto, uint64(c.id)
+	r.call.Keys, r.call.Args, r.call.Proto, r.call.Slot = keys, argv, c.w.Proto, uint64(c.id)
 	r.readOnly = readOnly
 	r.fn, r.args = fn, args
 	r.call.Start = c.s.obs.base.Add(time.Duration(c.tick)) // no clock read: the command's start
@@ -297,19 +298,19 @@ func (c *client) runScript(sc *scripting.Script, fn *scripting.Function, args, k
 		r.lastEnd = c.tick
 		r.held = r.txHeld
 		r.lockAll(r.want &^ r.txHeld)
-		mark := len(c.w.b)
+		mark := len(c.w.B)
 		var out []byte
 		var err error
 		if fn != nil {
-			out, err = c.s.fn.eng.CallFunction(c.w.b, fn, &r.call)
+			out, err = c.s.fn.eng.CallFunction(c.w.B, fn, &r.call)
 		} else {
-			out, err = c.s.scripts.eng.Run(c.w.b, sc, &r.call)
+			out, err = c.s.scripts.eng.Run(c.w.B, sc, &r.call)
 		}
 		c.s.unlockTx(r.held &^ r.txHeld)
 		if err == errRestart {
 			continue
 		}
-		c.w.b = out
+		c.w.B = out
 		if r.c.mustSync {
 			c.mustSync = true
 			r.c.mustSync = false
@@ -352,8 +353,8 @@ func (r *scriptRun) direct(sc *scripting.Script) (done bool, err error) {
 	}()
 	r.dirty.Store(false)
 	r.lastEnd = c.tick
-	mark := len(c.w.b)
-	out, done, err := s.scripts.eng.RunNative(c.w.b, sc, &r.call)
+	mark := len(c.w.B)
+	out, done, err := s.scripts.eng.RunNative(c.w.B, sc, &r.call)
 	switch {
 	case err == errNotDirect && !r.dirty.Load():
 		return false, nil
@@ -362,7 +363,7 @@ func (r *scriptRun) direct(sc *scripting.Script) (done bool, err error) {
 	case !done:
 		return false, nil
 	}
-	c.w.b = out
+	c.w.B = out
 	if r.c.mustSync {
 		c.mustSync = true
 		r.c.mustSync = false
@@ -576,7 +577,7 @@ func (r *scriptRun) Call(dst []byte, args [][]byte, resp int) ([]byte, error) {
 	if changes && !r.dirty.Load() {
 		r.dirty.Store(true)
 	}
-	sc.w.b, sc.w.proto = dst, resp
+	sc.w.B, sc.w.Proto = dst, resp
 	sc.tick = r.caller.tick // the script's commands all see the time it started at
 	sc.lat = r.caller.lat   // and count their latency where the caller's commands do
 	if cmd.has(flagRatelimit) && sc.lastCmd.Load() != cmd {
@@ -586,13 +587,13 @@ func (r *scriptRun) Call(dst []byte, args [][]byte, resp int) ([]byte, error) {
 	r.lastEnd = sc.tick
 	if len(sc.up.calls) > 0 { // with an upstream, a rate-limit verb's reply comes from there
 		if !sc.waitUpstream() {
-			sc.w.b = dst
+			sc.w.B = dst
 			return appendErrorReply(dst, errors.New("server is shutting down")), nil
 		}
 		sc.spliceUpstream()
 	}
-	dst = sc.w.b
-	sc.w.b = nil
+	dst = sc.w.B
+	sc.w.B = nil
 	return dst, nil
 }
 
@@ -699,19 +700,19 @@ func cmdScriptLoad(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.bulkString(sc.SHA)
+	c.w.BulkString(sc.SHA)
 	return nil
 }
 
 // SCRIPT EXISTS sha1 [sha1 ...]
 func cmdScriptExists(c *client, args [][]byte) error {
-	c.w.array(len(args) - 2)
+	c.w.Array(len(args) - 2)
 	for _, sha := range args[2:] {
 		d, ok := scripting.Digest(sha)
 		if ok && c.s.scripts.eng.Lookup(d) != nil {
-			c.w.int(1)
+			c.w.Int(1)
 		} else {
-			c.w.int(0)
+			c.w.Int(0)
 		}
 	}
 	return nil
@@ -723,7 +724,7 @@ func cmdScriptFlush(c *client, args [][]byte) error {
 		return errors.New("SCRIPT FLUSH only support SYNC|ASYNC option")
 	}
 	c.s.scripts.eng.Flush()
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 
@@ -760,7 +761,7 @@ func (l *luaScripts) kill(c *client, functions bool) error {
 	case killed == 0:
 		return errUnkillable
 	}
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 
@@ -781,7 +782,7 @@ func (l *luaScripts) busyError() error {
 func cmdScriptDebug(c *client, args [][]byte) error {
 	switch strings.ToLower(string(args[2])) {
 	case "no":
-		c.w.ok()
+		c.w.OK()
 		return nil
 	case "yes", "sync":
 		return errors.New("SCRIPT DEBUG is not supported: throttled has no Lua debugger")

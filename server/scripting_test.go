@@ -278,8 +278,8 @@ func TestScriptTokenBucketChurn(t *testing.T) {
 	for i := range 300_000 {
 		key := []byte("tb:" + strconv.Itoa(rng.IntN(100_000)))
 		now := []byte(strconv.FormatFloat(1000+float64(i)*0.013, 'f', 3, 64))
-		c.w.b = c.w.b[:0]
+		c.w.B = c.w.B[:0]
 		s.run(c, [][]byte{[]byte("EVALSHA"), []byte(sc.SHA), []byte("1"), key, []byte(rates[i%len(rates)]), []byte("10"), now, []byte("1")})
-		require.Equal(t, byte('*'), c.w.b[0], "%s", c.w.b)
+		require.Equal(t, byte('*'), c.w.B[0], "%s", c.w.B)
 	}
 }

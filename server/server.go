@@ -504,7 +504,7 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 			return
 		}
 	}
-	if c.sub != nil && c.w.proto == 2 && !cmd.whileSubscribed && c.subscribed() {
+	if c.sub != nil && c.w.Proto == 2 && !cmd.whileSubscribed && c.subscribed() {
 		cmd.rejected.Add(1)
 		s.replyError(c, fmt.Errorf("Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", cmd.fullName()))
 		return
@@ -569,14 +569,14 @@ func (s *Server) callFrom(c *client, cmd *command, args [][]byte, start int64) {
 	}
 	s.stats.commands.Add(1)
 	c.reading = cmd.bits&flagReadonly != 0
-	mark := len(c.w.b)
+	mark := len(c.w.B)
 	defer func() {
 		if r := recover(); r != nil {
 			cmd.calls.Add(1)
 			cmd.failed.Add(1)
 			s.log.Error("panic in command", "command", cmd.fullName(), "panic", r, "stack", string(debug.Stack()))
 			s.stats.unexpected.Add(1)
-			c.w.b = c.w.b[:mark] // drop a half-written reply
+			c.w.B = c.w.B[:mark] // drop a half-written reply
 			s.replyError(c, fmt.Errorf("internal error in '%s': %v", cmd.fullName(), r))
 		}
 	}()
@@ -591,7 +591,7 @@ func (s *Server) replyError(c *client, err error) {
 	s.stats.errors.Add(1)
 	text := errorText(err)
 	s.errStats.count(text)
-	c.w.errorText(text)
+	c.w.ErrorText(text)
 }
 
 // passwordSet reports whether connections must authenticate: the default user has a

@@ -228,7 +228,7 @@ func TestHandlerPanicBecomesError(t *testing.T) {
 			sh := c.s.ks.Shard([]byte("k"))
 			sh.Lock()
 			defer sh.Unlock()
-			c.w.array(3) // half a reply, then a bug
+			c.w.Array(3) // half a reply, then a bug
 			panic("bug")
 		}}
 	})

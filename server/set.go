@@ -123,7 +123,7 @@ func setEditHandler(edit func(*collection.SetEditor, []byte) bool) handler {
 			}
 		}
 		c.storeSetLocked(sh, args[1], v.Expire, &ed)
-		c.w.int(int64(changed))
+		c.w.Int(int64(changed))
 		return nil
 	}
 }
@@ -137,7 +137,7 @@ func cmdSIsMember(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.int(b2i(setOf(v).Has(args[2])))
+	c.w.Int(b2i(setOf(v).Has(args[2])))
 	return nil
 }
 
@@ -150,9 +150,9 @@ func cmdSMIsMember(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.array(len(args) - 2)
+	c.w.Array(len(args) - 2)
 	for _, m := range args[2:] {
-		c.w.int(b2i(setOf(v).Has(m)))
+		c.w.Int(b2i(setOf(v).Has(m)))
 	}
 	return nil
 }
@@ -166,9 +166,9 @@ func cmdSMembers(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.setHeader(int(v.Num))
+	c.w.SetHeader(int(v.Num))
 	for m := range setOf(v).Members() {
-		c.w.elem(m)
+		writeElem(&c.w, m)
 	}
 	return nil
 }
@@ -182,7 +182,7 @@ func cmdSCard(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.int(v.Num)
+	c.w.Int(v.Num)
 	return nil
 }
 
@@ -208,17 +208,17 @@ func cmdSPop(c *client, args [][]byte) error {
 	}
 	if count < 0 {
 		if !ok {
-			c.w.null()
+			c.w.Null()
 			return nil
 		}
 		ed := c.editSet(v)
 		var buf [64]byte
-		c.w.bulk(ed.Pop(rand.IntN(int(ed.Num)), buf[:0]))
+		c.w.Bulk(ed.Pop(rand.IntN(int(ed.Num)), buf[:0]))
 		c.storeSetLocked(sh, args[1], v.Expire, &ed)
 		return nil
 	}
 	if !ok || count == 0 {
-		c.w.setHeader(0)
+		c.w.SetHeader(0)
 		return nil
 	}
 	if count >= v.Num { // the whole set, as SUNION of it replies it
@@ -226,12 +226,12 @@ func cmdSPop(c *client, args [][]byte) error {
 		sh.DeleteLocked(args[1])
 		return nil
 	}
-	c.w.setHeader(int(count))
+	c.w.SetHeader(int(count))
 	ed := c.editSet(v)
 	var buf []byte
 	for range count {
 		buf = ed.Pop(rand.IntN(int(ed.Num)), buf[:0])
-		c.w.bulk(buf)
+		c.w.Bulk(buf)
 	}
 	if rest := v.Num - count; rest*5 > count {
 		c.storeSetLocked(sh, args[1], v.Expire, &ed)
@@ -253,9 +253,9 @@ func (c *client) replySet(s collection.Set, num int64) {
 		nb.AddAll(s)
 		s = nb.Set()
 	}
-	c.w.setHeader(int(num))
+	c.w.SetHeader(int(num))
 	for m := range s.Members() {
-		c.w.elem(m)
+		writeElem(&c.w, m)
 	}
 }
 
@@ -286,35 +286,35 @@ func cmdSRandMember(c *client, args [][]byte) error {
 	s := setOf(v)
 	switch {
 	case !withCount && !ok:
-		c.w.null()
+		c.w.Null()
 	case !withCount:
-		c.w.elem(s.Nth(rand.IntN(int(v.Num))))
+		writeElem(&c.w, s.Nth(rand.IntN(int(v.Num))))
 	case !ok || count == 0:
-		c.w.array(0)
+		c.w.Array(0)
 	case count < 0 || count == 1: // picks that may repeat, as Redis makes a count of 1 too
 		n := max(-count, 1)
-		c.w.array(int(n))
+		c.w.Array(int(n))
 		if v.Num == 1 || n == 1 {
 			for range n {
-				c.w.elem(s.Nth(rand.IntN(int(v.Num))))
+				writeElem(&c.w, s.Nth(rand.IntN(int(v.Num))))
 			}
 			return nil
 		}
 		offs := s.Offsets(nil)
 		for range n {
-			c.w.elem(s.At(offs[rand.IntN(len(offs))]))
+			writeElem(&c.w, s.At(offs[rand.IntN(len(offs))]))
 		}
 	case count >= v.Num:
-		c.w.array(int(v.Num))
+		c.w.Array(int(v.Num))
 		for m := range s.Members() {
-			c.w.elem(m)
+			writeElem(&c.w, m)
 		}
 	default: // count distinct members: each kept with the odds that leave count in the end
-		c.w.array(int(count))
+		c.w.Array(int(count))
 		left, need := v.Num, count
 		for m := range s.Members() {
 			if rand.Int64N(left) < need {
-				c.w.elem(m)
+				writeElem(&c.w, m)
 				need--
 			}
 			left--
@@ -335,7 +335,7 @@ func cmdSMove(c *client, args [][]byte) error {
 		return err
 	}
 	if !ok && err == nil {
-		c.w.int(0) // Redis answers a missing source before it looks at the destination's type
+		c.w.Int(0) // Redis answers a missing source before it looks at the destination's type
 		return nil
 	}
 	dv, _, derr := c.setLocked(dsh, dst)
@@ -346,12 +346,12 @@ func cmdSMove(c *client, args [][]byte) error {
 		return derr
 	}
 	if string(src) == string(dst) {
-		c.w.int(b2i(setOf(sv).Has(member)))
+		c.w.Int(b2i(setOf(sv).Has(member)))
 		return nil
 	}
 	ed := c.editSet(sv)
 	if !ed.Remove(member) {
-		c.w.int(0)
+		c.w.Int(0)
 		return nil
 	}
 	c.storeSetLocked(ssh, src, sv.Expire, &ed)
@@ -359,7 +359,7 @@ func cmdSMove(c *client, args [][]byte) error {
 	ed = c.editSet(dv)
 	ed.Add(member)
 	c.storeSetLocked(dsh, dst, dv.Expire, &ed)
-	c.w.int(1)
+	c.w.Int(1)
 	return nil
 }
 
@@ -428,12 +428,12 @@ func setOpHandler(op setOp, store bool) handler {
 		}
 		if store {
 			storeCollectionLocked(c.s.ks.Shard(args[1]), args[1], keyspace.Value{Kind: keyspace.Set, Num: nb.Num, Num2: setFlags(nb.Enc), Bytes: nb.Bytes()})
-			c.w.int(nb.Num)
+			c.w.Int(nb.Num)
 			return nil
 		}
-		c.w.setHeader(int(nb.Num))
+		c.w.SetHeader(int(nb.Num))
 		for m := range nb.Set().Members() {
-			c.w.elem(m)
+			writeElem(&c.w, m)
 		}
 		return nil
 	}
@@ -480,7 +480,7 @@ func cmdSInterCard(c *client, args [][]byte) error {
 		return err
 	}
 	sets, cards := setsOf(values)
-	c.w.int(collection.Inter(sets, cards, limit, func(collection.Elem) bool { return true }))
+	c.w.Int(collection.Inter(sets, cards, limit, func(collection.Elem) bool { return true }))
 	return nil
 }
 
@@ -510,7 +510,7 @@ func cmdSScan(c *client, args [][]byte) error {
 	var buf [24]byte
 	for m := range setOf(v).Members() {
 		if pattern == nil || glob.Match(pattern, m.Bytes(buf[:0])) {
-			c.w.elem(m)
+			writeElem(&c.w, m)
 			n++
 		}
 	}

@@ -245,10 +245,10 @@ func TestSetNoAllocs(t *testing.T) {
 	}
 	sendReq := func(req [][]byte) {
 		s.run(c, req)
-		if c.w.b[0] == '-' {
-			t.Fatalf("%q: %s", req, c.w.b)
+		if c.w.B[0] == '-' {
+			t.Fatalf("%q: %s", req, c.w.B)
 		}
-		c.w.b = c.w.b[:0]
+		c.w.B = c.w.B[:0]
 	}
 	send := func(args ...string) { sendReq(request(args...)) }
 	for i := range 300 {

@@ -77,11 +77,11 @@ func cmdGet(c *client, args [][]byte) error {
 	sh.CountLookup(ok)
 	switch {
 	case !ok:
-		c.w.null()
+		c.w.Null()
 	case v.Kind != keyspace.String:
 		return keyspace.ErrWrongType
 	default:
-		c.w.bulk(v.Bytes)
+		c.w.Bulk(v.Bytes)
 	}
 	return nil
 }
@@ -105,14 +105,14 @@ func cmdSet(c *client, args [][]byte) error {
 		case exists && old.Kind != keyspace.String:
 			return keyspace.ErrWrongType
 		case exists:
-			c.w.bulk(old.Bytes) // written before the value it aliases is replaced
+			c.w.Bulk(old.Bytes) // written before the value it aliases is replaced
 		default:
-			c.w.null()
+			c.w.Null()
 		}
 	}
 	if o.nx && exists || o.xx && !exists {
 		if !o.get {
-			c.w.null()
+			c.w.Null()
 		}
 		return nil
 	}
@@ -121,7 +121,7 @@ func cmdSet(c *client, args [][]byte) error {
 	}
 	sh.SetLocked(args[1], keyspace.Value{Kind: keyspace.String, Bytes: args[2], Expire: when})
 	if !o.get {
-		c.w.ok()
+		c.w.OK()
 	}
 	return nil
 }
@@ -202,11 +202,11 @@ func cmdSetNX(c *client, args [][]byte) error {
 	sh.Lock()
 	defer sh.Unlock()
 	if _, ok := sh.GetLocked(args[1], c.now()); ok {
-		c.w.int(0)
+		c.w.Int(0)
 		return nil
 	}
 	sh.SetLocked(args[1], keyspace.Value{Kind: keyspace.String, Bytes: args[2]})
-	c.w.int(1)
+	c.w.Int(1)
 	return nil
 }
 
@@ -226,7 +226,7 @@ func setexHandler(unit int64) handler {
 		sh.Lock()
 		sh.SetLocked(args[1], keyspace.Value{Kind: keyspace.String, Bytes: args[3], Expire: when})
 		sh.Unlock()
-		c.w.ok()
+		c.w.OK()
 		return nil
 	}
 }
@@ -234,16 +234,16 @@ func setexHandler(unit int64) handler {
 // MGET key [key ...]
 func cmdMGet(c *client, args [][]byte) error {
 	now := c.now()
-	c.w.array(len(args) - 1)
+	c.w.Array(len(args) - 1)
 	for _, key := range args[1:] {
 		sh := c.s.ks.Shard(key)
 		sh.Lock()
 		v, ok := sh.GetLocked(key, now)
 		sh.CountLookup(ok)
 		if ok && v.Kind == keyspace.String {
-			c.w.bulk(v.Bytes)
+			c.w.Bulk(v.Bytes)
 		} else {
-			c.w.null()
+			c.w.Null()
 		}
 		sh.Unlock()
 	}
@@ -264,7 +264,7 @@ func cmdMSet(c *client, args [][]byte) error {
 	for i := 1; i < len(args); i += 2 {
 		c.s.ks.Shard(args[i]).SetLocked(args[i], keyspace.Value{Kind: keyspace.String, Bytes: args[i+1]})
 	}
-	c.w.ok()
+	c.w.OK()
 	return nil
 }
 
@@ -282,14 +282,14 @@ func cmdMSetNX(c *client, args [][]byte) error {
 	now := c.now()
 	for _, k := range keys {
 		if _, ok := c.s.ks.Shard(k).GetLocked(k, now); ok {
-			c.w.int(0)
+			c.w.Int(0)
 			return nil
 		}
 	}
 	for i := 1; i < len(args); i += 2 {
 		c.s.ks.Shard(args[i]).SetLocked(args[i], keyspace.Value{Kind: keyspace.String, Bytes: args[i+1]})
 	}
-	c.w.int(1)
+	c.w.Int(1)
 	return nil
 }
 
@@ -303,9 +303,9 @@ func cmdGetSet(c *client, args [][]byte) error {
 	case err != nil:
 		return err
 	case ok:
-		c.w.bulk(v.Bytes) // written before the value it aliases is replaced
+		c.w.Bulk(v.Bytes) // written before the value it aliases is replaced
 	default:
-		c.w.null()
+		c.w.Null()
 	}
 	sh.SetLocked(args[1], keyspace.Value{Kind: keyspace.String, Bytes: args[2]})
 	return nil
@@ -336,7 +336,7 @@ func incrHandler(sign int64, hasArg bool) handler {
 		if err != nil {
 			return err
 		}
-		c.w.int(n)
+		c.w.Int(n)
 		return nil
 	}
 }
@@ -389,7 +389,7 @@ func cmdIncrByFloat(c *client, args [][]byte) error {
 	}
 	c.scratch = out[:0] // at most 5 KiB: the longest long double at 17 places
 	sh.SetLocked(args[1], keyspace.Value{Kind: keyspace.String, Bytes: out, Expire: v.Expire, Num: strNoInt})
-	c.w.bulk(out)
+	c.w.Bulk(out)
 	return nil
 }
 
@@ -408,14 +408,14 @@ func cmdGetEx(c *client, args [][]byte) error {
 		return err
 	}
 	if !ok {
-		c.w.null()
+		c.w.Null()
 		return nil
 	}
 	when, err := o.when("getex", now) // Redis reads the time once it has the key: a bad one on a missing key is nil
 	if err != nil {
 		return err
 	}
-	c.w.bulk(v.Bytes) // written before a change moves the bytes it aliases
+	c.w.Bulk(v.Bytes) // written before a change moves the bytes it aliases
 	switch {
 	case o.expire != nil && when <= now:
 		sh.DeleteLocked(args[1]) // EXAT or PXAT in the past
@@ -437,9 +437,9 @@ func cmdGetDel(c *client, args [][]byte) error {
 	case err != nil:
 		return err
 	case !ok:
-		c.w.null()
+		c.w.Null()
 	default:
-		c.w.bulk(v.Bytes)
+		c.w.Bulk(v.Bytes)
 		sh.DeleteLocked(args[1])
 	}
 	return nil
@@ -456,7 +456,7 @@ func cmdAppend(c *client, args [][]byte) error {
 	}
 	if !ok {
 		sh.SetLocked(args[1], keyspace.Value{Kind: keyspace.String, Bytes: args[2]}) // as SET would
-		c.w.int(int64(len(args[2])))
+		c.w.Int(int64(len(args[2])))
 		return nil
 	}
 	n := len(v.Bytes) + len(args[2])
@@ -465,7 +465,7 @@ func cmdAppend(c *client, args [][]byte) error {
 	}
 	b := append(append(c.stringBuffer(n), v.Bytes...), args[2]...)
 	sh.SetLocked(args[1], keyspace.Value{Kind: keyspace.String, Bytes: b, Expire: v.Expire, Num: strRaw})
-	c.w.int(int64(n))
+	c.w.Int(int64(n))
 	return nil
 }
 
@@ -478,7 +478,7 @@ func cmdStrlen(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.int(int64(len(v.Bytes)))
+	c.w.Int(int64(len(v.Bytes)))
 	return nil
 }
 
@@ -500,7 +500,7 @@ func cmdSetRange(c *client, args [][]byte) error {
 		return err
 	}
 	if len(val) == 0 {
-		c.w.int(int64(len(v.Bytes))) // nothing to write: 0 for a missing key, which stays so
+		c.w.Int(int64(len(v.Bytes))) // nothing to write: 0 for a missing key, which stays so
 		return nil
 	}
 	if off > int64(c.s.cfg.ProtoMaxBulkLen-len(val)) {
@@ -512,7 +512,7 @@ func cmdSetRange(c *client, args [][]byte) error {
 	b = append(b, make([]byte, n-len(b))...)
 	copy(b[off:], val)
 	sh.SetLocked(args[1], keyspace.Value{Kind: keyspace.String, Bytes: b, Expire: v.Expire, Num: strRaw})
-	c.w.int(int64(n))
+	c.w.Int(int64(n))
 	return nil
 }
 
@@ -533,7 +533,7 @@ func cmdGetRange(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.bulk(substring(v.Bytes, start, end))
+	c.w.Bulk(substring(v.Bytes, start, end))
 	return nil
 }
 

@@ -23,7 +23,7 @@ func benchOnStrings(b *testing.B, args ...string) {
 			keys[i] = append(append([]byte(nil), prefix...), k...)
 			s.run(c, [][]byte{[]byte("SET"), keys[i], []byte("10.5")})
 		}
-		c.w.b = c.w.b[:0]
+		c.w.B = c.w.B[:0]
 		req := make([][]byte, len(args))
 		for i, a := range args {
 			req[i] = []byte(a)
@@ -35,10 +35,10 @@ func benchOnStrings(b *testing.B, args ...string) {
 				}
 			}
 			s.run(c, req)
-			if c.w.b[0] == '-' {
-				b.Fatalf("%q: %s", req, c.w.b)
+			if c.w.B[0] == '-' {
+				b.Fatalf("%q: %s", req, c.w.B)
 			}
-			c.w.b = c.w.b[:0]
+			c.w.B = c.w.B[:0]
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/throttledhq/throttled/gcra"
 	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/resp"
 )
 
 func throttleCommands() []*command {
@@ -102,34 +103,34 @@ func (c *client) gcraVerb(key []byte, eval func(now, tat int64, ok bool) (gcra.R
 	if r.Limited {
 		c.s.denial(c.lastCmd.Load(), key, secondsToMs(r.RetryAfter), now)
 	}
-	c.w.gcra(r)
+	writeGCRA(&c.w, r)
 	return nil
 }
 
 // gcra writes a compatibility verb's five integers.
-func (w *writer) gcra(r gcra.Result) {
+func writeGCRA(w *resp.Writer, r gcra.Result) {
 	limited := int64(0)
 	if r.Limited {
 		limited = 1
 	}
-	w.array(5)
-	w.int(limited)
-	w.int(r.Limit)
-	w.int(r.Remaining)
-	w.int(r.RetryAfter)
-	w.int(r.ResetAfter)
+	w.Array(5)
+	w.Int(limited)
+	w.Int(r.Limit)
+	w.Int(r.Remaining)
+	w.Int(r.RetryAfter)
+	w.Int(r.ResetAfter)
 }
 
 // writeDecision writes a native verb's decision.
-func (c *client) writeDecision(d decision) { c.w.decision(d) }
+func (c *client) writeDecision(d decision) { writeDecisionTo(&c.w, d) }
 
 // decision writes a native verb's decision: an array under RESP2, a map
 // under RESP3; LEAKYBUCKET's has a sixth field, delay_ms.
-func (w *writer) decision(d decision) { w.decisionStatus(d, "") }
+func writeDecisionTo(w *resp.Writer, d decision) { writeDecisionStatus(w, d, "") }
 
 // decisionStatus writes a decision with status, unless it is "", as its last element (a
 // status field under RESP3): CHECK's.
-func (w *writer) decisionStatus(d decision, status string) {
+func writeDecisionStatus(w *resp.Writer, d decision, status string) {
 	limited := int64(0)
 	if d.limited {
 		limited = 1
@@ -141,16 +142,16 @@ func (w *writer) decisionStatus(d decision, status string) {
 	if status != "" {
 		n++
 	}
-	if w.proto == 3 {
-		w.mapHeader(n)
+	if w.Proto == 3 {
+		w.Map(n)
 	} else {
-		w.array(n)
+		w.Array(n)
 	}
 	field := func(name string, v int64) {
-		if w.proto == 3 {
-			w.bulkString(name)
+		if w.Proto == 3 {
+			w.BulkString(name)
 		}
-		w.int(v)
+		w.Int(v)
 	}
 	field("limited", limited)
 	field("limit", d.limit)
@@ -161,10 +162,10 @@ func (w *writer) decisionStatus(d decision, status string) {
 		field("delay_ms", d.delay)
 	}
 	if status != "" {
-		if w.proto == 3 {
-			w.bulkString("status")
+		if w.Proto == 3 {
+			w.BulkString("status")
 		}
-		w.bulkString(status)
+		w.BulkString(status)
 	}
 }
 

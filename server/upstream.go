@@ -9,6 +9,7 @@ import (
 	"github.com/throttledhq/throttled/algorithms"
 	"github.com/throttledhq/throttled/gcra"
 	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/resp"
 	"github.com/throttledhq/throttled/upstream"
 )
 
@@ -82,7 +83,7 @@ func (s *Server) viaUpstream(kind callKind, cmd *command, local handler) handler
 		if settle {
 			if s.up.client.Settle(call, c.now()) {
 				call.counted()
-				c.w.b = append(c.w.b, call.w.b...)
+				c.w.B = append(c.w.B, call.w.B...)
 				c.up.put(call)
 				return nil
 			}
@@ -92,7 +93,7 @@ func (s *Server) viaUpstream(kind callKind, cmd *command, local handler) handler
 				return err
 			}
 		}
-		call.at = len(c.w.b)
+		call.at = len(c.w.B)
 		c.up.calls = append(c.up.calls, call)
 		if c.up.wake == nil {
 			c.up.wake = make(chan struct{}, 1)
@@ -141,32 +142,32 @@ func (c *client) spliceUpstream() {
 	if len(c.up.calls) == 0 {
 		return
 	}
-	src, out, prev := c.w.b, c.up.out[:0], 0
+	src, out, prev := c.w.B, c.up.out[:0], 0
 	for _, call := range c.up.calls {
 		out = append(out, src[prev:call.at]...)
 		prev = call.at
 		if call.unavailable {
 			mark := len(out)
-			c.w.b = out
+			c.w.B = out
 			last := c.lastCmd.Load()
 			c.lastCmd.Store(call.cmd)
 			if err := c.decideLocally(call.args, call.local); err != nil {
 				c.s.replyError(c, err)
 			}
 			c.lastCmd.Store(last)
-			out = c.w.b
+			out = c.w.B
 			if call.silent {
 				out = out[:mark]
 			}
 		} else if !call.silent {
-			out = append(out, call.w.b...)
+			out = append(out, call.w.B...)
 		}
 		c.up.put(call)
 	}
 	out = append(out, src[prev:]...)
 	clear(c.up.calls)
 	c.up.calls = c.up.calls[:0]
-	c.w.b = out
+	c.w.B = out
 	if cap(src) <= keepWriteBuf {
 		c.up.out = src[:0]
 	} else {
@@ -219,8 +220,8 @@ type upCall struct {
 	results []pending
 	scratch [][]byte
 
-	w           writer // the reply of the last Eval, or Done's error
-	decided     bool   // the reply is a decision, limited or not
+	w           resp.Writer // the reply of the last Eval, or Done's error
+	decided     bool        // the reply is a decision, limited or not
 	limited     bool
 	retry       int64 // ms, when limited: for the deny event
 	now         int64 // the time of the last Eval
@@ -231,13 +232,13 @@ type upCall struct {
 
 func (u *upCall) reset() {
 	*u = upCall{buf: u.buf[:0], args: u.args[:0], limits: u.limits[:0], keys: u.keys[:0], keyOf: u.keyOf[:0],
-		states: u.states[:0], results: u.results[:0], scratch: u.scratch, w: writer{b: u.w.b[:0]}}
+		states: u.states[:0], results: u.results[:0], scratch: u.scratch, w: resp.Writer{B: u.w.B[:0]}}
 }
 
 // parse parses the request as the local handler would, with its errors: on a copy of it
 // when own is set, for a call that outlives the handler; else on args themselves.
 func (u *upCall) parse(c *client, kind callKind, cmd *command, local handler, args [][]byte, own bool) error {
-	u.c, u.kind, u.cmd, u.local, u.w.proto = c, kind, cmd, local, c.w.proto
+	u.c, u.kind, u.cmd, u.local, u.w.Proto = c, kind, cmd, local, c.w.Proto
 	if own {
 		for _, a := range args {
 			u.buf = append(u.buf, a...)
@@ -303,15 +304,15 @@ func (u *upCall) States() []upstream.State { return u.states }
 
 // fail makes err the reply of the last Eval.
 func (u *upCall) fail(err error) upstream.Outcome {
-	u.w.b = u.w.b[:0]
-	u.w.errorText(errorText(err))
+	u.w.B = u.w.B[:0]
+	u.w.ErrorText(errorText(err))
 	u.decided = false
 	return upstream.Verify
 }
 
 // Eval evaluates the call at now on its keys' states, with the local verbs' code.
 func (u *upCall) Eval(now int64) upstream.Outcome {
-	u.w.b = u.w.b[:0]
+	u.w.B = u.w.B[:0]
 	u.decided, u.limited, u.now, u.refunded = true, false, now, 0
 	switch u.kind {
 	case callCell, callGCRA:
@@ -341,7 +342,7 @@ func (u *upCall) evalGCRA(now int64) upstream.Outcome {
 		return u.fail(err)
 	}
 	u.limited, u.retry = r.Limited, secondsToMs(r.RetryAfter)
-	u.w.gcra(r)
+	writeGCRA(&u.w, r)
 	switch {
 	case r.Store:
 		st.Next, st.Write = gcraValue(now, r), true
@@ -364,7 +365,7 @@ func (u *upCall) evalLimit(now int64) upstream.Outcome {
 		u.scratch[0] = next.Bytes[:0]
 	}
 	u.limited, u.retry = d.limited, d.retry
-	u.w.decision(d)
+	writeDecisionTo(&u.w, d)
 	switch {
 	case store && !l.opts.peek:
 		st.Next, st.Write = next, true
@@ -388,7 +389,7 @@ func (u *upCall) evalRelease(now int64) upstream.Outcome {
 		return u.fail(err)
 	}
 	if !held {
-		u.w.int(0)
+		u.w.Int(0)
 		return upstream.Verify
 	}
 	st.Write, st.Next = true, keyspace.Value{}
@@ -396,7 +397,7 @@ func (u *upCall) evalRelease(now int64) upstream.Outcome {
 		st.Next = keyspace.Value{Kind: keyspace.Concurrency, Num: next.Num, Num2: next.Num2, Bytes: next.Bytes, Expire: next.Expire}
 		u.scratch[0] = next.Bytes[:0]
 	}
-	u.w.int(1)
+	u.w.Int(1)
 	return upstream.Write
 }
 
@@ -410,7 +411,7 @@ func (u *upCall) evalAllOf(now int64) upstream.Outcome {
 		return u.fail(err)
 	}
 	u.limited = !allowed
-	u.w.allOf(results, allowed)
+	writeAllOf(&u.w, results, allowed)
 	out := upstream.Verify
 	for i, r := range results {
 		switch {

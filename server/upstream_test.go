@@ -232,10 +232,10 @@ func BenchmarkThrottleUpstreamDenied(b *testing.B) {
 		c := ts.newClient(nc)
 		for pb.Next() {
 			ts.run(c, args)
-			if len(c.up.calls) != 0 || c.w.b[0] == '-' {
-				b.Fatalf("not settled locally: %q", c.w.b)
+			if len(c.up.calls) != 0 || c.w.B[0] == '-' {
+				b.Fatalf("not settled locally: %q", c.w.B)
 			}
-			c.w.b = c.w.b[:0]
+			c.w.B = c.w.B[:0]
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/throttledhq/throttled/collection"
 	"github.com/throttledhq/throttled/glob"
 	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/resp"
 )
 
 // Sorted sets, as Redis 7.0 answers them. The pack and its operations are package
@@ -175,13 +176,13 @@ options:
 	}
 	switch {
 	case !f.Incr && ch:
-		c.w.int(added + updated)
+		c.w.Int(added + updated)
 	case !f.Incr:
-		c.w.int(added)
+		c.w.Int(added)
 	case processed:
-		c.w.double(score)
+		c.w.Double(score)
 	default:
-		c.w.null()
+		c.w.Null()
 	}
 	return nil
 }
@@ -197,7 +198,7 @@ func cmdZRem(c *client, args [][]byte) error {
 		return err
 	}
 	if !ok {
-		c.w.int(0)
+		c.w.Int(0)
 		return nil
 	}
 	ed := zeditor(c, v)
@@ -211,7 +212,7 @@ func cmdZRem(c *client, args [][]byte) error {
 		}
 	}
 	zstoreLocked(c, sh, key, v, &ed)
-	c.w.int(removed)
+	c.w.Int(removed)
 	return nil
 }
 
@@ -224,7 +225,7 @@ func cmdZCard(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.int(v.Num)
+	c.w.Int(v.Num)
 	return nil
 }
 
@@ -242,7 +243,7 @@ func cmdZCount(c *client, args [][]byte) error {
 		return err
 	}
 	_, _, n, _ := zsetOf(v).ScoreSpan(r)
-	c.w.int(n)
+	c.w.Int(n)
 	return nil
 }
 
@@ -260,7 +261,7 @@ func cmdZLexCount(c *client, args [][]byte) error {
 		return err
 	}
 	_, _, n := collection.ZLexSpan(zsetOf(v).Pack, r)
-	c.w.int(n)
+	c.w.Int(n)
 	return nil
 }
 
@@ -274,9 +275,9 @@ func cmdZScore(c *client, args [][]byte) error {
 		return err
 	}
 	if loc := zsetOf(v).Find(args[2]); loc.Found {
-		c.w.double(loc.Score)
+		c.w.Double(loc.Score)
 	} else {
-		c.w.null()
+		c.w.Null()
 	}
 	return nil
 }
@@ -290,12 +291,12 @@ func cmdZMScore(c *client, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	c.w.array(len(args) - 2)
+	c.w.Array(len(args) - 2)
 	for _, m := range args[2:] {
 		if loc := zsetOf(v).Find(m); loc.Found {
-			c.w.double(loc.Score)
+			c.w.Double(loc.Score)
 		} else {
-			c.w.null()
+			c.w.Null()
 		}
 	}
 	return nil
@@ -314,11 +315,11 @@ func zrankHandler(rev bool) handler {
 		loc := zsetOf(v).Find(args[2])
 		switch {
 		case !loc.Found:
-			c.w.null()
+			c.w.Null()
 		case rev:
-			c.w.int(v.Num - 1 - int64(loc.Rank))
+			c.w.Int(v.Num - 1 - int64(loc.Rank))
 		default:
-			c.w.int(int64(loc.Rank))
+			c.w.Int(int64(loc.Rank))
 		}
 		return nil
 	}
@@ -409,7 +410,7 @@ func zrangeHandler(fixedKind zrangeKind, fixedRev bool) handler {
 			return err
 		}
 		if !ok {
-			c.w.array(0)
+			c.w.Array(0)
 			return nil
 		}
 		switch kind {
@@ -426,43 +427,43 @@ func zrangeHandler(fixedKind zrangeKind, fixedRev bool) handler {
 
 // zentry writes one entry of a range: the member, and with scores its score, the two a
 // pair of their own in RESP3.
-func zentry(w *writer, m collection.Elem, score float64, withScores bool) {
+func zentry(w *resp.Writer, m collection.Elem, score float64, withScores bool) {
 	if !withScores {
-		w.elem(m)
+		writeElem(w, m)
 		return
 	}
-	if w.proto == 3 {
-		w.array(2)
+	if w.Proto == 3 {
+		w.Array(2)
 	}
-	w.elem(m)
-	w.double(score)
+	writeElem(w, m)
+	w.Double(score)
 }
 
 // zentriesHeader starts an array of n entries.
-func zentriesHeader(w *writer, n int64, withScores bool) {
-	if withScores && w.proto == 2 {
+func zentriesHeader(w *resp.Writer, n int64, withScores bool) {
+	if withScores && w.Proto == 2 {
 		n *= 2
 	}
-	w.array(int(n))
+	w.Array(int(n))
 }
 
 // zentriesHeaderAt puts the header of n entries, written since mark, before them: ranges
 // by score and by member know their length only once written.
-func zentriesHeaderAt(w *writer, mark int, n int64, withScores bool) {
-	if withScores && w.proto == 2 {
+func zentriesHeaderAt(w *resp.Writer, mark int, n int64, withScores bool) {
+	if withScores && w.Proto == 2 {
 		n *= 2
 	}
 	var buf [24]byte
 	h := append(buf[:0], '*')
 	h = strconv.AppendInt(h, n, 10)
 	h = append(h, '\r', '\n')
-	w.b = slices.Insert(w.b, mark, h...)
+	w.B = slices.Insert(w.B, mark, h...)
 }
 
-func zrangeByRank(w *writer, v keyspace.Value, start, stop int64, withScores, rev bool) {
+func zrangeByRank(w *resp.Writer, v keyspace.Value, start, stop int64, withScores, rev bool) {
 	start, stop, ok := collection.IndexRange(v.Num, start, stop)
 	if !ok {
-		w.array(0)
+		w.Array(0)
 		return
 	}
 	n := stop - start + 1
@@ -489,19 +490,19 @@ func zrangeByRank(w *writer, v keyspace.Value, start, stop int64, withScores, re
 // zrangeByScore answers as Redis's listpack walk does: from the first entry in range
 // (the last one when rev), offset entries skipped unchecked, then up to limit (all when
 // negative) while in range.
-func zrangeByScore(w *writer, v keyspace.Value, r collection.ScoreRange, offset, limit int64, withScores, rev bool) {
+func zrangeByScore(w *resp.Writer, v keyspace.Value, r collection.ScoreRange, offset, limit int64, withScores, rev bool) {
 	if offset < 0 || offset > 0 && offset >= v.Num {
-		w.array(0)
+		w.Array(0)
 		return
 	}
 	set := zsetOf(v)
 	z := set.Pack
-	mark := len(w.b)
+	mark := len(w.B)
 	var n int64
 	if !rev {
 		from, _, count, _ := set.ScoreSpan(r)
 		if count == 0 {
-			w.array(0)
+			w.Array(0)
 			return
 		}
 		off := from
@@ -545,18 +546,18 @@ func zrangeByScore(w *writer, v keyspace.Value, r collection.ScoreRange, offset,
 
 // zrangeByLex answers as Redis's listpack walk does (see zrangeByScore), members compared
 // with the range; with scores that differ, what that walk finds.
-func zrangeByLex(w *writer, v keyspace.Value, r collection.LexRange, offset, limit int64, rev bool) {
+func zrangeByLex(w *resp.Writer, v keyspace.Value, r collection.LexRange, offset, limit int64, rev bool) {
 	if offset < 0 || offset > 0 && offset >= v.Num {
-		w.array(0)
+		w.Array(0)
 		return
 	}
 	z := zsetOf(v).Pack
-	mark := len(w.b)
+	mark := len(w.B)
 	var n int64
 	if !rev {
 		off, _ := collection.ZLexFirst(z, r)
 		if off < 0 {
-			w.array(0)
+			w.Array(0)
 			return
 		}
 		for ; offset > 0 && off < len(z); offset-- {
@@ -568,7 +569,7 @@ func zrangeByLex(w *writer, v keyspace.Value, r collection.LexRange, offset, lim
 			if k == 0 || !r.LteMax(m) {
 				break
 			}
-			w.elem(m)
+			writeElem(w, m)
 			n++
 			off += k
 		}
@@ -579,7 +580,7 @@ func zrangeByLex(w *writer, v keyspace.Value, r collection.LexRange, offset, lim
 	offs := collection.ZOffsets(stack[:0], z)
 	i := collection.ZLexLast(z, offs, r)
 	if i < 0 {
-		w.array(0)
+		w.Array(0)
 		return
 	}
 	for i -= int(min(offset, int64(len(offs)))); limit != 0 && i >= 0; i, limit = i-1, limit-1 {
@@ -587,7 +588,7 @@ func zrangeByLex(w *writer, v keyspace.Value, r collection.LexRange, offset, lim
 		if !r.GteMin(m) {
 			break
 		}
-		w.elem(m)
+		writeElem(w, m)
 		n++
 	}
 	zentriesHeaderAt(w, mark, n, false)
@@ -629,7 +630,7 @@ func zremrangeHandler(kind zrangeKind) handler {
 			return err
 		}
 		if !ok {
-			c.w.int(0)
+			c.w.Int(0)
 			return nil
 		}
 		set := zsetOf(v)
@@ -654,7 +655,7 @@ func zremrangeHandler(kind zrangeKind) handler {
 			ed.DeleteSpan(from, to, n)
 			zstoreLocked(c, sh, key, v, &ed)
 		}
-		c.w.int(n)
+		c.w.Int(n)
 		return nil
 	}
 }
@@ -683,22 +684,22 @@ func zpopHandler(fromMax bool) handler {
 			return err
 		}
 		if !ok || count == 0 {
-			c.w.array(0)
+			c.w.Array(0)
 			return nil
 		}
-		pairs := c.w.proto == 3 && count > 0
+		pairs := c.w.Proto == 3 && count > 0
 		n := min(max(count, 1), v.Num)
 		if pairs {
-			c.w.array(int(n))
+			c.w.Array(int(n))
 		} else {
-			c.w.array(int(2 * n))
+			c.w.Array(int(2 * n))
 		}
 		entry := func(m collection.Elem, s float64) {
 			if pairs {
-				c.w.array(2)
+				c.w.Array(2)
 			}
-			c.w.elem(m)
-			c.w.double(s)
+			writeElem(&c.w, m)
+			c.w.Double(s)
 		}
 		z := zsetOf(v).Pack
 		var from, to int
@@ -765,8 +766,8 @@ func cmdZScan(c *client, args [][]byte) error {
 				continue
 			}
 		}
-		c.w.elem(m)
-		c.w.bulk(zscanScore(buf[:0], s, v.Num2&bigEncoding != 0))
+		writeElem(&c.w, m)
+		c.w.Bulk(zscanScore(buf[:0], s, v.Num2&bigEncoding != 0))
 		n++
 	}
 	c.scanDone(mark, 2*n)

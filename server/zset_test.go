@@ -174,10 +174,10 @@ func TestZSetNoAllocs(t *testing.T) {
 	}
 	send := func(req [][]byte) {
 		s.run(c, req)
-		if c.w.b[0] == '-' {
-			t.Fatalf("%q: %s", req, c.w.b)
+		if c.w.B[0] == '-' {
+			t.Fatalf("%q: %s", req, c.w.B)
 		}
-		c.w.b = c.w.b[:0]
+		c.w.B = c.w.B[:0]
 	}
 	run := func(args ...string) { send(request(args...)) }
 	for i := range 100 {
