@@ -267,3 +267,51 @@ func TestParse(t *testing.T) {
 		})
 	}
 }
+
+// link is a Markdown link's target: a path, an anchor, or both.
+var link = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// anchors is the set of anchors a page's headings make, as GitHub makes them: lower case,
+// punctuation dropped, spaces as dashes.
+func anchors(t *testing.T, name string) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	require.NoError(t, err)
+	punct := regexp.MustCompile(`[^\w\- ]`)
+	set := map[string]bool{}
+	fenced := false
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "```") {
+			fenced = !fenced
+		}
+		if h := strings.TrimLeft(l, "#"); !fenced && h != l && strings.HasPrefix(h, " ") {
+			set[strings.ReplaceAll(punct.ReplaceAllString(strings.ToLower(strings.TrimSpace(h)), ""), " ", "-")] = true
+		}
+	}
+	return set
+}
+
+// TestLinks requires every relative link of the manual, the README and benchmarks/README.md
+// to name a file that exists and, for a page, an anchor one of its headings makes.
+func TestLinks(t *testing.T) {
+	for _, name := range append(pages(t), filepath.Join("..", "benchmarks", "README.md")) {
+		b, err := os.ReadFile(name)
+		require.NoError(t, err)
+		for _, m := range link.FindAllStringSubmatch(string(b), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") {
+				continue
+			}
+			path, frag, _ := strings.Cut(target, "#")
+			file := name
+			if path != "" {
+				file = filepath.Join(filepath.Dir(name), path)
+			}
+			_, err := os.Stat(file)
+			require.NoError(t, err, "%s: link %s", name, target)
+			if frag != "" && strings.HasSuffix(file, ".md") {
+				require.True(t, anchors(t, file)[frag], "%s: link %s: no such heading in %s", name, target, file)
+			}
+		}
+	}
+}
