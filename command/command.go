@@ -39,6 +39,14 @@ type Spec struct {
 	// Direct: a native script may run it on the shard its run holds (its handler takes its
 	// one key's shard through Ctx.LockShard, and checks nothing a script's call would not).
 	Direct bool
+	// ACLKeys returns the keys a user's key patterns must allow, where they are not the
+	// arguments at FirstKey..LastKey (ALLOF's limits, CHECK's policy:<name>:<subject>), each
+	// with the access the command's flags say; built in c's scratch, valid until its next
+	// command. Nil keys from a request that does not parse: its handler replies the error.
+	ACLKeys func(c *Ctx, args [][]byte) [][]byte
+	// Upstream is, for a command decided through the upstream in upstream mode, the kind of
+	// call it is (a ratelimit.CallKind); 0: it runs locally in upstream mode too.
+	Upstream int
 	// ACL lists the ACL categories the command is in besides those its flags and group
 	// give (Redis's "dangerous", "keyspace"), space-separated.
 	ACL     string

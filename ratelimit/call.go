@@ -13,11 +13,11 @@ import (
 type CallKind uint8
 
 const (
-	CallCell    CallKind = iota // CL.THROTTLE
-	CallGCRA                    // GCRA
-	CallLimit                   // a native verb
-	CallRelease                 // CONCURRENCY.RELEASE
-	CallAllOf                   // ALLOF
+	CallCell    CallKind = iota + 1 // CL.THROTTLE: Spec.Upstream 0 is no call
+	CallGCRA                        // GCRA
+	CallLimit                       // a native verb
+	CallRelease                     // CONCURRENCY.RELEASE
+	CallAllOf                       // ALLOF
 )
 
 // Call is one rate-limit request decided on states its caller brings (upstream mode's,

@@ -15,7 +15,8 @@ import (
 func (rl *Family) limitCommands() []*command.Spec {
 	verb := func(name, syntax, summary string) *command.Spec {
 		return &command.Spec{Name: name, Arity: -(1 + len(command.SplitGroups(syntax)) - countOptional(syntax)), Flags: "write denyoom fast ratelimit",
-			FirstKey: 1, LastKey: 1, Group: "ratelimit", Since: "0.1.0", Summary: summary, Syntax: syntax, Handler: rl.cmdLimit}
+			FirstKey: 1, LastKey: 1, Group: "ratelimit", Since: "0.1.0", Summary: summary, Syntax: syntax, Handler: rl.cmdLimit,
+			Upstream: int(CallLimit)}
 	}
 	return []*command.Spec{ // CONCURRENCY.ACQUIRE takes COST and PEEK only
 		verb("throttle", "key max_burst count period [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name]",
@@ -31,10 +32,10 @@ func (rl *Family) limitCommands() []*command.Spec {
 		verb("concurrency.acquire", "key limit lease id [COST n] [PEEK]",
 			"At most limit holders at once; id holds a slot for at most lease, and renews it by acquiring again."),
 		{Name: "concurrency.release", Arity: 3, Flags: "write fast", FirstKey: 1, LastKey: 1, Group: "ratelimit", Since: "0.1.0",
-			Summary: "Frees the slot of id: 1, or 0 when id held none.", Syntax: "key id", Handler: rl.cmdRelease},
+			Summary: "Frees the slot of id: 1, or 0 when id held none.", Syntax: "key id", Handler: rl.cmdRelease, Upstream: int(CallRelease)},
 		{Name: "allof", Arity: -6, Flags: "write denyoom ratelimit", Group: "ratelimit", Since: "0.1.0",
 			Summary: "All or nothing across limits: the cost is taken from every limit only if all allow.",
-			Syntax:  "verb key args [verb key args ...]", Handler: rl.cmdAllOf},
+			Syntax:  "verb key args [verb key args ...]", Handler: rl.cmdAllOf, ACLKeys: allOfACLKeys, Upstream: int(CallAllOf)},
 	}
 }
 

@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -37,13 +38,26 @@ const PolicyKeyPrefix = "policy:"
 var ErrNoPolicy = errors.New("no such policy")
 
 func (rl *Family) policyCommands() []*command.Spec {
+	// A policy verb's keys, to a user's patterns, are policy:<name> and, for one that names
+	// a subject, policy:<name>:<subject> (policyACLKeys). One that changes a limit is the
+	// operator's: @policy and @admin, never @ratelimit, whose users spend limits.
 	cmd := func(name string, arity int, flags, syntax, summary string, h command.Handler) *command.Spec {
-		return &command.Spec{Name: name, Arity: arity, Flags: flags, Group: "ratelimit", Since: "0.2.0", Syntax: syntax, Summary: summary, Handler: h}
+		cats := "policy admin dangerous"
+		if flags == "readonly" {
+			cats = "policy"
+		}
+		keys := policyACLKeys
+		if strings.HasPrefix(syntax, "name subject") {
+			keys = subjectACLKeys
+		}
+		return &command.Spec{Name: name, Arity: arity, Flags: flags, Group: "ratelimit", Since: "0.2.0", Syntax: syntax, Summary: summary,
+			Handler: h, ACL: cats, ACLKeys: keys}
 	}
 	return []*command.Spec{
 		{Name: "check", Arity: -3, Flags: "write denyoom fast ratelimit", Group: "ratelimit", Since: "0.2.0",
 			Syntax:  "name[,name...] subject [COST n] [REFUND n] [PEEK] [PRIORITY name]",
-			Summary: "Evaluates named policies for a subject, all or nothing; replies the decision and a status.", Handler: rl.cmdCheck},
+			Summary: "Evaluates named policies for a subject, all or nothing; replies the decision and a status.", Handler: rl.cmdCheck,
+			ACLKeys: checkACLKeys},
 		cmd("policy.set", -3, "write denyoom", "name verb params... [TIERS name=share ...] [SOFT ratio] [SHADOW]", "Creates or changes a named policy.", rl.cmdPolicySet),
 		cmd("policy.get", 2, "readonly", "name", "Describes a policy.", rl.cmdPolicyGet),
 		cmd("policy.del", 2, "write", "name", "Deletes a policy set by command, with its overrides and lists.", rl.cmdPolicyDel),
@@ -599,4 +613,76 @@ func AllOfKeys(args [][]byte) ([][]byte, bool) {
 		keys[i] = limits[i].key
 	}
 	return keys, true
+}
+
+// allOfACLKeys are ALLOF's keys: each limit's.
+func allOfACLKeys(c *command.Ctx, args [][]byte) [][]byte {
+	sc := scratchOf(c)
+	limits, err := parseAllOf(args[1:], sc.limits[:0])
+	sc.limits = limits
+	if err != nil {
+		return nil
+	}
+	keys := sc.keys[:0]
+	for i := range limits {
+		keys = append(keys, limits[i].key)
+	}
+	sc.keys = keys
+	return keys
+}
+
+// checkACLKeys are CHECK's keys, policy:<name>:<subject> for each policy named: a user's key
+// patterns bound the subjects it may decide for (http-port's users, as RESP's).
+func checkACLKeys(c *command.Ctx, args [][]byte) [][]byte {
+	if len(args) < 3 {
+		return nil
+	}
+	sc := scratchOf(c)
+	buf, keys := sc.checkKeys[:0], sc.keys[:0]
+	for rest := args[1]; ; {
+		name, more, found := bytes.Cut(rest, []byte{','})
+		at := len(buf)
+		buf = appendPolicyKey(buf, name, args[2])
+		keys = append(keys, buf[at:len(buf):len(buf)])
+		if !found {
+			break
+		}
+		rest = more
+	}
+	sc.checkKeys, sc.keys = buf, keys
+	return keys
+}
+
+// policyACLKeys is a policy verb's key: policy:<name>.
+func policyACLKeys(c *command.Ctx, args [][]byte) [][]byte {
+	if len(args) < 2 {
+		return nil // POLICY.LIST, POLICY.RELOAD: no key; LIST shows only what the user may read
+	}
+	return oneACLKey(c, args[1], nil)
+}
+
+// subjectACLKeys is the key of a policy verb that names a subject (OVERRIDE, ALLOW, DENY,
+// UNLIST): policy:<name>:<subject>.
+func subjectACLKeys(c *command.Ctx, args [][]byte) [][]byte {
+	if len(args) < 3 {
+		return nil
+	}
+	return oneACLKey(c, args[1], args[2])
+}
+
+// oneACLKey builds policy:<name>[:<subject>] in c's scratch.
+func oneACLKey(c *command.Ctx, name, subject []byte) [][]byte {
+	sc := scratchOf(c)
+	sc.checkKeys = appendPolicyKey(sc.checkKeys[:0], name, subject)
+	sc.keys = append(sc.keys[:0], sc.checkKeys)
+	return sc.keys
+}
+
+// appendPolicyKey appends policy:<name>, and :<subject> unless subject is nil.
+func appendPolicyKey(dst, name, subject []byte) []byte {
+	dst = append(append(dst, PolicyKeyPrefix...), name...)
+	if subject != nil {
+		dst = append(append(dst, ':'), subject...)
+	}
+	return dst
 }

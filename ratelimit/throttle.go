@@ -13,10 +13,10 @@ func (rl *Family) throttleCommands() []*command.Spec {
 	return []*command.Spec{
 		{Name: "cl.throttle", Arity: -5, Flags: "write denyoom fast ratelimit", FirstKey: 1, LastKey: 1, Group: "ratelimit", Since: "0.1.0",
 			Summary: "GCRA rate limit, byte-compatible with redis-cell: [limited, limit, remaining, retry_after_s, reset_after_s].",
-			Syntax:  "key max_burst count_per_period period [quantity]", Handler: rl.cmdCellThrottle},
+			Syntax:  "key max_burst count_per_period period [quantity]", Handler: rl.cmdCellThrottle, Upstream: int(CallCell)},
 		{Name: "gcra", Arity: -5, Flags: "write denyoom fast ratelimit", FirstKey: 1, LastKey: 1, Group: "ratelimit", Since: "0.1.0",
 			Summary: "GCRA rate limit as Redis's own GCRA command: [limited, limit, remaining, retry_after_s, reset_after_s].",
-			Syntax:  "key max_burst tokens_per_period period [TOKENS n]", Handler: rl.cmdGCRA},
+			Syntax:  "key max_burst tokens_per_period period [TOKENS n]", Handler: rl.cmdGCRA, Upstream: int(CallGCRA)},
 	}
 }
 

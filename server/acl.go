@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/throttledhq/throttled/acl"
 	"github.com/throttledhq/throttled/command"
-	"github.com/throttledhq/throttled/ratelimit"
 )
 
 // The ACL users (package acl) as the server uses them: the catalogue of commands with their
@@ -21,7 +19,7 @@ import (
 
 func aclCommands() []*cmdEntry {
 	return []*cmdEntry{
-		{name: "acl", arity: -2, group: "server", since: "6.0.0", summary: "A container for Access List Control commands."},
+		{name: "acl", acl: "dangerous", noScript: true, arity: -2, group: "server", since: "6.0.0", summary: "A container for Access List Control commands."},
 	}
 }
 
@@ -39,12 +37,6 @@ func aclSubcommands() []*cmdEntry {
 		{name: "save", arity: 2, flags: "admin noscript loading stale", group: "server", since: "6.0.0", summary: "Saves the effective ACL rules in the configured ACL file.", handler: cmdACLSave},
 		{name: "help", arity: 2, flags: "loading stale", group: "server", since: "6.0.0", summary: "Returns helpful text about the different subcommands.", handler: cmdACLHelp},
 	}
-}
-
-// dangerous are the commands Redis puts in @dangerous besides the admin ones.
-var dangerous = map[string]bool{
-	"flushdb": true, "flushall": true, "info": true, "role": true,
-	"client|list": true, "client|kill": true, "config": true, "acl": true, "shutdown": true,
 }
 
 // categories returns cmd's ACL categories, from its flags and group as Redis assigns them.
@@ -80,18 +72,8 @@ func categories(cmd *cmdEntry) uint64 {
 	if has("blocking") {
 		add("blocking")
 	}
-	switch {
-	case policyChanges[cmd.name]:
-		// Changing a limit is the operator's: an application that may spend its limits
-		// (@ratelimit) may not rewrite them.
-		add("policy")
-		add("admin")
-		add("dangerous")
-	case strings.HasPrefix(cmd.name, "policy."):
-		add("policy")
-		add("ratelimit")
-	case has("ratelimit") || cmd.group == "ratelimit":
-		add("ratelimit")
+	if (has("ratelimit") || cmd.group == "ratelimit") && !strings.Contains(" "+cmd.acl+" ", " admin ") {
+		add("ratelimit") // an operator's command (a policy's change) is no application's
 	}
 	switch cmd.group {
 	case "keyspace":
@@ -114,9 +96,6 @@ func categories(cmd *cmdEntry) uint64 {
 		add("transaction")
 	case "scripting":
 		add("scripting")
-	}
-	if dangerous[cmd.name] {
-		add("dangerous")
 	}
 	for _, cat := range strings.Fields(cmd.acl) {
 		add(cat)
@@ -302,33 +281,11 @@ func (s *Server) checkACL(c *client, p *acl.Perms, cmd *cmdEntry, args [][]byte)
 				return errNoPermKey
 			}
 		}
-	case cmd.name == "allof":
-		keys, ok := ratelimit.AllOfKeys(args)
-		if !ok {
-			return nil // the command replies its syntax error and touches no key
-		}
-		for _, k := range keys {
-			if !p.CanKey(k, acl.Write) {
+	case cmd.aclKeys != nil:
+		for _, k := range cmd.aclKeys(&c.Ctx, args) {
+			if !p.CanKey(k, cmd.keyUse) {
 				return errNoPermKey
 			}
-		}
-	case cmd.name == "check" && len(args) > 2:
-		// CHECK's keys are policy:<name>:<subject>, one per policy named: a user's key
-		// patterns bound the subjects it may decide for (http-port's users, as RESP's).
-		var key []byte
-		for _, name := range bytes.Split(args[1], []byte{','}) {
-			if key = policyACLKey(key[:0], name, args[2]); !p.CanKey(key, acl.Write) {
-				return errNoPermKey
-			}
-		}
-	case strings.HasPrefix(cmd.name, "policy.") && len(args) > 1:
-		// A policy is the key policy:<name>, its subjects policy:<name>:<subject>.
-		var subject []byte
-		if policySubjectVerbs[cmd.name] && len(args) > 2 {
-			subject = args[2]
-		}
-		if !p.CanKey(policyACLKey(nil, args[1], subject), cmd.keyUse) {
-			return errNoPermKey
 		}
 	case cmd.name == "subscribe" || cmd.name == "psubscribe":
 		for _, ch := range args[1:] {

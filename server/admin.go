@@ -17,16 +17,16 @@ import (
 func serverCommands() []*cmdEntry {
 	return []*cmdEntry{
 		{name: "command", arity: -1, flags: "loading stale", group: "server", since: "2.8.13", summary: "Returns detailed information about all commands.", handler: cmdCommand},
-		{name: "info", arity: -1, flags: "loading stale", group: "server", since: "1.0.0", summary: "Returns information and statistics about the server.", syntax: "[section ...]", handler: cmdInfo},
-		{name: "config", arity: -2, group: "server", since: "2.0.0", summary: "A container for server configuration commands."},
+		{name: "info", acl: "dangerous", arity: -1, flags: "loading stale", group: "server", since: "1.0.0", summary: "Returns information and statistics about the server.", syntax: "[section ...]", handler: cmdInfo},
+		{name: "config", acl: "dangerous", noScript: true, arity: -2, group: "server", since: "2.0.0", summary: "A container for server configuration commands."},
 		{name: "time", arity: 1, flags: "loading stale fast", group: "server", since: "2.6.0", summary: "Returns the server time.", handler: cmdTime},
 		{name: "dbsize", arity: 1, flags: "readonly fast", group: "server", since: "1.0.0", summary: "Returns the number of keys in the database.", handler: cmdDBSize},
-		{name: "flushdb", arity: -1, flags: "write", group: "server", since: "1.0.0", summary: "Removes all keys from the current database.", syntax: "[ASYNC|SYNC]", handler: cmdFlush},
-		{name: "flushall", arity: -1, flags: "write", group: "server", since: "1.0.0", summary: "Removes all keys from all databases.", syntax: "[ASYNC|SYNC]", handler: cmdFlush},
-		{name: "save", arity: 1, flags: "admin", group: "server", since: "1.0.0", summary: "Synchronously saves the state to disk.", handler: cmdSave},
-		{name: "bgsave", arity: -1, flags: "admin", group: "server", since: "1.0.0", summary: "Asynchronously saves the state to disk.", syntax: "[SCHEDULE]", handler: cmdBGSave},
+		{name: "flushdb", acl: "dangerous", arity: -1, flags: "write", group: "server", since: "1.0.0", summary: "Removes all keys from the current database.", syntax: "[ASYNC|SYNC]", handler: cmdFlush},
+		{name: "flushall", acl: "dangerous", arity: -1, flags: "write", group: "server", since: "1.0.0", summary: "Removes all keys from all databases.", syntax: "[ASYNC|SYNC]", handler: cmdFlush},
+		{name: "save", noScript: true, arity: 1, flags: "admin", group: "server", since: "1.0.0", summary: "Synchronously saves the state to disk.", handler: cmdSave},
+		{name: "bgsave", noScript: true, arity: -1, flags: "admin", group: "server", since: "1.0.0", summary: "Asynchronously saves the state to disk.", syntax: "[SCHEDULE]", handler: cmdBGSave},
 		{name: "lastsave", arity: 1, flags: "loading stale fast", group: "server", since: "1.0.0", summary: "Returns the Unix timestamp of the last successful save to disk.", handler: cmdLastSave},
-		{name: "shutdown", arity: -1, flags: "admin loading stale", group: "server", since: "1.0.0", summary: "Stops the server.", syntax: "[NOSAVE|SAVE] [NOW] [FORCE] [ABORT]", handler: cmdShutdown},
+		{name: "shutdown", acl: "dangerous", allowBusy: true, noScript: true, arity: -1, flags: "admin loading stale", group: "server", since: "1.0.0", summary: "Stops the server.", syntax: "[NOSAVE|SAVE] [NOW] [FORCE] [ABORT]", handler: cmdShutdown},
 	}
 }
 

@@ -27,8 +27,10 @@ type cmdEntry struct {
 	summary  string
 	syntax   string // the arguments after the name, as in the docs: "key [COST n]"
 	handler  handler
-	keySpecs []command.KeySpec // COMMAND INFO's key specifications; nil: getkeys.go's table, or one from its flags
-	acl      string            // ACL categories besides those of its flags and group
+	keySpecs []command.KeySpec                            // COMMAND INFO's key specifications; nil: getkeys.go's table, or one from its flags
+	acl      string                                       // ACL categories besides those of its flags and group
+	aclKeys  func(c *command.Ctx, args [][]byte) [][]byte // the keys ACL checks where they are no arguments
+	upstream int                                          // the kind of upstream call it is in upstream mode (ratelimit.CallKind); 0: local
 	// keysOf returns the keys of a request whose keys are not at fixed positions (EVAL's
 	// numkeys); nil when firstKey and lastKey say where they are.
 	keysOf func(args [][]byte) [][]byte
@@ -41,6 +43,14 @@ type cmdEntry struct {
 	// gated: a command with keys that waits for a transaction or script holding their
 	// stripes (multi.go's gate).
 	gated bool
+	// holdsStripes: it takes the transaction stripes of its keys for its run (EXEC, the
+	// scripts: multi.go), so it passes no gate, being what the gate waits for.
+	holdsStripes bool
+	// noScript: refused inside scripts, with its subcommands but HELP, as Redis's noscript
+	// flag refuses it (the flags COMMAND shows do not all say so).
+	noScript bool
+	// allowBusy: runs while a script is busy, as Redis's allow_busy flag says.
+	allowBusy bool
 
 	parent      *cmdEntry
 	subcommands map[string]*cmdEntry
@@ -129,7 +139,7 @@ func register(table map[string]*cmdEntry, parent *cmdEntry, cmds []*cmdEntry) {
 		if cmd.keyStep == 0 && cmd.firstKey > 0 {
 			cmd.keyStep = 1
 		}
-		cmd.gated = (cmd.firstKey > 0 || cmd.keysOf != nil) && !holdsStripes[cmd.name]
+		cmd.gated = (cmd.firstKey > 0 || cmd.keysOf != nil) && !cmd.holdsStripes
 	}
 }
 
@@ -155,7 +165,7 @@ func registerFamily(table map[string]*cmdEntry, specs []*command.Spec) {
 // entryOf makes the table's entry of a family's command literal.
 func entryOf(sp *command.Spec) *cmdEntry {
 	e := &cmdEntry{name: sp.Name, arity: sp.Arity, flags: sp.Flags, firstKey: sp.FirstKey, lastKey: sp.LastKey,
-		keyStep: sp.KeyStep, keysOf: sp.KeysOf, keySpecs: sp.KeySpecs, acl: sp.ACL,
+		keyStep: sp.KeyStep, keysOf: sp.KeysOf, keySpecs: sp.KeySpecs, acl: sp.ACL, aclKeys: sp.ACLKeys, upstream: sp.Upstream,
 		group: sp.Group, since: sp.Since, summary: sp.Summary, syntax: sp.Syntax}
 	if h := sp.Handler; h != nil {
 		e.handler = func(c *client, args [][]byte) error { return h(&c.Ctx, args) }
@@ -165,11 +175,6 @@ func entryOf(sp *command.Spec) *cmdEntry {
 	}
 	return e
 }
-
-// holdsStripes are the commands that take the transaction stripes of their keys for their
-// run (multi.go): they pass no gate, being what the gate waits for.
-var holdsStripes = map[string]bool{"exec": true, "eval": true, "evalsha": true, "eval_ro": true,
-	"evalsha_ro": true, "fcall": true, "fcall_ro": true}
 
 // commandTable builds every command the server answers.
 func (s *Server) commandTable() map[string]*cmdEntry {

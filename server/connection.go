@@ -20,12 +20,12 @@ func connectionCommands() []*cmdEntry {
 	return []*cmdEntry{
 		{name: "ping", arity: -1, flags: "fast stale", group: "connection", since: "1.0.0", summary: "Returns the server's liveliness response.", syntax: "[message]", handler: cmdPing, whileSubscribed: true},
 		{name: "echo", arity: 2, flags: "fast stale", group: "connection", since: "1.0.0", summary: "Returns the given string.", syntax: "message", handler: cmdEcho},
-		{name: "hello", arity: -1, flags: "no-auth fast stale", group: "connection", since: "6.0.0", summary: "Handshakes with the server.", syntax: "[protover [AUTH username password] [SETNAME clientname]]", handler: cmdHello},
-		{name: "auth", arity: -2, flags: "no-auth fast stale", group: "connection", since: "1.0.0", summary: "Authenticates the connection.", syntax: "[username] password", handler: cmdAuth},
+		{name: "hello", allowBusy: true, noScript: true, arity: -1, flags: "no-auth fast stale", group: "connection", since: "6.0.0", summary: "Handshakes with the server.", syntax: "[protover [AUTH username password] [SETNAME clientname]]", handler: cmdHello},
+		{name: "auth", allowBusy: true, noScript: true, arity: -2, flags: "no-auth fast stale", group: "connection", since: "1.0.0", summary: "Authenticates the connection.", syntax: "[username] password", handler: cmdAuth},
 		{name: "select", arity: 2, flags: "fast stale", group: "connection", since: "1.0.0", summary: "Changes the selected database (only 0 exists).", syntax: "index", handler: cmdSelect},
-		{name: "quit", arity: -1, flags: "no-auth fast stale", bits: flagNoQueue, group: "connection", since: "1.0.0", summary: "Closes the connection.", handler: cmdQuit, whileSubscribed: true},
-		{name: "reset", arity: 1, flags: "no-auth fast stale", bits: flagNoQueue, group: "connection", since: "6.2.0", summary: "Resets the connection.", handler: cmdReset, whileSubscribed: true},
-		{name: "client", arity: -2, flags: "stale", group: "connection", since: "2.4.0", summary: "A container for client connection commands."},
+		{name: "quit", allowBusy: true, noScript: true, arity: -1, flags: "no-auth fast stale", bits: flagNoQueue, group: "connection", since: "1.0.0", summary: "Closes the connection.", handler: cmdQuit, whileSubscribed: true},
+		{name: "reset", allowBusy: true, noScript: true, arity: 1, flags: "no-auth fast stale", bits: flagNoQueue, group: "connection", since: "6.2.0", summary: "Resets the connection.", handler: cmdReset, whileSubscribed: true},
+		{name: "client", noScript: true, arity: -2, flags: "stale", group: "connection", since: "2.4.0", summary: "A container for client connection commands."},
 	}
 }
 
@@ -36,8 +36,8 @@ func clientSubcommands() []*cmdEntry {
 		{name: "getname", arity: 2, flags: "fast stale", group: "connection", since: "2.6.9", summary: "Returns the name of the connection.", handler: cmdClientGetName},
 		{name: "setinfo", arity: 4, flags: "fast stale", group: "connection", since: "7.2.0", summary: "Sets information specific to the client or connection.", syntax: "LIB-NAME|LIB-VER value", handler: cmdClientSetInfo},
 		{name: "info", arity: 2, flags: "stale", group: "connection", since: "6.2.0", summary: "Returns information about the connection.", handler: cmdClientInfo},
-		{name: "list", arity: -2, flags: "admin stale", group: "connection", since: "2.4.0", summary: "Lists open connections.", syntax: "[TYPE client-type] [ID client-id ...]", handler: cmdClientList},
-		{name: "kill", arity: -3, flags: "admin stale", group: "connection", since: "2.4.0", summary: "Terminates open connections.", syntax: "[ID client-id] [TYPE client-type] [ADDR ip:port] [LADDR ip:port] [USER username] [SKIPME yes|no] [MAXAGE maxage]", handler: cmdClientKill},
+		{name: "list", acl: "dangerous", arity: -2, flags: "admin stale", group: "connection", since: "2.4.0", summary: "Lists open connections.", syntax: "[TYPE client-type] [ID client-id ...]", handler: cmdClientList},
+		{name: "kill", acl: "dangerous", arity: -3, flags: "admin stale", group: "connection", since: "2.4.0", summary: "Terminates open connections.", syntax: "[ID client-id] [TYPE client-type] [ADDR ip:port] [LADDR ip:port] [USER username] [SKIPME yes|no] [MAXAGE maxage]", handler: cmdClientKill},
 		{name: "help", arity: 2, flags: "fast stale", group: "connection", since: "5.0.0", summary: "Returns helpful text about the different subcommands.", handler: cmdClientHelp},
 	}
 }

@@ -31,9 +31,9 @@ var errFunctionsKey = errors.New("'" + functionsKey + "' holds the function libr
 func functionCommands() []*cmdEntry {
 	const fcallFlags = "noscript stale skip_monitor no_mandatory_keys movablekeys"
 	return []*cmdEntry{
-		{name: "fcall", arity: -3, flags: fcallFlags, group: "scripting", since: "7.0.0", summary: "Invoke a function", syntax: "function numkeys [key ...] [arg ...]", handler: fcallHandler(false), keysOf: evalKeys},
-		{name: "fcall_ro", arity: -3, flags: "readonly " + fcallFlags, group: "scripting", since: "7.0.0", summary: "Invoke a read-only function", syntax: "function numkeys [key ...] [arg ...]", handler: fcallHandler(true), keysOf: evalKeys},
-		{name: "function", arity: -2, group: "scripting", since: "7.0.0", summary: "A container for function commands"},
+		{name: "fcall", holdsStripes: true, noScript: true, arity: -3, flags: fcallFlags, group: "scripting", since: "7.0.0", summary: "Invoke a function", syntax: "function numkeys [key ...] [arg ...]", handler: fcallHandler(false), keysOf: evalKeys},
+		{name: "fcall_ro", holdsStripes: true, noScript: true, arity: -3, flags: "readonly " + fcallFlags, group: "scripting", since: "7.0.0", summary: "Invoke a read-only function", syntax: "function numkeys [key ...] [arg ...]", handler: fcallHandler(true), keysOf: evalKeys},
+		{name: "function", noScript: true, arity: -2, group: "scripting", since: "7.0.0", summary: "A container for function commands"},
 	}
 }
 
@@ -45,8 +45,8 @@ func functionSubcommands() []*cmdEntry {
 		{name: "list", arity: -2, flags: "noscript", group: "scripting", since: "7.0.0", summary: "List information about all the functions", syntax: "[LIBRARYNAME library-name-pattern] [WITHCODE]", handler: cmdFunctionList},
 		{name: "dump", arity: 2, flags: "noscript", group: "scripting", since: "7.0.0", summary: "Dump all functions into a serialized binary payload", handler: cmdFunctionDump},
 		{name: "restore", arity: -3, flags: "write denyoom noscript", group: "scripting", since: "7.0.0", summary: "Restore all the functions on the given payload", syntax: "serialized-value [FLUSH|APPEND|REPLACE]", handler: cmdFunctionRestore},
-		{name: "stats", arity: 2, flags: "noscript allow_busy", group: "scripting", since: "7.0.0", summary: "Return information about the function currently running (name, description, duration)", handler: cmdFunctionStats},
-		{name: "kill", arity: 2, flags: "noscript allow_busy", group: "scripting", since: "7.0.0", summary: "Kill the function currently in execution.", handler: cmdFunctionKill},
+		{name: "stats", allowBusy: true, arity: 2, flags: "noscript allow_busy", group: "scripting", since: "7.0.0", summary: "Return information about the function currently running (name, description, duration)", handler: cmdFunctionStats},
+		{name: "kill", allowBusy: true, arity: 2, flags: "noscript allow_busy", group: "scripting", since: "7.0.0", summary: "Kill the function currently in execution.", handler: cmdFunctionKill},
 		{name: "help", arity: 2, flags: "loading stale", group: "scripting", since: "7.0.0", summary: "Show helpful text about the different subcommands", handler: cmdFunctionHelp},
 	}
 }

@@ -75,11 +75,11 @@ var errNotInMulti = errors.New("Command not allowed inside a transaction")
 
 func multiCommands() []*cmdEntry {
 	return []*cmdEntry{
-		{name: "multi", arity: 1, flags: "noscript loading stale fast", bits: flagNoQueue, group: "transactions", since: "1.2.0", summary: "Starts a transaction.", handler: cmdMulti},
-		{name: "exec", arity: 1, flags: "noscript loading stale", bits: flagNoQueue, group: "transactions", since: "1.2.0", summary: "Executes all commands in a transaction.", handler: cmdExec},
-		{name: "discard", arity: 1, flags: "noscript loading stale fast", bits: flagNoQueue, group: "transactions", since: "2.0.0", summary: "Discards a transaction.", handler: cmdDiscard},
-		{name: "watch", arity: -2, flags: "noscript loading stale fast", bits: flagNoQueue, firstKey: 1, lastKey: -1, group: "transactions", since: "2.2.0", summary: "Monitors changes to keys to determine the execution of a transaction.", syntax: "key [key ...]", handler: cmdWatch},
-		{name: "unwatch", arity: 1, flags: "noscript loading stale fast", group: "transactions", since: "2.2.0", summary: "Forgets about watched keys of a transaction.", handler: cmdUnwatch},
+		{name: "multi", allowBusy: true, noScript: true, arity: 1, flags: "noscript loading stale fast", bits: flagNoQueue, group: "transactions", since: "1.2.0", summary: "Starts a transaction.", handler: cmdMulti},
+		{name: "exec", holdsStripes: true, noScript: true, arity: 1, flags: "noscript loading stale", bits: flagNoQueue, group: "transactions", since: "1.2.0", summary: "Executes all commands in a transaction.", handler: cmdExec},
+		{name: "discard", allowBusy: true, noScript: true, arity: 1, flags: "noscript loading stale fast", bits: flagNoQueue, group: "transactions", since: "2.0.0", summary: "Discards a transaction.", handler: cmdDiscard},
+		{name: "watch", allowBusy: true, noScript: true, arity: -2, flags: "noscript loading stale fast", bits: flagNoQueue, firstKey: 1, lastKey: -1, group: "transactions", since: "2.2.0", summary: "Monitors changes to keys to determine the execution of a transaction.", syntax: "key [key ...]", handler: cmdWatch},
+		{name: "unwatch", allowBusy: true, noScript: true, arity: 1, flags: "noscript loading stale fast", group: "transactions", since: "2.2.0", summary: "Forgets about watched keys of a transaction.", handler: cmdUnwatch},
 	}
 }
 

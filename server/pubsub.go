@@ -10,10 +10,10 @@ import (
 
 func pubsubCommands() []*cmdEntry {
 	return []*cmdEntry{
-		{name: "subscribe", arity: -2, flags: "pubsub noscript loading stale", group: "pubsub", since: "2.0.0", summary: "Listens for messages published to channels.", syntax: "channel ...", handler: cmdSubscribe, detach: true, whileSubscribed: true},
-		{name: "unsubscribe", arity: -1, flags: "pubsub noscript loading stale", group: "pubsub", since: "2.0.0", summary: "Stops listening to messages posted to channels.", syntax: "[channel ...]", handler: cmdUnsubscribe, whileSubscribed: true},
-		{name: "psubscribe", arity: -2, flags: "pubsub noscript loading stale", group: "pubsub", since: "2.0.0", summary: "Listens for messages published to channels that match one or more patterns.", syntax: "pattern ...", handler: cmdPSubscribe, detach: true, whileSubscribed: true},
-		{name: "punsubscribe", arity: -1, flags: "pubsub noscript loading stale", group: "pubsub", since: "2.0.0", summary: "Stops listening to messages published to channels that match one or more patterns.", syntax: "[pattern ...]", handler: cmdPUnsubscribe, whileSubscribed: true},
+		{name: "subscribe", noScript: true, arity: -2, flags: "pubsub noscript loading stale", group: "pubsub", since: "2.0.0", summary: "Listens for messages published to channels.", syntax: "channel ...", handler: cmdSubscribe, detach: true, whileSubscribed: true},
+		{name: "unsubscribe", noScript: true, arity: -1, flags: "pubsub noscript loading stale", group: "pubsub", since: "2.0.0", summary: "Stops listening to messages posted to channels.", syntax: "[channel ...]", handler: cmdUnsubscribe, whileSubscribed: true},
+		{name: "psubscribe", noScript: true, arity: -2, flags: "pubsub noscript loading stale", group: "pubsub", since: "2.0.0", summary: "Listens for messages published to channels that match one or more patterns.", syntax: "pattern ...", handler: cmdPSubscribe, detach: true, whileSubscribed: true},
+		{name: "punsubscribe", noScript: true, arity: -1, flags: "pubsub noscript loading stale", group: "pubsub", since: "2.0.0", summary: "Stops listening to messages published to channels that match one or more patterns.", syntax: "[pattern ...]", handler: cmdPUnsubscribe, whileSubscribed: true},
 		{name: "publish", arity: 3, flags: "pubsub loading stale fast", group: "pubsub", since: "2.0.0", summary: "Posts a message to a channel.", syntax: "channel message", handler: cmdPublish},
 		{name: "pubsub", arity: -2, group: "pubsub", since: "2.8.0", summary: "A container for Pub/Sub commands."},
 	}

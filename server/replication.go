@@ -15,20 +15,20 @@ import (
 
 func replicationCommands() []*cmdEntry {
 	replicaOf := func(name, since string) *cmdEntry {
-		return &cmdEntry{name: name, arity: 3, flags: "admin noscript stale no-async-loading", group: "server", since: since,
+		return &cmdEntry{name: name, noScript: true, arity: 3, flags: "admin noscript stale no-async-loading", group: "server", since: since,
 			summary: "Makes the server a replica of another instance, or promotes it to a primary.", syntax: "host port", handler: cmdReplicaOf}
 	}
 	return []*cmdEntry{
 		replicaOf("replicaof", "5.0.0"),
 		replicaOf("slaveof", "1.0.0"),
-		{name: "role", arity: 1, flags: "noscript loading stale fast", group: "server", since: "2.8.12", summary: "Returns the replication role.", handler: cmdRole},
-		{name: "wait", arity: 3, flags: "blocking no-multi", group: "generic", since: "3.0.0", detach: true,
+		{name: "role", acl: "dangerous", noScript: true, arity: 1, flags: "noscript loading stale fast", group: "server", since: "2.8.12", summary: "Returns the replication role.", handler: cmdRole},
+		{name: "wait", noScript: true, arity: 3, flags: "blocking no-multi", group: "generic", since: "3.0.0", detach: true,
 			summary: "Blocks until the changes of the connection are acknowledged by a number of replicas, or the timeout passes.", syntax: "numreplicas timeout", handler: cmdWait},
-		{name: "psync", arity: -3, flags: "admin noscript no-async-loading no-multi", group: "server", since: "2.8.0", detach: true,
+		{name: "psync", noScript: true, arity: -3, flags: "admin noscript no-async-loading no-multi", group: "server", since: "2.8.0", detach: true,
 			summary: "An internal command used in replication.", syntax: "replicationid offset", handler: cmdPSync},
-		{name: "sync", arity: 1, flags: "admin noscript no-async-loading no-multi", group: "server", since: "1.0.0", detach: true,
+		{name: "sync", noScript: true, arity: 1, flags: "admin noscript no-async-loading no-multi", group: "server", since: "1.0.0", detach: true,
 			summary: "An internal command used in replication.", handler: cmdPSync},
-		{name: "replconf", arity: -1, flags: "admin noscript loading stale allow-busy", group: "server", since: "3.0.0",
+		{name: "replconf", allowBusy: true, noScript: true, arity: -1, flags: "admin noscript loading stale allow-busy", group: "server", since: "3.0.0",
 			summary: "An internal command for configuring the replication stream.", syntax: "option value [option value ...]", handler: cmdReplconf},
 	}
 }

@@ -3,7 +3,6 @@ package server
 import (
 	"errors"
 
-	"github.com/throttledhq/throttled/keyspace"
 	"github.com/throttledhq/throttled/ratelimit"
 )
 
@@ -27,31 +26,6 @@ func reservedKey(cmd *cmdEntry, args [][]byte) error {
 		}
 	}
 	return nil
-}
-
-// policyChanges are the policy verbs that change a limit: in @policy and @admin, not in
-// @ratelimit (acl.go's categories).
-var policyChanges = map[string]bool{"policy.set": true, "policy.del": true, "policy.override": true,
-	"policy.allow": true, "policy.deny": true, "policy.unlist": true, "policy.reload": true}
-
-// policyACLKey appends to dst the key a user's key patterns must allow for a policy verb:
-// policy:<name> for the policy itself, policy:<name>:<subject> for one of its subjects
-// (nil subject: none), the key CHECK decides on.
-func policyACLKey(dst, name, subject []byte) []byte {
-	dst = append(append(dst, ratelimit.PolicyKeyPrefix...), name...)
-	if subject != nil {
-		dst = append(append(dst, ':'), subject...)
-	}
-	return dst
-}
-
-// policySubjectVerbs are the policy verbs whose second argument is a subject.
-var policySubjectVerbs = map[string]bool{"policy.override": true, "policy.allow": true, "policy.deny": true, "policy.unlist": true}
-
-// isPolicyRecord reports whether a key SCAN or KEYS meets is the policies' record, or the
-// function libraries'.
-func isPolicyRecord(v keyspace.Value) bool {
-	return v.Kind == keyspace.Policies || v.Kind == keyspace.Functions
 }
 
 // ReloadPolicies reads the config file's policies again (SIGHUP): with an error, naming the

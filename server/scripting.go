@@ -23,11 +23,11 @@ import (
 func scriptCommands() []*cmdEntry {
 	const evalFlags = "noscript stale skip_monitor no_mandatory_keys movablekeys"
 	return []*cmdEntry{
-		{name: "eval", arity: -3, flags: evalFlags, group: "scripting", since: "2.6.0", summary: "Execute a Lua script server side", syntax: "script numkeys [key ...] [arg ...]", handler: evalHandler(false, false), keysOf: evalKeys},
-		{name: "evalsha", arity: -3, flags: evalFlags, group: "scripting", since: "2.6.0", summary: "Execute a Lua script server side", syntax: "sha1 numkeys [key ...] [arg ...]", handler: evalHandler(true, false), keysOf: evalKeys},
-		{name: "eval_ro", arity: -3, flags: "readonly " + evalFlags, group: "scripting", since: "7.0.0", summary: "Execute a read-only Lua script server side", syntax: "script numkeys [key ...] [arg ...]", handler: evalHandler(false, true), keysOf: evalKeys},
-		{name: "evalsha_ro", arity: -3, flags: "readonly " + evalFlags, group: "scripting", since: "7.0.0", summary: "Execute a read-only Lua script server side", syntax: "sha1 numkeys [key ...] [arg ...]", handler: evalHandler(true, true), keysOf: evalKeys},
-		{name: "script", arity: -2, group: "scripting", since: "2.6.0", summary: "A container for Lua scripts management commands"},
+		{name: "eval", holdsStripes: true, noScript: true, arity: -3, flags: evalFlags, group: "scripting", since: "2.6.0", summary: "Execute a Lua script server side", syntax: "script numkeys [key ...] [arg ...]", handler: evalHandler(false, false), keysOf: evalKeys},
+		{name: "evalsha", holdsStripes: true, noScript: true, arity: -3, flags: evalFlags, group: "scripting", since: "2.6.0", summary: "Execute a Lua script server side", syntax: "sha1 numkeys [key ...] [arg ...]", handler: evalHandler(true, false), keysOf: evalKeys},
+		{name: "eval_ro", holdsStripes: true, noScript: true, arity: -3, flags: "readonly " + evalFlags, group: "scripting", since: "7.0.0", summary: "Execute a read-only Lua script server side", syntax: "script numkeys [key ...] [arg ...]", handler: evalHandler(false, true), keysOf: evalKeys},
+		{name: "evalsha_ro", holdsStripes: true, noScript: true, arity: -3, flags: "readonly " + evalFlags, group: "scripting", since: "7.0.0", summary: "Execute a read-only Lua script server side", syntax: "sha1 numkeys [key ...] [arg ...]", handler: evalHandler(true, true), keysOf: evalKeys},
+		{name: "script", noScript: true, arity: -2, group: "scripting", since: "2.6.0", summary: "A container for Lua scripts management commands"},
 	}
 }
 
@@ -36,7 +36,7 @@ func scriptSubcommands() []*cmdEntry {
 		{name: "load", arity: 3, flags: "noscript stale", group: "scripting", since: "2.6.0", summary: "Load the specified Lua script into the script cache.", syntax: "script", handler: cmdScriptLoad},
 		{name: "exists", arity: -3, flags: "noscript", group: "scripting", since: "2.6.0", summary: "Check existence of scripts in the script cache.", syntax: "sha1 [sha1 ...]", handler: cmdScriptExists},
 		{name: "flush", arity: -2, flags: "noscript", group: "scripting", since: "2.6.0", summary: "Remove all the scripts from the script cache.", syntax: "[ASYNC|SYNC]", handler: cmdScriptFlush},
-		{name: "kill", arity: 2, flags: "noscript allow_busy", group: "scripting", since: "2.6.0", summary: "Kill the script currently in execution.", handler: cmdScriptKill},
+		{name: "kill", allowBusy: true, arity: 2, flags: "noscript allow_busy", group: "scripting", since: "2.6.0", summary: "Kill the script currently in execution.", handler: cmdScriptKill},
 		{name: "debug", arity: 3, flags: "noscript", group: "scripting", since: "3.2.0", summary: "Set the debug mode for executed scripts.", syntax: "YES|SYNC|NO", handler: cmdScriptDebug},
 		{name: "help", arity: 2, flags: "loading stale", group: "scripting", since: "5.0.0", summary: "Show helpful text about the different subcommands", handler: cmdScriptHelp},
 	}
@@ -90,47 +90,24 @@ func (s *Server) scriptParams() []*param {
 		}}}
 }
 
-// allowBusyCommands run while a script is busy, as Redis's allow_busy flag says.
-var allowBusyCommands = []string{"auth", "discard", "hello", "multi", "quit", "replconf", "reset", "shutdown", "unwatch", "watch"}
-
-// noScriptCommands are refused inside scripts, as Redis's noscript flag refuses them; the
-// table's flags do not all say so.
-var noScriptCommands = []string{
-	"acl", "auth", "bgrewriteaof", "bgsave", "blmove", "blpop", "brpop", "brpoplpush", "bzpopmax", "bzpopmin",
-	"client", "config", "debug", "discard", "eval", "eval_ro", "evalsha", "evalsha_ro", "exec", "failover",
-	"fcall", "fcall_ro", "function", "hello", "latency", "module", "monitor", "multi", "psubscribe", "psync",
-	"punsubscribe", "quit", "replconf", "replicaof", "reset", "role", "save", "script", "shutdown", "slaveof",
-	"ssubscribe", "subscribe", "sunsubscribe", "sync", "unsubscribe", "unwatch", "wait", "watch",
-}
-
 // initScripting marks the commands scripts may not call: those above with their
 // subcommands but HELP, and any whose handler needs a connection of its own (a blocking
 // command: it would wait forever inside a script).
 func initScripting(table map[string]*cmdEntry) {
-	for _, name := range noScriptCommands {
-		if cmd := table[name]; cmd != nil {
-			cmd.bits |= flagNoScript
-			for _, sub := range cmd.subcommands {
-				if !strings.HasSuffix(sub.name, "|help") {
-					sub.bits |= flagNoScript
-				}
-			}
-		}
-	}
 	for _, cmd := range table {
-		if cmd.detach {
+		if cmd.noScript || cmd.detach {
 			cmd.bits |= flagNoScript
 		}
-	}
-	for _, name := range allowBusyCommands {
-		if cmd := table[name]; cmd != nil {
+		if cmd.allowBusy {
 			cmd.bits |= flagAllowBusy
 		}
-	}
-	for _, name := range []string{"script|kill", "function|kill", "function|stats"} {
-		parent, sub, _ := strings.Cut(name, "|")
-		if cmd := table[parent]; cmd != nil && cmd.subcommands[sub] != nil {
-			cmd.subcommands[sub].bits |= flagAllowBusy
+		for _, sub := range cmd.subcommands {
+			if cmd.noScript && !strings.HasSuffix(sub.name, "|help") {
+				sub.bits |= flagNoScript
+			}
+			if sub.allowBusy {
+				sub.bits |= flagAllowBusy
+			}
 		}
 	}
 }

@@ -27,14 +27,6 @@ type upstreamMode struct {
 	degraded atomic.Int64 // decisions made locally because the upstream could not
 }
 
-// upstreamVerbs are the verbs decided through the upstream, with the kind of call each is.
-var upstreamVerbs = map[string]ratelimit.CallKind{
-	"cl.throttle": ratelimit.CallCell, "gcra": ratelimit.CallGCRA,
-	"throttle": ratelimit.CallLimit, "tokenbucket": ratelimit.CallLimit, "leakybucket": ratelimit.CallLimit, "slide": ratelimit.CallLimit,
-	"window": ratelimit.CallLimit, "concurrency.acquire": ratelimit.CallLimit,
-	"concurrency.release": ratelimit.CallRelease, "allof": ratelimit.CallAllOf,
-}
-
 // openUpstream connects to the configured upstream, if any, and routes the rate-limit verbs
 // through it.
 func (s *Server) openUpstream() error {
@@ -51,9 +43,10 @@ func (s *Server) openUpstream() error {
 		return err
 	}
 	s.up = &upstreamMode{client: client, share: s.cfg.UpstreamFallbackShare}
-	for name, kind := range upstreamVerbs {
-		cmd := s.commands[name]
-		cmd.handler = s.viaUpstream(kind, cmd, cmd.handler)
+	for _, cmd := range s.commands {
+		if cmd.upstream != 0 {
+			cmd.handler = s.viaUpstream(ratelimit.CallKind(cmd.upstream), cmd, cmd.handler)
+		}
 	}
 	return nil
 }
