@@ -48,8 +48,7 @@ func TestListNulls(t *testing.T) {
 		for proto, want := range map[string]string{"2": tc.resp2, "3": tc.resp3} {
 			c := ts.Raw(t)
 			c.Send(t, "HELLO "+proto+"\r\n")
-			_, err := testserver.ReadReply(c.R)
-			require.NoError(t, err)
+			c.Reply(t)
 			c.Send(t, tc.req+"\r\n")
 			require.Equal(t, want, c.Line(t), "%s in RESP%s", tc.req, proto)
 		}

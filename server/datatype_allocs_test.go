@@ -1,5 +1,10 @@
 package server
 
+// The data types' AllocsPerRun tests stay here, beside the benchmarks of bench_*_test.go
+// and strings_bench_test.go: they run requests through the server's in-process dispatch
+// (newClient, run) without the network, which the server does not export to package
+// datatype's tests.
+
 import (
 	"strconv"
 	"testing"

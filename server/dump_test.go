@@ -1,5 +1,10 @@
 package server
 
+// DUMP and RESTORE's tests are package datatype's, but for these two: TestObjectIdletime
+// moves the keyspace's own clock (what the server's ticker does a tenth of a second later),
+// and TestRestoreAndSetBitPersistAndReplicate uses persistence_test.go's and
+// replication_test.go's restartable server and replica.
+
 import (
 	"context"
 	"testing"

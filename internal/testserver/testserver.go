@@ -1,7 +1,7 @@
 // Package testserver starts a real throttled server in the test's own process, for black-box
 // tests of a command family: a test starts one with Start, talks to it with a go-redis client
 // (RESP2 or RESP3) or a raw connection, and compares its replies with a real redis-server's
-// (Redis, which package redistest runs). The server listens on 127.0.0.1 on a port the
+// (Redis, which package redistest runs; package difftest is the harness that compares them). The server listens on 127.0.0.1 on a port the
 // kernel picks, keeps its files in the test's temporary directory, reads the time from a
 // Clock the test moves, and stops with the test, as everything here does (t.Cleanup).
 //
@@ -16,7 +16,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +24,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/throttledhq/throttled/internal/difftest"
 	"github.com/throttledhq/throttled/internal/redistest"
 	"github.com/throttledhq/throttled/server"
 )
@@ -151,7 +151,7 @@ func (c *Conn) Line(t testing.TB) string {
 // Reply reads one whole reply and returns its bytes.
 func (c *Conn) Reply(t testing.TB) string {
 	t.Helper()
-	r, err := ReadReply(c.R)
+	r, err := difftest.ReadReply(c.R)
 	require.NoError(t, err)
 	return r
 }
@@ -171,42 +171,4 @@ func (c *Conn) Do(t testing.TB, args ...string) string {
 func (c *Conn) Closed() bool {
 	_, err := c.R.ReadByte()
 	return err == io.EOF
-}
-
-// ReadReply reads one whole RESP2 or RESP3 reply from rd and returns its bytes.
-func ReadReply(rd *bufio.Reader) (string, error) {
-	line, err := rd.ReadString('\n')
-	if err != nil {
-		return "", err
-	}
-	if len(line) < 3 {
-		return "", fmt.Errorf("short line %q", line)
-	}
-	n, _ := strconv.Atoi(strings.TrimSpace(line[1:]))
-	switch line[0] {
-	case '$', '=', '!':
-		if n < 0 {
-			return line, nil
-		}
-		body := make([]byte, n+2)
-		if _, err := io.ReadFull(rd, body); err != nil {
-			return "", err
-		}
-		return line + string(body), nil
-	case '*', '~', '>', '%', '|':
-		if line[0] == '%' || line[0] == '|' {
-			n *= 2
-		}
-		var b strings.Builder
-		b.WriteString(line)
-		for range max(n, 0) {
-			e, err := ReadReply(rd)
-			if err != nil {
-				return "", err
-			}
-			b.WriteString(e)
-		}
-		return b.String(), nil
-	}
-	return line, nil
 }
