@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/throttledhq/throttled/datatype"
-	"github.com/throttledhq/throttled/internal/redistest"
 	"github.com/throttledhq/throttled/internal/testserver"
 	"github.com/throttledhq/throttled/keyspace"
 )
@@ -148,7 +147,7 @@ func TestRestoreOptions(t *testing.T) {
 // TestRestoreRefusesRedisPayloads restores a payload of a real redis-server, and refuses a
 // throttled payload there.
 func TestRestoreRefusesRedisPayloads(t *testing.T) {
-	rs := redistest.Start(t)
+	rs := testserver.Redis(t)
 	redisDB := redis.NewClient(&redis.Options{Addr: rs.Addr, Protocol: 2})
 	t.Cleanup(func() { redisDB.Close() })
 	ts := testserver.Start(t)
