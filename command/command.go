@@ -82,7 +82,23 @@ type Ctx struct {
 	Reading bool
 	// Tick is the server's monotonic time in ns at the start of this command (or of its
 	// pipeline): Now's reading, as the command's timing is.
-	Tick    int64
+	Tick int64
+	// ReadOnly: a replica serves the call, which may only read (a rate-limit verb's PEEK
+	// or COST 0).
+	ReadOnly bool
+	// Fallback, when not 0, is the share of each limit this instance may use: upstream mode
+	// deciding locally because the upstream cannot.
+	Fallback float64
+	// AnyTier: a tier a limit does not name is no tier (the edge's tier comes from a
+	// request header, not from the caller's knowledge of the limit).
+	AnyTier bool
+	// Conn is the server's own state of the connection, for the hooks a family's Config
+	// declares; a family never looks inside it.
+	Conn any
+	// Ext is a family's own per-connection state (the rate-limit verbs' scratch), nil
+	// until it first needs it.
+	Ext any
+
 	Scratch []byte            // a variable-size value being built
 	LdBuf   []byte            // a second one, while Scratch holds the first
 	Shards  []*keyspace.Shard // the shards a multi-key command locks
@@ -139,4 +155,34 @@ func (c *Ctx) WriteHelp(name string, lines []string) {
 	}
 	c.W.Simple("HELP")
 	c.W.Simple("    Prints this help.")
+}
+
+// SplitGroups splits a syntax line on blanks outside brackets.
+func SplitGroups(s string) []string {
+	var out []string
+	depth, start := 0, -1
+	for i, r := range s {
+		switch {
+		case r == '[':
+			if depth == 0 && start < 0 {
+				start = i
+			}
+			depth++
+		case r == ']':
+			depth--
+		case r == ' ' && depth == 0:
+			if start >= 0 {
+				out = append(out, s[start:i])
+				start = -1
+			}
+			continue
+		}
+		if start < 0 {
+			start = i
+		}
+	}
+	if start >= 0 {
+		out = append(out, s[start:])
+	}
+	return out
 }

@@ -3,6 +3,9 @@ package command
 import (
 	"errors"
 	"strings"
+
+	"github.com/throttledhq/throttled/gcra"
+	"github.com/throttledhq/throttled/keyspace"
 )
 
 // Error is an error whose reply starts with its own code instead of ERR: NOPERM, BUSY...
@@ -12,6 +15,8 @@ func (e *Error) Error() string { return e.Code + " " + e.Msg }
 
 // The errors more than one family replies.
 var (
+	// ErrReadOnly is a replica's answer to a command that would change state.
+	ErrReadOnly = &Error{Code: "READONLY", Msg: "You can't write against a read only replica."}
 	// ErrSyntax is an argument list that does not parse.
 	ErrSyntax = errors.New("syntax error")
 	// ErrNotInteger is an argument or value that is not a 64-bit integer.
@@ -44,4 +49,20 @@ func Sanitize(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// ErrorText turns a handler's error into the RESP error line's text; the
+// one place where Go errors become what clients read.
+func ErrorText(err error) string {
+	var ge *gcra.Error
+	var ce *Error
+	switch {
+	case errors.Is(err, keyspace.ErrWrongType):
+		return "WRONGTYPE Operation against a key holding the wrong kind of value"
+	case errors.As(err, &ge):
+		return ge.Text
+	case errors.As(err, &ce):
+		return ce.Error()
+	}
+	return "ERR " + err.Error()
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/throttledhq/throttled/acl"
 	"github.com/throttledhq/throttled/command"
+	"github.com/throttledhq/throttled/ratelimit"
 )
 
 // The ACL users (package acl) as the server uses them: the catalogue of commands with their
@@ -302,12 +303,12 @@ func (s *Server) checkACL(c *client, p *acl.Perms, cmd *cmdEntry, args [][]byte)
 			}
 		}
 	case cmd.name == "allof":
-		limits, err := parseAllOf(args[1:], nil)
-		if err != nil {
+		keys, ok := ratelimit.AllOfKeys(args)
+		if !ok {
 			return nil // the command replies its syntax error and touches no key
 		}
-		for i := range limits {
-			if !p.CanKey(limits[i].key, acl.Write) {
+		for _, k := range keys {
+			if !p.CanKey(k, acl.Write) {
 				return errNoPermKey
 			}
 		}

@@ -210,7 +210,7 @@ func (s *Server) infoThrottle() [][2]string {
 				"allowed=" + itoa(cmd.allowed.Load()) + ",denied=" + itoa(cmd.denied.Load())})
 		}
 	}
-	return append(out, s.infoPolicies()...)
+	return append(out, s.rl.InfoPolicies()...)
 }
 
 func (s *Server) infoKeyspace() [][2]string {
@@ -272,7 +272,7 @@ func cmdTime(c *client, args [][]byte) error {
 // DBSIZE
 func cmdDBSize(c *client, args [][]byte) error {
 	n := c.s.ks.Len()
-	if c.s.hasPolicyRecord() {
+	if c.s.rl.HasPolicyRecord() {
 		n-- // policies are no keys
 	}
 	if c.s.hasFunctionsRecord() {
@@ -292,7 +292,7 @@ func cmdFlush(c *client, args [][]byte) error {
 			return command.ErrSyntax
 		}
 	}
-	if err := c.s.keepFunctions(func() error { return c.s.keepPolicies(c.s.flushAll) }); err != nil {
+	if err := c.s.keepFunctions(func() error { return c.s.rl.KeepPolicies(c.s.flushAll) }); err != nil {
 		// The keyspace is empty; the store follows once the disk works.
 		c.s.log.Error("FLUSHALL not synced", "err", err)
 	}

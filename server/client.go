@@ -12,6 +12,7 @@ import (
 	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/keyspace"
 	"github.com/throttledhq/throttled/pubsub"
+	"github.com/throttledhq/throttled/ratelimit"
 	"github.com/throttledhq/throttled/replication"
 )
 
@@ -34,16 +35,9 @@ type client struct {
 
 	aheadKeys, aheadArgs [][]byte // prefetchKeys's keys, and a request's arguments
 
-	// Reused by the rate-limit verbs so that a call allocates nothing.
-	limits    []limit     // ALLOF's limits
-	keys      [][]byte    // ALLOF's keys
-	scratches [][]byte    // ALLOF: a scratch per limit
-	pending   []pending   // ALLOF: each limit's outcome
-	checks    []checked   // CHECK: each policy's part
-	checkKeys []byte      // CHECK: the keys it derives, end to end
-	items     []checkItem // CHECK: its policies, subjects and costs
-	door      door        // the door an edge decision came in by (edge.go): RESP's for a connection
-	anyTier   bool        // a tier a limit does not name is no tier: the edge's tier comes from a request header
+	edgeItems   []ratelimit.EdgeItem   // a gRPC decision's policies, reused
+	edgeResults []ratelimit.EdgeResult // and their results
+	door        door                   // the door an edge decision came in by (edge.go): RESP's for a connection
 
 	tx      *transaction        // between MULTI and EXEC or DISCARD; nil otherwise
 	txHeld  uint64              // the transaction stripes EXEC holds while it runs (scripting.go)
@@ -51,10 +45,9 @@ type client struct {
 	watch   keyspace.Watch      // marked when a watched key changes
 	watched map[string]struct{} // the keys WATCHed
 
-	kind     atomic.Int32 // a clientKind: what CLIENT LIST and CLIENT KILL TYPE know it as
-	multi    atomic.Int32 // for CLIENT LIST: 1 + the requests queued in MULTI; 0 outside MULTI
-	readOnly bool         // a replica runs a rate-limit verb: only PEEK and COST 0 may run
-	reply    replyMode    // CLIENT REPLY (clientctl.go)
+	kind  atomic.Int32 // a clientKind: what CLIENT LIST and CLIENT KILL TYPE know it as
+	multi atomic.Int32 // for CLIENT LIST: 1 + the requests queued in MULTI; 0 outside MULTI
+	reply replyMode    // CLIENT REPLY (clientctl.go)
 	// silencing: the replies written since replyMark (and the upstream's to the calls
 	// parked since replyCalls) are dropped at the end of the request.
 	silencing  bool
@@ -123,6 +116,7 @@ func (s *Server) makeClient(nc net.Conn) *client {
 		raddr:   nc.RemoteAddr().String(),
 		laddr:   nc.LocalAddr().String(),
 	}
+	c.Conn = c
 	c.user.Store(s.acl.Default())
 	c.rd.open = s.acl.DefaultOpen
 	c.rd.ahead = c.prefetchKeys
@@ -131,6 +125,14 @@ func (s *Server) makeClient(nc net.Conn) *client {
 	c.bufs.seen[1] = int64(len(c.rd.buf))
 	c.bufs.qbufCap.Store(c.bufs.seen[1])
 	c.startBatch()
+	return c
+}
+
+// bareClient makes a client with no connection, authenticated as the default user: a
+// script's (its commands), or a decision's of the HTTP and gRPC doors.
+func (s *Server) bareClient(raddr, laddr string) *client {
+	c := &client{s: s, raddr: raddr, laddr: laddr, authed: true, Ctx: s.newCtx()}
+	c.Conn = c
 	return c
 }
 

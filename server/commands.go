@@ -177,9 +177,7 @@ func (s *Server) commandTable() map[string]*cmdEntry {
 	register(table, nil, connectionCommands())
 	register(table, nil, serverCommands())
 	registerFamily(table, s.types.Commands())
-	register(table, nil, throttleCommands())
-	register(table, nil, limitCommands())
-	register(table, nil, policyCommands())
+	registerFamily(table, s.rl.Commands())
 	register(table, nil, replicationCommands())
 	register(table, nil, multiCommands())
 	register(table, nil, pubsubCommands())
@@ -418,7 +416,7 @@ type argument struct {
 // words, [optional] groups, a|b alternatives and "..." repetition.
 func parseSyntax(syntax string) []argument {
 	var out []argument
-	for _, group := range splitGroups(syntax) {
+	for _, group := range command.SplitGroups(syntax) {
 		if group == "..." && len(out) > 0 { // "a|b ...": the argument before repeats
 			out[len(out)-1].multiple = true
 			continue
@@ -475,36 +473,6 @@ func valueArgument(name string) argument {
 }
 
 func isToken(w string) bool { return w == strings.ToUpper(w) && strings.ToLower(w) != w }
-
-// splitGroups splits a syntax line on blanks outside brackets.
-func splitGroups(s string) []string {
-	var out []string
-	depth, start := 0, -1
-	for i, r := range s {
-		switch {
-		case r == '[':
-			if depth == 0 && start < 0 {
-				start = i
-			}
-			depth++
-		case r == ']':
-			depth--
-		case r == ' ' && depth == 0:
-			if start >= 0 {
-				out = append(out, s[start:i])
-				start = -1
-			}
-			continue
-		}
-		if start < 0 {
-			start = i
-		}
-	}
-	if start >= 0 {
-		out = append(out, s[start:])
-	}
-	return out
-}
 
 func writeArguments(c *client, args []argument) {
 	c.W.Array(len(args))

@@ -51,28 +51,10 @@ func (s *Server) denial(cmd *cmdEntry, key []byte, retryMs, now int64) {
 	hub.Publish(cmd.deniedChannel, msg)
 }
 
-// secondsToMs turns a compatibility verb's retry_after in seconds into milliseconds, -1
-// staying -1.
-func secondsToMs(sec int64) int64 {
-	if sec < 0 {
-		return -1
-	}
-	return sec * 1000
-}
-
 func (s *Server) infoDenyEvents() [][2]string {
 	ev := &s.obs.events
 	return [][2]string{
 		{"denied_events_published", itoa(ev.published.Load())},
 		{"denied_events_dropped", itoa(ev.dropped.Load())},
-	}
-}
-
-// deniedAll records the denials of an ALLOF that denied: each limit that did.
-func (s *Server) deniedAll(cmd *cmdEntry, limits []limit, results []pending, now int64) {
-	for i := range results {
-		if results[i].d.limited {
-			s.denial(cmd, limits[i].key, results[i].d.retry, now)
-		}
 	}
 }

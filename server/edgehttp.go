@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -15,7 +14,9 @@ import (
 	"time"
 
 	"github.com/throttledhq/throttled/acl"
+	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/httpapi"
+	"github.com/throttledhq/throttled/ratelimit"
 )
 
 // The glue of http-port: package httpapi serves HTTP and asks httpDecider, which runs each
@@ -124,7 +125,8 @@ func (d *httpDecider) Decide(cred httpapi.Credentials, req httpapi.Request) (htt
 	}
 	c, _ := d.clients.Get().(*client)
 	if c == nil {
-		c = &client{s: s, id: s.nextID.Add(1), laddr: "http", authed: true, Ctx: s.newCtx(), door: doorHTTP}
+		c = s.bareClient("", "http")
+		c.id, c.door = s.nextID.Add(1), doorHTTP
 	}
 	defer d.clients.Put(c)
 	c.raddr = req.Remote
@@ -143,7 +145,7 @@ func (d *httpDecider) Decide(cred httpapi.Credentials, req httpapi.Request) (htt
 	if req.Priority != "" {
 		args = append(args, bPriority, []byte(req.Priority))
 	}
-	c.anyTier = req.AnyTier
+	c.AnyTier = req.AnyTier
 	c.W.B = c.W.B[:0]
 	c.startBatch()
 	s.run(c, args)
@@ -155,48 +157,11 @@ func (d *httpDecider) Decide(cred httpapi.Credentials, req httpapi.Request) (htt
 	if err != nil {
 		return res, err
 	}
-	pv := s.policyView()
 	for i := range res.Policies {
 		res.Policies[i].Policy = req.Policies[i]
-		if cp := pv.byName[req.Policies[i]]; cp != nil {
-			res.Policies[i].Window = policyWindow(cp.src.Args, res.Policies[i].Limit)
-		}
+		res.Policies[i].Window = s.rl.PolicyWindow(req.Policies[i], res.Policies[i].Limit)
 	}
 	return res, nil
-}
-
-// policyWindow is RateLimit-Policy's w for a policy's verb and limit: the time in which q
-// (the limit) units pass from an idle key. The windows' (SLIDE limit window, WINDOW limit
-// window) is their window; the rates' (THROTTLE max_burst count period, TOKENBUCKET capacity
-// refill period, LEAKYBUCKET capacity leak period) is the time the rate takes to bring the
-// whole limit back: period * limit / count, so THROTTLE 99 100 1m is q=100;w=60. 0 if none.
-func policyWindow(args []string, limit int64) time.Duration {
-	if len(args) == 0 {
-		return 0
-	}
-	if strings.EqualFold(args[0], "slide") || strings.EqualFold(args[0], "window") {
-		if len(args) < 3 {
-			return 0
-		}
-		ns, err := parseDuration("window", []byte(args[2]))
-		if err != nil {
-			return 0
-		}
-		return time.Duration(ns)
-	}
-	if len(args) < 4 {
-		return 0
-	}
-	ns, err := parseDuration("period", []byte(args[3]))
-	rate, rerr := strconv.ParseInt(args[2], 10, 64)
-	if err != nil || rerr != nil || rate <= 0 || limit <= 0 {
-		return 0
-	}
-	w := float64(ns) * float64(limit) / float64(rate)
-	if w > float64(math.MaxInt64) {
-		return 0
-	}
-	return time.Duration(w)
 }
 
 // errBadReply: CHECK wrote what a decision never is (a bug).
@@ -211,7 +176,7 @@ func parseCheckReply(b []byte, policies int) (httpapi.Result, error) {
 		switch {
 		case strings.HasPrefix(text, "NOPERM"):
 			return res, fmt.Errorf("%w: %s", httpapi.ErrForbidden, text)
-		case strings.HasPrefix(text, "ERR "+errNoPolicy.Error()):
+		case strings.HasPrefix(text, "ERR "+ratelimit.ErrNoPolicy.Error()):
 			return res, fmt.Errorf("%w: %s", httpapi.ErrUnknownPolicy, strings.TrimPrefix(text, "ERR "))
 		case strings.HasPrefix(text, "ERR invalid"), strings.HasPrefix(text, "ERR CHECK policy"), strings.HasPrefix(text, "ERR syntax"):
 			return res, fmt.Errorf("%w: %s", httpapi.ErrBadRequest, strings.TrimPrefix(text, "ERR "))
@@ -336,7 +301,7 @@ func (s *Server) httpUser(cred httpapi.Credentials) (*acl.User, error) {
 	}
 	u, err := s.authenticate([]byte(name), []byte(cred.Password))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s", httpapi.ErrUnauthorized, errorText(err))
+		return nil, fmt.Errorf("%w: %s", httpapi.ErrUnauthorized, command.ErrorText(err))
 	}
 	return u, nil
 }

@@ -409,23 +409,3 @@ func TestHTTPDuringClose(t *testing.T) {
 		require.NoError(t, <-done)
 	}
 }
-
-func TestPolicyWindow(t *testing.T) {
-	for _, tc := range []struct {
-		args  []string
-		limit int64
-		want  time.Duration
-	}{
-		{[]string{"THROTTLE", "99", "100", "1m"}, 100, time.Minute},
-		{[]string{"THROTTLE", "1", "1", "1m"}, 2, 2 * time.Minute},
-		{[]string{"TOKENBUCKET", "10", "5", "1s"}, 10, 2 * time.Second},
-		{[]string{"LEAKYBUCKET", "10", "20", "1s"}, 10, 500 * time.Millisecond},
-		{[]string{"SLIDE", "10", "1m", "APPROX"}, 10, time.Minute},
-		{[]string{"WINDOW", "10", "1h"}, 10, time.Hour},
-		{[]string{"WINDOW", "10"}, 10, 0},
-		{[]string{"THROTTLE", "1", "x", "1m"}, 2, 0},
-		{nil, 1, 0},
-	} {
-		require.Equal(t, tc.want, policyWindow(tc.args, tc.limit), "%v", tc.args)
-	}
-}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/throttledhq/throttled/envoyrls"
 	"github.com/throttledhq/throttled/policy"
+	"github.com/throttledhq/throttled/ratelimit"
 )
 
 // Envoy's rate-limit service: package envoyrls serves it and holds its configuration; the
@@ -55,7 +56,7 @@ func (s *Server) openEdge() error {
 	}
 	d := &edgeDecider{s: s, check: s.findCommand("check")}
 	d.clients.New = func() any {
-		return &client{s: s, raddr: "grpc", laddr: "grpc", authed: true, Ctx: s.newCtx(), anyTier: true}
+		return s.bareClient("grpc", "grpc")
 	}
 	rls, err := envoyrls.New(s.cfg.RateLimitConfig, d, s.log)
 	if err != nil {
@@ -208,11 +209,7 @@ func (s *Server) edgeParams() []*param {
 
 // SetPolicies makes t the policies of ratelimit-config (envoyrls.Decider).
 func (d *edgeDecider) SetPolicies(t policy.Table) {
-	s := d.s
-	s.pol.mu.Lock()
-	s.pol.edge = t
-	s.pol.fileGen.Add(1)
-	s.pol.mu.Unlock()
+	d.s.rl.SetEdgePolicies(t)
 }
 
 // Decide runs items as one CHECK (envoyrls.Decider), counted under grpc-port's door, or
@@ -220,7 +217,7 @@ func (d *edgeDecider) SetPolicies(t policy.Table) {
 func (d *edgeDecider) Decide(ctx context.Context, items []envoyrls.Item) ([]envoyrls.Decision, error) {
 	s := d.s
 	if s.up != nil {
-		return nil, errCheckUpstream
+		return nil, ratelimit.ErrCheckUpstream
 	}
 	cmd := d.check
 	c := d.clients.Get().(*client)
@@ -238,15 +235,13 @@ func (d *edgeDecider) Decide(ctx context.Context, items []envoyrls.Item) ([]envo
 	c.Tick = s.obs.mono()
 	start := c.Tick
 	c.lastCmd.Store(cmd)
-	ci := c.items[:0]
+	edge := c.edgeItems[:0]
 	for _, it := range items {
-		ci = append(ci, checkItem{name: []byte(it.Policy), subject: []byte(it.Subject), cost: it.Cost})
-		if it.Priority != "" {
-			ci[len(ci)-1].priority = []byte(it.Priority)
-		}
+		edge = append(edge, ratelimit.EdgeItem{Policy: it.Policy, Subject: it.Subject, Cost: it.Cost, Priority: it.Priority})
 	}
-	c.items = ci
-	_, err := c.checkPolicies(ci, &nativeOptions{}, nil)
+	c.edgeItems = edge
+	results, err := s.rl.Edge(&c.Ctx, edge, c.edgeResults)
+	c.edgeResults = results
 	var args [][]byte // built only when SLOWLOG or MONITOR will show them
 	if t := s.obs.slowerThan.Load(); s.obs.monitoring.Load() != 0 || t >= 0 && s.obs.mono()-start >= t*1000 {
 		args = edgeArgs(items)
@@ -258,10 +253,9 @@ func (d *edgeDecider) Decide(ctx context.Context, items []envoyrls.Item) ([]envo
 		return nil, err
 	}
 	out := make([]envoyrls.Decision, len(items))
-	for i := range out {
-		r := c.pending[i].d
-		out[i] = envoyrls.Decision{Limited: r.limited, Limit: r.limit, Remaining: r.remaining,
-			RetryMs: r.retry, ResetMs: r.resetM, Status: statusNames[c.checks[i].status]}
+	for i, r := range results {
+		out[i] = envoyrls.Decision{Limited: r.Limited, Limit: r.Limit, Remaining: r.Remaining,
+			RetryMs: r.RetryMs, ResetMs: r.ResetMs, Status: r.Status}
 	}
 	return out, nil
 }

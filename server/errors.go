@@ -5,8 +5,6 @@ import (
 	"strings"
 
 	"github.com/throttledhq/throttled/command"
-	"github.com/throttledhq/throttled/gcra"
-	"github.com/throttledhq/throttled/keyspace"
 )
 
 var (
@@ -17,22 +15,6 @@ var (
 	// errNoProto is HELLO with a protocol version other than 2 or 3.
 	errNoProto = &command.Error{Code: "NOPROTO", Msg: "unsupported protocol version"}
 )
-
-// errorText turns a handler's error into the RESP error line's text; the
-// one place where Go errors become what clients read.
-func errorText(err error) string {
-	var ge *gcra.Error
-	var ce *command.Error
-	switch {
-	case errors.Is(err, keyspace.ErrWrongType):
-		return "WRONGTYPE Operation against a key holding the wrong kind of value"
-	case errors.As(err, &ge):
-		return ge.Text
-	case errors.As(err, &ce):
-		return ce.Error()
-	}
-	return "ERR " + err.Error()
-}
 
 // unknownCommand is Redis's error for a name not in the table.
 func unknownCommand(args [][]byte) error {

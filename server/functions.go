@@ -208,7 +208,7 @@ func fcallHandler(readOnly bool) handler {
 			return errFunctionNotFound
 		}
 		if f.Flags&scripting.NoWrites == 0 && s.isReplica.Load() {
-			return errReadOnly
+			return command.ErrReadOnly
 		}
 		numkeys, ok := command.ParseInt(args[2])
 		switch {
@@ -307,10 +307,14 @@ func cmdFunctionList(c *client, args [][]byte) error {
 			libs = append(libs, l)
 		}
 	}
+	fields := 3
+	if withCode {
+		fields++ // library_code
+	}
 	w := &c.W
 	w.Array(len(libs))
 	for _, l := range libs {
-		w.Map(3 + boolToInt(withCode))
+		w.Map(fields)
 		w.BulkString("library_name")
 		w.BulkString(l.Name)
 		w.BulkString("engine")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+	"github.com/throttledhq/throttled/ratelimit"
 )
 
 // check runs CHECK and returns its RESP2 reply: five numbers and the status.
@@ -165,8 +166,8 @@ func TestPoliciesAreNoKeys(t *testing.T) {
 	require.ElementsMatch(t, []any{"x", "policy:api:u"}, keys)
 	sc := do(t, rdb, "SCAN", "0", "COUNT", "1000").([]any)
 	require.ElementsMatch(t, []any{"x", "policy:api:u"}, sc[1])
-	for _, cmd := range [][]any{{"DEL", "x", policiesKey}, {"SET", policiesKey, "1"}, {"EXPIRE", policiesKey, "1"}, {"TYPE", policiesKey},
-		{"MSET", "a", "1", policiesKey, "2"}, {"THROTTLE", policiesKey, "1", "1", "1s"}} {
+	for _, cmd := range [][]any{{"DEL", "x", ratelimit.PoliciesKey}, {"SET", ratelimit.PoliciesKey, "1"}, {"EXPIRE", ratelimit.PoliciesKey, "1"}, {"TYPE", ratelimit.PoliciesKey},
+		{"MSET", "a", "1", ratelimit.PoliciesKey, "2"}, {"THROTTLE", ratelimit.PoliciesKey, "1", "1", "1s"}} {
 		require.Equal(t, "ERR '__throttled__:policies' holds the policies: use the POLICY.* commands", doErr(t, rdb, cmd...), "%v", cmd)
 	}
 	// FLUSHALL drops the keys, as Redis's, and keeps the policies, as Redis keeps its functions.

@@ -273,9 +273,6 @@ func (s *Server) minReplicasMaxLag() time.Duration {
 	return time.Duration(s.replCfg.minMaxLag.Load()) * time.Second
 }
 
-// errReadOnly is a replica's answer to a command that would change state.
-var errReadOnly = &command.Error{Code: "READONLY", Msg: "You can't write against a read only replica."}
-
 // errNoReplicas refuses a write while min-replicas-to-write is not met.
 var errNoReplicas = &command.Error{Code: "NOREPLICAS", Msg: "Not enough good replicas to write."}
 
@@ -283,13 +280,13 @@ var errNoReplicas = &command.Error{Code: "NOREPLICAS", Msg: "Not enough good rep
 // verb is left to decide by its arguments: PEEK and COST 0 are reads), and a primary with
 // min-replicas-to-write refuses it while too few replicas are current.
 func (s *Server) checkWrite(c *client, cmd *cmdEntry) error {
-	c.readOnly = false
+	c.ReadOnly = false
 	if s.isReplica.Load() {
 		if cmd.has(flagRatelimit) {
-			c.readOnly = true
+			c.ReadOnly = true
 			return nil
 		}
-		return errReadOnly
+		return command.ErrReadOnly
 	}
 	if k := int(s.replCfg.minToWrite.Load()); k > 0 && s.repl.GoodReplicas(s.minReplicasMaxLag()) < k {
 		return errNoReplicas

@@ -3,8 +3,10 @@ package server
 import (
 	"errors"
 
+	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/datatype"
 	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/ratelimit"
 )
 
 // directOps is scripting.Direct for a native script's direct run (scriptRun.direct): the
@@ -20,7 +22,7 @@ type directOps scriptRun
 func (r *scriptRun) offerDirect() {
 	s, key := r.s, r.call.Keys[0]
 	if r.readOnly || !r.c.user.Load().Perms().All || s.isReplica.Load() || s.mem.full.Load() ||
-		s.replCfg.minToWrite.Load() > 0 || string(key) == policiesKey || string(key) == functionsKey {
+		s.replCfg.minToWrite.Load() > 0 || string(key) == ratelimit.PoliciesKey || string(key) == functionsKey {
 		return
 	}
 	r.c.Tick, r.c.lat = r.caller.Tick, r.caller.lat // as Call sets them for each command
@@ -57,7 +59,7 @@ func (d *directOps) done(args [][]byte, write bool) {
 }
 
 // replyError is err as the Direct methods return it: the text of its error reply.
-func replyError(err error) error { return errors.New(errorText(err)) }
+func replyError(err error) error { return errors.New(command.ErrorText(err)) }
 
 func (d *directOps) Time(args [][]byte) (sec, usec int64) {
 	now := d.s.now()

@@ -212,7 +212,7 @@ func (s *Server) checkScriptFlags(flags scripting.Flags, readOnly bool) error {
 	}
 	if flags&scripting.NoWrites == 0 {
 		if s.isReplica.Load() {
-			return errReadOnly // as Redis: the script's flags make it a write command
+			return command.ErrReadOnly // as Redis: the script's flags make it a write command
 		}
 		if readOnly {
 			return errScriptWriteRO
@@ -248,7 +248,7 @@ type scriptRun struct {
 func (c *client) scriptRun() *scriptRun {
 	if c.script == nil {
 		r := &scriptRun{s: c.s, caller: c}
-		r.c = &client{s: c.s, raddr: "lua", laddr: "lua", authed: true, Ctx: c.s.newCtx()}
+		r.c = c.s.bareClient("lua", "lua")
 		r.call.Host = r
 		c.script = r
 	}
@@ -529,7 +529,7 @@ func (r *scriptRun) Call(dst []byte, args [][]byte, resp int) ([]byte, error) {
 			return append(dst, scriptErrReadOnly...), nil
 		}
 		if s.isReplica.Load() && !cmd.has(flagRatelimit) {
-			return appendErrorReply(dst, errReadOnly), nil
+			return appendErrorReply(dst, command.ErrReadOnly), nil
 		}
 	}
 	if cmd.has(flagDenyOOM) && !r.dirty.Load() && s.mem.full.Load() {
@@ -573,7 +573,7 @@ func (r *scriptRun) Call(dst []byte, args [][]byte, resp int) ([]byte, error) {
 // appendErrorReply appends err as the error reply its text makes.
 func appendErrorReply(dst []byte, err error) []byte {
 	dst = append(dst, '-')
-	dst = append(dst, errorText(err)...)
+	dst = append(dst, command.ErrorText(err)...)
 	return append(dst, '\r', '\n')
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/throttledhq/throttled/keyspace"
 	"github.com/throttledhq/throttled/persistence"
 	"github.com/throttledhq/throttled/pubsub"
+	"github.com/throttledhq/throttled/ratelimit"
 	"github.com/throttledhq/throttled/replication"
 	"github.com/throttledhq/throttled/resp"
 )
@@ -73,8 +74,8 @@ type Server struct {
 
 	scripts luaScripts // the script cache, interpreters and busy scripts (scripting.go)
 
-	pol policies  // the named policies (policy.go)
-	fn  functions // the function libraries (functions.go)
+	rl *ratelimit.Family // the rate-limit verbs, CHECK and the policies
+	fn functions         // the function libraries (functions.go)
 
 	acl        *acl.Registry // the ACL users (acl.go)
 	aclCatalog *acl.Catalog  // the commands as the ACL rules name them
@@ -173,10 +174,21 @@ func New(cfg Config) (*Server, error) {
 	s.prefetchBatch.Store(int64(cfg.PrefetchBatch))
 	s.lastSave.Store(s.started.Unix())
 	s.replCfg.init(cfg)
+	s.rl = ratelimit.New(ratelimit.Config{Keys: s.ks, Now: s.nowNano, Log: log, ConfigFile: cfg.ConfigFile,
+		SplitLine: SplitConfigLine, Upstream: cfg.Upstream != "" || len(cfg.UpstreamCluster) > 0,
+		Decided: func(c *command.Ctx, limited bool) { s.decided(c.Conn.(*client), limited) },
+		Denied: func(c *command.Ctx, key []byte, retryMs, now int64) {
+			s.denial(c.Conn.(*client).lastCmd.Load(), key, retryMs, now)
+		},
+		Refunded: s.refunded,
+		Readable: func(c *command.Ctx, key []byte) bool {
+			p := c.Conn.(*client).user.Load().Perms()
+			return p.All || p.CanKey(key, acl.Read)
+		}})
 	s.commands = s.commandTable()
 	s.scripts.init(cfg)
 	s.initObserver()
-	if err := s.loadPolicies(); err != nil {
+	if err := s.rl.LoadPolicies(); err != nil {
 		return nil, err
 	}
 	if err := s.openEdge(); err != nil {
@@ -593,7 +605,7 @@ func (s *Server) callFrom(c *client, cmd *cmdEntry, args [][]byte, start int64) 
 
 func (s *Server) replyError(c *client, err error) {
 	s.stats.errors.Add(1)
-	text := errorText(err)
+	text := command.ErrorText(err)
 	s.errStats.count(text)
 	c.W.ErrorText(text)
 }

@@ -1,4 +1,4 @@
-package server
+package ratelimit
 
 import (
 	"bytes"
@@ -29,9 +29,9 @@ type checked struct {
 	listed policy.EntryKind // Allow or Deny when a list decides
 }
 
-// errCheckUpstream: in upstream mode the policies' limits would live locally, apart from
+// ErrCheckUpstream: in upstream mode the policies' limits would live locally, apart from
 // the keys the verbs keep upstream.
-var errCheckUpstream = errors.New("CHECK is not served in upstream mode")
+var ErrCheckUpstream = errors.New("CHECK is not served in upstream mode")
 
 // checkItem is one policy of a check: its name, the subject its key names and its cost.
 type checkItem struct {
@@ -43,9 +43,10 @@ type checkItem struct {
 // CHECK name[,name...] subject [COST n|REFUND n] [PEEK] [PRIORITY name]: evaluates each named policy's limit on the
 // key policy:<name>:<subject>, all or nothing as ALLOF. Replies the decision and its status
 // (one policy), or the combined decision and then each policy's (several).
-func cmdCheck(c *client, args [][]byte) error {
-	if c.s.up != nil {
-		return errCheckUpstream
+func (rl *Family) cmdCheck(c *command.Ctx, args [][]byte) error {
+	sc := scratchOf(c)
+	if rl.cfg.Upstream {
+		return ErrCheckUpstream
 	}
 	var opts nativeOptions
 	priority, err := opts.parse(args[3:], nativeOptionSet{})
@@ -53,7 +54,7 @@ func cmdCheck(c *client, args [][]byte) error {
 		return err
 	}
 	names, subject := args[1], args[2]
-	items := c.items[:0]
+	items := sc.items[:0]
 	for rest := names; ; {
 		name := rest
 		i := bytes.IndexByte(rest, ',')
@@ -66,12 +67,12 @@ func cmdCheck(c *client, args [][]byte) error {
 		}
 		rest = rest[i+1:]
 	}
-	c.items = items
-	allowed, err := c.checkPolicies(items, &opts, priority)
+	sc.items = items
+	allowed, err := rl.checkPolicies(c, items, &opts, priority)
 	if err != nil {
 		return err
 	}
-	checks, results := c.checks, c.pending
+	checks, results := sc.checks, sc.pending
 	if len(checks) == 1 {
 		writeDecisionStatus(&c.W, results[0].d, statusNames[checks[0].status])
 		return nil
@@ -96,41 +97,42 @@ func cmdCheck(c *client, args [][]byte) error {
 
 // checkPolicies evaluates each item's policy on the key policy:<name>:<subject> with the
 // item's cost and opts' other options, all or nothing as ALLOF, and counts the decisions under c's command. It
-// leaves each policy's part in c.checks and its outcome in c.pending, and reports whether
+// leaves each policy's part in sc.checks and its outcome in sc.pending, and reports whether
 // all allowed. CHECK and the edge front doors (envoy.go) decide through it.
-func (c *client) checkPolicies(items []checkItem, opts *nativeOptions, priority []byte) (bool, error) {
-	if c.readOnly && !opts.peek {
+func (rl *Family) checkPolicies(c *command.Ctx, items []checkItem, opts *nativeOptions, priority []byte) (bool, error) {
+	sc := scratchOf(c)
+	if c.ReadOnly && !opts.peek {
 		if opts.refund != 0 {
-			return false, errReadOnly
+			return false, command.ErrReadOnly
 		}
 		for _, it := range items {
 			if it.cost != 0 {
-				return false, errReadOnly
+				return false, command.ErrReadOnly
 			}
 		}
 	}
-	pv := c.s.policyView()
-	checks := c.checks[:0]
-	limits := c.limits[:0]
-	key := c.checkKeys[:0]
+	pv := rl.policyView()
+	checks := sc.checks[:0]
+	limits := sc.limits[:0]
+	key := sc.checkKeys[:0]
 	for i := range items {
 		it := &items[i]
 		cp := pv.byName[string(it.name)]
 		if cp == nil {
-			c.checks, c.limits, c.checkKeys = checks, limits, key
-			return false, fmt.Errorf("%w '%s'", errNoPolicy, command.Truncate(it.name, 64))
+			sc.checks, sc.limits, sc.checkKeys = checks, limits, key
+			return false, fmt.Errorf("%w '%s'", ErrNoPolicy, command.Truncate(it.name, 64))
 		}
 		checks = append(checks, checked{cp: cp})
 		limits = slices.Grow(limits, 1)[:len(limits)+1]
 		limits[len(limits)-1] = cp.base // copied once: append copies a large value twice
-		key = append(key, policyKeyPrefix...)
+		key = append(key, PolicyKeyPrefix...)
 		key = append(key, it.name...)
 		key = append(key, ':')
 		key = append(key, it.subject...)
 	}
-	c.checks, c.checkKeys = checks, key
+	sc.checks, sc.checkKeys = checks, key
 	now := c.Now()
-	keys := c.keys[:0]
+	keys := sc.keys[:0]
 	at := 0
 	for i := range checks {
 		cp := checks[i].cp
@@ -156,40 +158,40 @@ func (c *client) checkPolicies(items []checkItem, opts *nativeOptions, priority 
 		if opts.rare || tiers != nil || pri != nil {
 			l.opts.rare, l.opts.refunding, l.opts.refund, l.opts.tiers = true, opts.refunding, opts.refund, tiers
 			err := l.resolveTier(pri)
-			if err != nil && c.anyTier && pri != nil {
+			if err != nil && c.AnyTier && pri != nil {
 				err = l.resolveTier(nil) // a tier the limit does not name is no tier (edge.go)
 			}
 			if err != nil {
-				c.checks, c.limits, c.checkKeys = checks, limits, key
+				sc.checks, sc.limits, sc.checkKeys = checks, limits, key
 				return false, fmt.Errorf("CHECK policy '%s': %w", cp.name, err)
 			}
 		}
 		if checks[i].listed != 0 {
 			l.opts.peek, l.opts.cost, l.opts.refunding = true, 0, false // a list decides: the limit is only looked at
 		}
-		n := len(policyKeyPrefix) + len(cp.name) + 1 + len(subject)
+		n := len(PolicyKeyPrefix) + len(cp.name) + 1 + len(subject)
 		l.key = key[at : at+n]
 		at += n
 		keys = append(keys, l.key)
 	}
-	c.limits, c.keys = limits, keys
+	sc.limits, sc.keys = limits, keys
 
 	if len(keys) == 1 {
-		sh := c.s.ks.Shard(keys[0])
+		sh := c.Keys.Shard(keys[0])
 		sh.Lock()
 		defer sh.Unlock()
 	} else {
-		c.Shards = c.s.ks.LockKeys(keys, c.Shards[:0])
+		c.Shards = c.Keys.LockKeys(keys, c.Shards[:0])
 		defer keyspace.UnlockShards(c.Shards)
 	}
-	for len(c.scratches) < len(limits) {
-		c.scratches = append(c.scratches, nil)
+	for len(sc.scratches) < len(limits) {
+		sc.scratches = append(sc.scratches, nil)
 	}
-	results := c.pending[:0]
+	results := sc.pending[:0]
 	allowed := true
 	for i := range limits {
 		l := &limits[i]
-		v, ok := c.s.ks.Shard(l.key).GetLocked(l.key, now)
+		v, ok := c.Keys.Shard(l.key).GetLocked(l.key, now)
 		for j := i - 1; j >= 0; j-- {
 			if string(limits[j].key) == string(l.key) && results[j].store && !limits[j].opts.peek {
 				v, ok = results[j].next, results[j].next.Kind != keyspace.None
@@ -201,13 +203,13 @@ func (c *client) checkPolicies(items []checkItem, opts *nativeOptions, priority 
 		}
 		results = append(results, pending{})
 		r := &results[i]
-		store, err := l.take(now, &v, ok, c.scratches[i][:0], &r.d, &r.next)
+		store, err := l.take(now, &v, ok, sc.scratches[i][:0], &r.d, &r.next)
 		if err != nil {
-			c.pending = results
+			sc.pending = results
 			return false, fmt.Errorf("CHECK policy '%s': %w", checks[i].cp.name, err)
 		}
 		if store {
-			c.scratches[i] = r.next.Bytes[:0]
+			sc.scratches[i] = r.next.Bytes[:0]
 		}
 		r.store = store
 		ch := &checks[i]
@@ -227,12 +229,12 @@ func (c *client) checkPolicies(items []checkItem, opts *nativeOptions, priority 
 		}
 		allowed = allowed && !r.d.limited
 	}
-	c.pending = results
-	if allowed && !c.readOnly {
+	sc.pending = results
+	if allowed && !c.ReadOnly {
 		for i := range limits {
 			if results[i].store && !limits[i].opts.peek {
-				keep(c.s.ks.Shard(limits[i].key), limits[i].key, results[i].next)
-				c.s.refunded(results[i].d.refunded)
+				keep(c.Keys.Shard(limits[i].key), limits[i].key, results[i].next)
+				rl.cfg.Refunded(results[i].d.refunded)
 			}
 		}
 	}
@@ -243,7 +245,7 @@ func (c *client) checkPolicies(items []checkItem, opts *nativeOptions, priority 
 			st.shadow.Add(1)
 		case results[i].d.limited:
 			st.denied.Add(1)
-			c.s.denial(c.lastCmd.Load(), limits[i].key, results[i].d.retry, now) // TOPDENIED, deny events
+			rl.cfg.Denied(c, limits[i].key, results[i].d.retry, now) // TOPDENIED, deny events
 		default:
 			st.allowed.Add(1)
 		}
@@ -251,6 +253,6 @@ func (c *client) checkPolicies(items []checkItem, opts *nativeOptions, priority 
 			st.warnings.Add(1)
 		}
 	}
-	c.s.decided(c, !allowed)
+	rl.cfg.Decided(c, !allowed)
 	return allowed, nil
 }

@@ -1,4 +1,4 @@
-package server
+package ratelimit
 
 import (
 	"errors"
@@ -9,14 +9,14 @@ import (
 	"github.com/throttledhq/throttled/resp"
 )
 
-func throttleCommands() []*cmdEntry {
-	return []*cmdEntry{
-		{name: "cl.throttle", arity: -5, flags: "write denyoom fast ratelimit", firstKey: 1, lastKey: 1, group: "ratelimit", since: "0.1.0",
-			summary: "GCRA rate limit, byte-compatible with redis-cell: [limited, limit, remaining, retry_after_s, reset_after_s].",
-			syntax:  "key max_burst count_per_period period [quantity]", handler: cmdCellThrottle},
-		{name: "gcra", arity: -5, flags: "write denyoom fast ratelimit", firstKey: 1, lastKey: 1, group: "ratelimit", since: "0.1.0",
-			summary: "GCRA rate limit as Redis's own GCRA command: [limited, limit, remaining, retry_after_s, reset_after_s].",
-			syntax:  "key max_burst tokens_per_period period [TOKENS n]", handler: cmdGCRA},
+func (rl *Family) throttleCommands() []*command.Spec {
+	return []*command.Spec{
+		{Name: "cl.throttle", Arity: -5, Flags: "write denyoom fast ratelimit", FirstKey: 1, LastKey: 1, Group: "ratelimit", Since: "0.1.0",
+			Summary: "GCRA rate limit, byte-compatible with redis-cell: [limited, limit, remaining, retry_after_s, reset_after_s].",
+			Syntax:  "key max_burst count_per_period period [quantity]", Handler: rl.cmdCellThrottle},
+		{Name: "gcra", Arity: -5, Flags: "write denyoom fast ratelimit", FirstKey: 1, LastKey: 1, Group: "ratelimit", Since: "0.1.0",
+			Summary: "GCRA rate limit as Redis's own GCRA command: [limited, limit, remaining, retry_after_s, reset_after_s].",
+			Syntax:  "key max_burst tokens_per_period period [TOKENS n]", Handler: rl.cmdGCRA},
 	}
 }
 
@@ -48,44 +48,44 @@ func gcraValue(now int64, r gcra.Result) keyspace.Value {
 }
 
 // CL.THROTTLE key max_burst count_per_period period [quantity]
-func cmdCellThrottle(c *client, args [][]byte) error {
+func (rl *Family) cmdCellThrottle(c *command.Ctx, args [][]byte) error {
 	p, err := gcra.ParseCell(args[2:])
 	if err != nil {
 		return err
 	}
-	if c.readOnly && p.Quantity != 0 {
-		return errReadOnly
+	if c.ReadOnly && p.Quantity != 0 {
+		return command.ErrReadOnly
 	}
-	if c.up.local {
-		shareCell(&p, c.s.up.share)
+	if c.Fallback > 0 {
+		shareCell(&p, c.Fallback)
 	}
-	return c.gcraVerb(args[1], func(now, tat int64, ok bool) (gcra.Result, error) {
+	return rl.gcraVerb(c, args[1], func(now, tat int64, ok bool) (gcra.Result, error) {
 		return gcra.Cell(now, tat, ok, p)
 	})
 }
 
 // GCRA key max_burst tokens_per_period period [TOKENS n]
-func cmdGCRA(c *client, args [][]byte) error {
+func (rl *Family) cmdGCRA(c *command.Ctx, args [][]byte) error {
 	p, err := gcra.ParseGCRA(args[2:])
 	if err != nil {
 		return err
 	}
-	if c.readOnly {
-		return errReadOnly // GCRA has no probe: TOKENS is at least 1
+	if c.ReadOnly {
+		return command.ErrReadOnly // GCRA has no probe: TOKENS is at least 1
 	}
-	if c.up.local {
-		shareGCRA(&p, c.s.up.share)
+	if c.Fallback > 0 {
+		shareGCRA(&p, c.Fallback)
 	}
-	return c.gcraVerb(args[1], func(now, tat int64, ok bool) (gcra.Result, error) {
+	return rl.gcraVerb(c, args[1], func(now, tat int64, ok bool) (gcra.Result, error) {
 		return gcra.Redis(now, tat, ok, p)
 	})
 }
 
 // gcraVerb runs one GCRA evaluation of a compatibility verb on key under its
 // shard's lock, keeps the new state and writes the five integers.
-func (c *client) gcraVerb(key []byte, eval func(now, tat int64, ok bool) (gcra.Result, error)) error {
+func (rl *Family) gcraVerb(c *command.Ctx, key []byte, eval func(now, tat int64, ok bool) (gcra.Result, error)) error {
 	now := c.Now()
-	sh := c.s.ks.Shard(key)
+	sh := c.Keys.Shard(key)
 	sh.Lock()
 	defer sh.Unlock()
 	v, ok := sh.GetLocked(key, now)
@@ -97,12 +97,12 @@ func (c *client) gcraVerb(key []byte, eval func(now, tat int64, ok bool) (gcra.R
 	if err != nil {
 		return err
 	}
-	if r.Store && !c.readOnly {
+	if r.Store && !c.ReadOnly {
 		sh.SetLocked(key, gcraValue(now, r))
 	}
-	c.s.decided(c, r.Limited)
+	rl.cfg.Decided(c, r.Limited)
 	if r.Limited {
-		c.s.denial(c.lastCmd.Load(), key, secondsToMs(r.RetryAfter), now)
+		rl.cfg.Denied(c, key, secondsToMs(r.RetryAfter), now)
 	}
 	writeGCRA(&c.W, r)
 	return nil
@@ -121,9 +121,6 @@ func writeGCRA(w *resp.Writer, r gcra.Result) {
 	w.Int(r.RetryAfter)
 	w.Int(r.ResetAfter)
 }
-
-// writeDecision writes a native verb's decision.
-func (c *client) writeDecision(d decision) { writeDecisionTo(&c.W, d) }
 
 // decision writes a native verb's decision: an array under RESP2, a map
 // under RESP3; LEAKYBUCKET's has a sixth field, delay_ms.
@@ -170,32 +167,11 @@ func writeDecisionStatus(w *resp.Writer, d decision, status string) {
 	}
 }
 
-// decided counts a rate-limit decision for INFO, in all and per verb.
-func (s *Server) decided(c *client, limited bool) {
-	s.count(c.lastCmd.Load(), limited)
-	if c.door != doorRESP {
-		i := 0 // allowed
-		if limited {
-			i = 1
-		}
-		s.stats.byDoor[c.door][i].Add(1)
+// secondsToMs turns a compatibility verb's retry_after in seconds into milliseconds, -1
+// staying -1.
+func secondsToMs(sec int64) int64 {
+	if sec < 0 {
+		return -1
 	}
-}
-
-// refunded counts units a REFUND gave back, for INFO.
-func (s *Server) refunded(n int64) {
-	if n > 0 {
-		s.stats.refunded.Add(n)
-	}
-}
-
-// count counts a decision of cmd.
-func (s *Server) count(cmd *cmdEntry, limited bool) {
-	if limited {
-		s.stats.denied.Add(1)
-		cmd.denied.Add(1)
-	} else {
-		s.stats.allowed.Add(1)
-		cmd.allowed.Add(1)
-	}
+	return sec * 1000
 }

@@ -1,4 +1,4 @@
-package server
+package ratelimit
 
 import (
 	"errors"
@@ -12,12 +12,12 @@ import (
 	"github.com/throttledhq/throttled/resp"
 )
 
-func limitCommands() []*cmdEntry {
-	verb := func(name, syntax, summary string) *cmdEntry {
-		return &cmdEntry{name: name, arity: -(1 + len(splitGroups(syntax)) - countOptional(syntax)), flags: "write denyoom fast ratelimit",
-			firstKey: 1, lastKey: 1, group: "ratelimit", since: "0.1.0", summary: summary, syntax: syntax, handler: cmdLimit}
+func (rl *Family) limitCommands() []*command.Spec {
+	verb := func(name, syntax, summary string) *command.Spec {
+		return &command.Spec{Name: name, Arity: -(1 + len(command.SplitGroups(syntax)) - countOptional(syntax)), Flags: "write denyoom fast ratelimit",
+			FirstKey: 1, LastKey: 1, Group: "ratelimit", Since: "0.1.0", Summary: summary, Syntax: syntax, Handler: rl.cmdLimit}
 	}
-	return []*cmdEntry{ // CONCURRENCY.ACQUIRE takes COST and PEEK only
+	return []*command.Spec{ // CONCURRENCY.ACQUIRE takes COST and PEEK only
 		verb("throttle", "key max_burst count period [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name]",
 			"GCRA: count per period sustained, max_burst more at once. Replies a decision in milliseconds."),
 		verb("tokenbucket", "key capacity refill period [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name]",
@@ -30,18 +30,18 @@ func limitCommands() []*cmdEntry {
 			"Fixed window aligned to multiples of window since the Unix epoch."),
 		verb("concurrency.acquire", "key limit lease id [COST n] [PEEK]",
 			"At most limit holders at once; id holds a slot for at most lease, and renews it by acquiring again."),
-		{name: "concurrency.release", arity: 3, flags: "write fast", firstKey: 1, lastKey: 1, group: "ratelimit", since: "0.1.0",
-			summary: "Frees the slot of id: 1, or 0 when id held none.", syntax: "key id", handler: cmdRelease},
-		{name: "allof", arity: -6, flags: "write denyoom ratelimit", group: "ratelimit", since: "0.1.0",
-			summary: "All or nothing across limits: the cost is taken from every limit only if all allow.",
-			syntax:  "verb key args [verb key args ...]", handler: cmdAllOf},
+		{Name: "concurrency.release", Arity: 3, Flags: "write fast", FirstKey: 1, LastKey: 1, Group: "ratelimit", Since: "0.1.0",
+			Summary: "Frees the slot of id: 1, or 0 when id held none.", Syntax: "key id", Handler: rl.cmdRelease},
+		{Name: "allof", Arity: -6, Flags: "write denyoom ratelimit", Group: "ratelimit", Since: "0.1.0",
+			Summary: "All or nothing across limits: the cost is taken from every limit only if all allow.",
+			Syntax:  "verb key args [verb key args ...]", Handler: rl.cmdAllOf},
 	}
 }
 
 // countOptional counts the [optional] groups of a syntax line.
 func countOptional(syntax string) int {
 	n := 0
-	for _, g := range splitGroups(syntax) {
+	for _, g := range command.SplitGroups(syntax) {
 		if g[0] == '[' {
 			n++
 		}
@@ -426,20 +426,20 @@ func keep(sh *keyspace.Shard, key []byte, next keyspace.Value) {
 
 // THROTTLE, TOKENBUCKET, LEAKYBUCKET, SLIDE, WINDOW: key params... [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name]
 // CONCURRENCY.ACQUIRE key limit lease id [COST n] [PEEK]
-func cmdLimit(c *client, args [][]byte) error {
+func (rl *Family) cmdLimit(c *command.Ctx, args [][]byte) error {
 	verb, n, _ := nativeVerb(args[0])
 	var l limit
 	if _, err := l.parse(verb, n, args[1:], false); err != nil {
 		return err
 	}
-	if c.readOnly && l.writes() {
-		return errReadOnly
+	if c.ReadOnly && l.writes() {
+		return command.ErrReadOnly
 	}
-	if c.up.local {
-		l.share(c.s.up.share)
+	if c.Fallback > 0 {
+		l.share(c.Fallback)
 	}
 	now := c.Now()
-	sh := c.s.ks.Shard(l.key)
+	sh := c.Keys.Shard(l.key)
 	sh.Lock()
 	defer sh.Unlock()
 	v, ok := sh.GetLocked(l.key, now)
@@ -451,23 +451,23 @@ func cmdLimit(c *client, args [][]byte) error {
 	}
 	if store {
 		c.Scratch = next.Bytes[:0] // built in scratch: reuse what it grew to
-		if !l.opts.peek && !c.readOnly {
+		if !l.opts.peek && !c.ReadOnly {
 			keep(sh, l.key, next)
-			c.s.refunded(d.refunded)
+			rl.cfg.Refunded(d.refunded)
 		}
 	}
-	c.s.decided(c, d.limited)
+	rl.cfg.Decided(c, d.limited)
 	if d.limited {
-		c.s.denial(c.lastCmd.Load(), l.key, d.retry, now)
+		rl.cfg.Denied(c, l.key, d.retry, now)
 	}
-	c.writeDecision(d)
+	writeDecisionTo(&c.W, d)
 	return nil
 }
 
 // CONCURRENCY.RELEASE key id
-func cmdRelease(c *client, args [][]byte) error {
+func (rl *Family) cmdRelease(c *command.Ctx, args [][]byte) error {
 	now := c.Now()
-	sh := c.s.ks.Shard(args[1])
+	sh := c.Keys.Shard(args[1])
 	sh.Lock()
 	defer sh.Unlock()
 	v, ok := sh.GetLocked(args[1], now)
@@ -504,49 +504,50 @@ var errAllOfSyntax = errors.New("ALLOF takes one or more limits: verb key params
 // ALLOF verb key args [verb key args ...]: every limit is checked under the
 // locks of all their shards (taken in shard order); the costs are taken from
 // all only if all allow. Replies the combined decision, then each limit's.
-func cmdAllOf(c *client, args [][]byte) error {
-	limits, err := parseAllOf(args[1:], c.limits[:0])
-	c.limits = limits
+func (rl *Family) cmdAllOf(c *command.Ctx, args [][]byte) error {
+	sc := scratchOf(c)
+	limits, err := parseAllOf(args[1:], sc.limits[:0])
+	sc.limits = limits
 	if err != nil {
 		return err
 	}
 	for i := range limits {
-		if c.readOnly && limits[i].writes() {
-			return errReadOnly
+		if c.ReadOnly && limits[i].writes() {
+			return command.ErrReadOnly
 		}
 	}
-	if c.up.local {
+	if c.Fallback > 0 {
 		for i := range limits {
-			limits[i].share(c.s.up.share)
+			limits[i].share(c.Fallback)
 		}
 	}
-	keys := c.keys[:0]
+	keys := sc.keys[:0]
 	for i := range limits {
 		keys = append(keys, limits[i].key)
 	}
-	c.keys = keys
+	sc.keys = keys
 	now := c.Now()
-	c.Shards = c.s.ks.LockKeys(keys, c.Shards[:0])
+	c.Shards = c.Keys.LockKeys(keys, c.Shards[:0])
 	defer keyspace.UnlockShards(c.Shards)
 
-	results, allowed, err := evalAllOf(now, limits, c.pending[:0], &c.scratches, func(i int) (keyspace.Value, bool) {
-		return c.s.ks.Shard(limits[i].key).GetLocked(limits[i].key, now)
+	results, allowed, err := evalAllOf(now, limits, sc.pending[:0], &sc.scratches, func(i int) (keyspace.Value, bool) {
+		return c.Keys.Shard(limits[i].key).GetLocked(limits[i].key, now)
 	})
-	c.pending = results
+	sc.pending = results
 	if err != nil {
 		return err
 	}
-	if allowed && !c.readOnly {
+	if allowed && !c.ReadOnly {
 		for i := range limits {
 			if results[i].store && !limits[i].opts.peek {
-				keep(c.s.ks.Shard(limits[i].key), limits[i].key, results[i].next)
-				c.s.refunded(results[i].d.refunded)
+				keep(c.Keys.Shard(limits[i].key), limits[i].key, results[i].next)
+				rl.cfg.Refunded(results[i].d.refunded)
 			}
 		}
 	}
-	c.s.decided(c, !allowed)
+	rl.cfg.Decided(c, !allowed)
 	if !allowed {
-		c.s.deniedAll(c.lastCmd.Load(), limits, results, now)
+		rl.deniedAll(c, limits, results, now)
 	}
 	writeAllOf(&c.W, results, allowed)
 	return nil

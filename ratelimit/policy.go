@@ -1,4 +1,4 @@
-package server
+package ratelimit
 
 import (
 	"errors"
@@ -9,14 +9,13 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/throttledhq/throttled/acl"
 	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/keyspace"
 	"github.com/throttledhq/throttled/policy"
 )
 
 // Policies are named limits kept on the server (package policy). Those set by commands live
-// in the keyspace, all in one record of kind Policies at the reserved key policiesKey, so
+// in the keyspace, all in one record of kind Policies at the reserved key PoliciesKey, so
 // that the disk feed makes them durable and the replication feed carries them to replicas,
 // with no channel of their own; the record's Num is its version. Those of the config file
 // are each node's own. The merged set is compiled into a policyView when the record or the
@@ -27,77 +26,36 @@ import (
 // The record is no key to Redis users: SCAN, KEYS and DBSIZE leave it out and FLUSHALL
 // keeps it (as Redis keeps its functions); POLICY.DEL removes policies.
 
-// policiesKey is the reserved key of the policies' record.
-const policiesKey = "__throttled__:policies"
+// PoliciesKey is the reserved key of the policies' record.
+const PoliciesKey = "__throttled__:policies"
 
-// policyKeyPrefix starts the key CHECK derives: policy:<name>:<subject>. A policy name
+// PolicyKeyPrefix starts the key CHECK derives: policy:<name>:<subject>. A policy name
 // holds no ':', so that a key names one policy and one subject.
-const policyKeyPrefix = "policy:"
+const PolicyKeyPrefix = "policy:"
 
-// errPoliciesKey refuses a command on the policies' record: a DEL, SET or EXPIRE of it would
-// drop every policy.
-var errPoliciesKey = errors.New("'" + policiesKey + "' holds the policies: use the POLICY.* commands")
+// ErrNoPolicy is CHECK's and POLICY.*'s answer for a name no policy has.
+var ErrNoPolicy = errors.New("no such policy")
 
-// reservedKey refuses a request for cmd that names the policies' record or the function
-// libraries' as a key.
-func reservedKey(cmd *cmdEntry, args [][]byte) error {
-	last := cmd.lastKey
-	if last < 0 {
-		last += len(args)
+func (rl *Family) policyCommands() []*command.Spec {
+	cmd := func(name string, arity int, flags, syntax, summary string, h command.Handler) *command.Spec {
+		return &command.Spec{Name: name, Arity: arity, Flags: flags, Group: "ratelimit", Since: "0.2.0", Syntax: syntax, Summary: summary, Handler: h}
 	}
-	for i := cmd.firstKey; i <= last && i < len(args); i += cmd.keyStep {
-		switch string(args[i]) {
-		case policiesKey:
-			return errPoliciesKey
-		case functionsKey:
-			return errFunctionsKey
-		}
-	}
-	return nil
-}
-
-// errNoPolicy is CHECK's and POLICY.*'s answer for a name no policy has.
-var errNoPolicy = errors.New("no such policy")
-
-func policyCommands() []*cmdEntry {
-	cmd := func(name string, arity int, flags, syntax, summary string, h handler) *cmdEntry {
-		return &cmdEntry{name: name, arity: arity, flags: flags, group: "ratelimit", since: "0.2.0", syntax: syntax, summary: summary, handler: h}
-	}
-	return []*cmdEntry{
-		{name: "check", arity: -3, flags: "write denyoom fast ratelimit", group: "ratelimit", since: "0.2.0",
-			syntax:  "name[,name...] subject [COST n] [REFUND n] [PEEK] [PRIORITY name]",
-			summary: "Evaluates named policies for a subject, all or nothing; replies the decision and a status.", handler: cmdCheck},
-		cmd("policy.set", -3, "write denyoom", "name verb params... [TIERS name=share ...] [SOFT ratio] [SHADOW]", "Creates or changes a named policy.", cmdPolicySet),
-		cmd("policy.get", 2, "readonly", "name", "Describes a policy.", cmdPolicyGet),
-		cmd("policy.del", 2, "write", "name", "Deletes a policy set by command, with its overrides and lists.", cmdPolicyDel),
-		cmd("policy.list", 1, "readonly", "", "Lists the names of the policies.", cmdPolicyList),
-		cmd("policy.override", -4, "write denyoom", "name subject verb params... [EX seconds]", "Gives a subject other parameters.", cmdPolicyOverride),
-		cmd("policy.allow", -3, "write denyoom", "name subject [EX seconds]", "Puts a subject on the allow list.", policyListHandler(policy.Allow)),
-		cmd("policy.deny", -3, "write denyoom", "name subject [EX seconds]", "Puts a subject on the deny list.", policyListHandler(policy.Deny)),
-		cmd("policy.unlist", 3, "write", "name subject", "Removes a subject's override and list entries set by command.", cmdPolicyUnlist),
-		cmd("policy.entries", 2, "readonly", "name", "Lists a policy's overrides and list entries.", cmdPolicyEntries),
-		cmd("policy.reload", 1, "", "", "Reads the config file's policies again.", cmdPolicyReload),
+	return []*command.Spec{
+		{Name: "check", Arity: -3, Flags: "write denyoom fast ratelimit", Group: "ratelimit", Since: "0.2.0",
+			Syntax:  "name[,name...] subject [COST n] [REFUND n] [PEEK] [PRIORITY name]",
+			Summary: "Evaluates named policies for a subject, all or nothing; replies the decision and a status.", Handler: rl.cmdCheck},
+		cmd("policy.set", -3, "write denyoom", "name verb params... [TIERS name=share ...] [SOFT ratio] [SHADOW]", "Creates or changes a named policy.", rl.cmdPolicySet),
+		cmd("policy.get", 2, "readonly", "name", "Describes a policy.", rl.cmdPolicyGet),
+		cmd("policy.del", 2, "write", "name", "Deletes a policy set by command, with its overrides and lists.", rl.cmdPolicyDel),
+		cmd("policy.list", 1, "readonly", "", "Lists the names of the policies.", rl.cmdPolicyList),
+		cmd("policy.override", -4, "write denyoom", "name subject verb params... [EX seconds]", "Gives a subject other parameters.", rl.cmdPolicyOverride),
+		cmd("policy.allow", -3, "write denyoom", "name subject [EX seconds]", "Puts a subject on the allow list.", rl.policyListHandler(policy.Allow)),
+		cmd("policy.deny", -3, "write denyoom", "name subject [EX seconds]", "Puts a subject on the deny list.", rl.policyListHandler(policy.Deny)),
+		cmd("policy.unlist", 3, "write", "name subject", "Removes a subject's override and list entries set by command.", rl.cmdPolicyUnlist),
+		cmd("policy.entries", 2, "readonly", "name", "Lists a policy's overrides and list entries.", rl.cmdPolicyEntries),
+		cmd("policy.reload", 1, "", "", "Reads the config file's policies again.", rl.cmdPolicyReload),
 	}
 }
-
-// policyChanges are the policy verbs that change a limit: in @policy and @admin, not in
-// @ratelimit (acl.go's categories).
-var policyChanges = map[string]bool{"policy.set": true, "policy.del": true, "policy.override": true,
-	"policy.allow": true, "policy.deny": true, "policy.unlist": true, "policy.reload": true}
-
-// policyACLKey appends to dst the key a user's key patterns must allow for a policy verb:
-// policy:<name> for the policy itself, policy:<name>:<subject> for one of its subjects
-// (nil subject: none), the key CHECK decides on.
-func policyACLKey(dst, name, subject []byte) []byte {
-	dst = append(append(dst, policyKeyPrefix...), name...)
-	if subject != nil {
-		dst = append(append(dst, ':'), subject...)
-	}
-	return dst
-}
-
-// policySubjectVerbs are the policy verbs whose second argument is a subject.
-var policySubjectVerbs = map[string]bool{"policy.override": true, "policy.allow": true, "policy.deny": true, "policy.unlist": true}
 
 // policies is the server's state of its policies.
 type policies struct {
@@ -107,7 +65,7 @@ type policies struct {
 	fileGen atomic.Int64 // changes with file
 	stats   map[string]*policyStats
 	view    atomic.Pointer[policyView]
-	watch   keyspace.Watch // on policiesKey: the record changed since view was built
+	watch   keyspace.Watch // on PoliciesKey: the record changed since view was built
 }
 
 // policyStats are a policy's counters for INFO throttle. They outlive a change of the policy.
@@ -165,41 +123,41 @@ func checkPolicyArgs(args []string) error {
 	return policyArgs(args, &l)
 }
 
-// loadPolicies reads the config file's policies at start.
-func (s *Server) loadPolicies() error {
-	s.pol.stats = make(map[string]*policyStats)
-	key := []byte(policiesKey)
-	sh := s.ks.Shard(key)
+// LoadPolicies reads the config file's policies at start.
+func (rl *Family) LoadPolicies() error {
+	rl.pol.stats = make(map[string]*policyStats)
+	key := []byte(PoliciesKey)
+	sh := rl.cfg.Keys.Shard(key)
 	sh.Lock()
-	sh.WatchLocked(key, &s.pol.watch)
+	sh.WatchLocked(key, &rl.pol.watch)
 	sh.Unlock()
-	if s.cfg.ConfigFile == "" {
+	if rl.cfg.ConfigFile == "" {
 		return nil
 	}
-	t, err := policy.ParseFile(s.cfg.ConfigFile, s.nowNano(), SplitConfigLine, checkPolicyArgs)
+	t, err := policy.ParseFile(rl.cfg.ConfigFile, rl.cfg.Now(), rl.cfg.SplitLine, checkPolicyArgs)
 	if err != nil {
 		return err
 	}
-	s.pol.file = t
+	rl.pol.file = t
 	return nil
 }
 
 // ReloadPolicies reads the config file's policies again (SIGHUP, POLICY.RELOAD). With an
 // error, naming the file and the line, the policies stay as they were.
-func (s *Server) ReloadPolicies() error {
-	if s.cfg.ConfigFile == "" {
+func (rl *Family) ReloadPolicies() error {
+	if rl.cfg.ConfigFile == "" {
 		return errors.New("no config file: the server was started without one")
 	}
-	t, err := policy.ParseFile(s.cfg.ConfigFile, s.nowNano(), SplitConfigLine, checkPolicyArgs)
+	t, err := policy.ParseFile(rl.cfg.ConfigFile, rl.cfg.Now(), rl.cfg.SplitLine, checkPolicyArgs)
 	if err != nil {
-		s.log.Warn("policies not reloaded: the old ones stay", "err", err)
+		rl.cfg.Log.Warn("policies not reloaded: the old ones stay", "err", err)
 		return fmt.Errorf("policies not reloaded, the old ones stay: %w", err)
 	}
-	s.pol.mu.Lock()
-	s.pol.file = t
-	s.pol.fileGen.Add(1)
-	s.pol.mu.Unlock()
-	s.log.Info("policies reloaded", "file", s.cfg.ConfigFile, "policies", len(t))
+	rl.pol.mu.Lock()
+	rl.pol.file = t
+	rl.pol.fileGen.Add(1)
+	rl.pol.mu.Unlock()
+	rl.cfg.Log.Info("policies reloaded", "file", rl.cfg.ConfigFile, "policies", len(t))
 	return nil
 }
 
@@ -213,11 +171,11 @@ func (p *policies) configured(name string) *policy.Policy {
 }
 
 // policyRecord returns the version of the stored record, and its bytes (copied) when withBytes.
-func (s *Server) policyRecord(withBytes bool) (int64, []byte) {
-	key := []byte(policiesKey)
-	sh := s.ks.Shard(key)
+func (rl *Family) policyRecord(withBytes bool) (int64, []byte) {
+	key := []byte(PoliciesKey)
+	sh := rl.cfg.Keys.Shard(key)
 	sh.Lock()
-	v, ok := sh.GetLocked(key, s.nowNano())
+	v, ok := sh.GetLocked(key, rl.cfg.Now())
 	var b []byte
 	if ok && withBytes {
 		b = append([]byte(nil), v.Bytes...)
@@ -230,44 +188,44 @@ func (s *Server) policyRecord(withBytes bool) (int64, []byte) {
 }
 
 // policyView returns the compiled policies, rebuilt when the record or the file changed.
-func (s *Server) policyView() *policyView {
-	if pv := s.pol.view.Load(); pv != nil && !s.pol.watch.Changed() && pv.fileGen == s.pol.fileGen.Load() {
+func (rl *Family) policyView() *policyView {
+	if pv := rl.pol.view.Load(); pv != nil && !rl.pol.watch.Changed() && pv.fileGen == rl.pol.fileGen.Load() {
 		return pv
 	}
-	s.pol.mu.Lock()
-	defer s.pol.mu.Unlock()
-	return s.rebuildPoliciesLocked()
+	rl.pol.mu.Lock()
+	defer rl.pol.mu.Unlock()
+	return rl.rebuildPoliciesLocked()
 }
 
-// rebuildPoliciesLocked compiles the record and the file into a new view; s.pol.mu is held.
-func (s *Server) rebuildPoliciesLocked() *policyView {
-	gen := s.pol.fileGen.Load()
-	if pv := s.pol.view.Load(); pv != nil && !s.pol.watch.Changed() && pv.fileGen == gen {
+// rebuildPoliciesLocked compiles the record and the file into a new view; rl.pol.mu is held.
+func (rl *Family) rebuildPoliciesLocked() *policyView {
+	gen := rl.pol.fileGen.Load()
+	if pv := rl.pol.view.Load(); pv != nil && !rl.pol.watch.Changed() && pv.fileGen == gen {
 		return pv // built meanwhile
 	}
-	s.pol.watch.Reset() // before the read: a write after it marks the watch again
-	version, b := s.policyRecord(true)
+	rl.pol.watch.Reset() // before the read: a write after it marks the watch again
+	version, b := rl.policyRecord(true)
 	pv := &policyView{version: version, fileGen: gen, stored: policy.Table{}, byName: make(map[string]*compiledPolicy)}
 	if b != nil {
 		t, err := policy.Decode(b)
 		if err != nil {
-			s.log.Error("the stored policies are damaged: only the config file's apply", "err", err)
+			rl.cfg.Log.Error("the stored policies are damaged: only the config file's apply", "err", err)
 		} else {
 			pv.stored = t
 		}
 	}
 	names := map[string]bool{}
-	for n := range s.pol.file {
+	for n := range rl.pol.file {
 		names[n] = true
 	}
-	for n := range s.pol.edge {
+	for n := range rl.pol.edge {
 		names[n] = true
 	}
 	for n := range pv.stored {
 		names[n] = true
 	}
 	for n := range names {
-		f, st := s.pol.configured(n), pv.stored[n]
+		f, st := rl.pol.configured(n), pv.stored[n]
 		m := &policy.Policy{Name: n}
 		switch {
 		case st != nil && st.Args != nil:
@@ -286,7 +244,7 @@ func (s *Server) rebuildPoliciesLocked() *policyView {
 		}
 		cp := &compiledPolicy{name: n, src: m, fromFile: f != nil, fromStore: st != nil, overrides: make([]limit, len(m.Entries))}
 		if err := policyArgs(m.Args, &cp.base); err != nil {
-			s.log.Error("policy skipped", "policy", n, "err", err)
+			rl.cfg.Log.Error("policy skipped", "policy", n, "err", err)
 			continue
 		}
 		for i, e := range m.Entries {
@@ -297,32 +255,32 @@ func (s *Server) rebuildPoliciesLocked() *policyView {
 			}
 		}
 		cp.lists = policy.NewLists(m.Entries)
-		if cp.stats = s.pol.stats[n]; cp.stats == nil {
+		if cp.stats = rl.pol.stats[n]; cp.stats == nil {
 			cp.stats = new(policyStats)
-			s.pol.stats[n] = cp.stats
+			rl.pol.stats[n] = cp.stats
 		}
 		pv.byName[n] = cp
 	}
-	s.pol.view.Store(pv)
+	rl.pol.view.Store(pv)
 	return pv
 }
 
 // changePolicies applies change to a copy of the stored table and stores it as a new version
 // of the record. change's error is returned as is, and nothing is stored.
-func (s *Server) changePolicies(change func(t policy.Table, now int64) error) error {
-	s.pol.mu.Lock()
-	defer s.pol.mu.Unlock()
-	pv := s.rebuildPoliciesLocked()
+func (rl *Family) changePolicies(change func(t policy.Table, now int64) error) error {
+	rl.pol.mu.Lock()
+	defer rl.pol.mu.Unlock()
+	pv := rl.rebuildPoliciesLocked()
 	t := policy.Table{}
 	for n, p := range pv.stored {
 		t[n] = p.Clone()
 	}
-	now := s.nowNano()
+	now := rl.cfg.Now()
 	if err := change(t, now); err != nil {
 		return err
 	}
-	key := []byte(policiesKey)
-	sh := s.ks.Shard(key)
+	key := []byte(PoliciesKey)
+	sh := rl.cfg.Keys.Shard(key)
 	sh.Lock()
 	old, _ := sh.GetLocked(key, now)
 	version := max(old.Num+1, now, pv.version+1)
@@ -332,18 +290,18 @@ func (s *Server) changePolicies(change func(t policy.Table, now int64) error) er
 		sh.SetLocked(key, keyspace.Value{Kind: keyspace.Policies, Num: version, Bytes: t.Encode(now)})
 	}
 	sh.Unlock()
-	s.rebuildPoliciesLocked()
+	rl.rebuildPoliciesLocked()
 	return nil
 }
 
-// keepPolicies runs flush (FLUSHALL) and puts the policies' record back: policies are no keys.
-func (s *Server) keepPolicies(flush func() error) error {
-	s.pol.mu.Lock()
-	defer s.pol.mu.Unlock()
-	key := []byte(policiesKey)
-	sh := s.ks.Shard(key)
+// KeepPolicies runs flush (FLUSHALL) and puts the policies' record back: policies are no keys.
+func (rl *Family) KeepPolicies(flush func() error) error {
+	rl.pol.mu.Lock()
+	defer rl.pol.mu.Unlock()
+	key := []byte(PoliciesKey)
+	sh := rl.cfg.Keys.Shard(key)
 	sh.Lock()
-	v, ok := sh.GetLocked(key, s.nowNano())
+	v, ok := sh.GetLocked(key, rl.cfg.Now())
 	if ok {
 		v.Bytes = append([]byte(nil), v.Bytes...)
 	}
@@ -357,20 +315,14 @@ func (s *Server) keepPolicies(flush func() error) error {
 	return err
 }
 
-// hasPolicyRecord reports whether the policies' record is stored (DBSIZE leaves it out).
-func (s *Server) hasPolicyRecord() bool {
-	v, _ := s.policyRecord(false)
+// HasPolicyRecord reports whether the policies' record is stored (DBSIZE leaves it out).
+func (rl *Family) HasPolicyRecord() bool {
+	v, _ := rl.policyRecord(false)
 	return v != 0
 }
 
-// isPolicyRecord reports whether a key SCAN or KEYS meets is the policies' record, or the
-// function libraries'.
-func isPolicyRecord(v keyspace.Value) bool {
-	return v.Kind == keyspace.Policies || v.Kind == keyspace.Functions
-}
-
 // POLICY.SET name verb params... [TIERS name=share ...] [SOFT ratio] [SHADOW]
-func cmdPolicySet(c *client, args [][]byte) error {
+func (rl *Family) cmdPolicySet(c *command.Ctx, args [][]byte) error {
 	p, err := policy.ParsePolicy(strs(args[1:]))
 	if err != nil {
 		return err
@@ -379,7 +331,7 @@ func cmdPolicySet(c *client, args [][]byte) error {
 	if err := policyArgs(p.Args, &l); err != nil {
 		return err
 	}
-	err = c.s.changePolicies(func(t policy.Table, now int64) error {
+	err = rl.changePolicies(func(t policy.Table, now int64) error {
 		if old := t[p.Name]; old != nil {
 			p.Entries = old.Entries // a change of the numbers keeps the overrides and lists
 		}
@@ -394,8 +346,8 @@ func cmdPolicySet(c *client, args [][]byte) error {
 }
 
 // POLICY.GET name: a flat list of fields (a map under RESP3), or null.
-func cmdPolicyGet(c *client, args [][]byte) error {
-	cp := c.s.policyView().byName[string(args[1])]
+func (rl *Family) cmdPolicyGet(c *command.Ctx, args [][]byte) error {
+	cp := rl.policyView().byName[string(args[1])]
 	if cp == nil {
 		c.W.Null()
 		return nil
@@ -423,7 +375,7 @@ func cmdPolicyGet(c *client, args [][]byte) error {
 	c.W.BulkString("source")
 	c.W.BulkString(source)
 	c.W.BulkString("entries")
-	c.W.Int(int64(len(cp.src.Live(c.s.nowNano()))))
+	c.W.Int(int64(len(cp.src.Live(rl.cfg.Now()))))
 	return nil
 }
 
@@ -435,15 +387,15 @@ func boolToInt(b bool) int {
 }
 
 // POLICY.DEL name: 1 when a policy set by command was deleted, with its overrides and lists.
-func cmdPolicyDel(c *client, args [][]byte) error {
+func (rl *Family) cmdPolicyDel(c *command.Ctx, args [][]byte) error {
 	name := string(args[1])
 	deleted := false
-	err := c.s.changePolicies(func(t policy.Table, now int64) error {
+	err := rl.changePolicies(func(t policy.Table, now int64) error {
 		if t[name] == nil {
-			if c.s.pol.file[name] != nil {
+			if rl.pol.file[name] != nil {
 				return fmt.Errorf("policy '%s' is declared in the config file: remove it there and POLICY.RELOAD", name)
 			}
-			if c.s.pol.edge[name] != nil {
+			if rl.pol.edge[name] != nil {
 				return fmt.Errorf("policy '%s' comes from ratelimit-config: remove its descriptor there", name)
 			}
 			return nil
@@ -460,16 +412,14 @@ func cmdPolicyDel(c *client, args [][]byte) error {
 }
 
 // POLICY.LIST: the names of the policies, sorted.
-func cmdPolicyList(c *client, args [][]byte) error {
-	pv := c.s.policyView()
+func (rl *Family) cmdPolicyList(c *command.Ctx, args [][]byte) error {
+	pv := rl.policyView()
 	t := policy.Table{}
 	for n, cp := range pv.byName {
 		t[n] = cp.src
 	}
 	names := t.Names()
-	if p := c.user.Load().Perms(); !p.All {
-		names = slices.DeleteFunc(names, func(n string) bool { return !p.CanKey(policyACLKey(nil, []byte(n), nil), acl.Read) })
-	}
+	names = slices.DeleteFunc(names, func(n string) bool { return !rl.cfg.Readable(c, []byte(PolicyKeyPrefix+n)) })
 	c.W.Array(len(names))
 	for _, n := range names {
 		c.W.BulkString(n)
@@ -478,12 +428,12 @@ func cmdPolicyList(c *client, args [][]byte) error {
 }
 
 // addEntry stores e in the policy name, which must exist (in the file or by command).
-func (c *client) addEntry(name string, e policy.Entry) error {
-	return c.s.changePolicies(func(t policy.Table, now int64) error {
+func (rl *Family) addEntry(c *command.Ctx, name string, e policy.Entry) error {
+	return rl.changePolicies(func(t policy.Table, now int64) error {
 		p := t[name]
 		if p == nil {
-			if c.s.pol.configured(name) == nil {
-				return fmt.Errorf("%w '%s'", errNoPolicy, command.Truncate([]byte(name), 64))
+			if rl.pol.configured(name) == nil {
+				return fmt.Errorf("%w '%s'", ErrNoPolicy, command.Truncate([]byte(name), 64))
 			}
 			p = &policy.Policy{Name: name} // entries added to the file's policy
 			t[name] = p
@@ -495,8 +445,8 @@ func (c *client) addEntry(name string, e policy.Entry) error {
 }
 
 // POLICY.OVERRIDE name subject verb params... [EX seconds]
-func cmdPolicyOverride(c *client, args [][]byte) error {
-	e, err := policy.ParseEntry(policy.Override, strs(args[2:]), c.s.nowNano())
+func (rl *Family) cmdPolicyOverride(c *command.Ctx, args [][]byte) error {
+	e, err := policy.ParseEntry(policy.Override, strs(args[2:]), rl.cfg.Now())
 	if err != nil {
 		return err
 	}
@@ -504,7 +454,7 @@ func cmdPolicyOverride(c *client, args [][]byte) error {
 	if err := policyArgs(e.Args, &l); err != nil {
 		return err
 	}
-	if err := c.addEntry(string(args[1]), e); err != nil {
+	if err := rl.addEntry(c, string(args[1]), e); err != nil {
 		return err
 	}
 	c.W.OK()
@@ -512,13 +462,13 @@ func cmdPolicyOverride(c *client, args [][]byte) error {
 }
 
 // POLICY.ALLOW name subject [EX seconds], POLICY.DENY name subject [EX seconds]
-func policyListHandler(kind policy.EntryKind) handler {
-	return func(c *client, args [][]byte) error {
-		e, err := policy.ParseEntry(kind, strs(args[2:]), c.s.nowNano())
+func (rl *Family) policyListHandler(kind policy.EntryKind) command.Handler {
+	return func(c *command.Ctx, args [][]byte) error {
+		e, err := policy.ParseEntry(kind, strs(args[2:]), rl.cfg.Now())
 		if err != nil {
 			return err
 		}
-		if err := c.addEntry(string(args[1]), e); err != nil {
+		if err := rl.addEntry(c, string(args[1]), e); err != nil {
 			return err
 		}
 		c.W.OK()
@@ -527,14 +477,14 @@ func policyListHandler(kind policy.EntryKind) handler {
 }
 
 // POLICY.UNLIST name subject: the number of entries removed.
-func cmdPolicyUnlist(c *client, args [][]byte) error {
+func (rl *Family) cmdPolicyUnlist(c *command.Ctx, args [][]byte) error {
 	name, subject := string(args[1]), string(args[2])
 	n := 0
-	err := c.s.changePolicies(func(t policy.Table, now int64) error {
+	err := rl.changePolicies(func(t policy.Table, now int64) error {
 		p := t[name]
 		if p == nil {
-			if c.s.pol.configured(name) == nil {
-				return fmt.Errorf("%w '%s'", errNoPolicy, command.Truncate(args[1], 64))
+			if rl.pol.configured(name) == nil {
+				return fmt.Errorf("%w '%s'", ErrNoPolicy, command.Truncate(args[1], 64))
 			}
 			return nil
 		}
@@ -552,15 +502,15 @@ func cmdPolicyUnlist(c *client, args [][]byte) error {
 }
 
 // POLICY.ENTRIES name: each live entry as [kind, subject, ttl_ms (-1: none), params, source].
-func cmdPolicyEntries(c *client, args [][]byte) error {
-	cp := c.s.policyView().byName[string(args[1])]
+func (rl *Family) cmdPolicyEntries(c *command.Ctx, args [][]byte) error {
+	cp := rl.policyView().byName[string(args[1])]
 	if cp == nil {
-		return fmt.Errorf("%w '%s'", errNoPolicy, command.Truncate(args[1], 64))
+		return fmt.Errorf("%w '%s'", ErrNoPolicy, command.Truncate(args[1], 64))
 	}
-	now := c.s.nowNano()
+	now := rl.cfg.Now()
 	stored := 0
 	if cp.fromStore {
-		if st := c.s.pol.view.Load().stored[cp.name]; st != nil {
+		if st := rl.pol.view.Load().stored[cp.name]; st != nil {
 			stored = len(st.Entries)
 		}
 	}
@@ -596,8 +546,8 @@ func cmdPolicyEntries(c *client, args [][]byte) error {
 }
 
 // POLICY.RELOAD
-func cmdPolicyReload(c *client, args [][]byte) error {
-	if err := c.s.ReloadPolicies(); err != nil {
+func (rl *Family) cmdPolicyReload(c *command.Ctx, args [][]byte) error {
+	if err := rl.ReloadPolicies(); err != nil {
 		return err
 	}
 	c.W.OK()
@@ -612,9 +562,9 @@ func strs(args [][]byte) []string {
 	return out
 }
 
-// infoPolicies are INFO throttle's lines per policy.
-func (s *Server) infoPolicies() [][2]string {
-	pv := s.policyView()
+// InfoPolicies are INFO throttle's lines per policy.
+func (rl *Family) InfoPolicies() [][2]string {
+	pv := rl.policyView()
 	t := policy.Table{}
 	for n, cp := range pv.byName {
 		t[n] = cp.src
@@ -622,8 +572,31 @@ func (s *Server) infoPolicies() [][2]string {
 	var out [][2]string
 	for _, n := range t.Names() {
 		st := pv.byName[n].stats
-		out = append(out, [2]string{"policy_" + n, "allowed=" + itoa(st.allowed.Load()) + ",denied=" + itoa(st.denied.Load()) +
-			",shadow_denied=" + itoa(st.shadow.Load()) + ",warnings=" + itoa(st.warnings.Load())})
+		out = append(out, [2]string{"policy_" + n, "allowed=" + strconv.FormatInt(st.allowed.Load(), 10) + ",denied=" + strconv.FormatInt(st.denied.Load(), 10) +
+			",shadow_denied=" + strconv.FormatInt(st.shadow.Load(), 10) + ",warnings=" + strconv.FormatInt(st.warnings.Load(), 10)})
 	}
 	return out
+}
+
+// SetEdgePolicies makes t the policies of ratelimit-config (the edge's descriptors); the
+// config file's win a name both have.
+func (rl *Family) SetEdgePolicies(t policy.Table) {
+	rl.pol.mu.Lock()
+	rl.pol.edge = t
+	rl.pol.fileGen.Add(1)
+	rl.pol.mu.Unlock()
+}
+
+// AllOfKeys returns the keys of an ALLOF request's limits, or false when it does not parse
+// (the command then replies its syntax error and touches no key).
+func AllOfKeys(args [][]byte) ([][]byte, bool) {
+	limits, err := parseAllOf(args[1:], nil)
+	if err != nil {
+		return nil, false
+	}
+	keys := make([][]byte, len(limits))
+	for i := range limits {
+		keys[i] = limits[i].key
+	}
+	return keys, true
 }
