@@ -506,5 +506,5 @@ func aclCategoryNames(cats uint64) []string {
 // its requests are held to Redis's limits for unauthenticated clients.
 func (c *client) setAuthed(ok bool) {
 	c.authed = ok
-	c.rd.unauthed = !ok
+	c.rd.Unauthed = !ok
 }

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/throttledhq/throttled/resp"
 )
 
 // benchVerb runs one request through dispatch, handler, keyspace and reply
@@ -111,12 +113,12 @@ func BenchmarkGet(b *testing.B)          { benchVerb(b, "GET", "k") }
 // BenchmarkReader parses a pipeline of requests.
 func BenchmarkReader(b *testing.B) {
 	req := []byte("*6\r\n$11\r\nCL.THROTTLE\r\n$5\r\nk:123\r\n$3\r\n100\r\n$2\r\n10\r\n$2\r\n60\r\n$1\r\n1\r\n")
-	r := &reader{buf: make([]byte, readChunk), maxBulk: defaultMaxArg}
+	r := &resp.Reader{Buf: make([]byte, resp.ReadChunk), MaxBulk: resp.DefaultMaxBulk}
 	b.ReportAllocs()
 	b.SetBytes(int64(len(req)))
 	for i := 0; i < b.N; i++ {
-		r.start, r.end = 0, copy(r.buf, req)
-		if _, err := r.next(); err != nil {
+		r.Start, r.End = 0, copy(r.Buf, req)
+		if _, err := r.Next(); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/throttledhq/throttled/pubsub"
 	"github.com/throttledhq/throttled/ratelimit"
 	"github.com/throttledhq/throttled/replication"
+	"github.com/throttledhq/throttled/resp"
 )
 
 // client is one connection: its reader, its pending replies and what CLIENT shows of it.
@@ -24,7 +25,7 @@ type client struct {
 	nc          net.Conn // nil when an event loop serves the socket
 	raddr       string
 	laddr       string
-	rd          *reader
+	rd          *resp.Reader
 	authed      bool
 	user        atomic.Pointer[acl.User] // the ACL user: default until AUTH
 	created     time.Time
@@ -109,7 +110,7 @@ func (s *Server) makeClient(nc net.Conn) *client {
 		s:       s,
 		id:      s.nextID.Add(1),
 		nc:      nc,
-		rd:      newReader(nc, s.cfg.ProtoMaxBulkLen),
+		rd:      resp.NewReader(nc, s.cfg.ProtoMaxBulkLen),
 		Ctx:     s.newCtx(),
 		resp:    2,
 		created: time.Now(),
@@ -118,11 +119,11 @@ func (s *Server) makeClient(nc net.Conn) *client {
 	}
 	c.Conn = c
 	c.user.Store(s.acl.Default())
-	c.rd.open = s.acl.DefaultOpen
-	c.rd.ahead = c.prefetchKeys
+	c.rd.Open = s.acl.DefaultOpen
+	c.rd.Ahead = c.prefetchKeys
 	c.setAuthed(!s.passwordSet())
 	c.lastActive.Store(c.created.UnixNano())
-	c.bufs.seen[1] = int64(len(c.rd.buf))
+	c.bufs.seen[1] = int64(len(c.rd.Buf))
 	c.bufs.qbufCap.Store(c.bufs.seen[1])
 	c.startBatch()
 	return c
@@ -170,8 +171,8 @@ func (c *client) serve(first [][]byte) {
 		first = nil
 		if args == nil {
 			var err error
-			if args, err = c.rd.next(); err != nil {
-				var pe errProtocol
+			if args, err = c.rd.Next(); err != nil {
+				var pe resp.ProtocolError
 				if errors.As(err, &pe) {
 					c.W.ErrorText("ERR " + pe.Error())
 					c.flush()
@@ -192,7 +193,7 @@ func (c *client) serve(first [][]byte) {
 		}
 		// A detached client's replies are queued after each request, so that the messages
 		// others queue for it meanwhile come between replies, as Redis sends them.
-		if !c.rd.buffered() || len(c.W.B) > keepWriteBuf || c.out != nil {
+		if !c.rd.Buffered() || len(c.W.B) > resp.KeepWriteBuf || c.out != nil {
 			if !c.flush() {
 				return
 			}
@@ -235,7 +236,7 @@ func (c *client) flush() bool {
 	}
 	c.foldNet()
 	pending := len(c.W.B)
-	if cap(c.W.B) > keepWriteBuf {
+	if cap(c.W.B) > resp.KeepWriteBuf {
 		c.W.B = nil
 	} else {
 		c.W.B = c.W.B[:0]

@@ -13,6 +13,7 @@ import (
 
 	"github.com/throttledhq/throttled/keyspace"
 	"github.com/throttledhq/throttled/persistence"
+	"github.com/throttledhq/throttled/resp"
 )
 
 // Config is what a server is built from. Options use Redis's names.
@@ -238,7 +239,7 @@ func DefaultConfig() Config {
 		MaxMemorySamples:  5,
 		MaxClients:        10000,
 		PrefetchBatch:     defaultPrefetchBatch,
-		ProtoMaxBulkLen:   defaultMaxArg,
+		ProtoMaxBulkLen:   resp.DefaultMaxBulk,
 		Shards:            256,
 		IOThreads:         max(1, startProcs/2),
 
@@ -474,8 +475,8 @@ func formatSize(n int64) string {
 // parser of inline requests: blanks separate words, "double quotes" take C escapes (\n,
 // \x41), 'single quotes' take \'.
 func SplitConfigLine(line string) ([]string, error) {
-	var r reader
-	args, err := r.splitInline([]byte(line))
+	var r resp.Reader
+	args, err := r.SplitInline([]byte(line))
 	if err != nil {
 		return nil, errors.New("unbalanced quotes")
 	}

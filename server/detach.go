@@ -113,7 +113,7 @@ func (o *outbox) run() {
 			o.c.hangup() // the reader sees it too and lets the client go
 			return
 		}
-		if cap(out) > keepWriteBuf {
+		if cap(out) > resp.KeepWriteBuf {
 			out = nil
 		}
 	}

@@ -56,7 +56,9 @@ func (s *Server) openEdge() error {
 	}
 	d := &edgeDecider{s: s, check: s.findCommand("check")}
 	d.clients.New = func() any {
-		return s.bareClient("grpc", "grpc")
+		c := s.bareClient("grpc", "grpc")
+		c.AnyTier = true // the tier comes from a descriptor, which a limit need not name
+		return c
 	}
 	rls, err := envoyrls.New(s.cfg.RateLimitConfig, d, s.log)
 	if err != nil {

@@ -91,31 +91,6 @@ func FuzzCommands(f *testing.F) {
 	})
 }
 
-// FuzzReader feeds arbitrary bytes to the request parser: it never panics,
-// never returns arguments it did not read, and never claims more bytes than it has.
-func FuzzReader(f *testing.F) {
-	for _, seed := range []string{
-		"*1\r\n$4\r\nPING\r\n", "PING\r\n", "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", "*1\r\n$9223372036854775807\r\n",
-		"*-1\r\n", "*0\r\n", "\"a\\x41\" 'b'\r\n", "*3\r\n$3\r\nSET\r\n$1\r\nk", "$5\r\nhello\r\n",
-	} {
-		f.Add([]byte(seed))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		r := newReader(bytes.NewReader(data), defaultMaxArg)
-		for i := 0; i < 1000; i++ {
-			args, err := r.next()
-			if err != nil {
-				return
-			}
-			for _, a := range args {
-				if len(a) > len(data) {
-					t.Fatalf("argument of %d bytes from %d bytes of input", len(a), len(data))
-				}
-			}
-		}
-	})
-}
-
 // FuzzLimitOptions runs the native verbs, ALLOF and CHECK with arbitrary options after valid
 // parameters (REFUND, TIERS, PRIORITY, COST, PEEK in any mix), on keys that hold units: no
 // panic, and a reply that is a decision or an error.

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/throttledhq/throttled/latency"
+	"github.com/throttledhq/throttled/resp"
 
 	"github.com/throttledhq/throttled/upstream"
 )
@@ -162,7 +163,7 @@ func (s *Server) attach(nc net.Conn) bool {
 	nc.Close()
 	c.nc, c.fd = nil, fd
 	c.fr = fdReader{fd: fd}
-	c.rd.rd = &c.fr
+	c.rd.Src = &c.fr
 	if !s.register(c) {
 		unix.Close(fd)
 		return true
@@ -307,12 +308,12 @@ func (l *loop) serve(c *client, events uint32) {
 	c.fr.budget = events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
 	active := false
 	for {
-		args, err := c.rd.next()
-		if err == errWouldBlock {
+		args, err := c.rd.Next()
+		if err == resp.ErrWouldBlock {
 			break
 		}
 		if err != nil {
-			var pe errProtocol
+			var pe resp.ProtocolError
 			if errors.As(err, &pe) {
 				c.W.ErrorText("ERR " + pe.Error())
 			}
@@ -340,7 +341,7 @@ func (l *loop) serve(c *client, events uint32) {
 		if c.closing {
 			break
 		}
-		if len(c.W.B) > keepWriteBuf && !c.mustSync && len(c.up.calls) == 0 {
+		if len(c.W.B) > resp.KeepWriteBuf && !c.mustSync && len(c.up.calls) == 0 {
 			if !l.write(c) {
 				l.close(c)
 				return
@@ -439,7 +440,7 @@ func (l *loop) release(c *client) bool {
 		return false
 	}
 	c.loop, c.lat = nil, nil
-	c.rd.rd = nc
+	c.rd.Src = nc
 	return true
 }
 
@@ -486,14 +487,14 @@ func (l *loop) write(c *client) bool {
 		}
 	}
 	c.wpos = 0
-	if cap(c.W.B) > keepWriteBuf {
+	if cap(c.W.B) > resp.KeepWriteBuf {
 		c.W.B = nil
 	} else {
 		c.W.B = c.W.B[:0]
 	}
-	l.tally.in += c.rd.nread
-	l.tally.reads += c.rd.reads
-	c.rd.nread, c.rd.reads = 0, 0
+	l.tally.in += c.rd.NRead
+	l.tally.reads += c.rd.Reads
+	c.rd.NRead, c.rd.Reads = 0, 0
 	c.noteBufs(pending)
 	if c.blocked {
 		return l.watch(c, false)
@@ -567,7 +568,7 @@ type fdReader struct {
 
 func (f *fdReader) Read(p []byte) (int, error) {
 	if !f.budget {
-		return 0, errWouldBlock
+		return 0, resp.ErrWouldBlock
 	}
 	f.budget = false
 	for {
@@ -576,7 +577,7 @@ func (f *fdReader) Read(p []byte) (int, error) {
 		case err == unix.EINTR:
 			continue
 		case err == unix.EAGAIN:
-			return 0, errWouldBlock
+			return 0, resp.ErrWouldBlock
 		case err != nil:
 			return 0, err
 		case n == 0:

@@ -47,15 +47,15 @@ func (t *netTally) plus(u netTally) {
 
 // takeNet returns what c read and wrote since the last take, and starts again from zero.
 func (c *client) takeNet() netTally {
-	t := netTally{in: c.rd.nread, reads: c.rd.reads, out: c.nwritten, writes: c.writes}
-	c.rd.nread, c.rd.reads, c.nwritten, c.writes = 0, 0, 0, 0
+	t := netTally{in: c.rd.NRead, reads: c.rd.Reads, out: c.nwritten, writes: c.writes}
+	c.rd.NRead, c.rd.Reads, c.nwritten, c.writes = 0, 0, 0, 0
 	return t
 }
 
 // foldNet adds what c read and wrote to its own figures: a client that no loop serves,
 // once per pipeline.
 func (c *client) foldNet() {
-	if c.rd.nread|c.nwritten != 0 {
+	if c.rd.NRead|c.nwritten != 0 {
 		c.net.add(c.takeNet())
 	}
 }
@@ -157,7 +157,7 @@ type clientBufs struct {
 // noteBufs publishes c's buffer sizes; pending is the length of the replies just written.
 func (c *client) noteBufs(pending int) {
 	b := &c.bufs
-	now := [4]int64{int64(c.rd.end - c.rd.start), int64(len(c.rd.buf)), int64(cap(c.W.B)), max(b.seen[3], int64(pending))}
+	now := [4]int64{int64(c.rd.End - c.rd.Start), int64(len(c.rd.Buf)), int64(cap(c.W.B)), max(b.seen[3], int64(pending))}
 	if now == b.seen {
 		return
 	}
@@ -186,7 +186,7 @@ func (m clientMem) total() int64 {
 func (c *client) memory(by *client, args [][]byte) clientMem {
 	var m clientMem
 	if c == by {
-		m.qbuf, m.qbufFree = int64(c.rd.end-c.rd.start), int64(len(c.rd.buf)-c.rd.end)
+		m.qbuf, m.qbufFree = int64(c.rd.End-c.rd.Start), int64(len(c.rd.Buf)-c.rd.End)
 		for _, a := range args {
 			m.argv += int64(len(a))
 		}

@@ -18,7 +18,7 @@ func (c *client) prefetchKeys(first [][]byte, rest []byte) {
 	for len(keys) < most && len(rest) > 0 && rest[0] == '*' {
 		var n int
 		var err error
-		args, n, err = c.rd.parseMultibulk(rest, args[:0])
+		args, n, err = c.rd.ParseMultibulk(rest, args[:0])
 		if err != nil || n == 0 {
 			break
 		}

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/throttledhq/throttled/ratelimit"
+	"github.com/throttledhq/throttled/resp"
 	"github.com/throttledhq/throttled/upstream"
 )
 
@@ -164,7 +165,7 @@ func (c *client) spliceUpstream() {
 	clear(c.up.calls)
 	c.up.calls = c.up.calls[:0]
 	c.W.B = out
-	if cap(src) <= keepWriteBuf {
+	if cap(src) <= resp.KeepWriteBuf {
 		c.up.out = src[:0]
 	} else {
 		c.up.out = nil

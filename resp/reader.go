@@ -1,4 +1,4 @@
-package server
+package resp
 
 import (
 	"bytes"
@@ -9,46 +9,46 @@ import (
 
 // Protocol limits, as Redis's defaults: a request past them is a protocol error.
 const (
-	maxMultibulk  = 1024 * 1024       // arguments in one request
-	maxInline     = 64 * 1024         // bytes in one inline request
-	readChunk     = 16 * 1024         // read buffer size, and its growth step
-	keepReadBuf   = 64 * 1024         // a read buffer grown past this is dropped when idle
-	keepWriteBuf  = 64 * 1024         // likewise for replies
-	defaultMaxArg = 512 * 1024 * 1024 // proto-max-bulk-len
+	MaxMultibulk   = 1024 * 1024       // arguments in one request
+	MaxInline      = 64 * 1024         // bytes in one inline request
+	ReadChunk      = 16 * 1024         // read buffer size, and its growth step
+	KeepReadBuf    = 64 * 1024         // a read buffer grown past this is dropped when idle
+	KeepWriteBuf   = 64 * 1024         // likewise for replies
+	DefaultMaxBulk = 512 * 1024 * 1024 // proto-max-bulk-len
 )
 
 // errWouldBlock is a non-blocking read finding nothing more: the request waits for more bytes.
-var errWouldBlock = errors.New("would block")
+var ErrWouldBlock = errors.New("would block")
 
 // errProtocol is a malformed request: the client gets the error, then the connection closes.
-type errProtocol string
+type ProtocolError string
 
-func (e errProtocol) Error() string { return "Protocol error: " + string(e) }
+func (e ProtocolError) Error() string { return "Protocol error: " + string(e) }
 
 // reader parses requests from a connection without allocating per request.
 // redcon's own reader trusts lengths it cannot hold (a bulk length near
 // 2^63 overflows its index maths and panics outside any handler), so
 // requests are read here with every length bounded, and redcon writes replies.
-type reader struct {
-	rd      io.Reader
-	buf     []byte
-	start   int      // first unparsed byte
-	end     int      // end of data read
+type Reader struct {
+	Src     io.Reader
+	Buf     []byte
+	Start   int      // first unparsed byte
+	End     int      // end of data read
 	args    [][]byte // the current request; slices of buf or of inline
 	inline  []byte   // unquoted inline arguments
-	maxBulk int
+	MaxBulk int
 	// What was read, for INFO (netstats.go): bytes and reads, since the last takeNet.
-	nread, reads int64
+	NRead, Reads int64
 	// unauthed: the client has not authenticated on a server that wants it. As Redis 7,
 	// its requests are bounded much tighter, so that nobody can make the server buffer
 	// hundreds of megabytes without a password.
-	unauthed bool
+	Unauthed bool
 	// open reports whether the server wants no authentication any more (requirepass
 	// removed since): then the limits are lifted. Asked only of requests past them.
-	open func() bool
+	Open func() bool
 	// ahead, when set, is shown the first request parsed after each read and the bytes
 	// buffered after it, when there are any, before that request runs (client.prefetchKeys).
-	ahead func(first [][]byte, rest []byte)
+	Ahead func(first [][]byte, rest []byte)
 	read  bool // a read since the last request returned
 }
 
@@ -58,33 +58,33 @@ const (
 	maxUnauthedBulk      = 16384
 )
 
-func newReader(rd io.Reader, maxBulk int) *reader {
-	return &reader{rd: rd, buf: make([]byte, readChunk), maxBulk: maxBulk}
+func NewReader(rd io.Reader, maxBulk int) *Reader {
+	return &Reader{Src: rd, Buf: make([]byte, ReadChunk), MaxBulk: maxBulk}
 }
 
-func (r *reader) isOpen() bool { return r.open != nil && r.open() }
+func (r *Reader) isOpen() bool { return r.Open != nil && r.Open() }
 
 // buffered reports whether bytes of a next request are already read.
-func (r *reader) buffered() bool { return r.end > r.start }
+func (r *Reader) Buffered() bool { return r.End > r.Start }
 
 // next returns the next request's arguments, reading more from the
 // connection when needed. The slices are valid until the next call.
-func (r *reader) next() ([][]byte, error) {
+func (r *Reader) Next() ([][]byte, error) {
 	for {
-		if r.end > r.start {
-			args, n, err := r.parse(r.buf[r.start:r.end])
+		if r.End > r.Start {
+			args, n, err := r.parse(r.Buf[r.Start:r.End])
 			if err != nil {
 				return nil, err
 			}
 			if n > 0 {
-				r.start += n
+				r.Start += n
 				if len(args) == 0 {
 					continue // an empty line or *0: nothing to run
 				}
 				if r.read {
 					r.read = false
-					if r.ahead != nil && r.end > r.start {
-						r.ahead(args, r.buf[r.start:r.end])
+					if r.Ahead != nil && r.End > r.Start {
+						r.Ahead(args, r.Buf[r.Start:r.End])
 					}
 				}
 				return args, nil
@@ -98,28 +98,28 @@ func (r *reader) next() ([][]byte, error) {
 }
 
 // fill reads more bytes, making room first.
-func (r *reader) fill() error {
-	if r.start == r.end {
-		r.start, r.end = 0, 0
-		if len(r.buf) > keepReadBuf {
-			r.buf = make([]byte, readChunk)
+func (r *Reader) fill() error {
+	if r.Start == r.End {
+		r.Start, r.End = 0, 0
+		if len(r.Buf) > KeepReadBuf {
+			r.Buf = make([]byte, ReadChunk)
 		}
 	}
-	if r.end == len(r.buf) {
-		if r.start > 0 {
-			r.end = copy(r.buf, r.buf[r.start:r.end])
-			r.start = 0
+	if r.End == len(r.Buf) {
+		if r.Start > 0 {
+			r.End = copy(r.Buf, r.Buf[r.Start:r.End])
+			r.Start = 0
 		} else {
-			grown := make([]byte, len(r.buf)*2)
-			copy(grown, r.buf[:r.end])
-			r.buf = grown
+			grown := make([]byte, len(r.Buf)*2)
+			copy(grown, r.Buf[:r.End])
+			r.Buf = grown
 		}
 	}
-	n, err := r.rd.Read(r.buf[r.end:])
-	r.end += n
+	n, err := r.Src.Read(r.Buf[r.End:])
+	r.End += n
 	if n > 0 {
-		r.nread += int64(n)
-		r.reads++
+		r.NRead += int64(n)
+		r.Reads++
 		return nil
 	}
 	if err == nil {
@@ -130,59 +130,59 @@ func (r *reader) fill() error {
 
 // parse reads one request from b: its arguments and the bytes it used,
 // or n == 0 when b holds only part of it.
-func (r *reader) parse(b []byte) ([][]byte, int, error) {
+func (r *Reader) parse(b []byte) ([][]byte, int, error) {
 	if b[0] != '*' {
 		return r.parseInline(b)
 	}
-	args, n, err := r.parseMultibulk(b, r.args[:0])
+	args, n, err := r.ParseMultibulk(b, r.args[:0])
 	r.args = args[:0] // its array, for the next request
 	return args, n, err
 }
 
 // parseMultibulk reads one request in RESP from b, appending its arguments to args; what
 // it returns keeps args's array, whether the request was whole or not.
-func (r *reader) parseMultibulk(b []byte, args [][]byte) ([][]byte, int, error) {
+func (r *Reader) ParseMultibulk(b []byte, args [][]byte) ([][]byte, int, error) {
 	line, pos := readLine(b, 1)
 	if pos < 0 {
-		if len(b) > maxInline {
-			return args[:0], 0, errProtocol("too big mbulk count string")
+		if len(b) > MaxInline {
+			return args[:0], 0, ProtocolError("too big mbulk count string")
 		}
 		return args[:0], 0, nil
 	}
 	count, ok := parseLength(line)
-	if !ok || count > maxMultibulk {
-		return args[:0], 0, errProtocol("invalid multibulk length")
+	if !ok || count > MaxMultibulk {
+		return args[:0], 0, ProtocolError("invalid multibulk length")
 	}
-	if r.unauthed && count > maxUnauthedMultibulk && !r.isOpen() {
-		return args[:0], 0, errProtocol("unauthenticated multibulk length")
+	if r.Unauthed && count > maxUnauthedMultibulk && !r.isOpen() {
+		return args[:0], 0, ProtocolError("unauthenticated multibulk length")
 	}
 	for i := int64(0); i < count; i++ {
 		if pos >= len(b) {
 			return args[:0], 0, nil
 		}
 		if b[pos] != '$' {
-			return args[:0], 0, errProtocol("expected '$', got '" + string(b[pos]) + "'")
+			return args[:0], 0, ProtocolError("expected '$', got '" + string(b[pos]) + "'")
 		}
 		line, next := readLine(b, pos+1)
 		if next < 0 {
-			if len(b)-pos > maxInline {
-				return args[:0], 0, errProtocol("too big bulk count string")
+			if len(b)-pos > MaxInline {
+				return args[:0], 0, ProtocolError("too big bulk count string")
 			}
 			return args[:0], 0, nil
 		}
 		size, ok := parseLength(line)
-		if !ok || size > int64(r.maxBulk) {
-			return args[:0], 0, errProtocol("invalid bulk length")
+		if !ok || size > int64(r.MaxBulk) {
+			return args[:0], 0, ProtocolError("invalid bulk length")
 		}
-		if r.unauthed && size > maxUnauthedBulk && !r.isOpen() {
-			return args[:0], 0, errProtocol("unauthenticated bulk length")
+		if r.Unauthed && size > maxUnauthedBulk && !r.isOpen() {
+			return args[:0], 0, ProtocolError("unauthenticated bulk length")
 		}
 		end := next + int(size)
 		if end+2 > len(b) {
 			return args[:0], 0, nil
 		}
 		if b[end] != '\r' || b[end+1] != '\n' {
-			return args[:0], 0, errProtocol("invalid bulk length")
+			return args[:0], 0, ProtocolError("invalid bulk length")
 		}
 		args = append(args, b[next:end:end])
 		pos = end + 2
@@ -224,11 +224,11 @@ func parseLength(b []byte) (int64, bool) {
 
 // parseInline reads a telnet-style request: words separated by blanks,
 // with "double" (C escapes) and 'single' quotes, as redis-cli users type.
-func (r *reader) parseInline(b []byte) ([][]byte, int, error) {
+func (r *Reader) parseInline(b []byte) ([][]byte, int, error) {
 	i := bytes.IndexByte(b, '\n')
 	if i < 0 {
-		if len(b) > maxInline {
-			return nil, 0, errProtocol("too big inline request")
+		if len(b) > MaxInline {
+			return nil, 0, ProtocolError("too big inline request")
 		}
 		return nil, 0, nil
 	}
@@ -236,16 +236,19 @@ func (r *reader) parseInline(b []byte) ([][]byte, int, error) {
 	if len(line) > 0 && line[len(line)-1] == '\r' {
 		line = line[:len(line)-1]
 	}
-	args, err := r.splitInline(line)
+	args, err := r.SplitInline(line)
 	if err != nil {
 		return nil, 0, err
 	}
 	return args, i + 1, nil
 }
 
-var errUnbalancedQuotes = errProtocol("unbalanced quotes in request")
+var errUnbalancedQuotes = ProtocolError("unbalanced quotes in request")
 
-func (r *reader) splitInline(line []byte) ([][]byte, error) {
+// SplitInline splits an inline request (or a config file's line) into words as Redis
+// does: blanks separate words, "double quotes" take C escapes (\n, \x41), 'single quotes'
+// take \'. The words are slices of line or of the reader's own buffer.
+func (r *Reader) SplitInline(line []byte) ([][]byte, error) {
 	args := r.args[:0]
 	r.inline = r.inline[:0]
 	// Offsets into r.inline, turned into slices once it stops growing.

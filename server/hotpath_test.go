@@ -1,0 +1,55 @@
+package server
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestHotPathAllocatesNothing: a verb's call through dispatch, its handler in its family,
+// the keyspace and the reply allocates nothing once the connection's buffers have grown:
+// the rate-limit verbs, CHECK, the commands the limiter scripts use, and EVALSHA of a
+// script that runs natively.
+func TestHotPathAllocatesNothing(t *testing.T) {
+	s, c := fuzzServer(t)
+	send := func(args ...string) {
+		req := make([][]byte, len(args))
+		for i, a := range args {
+			req[i] = []byte(a)
+		}
+		s.run(c, req)
+		require.NotEqual(t, byte('-'), c.W.B[0], "%q: %s", args, c.W.B)
+		c.W.B = c.W.B[:0]
+	}
+	send("POLICY.SET", "api", "THROTTLE", "10", "1000", "1s")
+	send("SCRIPT", "LOAD", rateLimitRedisIncrement)
+	sum := sha1.Sum([]byte(rateLimitRedisIncrement))
+	sha := hex.EncodeToString(sum[:])
+	for _, args := range [][]string{
+		{"CL.THROTTLE", "cell", "15", "30", "60"},
+		{"GCRA", "gcra", "15", "30", "60"},
+		{"THROTTLE", "k", "10", "1000", "1s"},
+		{"TOKENBUCKET", "tb", "10", "1000", "1s"},
+		{"ALLOF", "THROTTLE", "a", "10", "1000", "1s", "WINDOW", "b", "1000", "1s"},
+		{"CHECK", "api", "subject"},
+		{"INCR", "counter"},
+		{"GET", "counter"},
+		{"HSET", "h", "tokens", "10", "ts", "1732512345000"},
+		{"ZADD", "z", "1732512345000", "1732512345000"},
+		{"EVALSHA", sha, "1", "rl:window", "1000"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			req := make([][]byte, len(args))
+			for i, a := range args {
+				req[i] = []byte(a)
+			}
+			send(args...) // grows the buffers
+			require.Zero(t, testing.AllocsPerRun(100, func() {
+				s.run(c, req)
+				c.W.B = c.W.B[:0]
+			}), "%q", args)
+		})
+	}
+}
