@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/throttledhq/throttled/internal/difftest"
 )
 
 // Arithmetic on strings in the scripts' differential test: Lua 5.1 reads a string operand
@@ -82,7 +84,7 @@ func genArithScript(r *rand.Rand) diffCmd {
 	var expr string
 	switch n := r.IntN(10); {
 	case n < 5:
-		op := pick(r, "+", "-", "*", "/", "%", "^")
+		op := difftest.Pick(r, "+", "-", "*", "/", "%", "^")
 		if r.IntN(2) == 0 {
 			expr = "tostring(" + operand + " " + op + " " + other + ")"
 		} else {
@@ -94,7 +96,7 @@ func genArithScript(r *rand.Rand) diffCmd {
 		lib := arithLibs[r.IntN(len(arithLibs))]
 		expr = "{" + strings.ReplaceAll(lib, "@", operand) + "}"
 	default:
-		setup = append(setup, "local n = 0", "for i = "+pick(r, operand+", 3", "1, "+operand, "1, 3, "+operand)+
+		setup = append(setup, "local n = 0", "for i = "+difftest.Pick(r, operand+", 3", "1, "+operand, "1, 3, "+operand)+
 			" do n = n + 1; if n > 5 then break end end")
 		expr = "n"
 	}
@@ -108,7 +110,7 @@ func genArithScript(r *rand.Rand) diffCmd {
 	default:
 		body += "return " + expr
 	}
-	return cmd("EVAL", body, "1", diffKey(r), s)
+	return cmd("EVAL", body, "1", difftest.Key(r), s)
 }
 
 func TestDifferentialScriptArith(t *testing.T) { runDifferential(t, genArithScript) }

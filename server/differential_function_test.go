@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/throttledhq/throttled/internal/difftest"
 	"github.com/throttledhq/throttled/scripting"
 )
 
@@ -67,57 +68,57 @@ var diffRestorePayloads = diffPayloads()
 func genFunctions(r *rand.Rand) diffCmd {
 	switch n := r.IntN(100); {
 	case n < 22:
-		code := pick(r, diffLibraries...)
+		code := difftest.Pick(r, diffLibraries...)
 		if r.IntN(6) == 0 {
-			code = pick(r, diffBadLibraries...)
+			code = difftest.Pick(r, diffBadLibraries...)
 		}
 		if r.IntN(3) == 0 {
-			return cmd("FUNCTION", "LOAD", pick(r, "REPLACE", "replace", "REPLACE", "x"), code)
+			return cmd("FUNCTION", "LOAD", difftest.Pick(r, "REPLACE", "replace", "REPLACE", "x"), code)
 		}
 		return cmd("FUNCTION", "LOAD", code)
 	case n < 50:
-		name := pick(r, "fa", "fa2", "fb", "FB", "fc", "ff", "fg", "fh", "fi", "fj", "FA", "nosuch", "fq", "fu")
-		numkeys := pick(r, "1", "1", "1", "0", "2", "-1", "x", "3")
-		c := cmd(pick(r, "FCALL", "FCALL", "FCALL_RO"), name, numkeys, diffKey(r), diffValue(r))
-		c.unordered, c.pairs = name == "fc" || name == "fj", true // HGETALL: a hash's order
+		name := difftest.Pick(r, "fa", "fa2", "fb", "FB", "fc", "ff", "fg", "fh", "fi", "fj", "FA", "nosuch", "fq", "fu")
+		numkeys := difftest.Pick(r, "1", "1", "1", "0", "2", "-1", "x", "3")
+		c := cmd(difftest.Pick(r, "FCALL", "FCALL", "FCALL_RO"), name, numkeys, difftest.Key(r), difftest.Value(r))
+		c.Unordered, c.Pairs = name == "fc" || name == "fj", true // HGETALL: a hash's order
 		return c
 	case n < 60:
 		c := cmd("FUNCTION", "LIST")
 		switch r.IntN(5) {
 		case 0:
-			c.args = append(c.args, "WITHCODE")
+			c.Args = append(c.Args, "WITHCODE")
 		case 1:
-			c.args = append(c.args, "LIBRARYNAME", pick(r, "l*", "la", "L?", "[a-l]b", "x*", "*"))
+			c.Args = append(c.Args, "LIBRARYNAME", difftest.Pick(r, "l*", "la", "L?", "[a-l]b", "x*", "*"))
 		case 2:
-			c.args = append(c.args, "libraryname", pick(r, "l*", "lb"), "withcode")
+			c.Args = append(c.Args, "libraryname", difftest.Pick(r, "l*", "lb"), "withcode")
 		case 3:
-			c.args = append(c.args, pick(r, "LIBRARYNAME", "foo", "WITHCODE"), pick(r, "WITHCODE", "libraryname"))
+			c.Args = append(c.Args, difftest.Pick(r, "LIBRARYNAME", "foo", "WITHCODE"), difftest.Pick(r, "WITHCODE", "libraryname"))
 		}
-		c.unordered = true
+		c.Unordered = true
 		return c
 	case n < 65:
-		return cmd("FUNCTION", "DELETE", pick(r, "la", "lb", "lc", "ld", "nosuch", "LA"))
+		return cmd("FUNCTION", "DELETE", difftest.Pick(r, "la", "lb", "lc", "ld", "nosuch", "LA"))
 	case n < 67:
-		return cmd("FUNCTION", "FLUSH", pick(r, "SYNC", "async", "x"))
+		return cmd("FUNCTION", "FLUSH", difftest.Pick(r, "SYNC", "async", "x"))
 	case n < 69:
 		return cmd("FUNCTION", "STATS")
 	case n < 71:
 		c := cmd("FUNCTION", "DUMP")
-		c.shape = true
+		c.Shape = true
 		return c
 	case n < 76:
 		i := r.IntN(len(diffRestorePayloads))
 		c := cmd("FUNCTION", "RESTORE", diffRestorePayloads[i])
 		if r.IntN(2) == 0 {
-			c.args = append(c.args, pick(r, "APPEND", "REPLACE", "FLUSH", "flush", "bogus"))
+			c.Args = append(c.Args, difftest.Pick(r, "APPEND", "REPLACE", "FLUSH", "flush", "bogus"))
 		}
 		// Of two libraries that both exist, Redis names the first its dict yields.
-		c.skip = i == 0 || i == 3
+		c.Skip = i == 0 || i == 3
 		return c
 	case n < 79:
-		return cmd("FUNCTION", pick(r, "KILL", "HELP", "nosuch", "FLUSH", "LOAD", "DELETE", "RESTORE"), pick(r, "x", "y"))
+		return cmd("FUNCTION", difftest.Pick(r, "KILL", "HELP", "nosuch", "FLUSH", "LOAD", "DELETE", "RESTORE"), difftest.Pick(r, "x", "y"))
 	case n < 81:
-		return cmd(pick(r, "FUNCTION", "FCALL", "FCALL_RO"))
+		return cmd(difftest.Pick(r, "FUNCTION", "FCALL", "FCALL_RO"))
 	case n < 83:
 		return cmd("DBSIZE")
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/throttledhq/throttled/internal/difftest"
 	"github.com/throttledhq/throttled/internal/redistest"
 )
 
@@ -198,12 +199,12 @@ func TestDifferentialStructMsgpack(t *testing.T) {
 		t.Run("RESP"+strconv.Itoa(proto), func(t *testing.T) {
 			rs := redistest.Start(t)
 			ts := startServer(t, func(c *Config) { c.Now = nil })
-			want, got := dialDiff(t, rs.Addr, proto), dialDiff(t, ts.addr, proto)
+			want, got := difftest.Dial(t, rs.Addr, proto), difftest.Dial(t, ts.addr, proto)
 			var cmds []diffCmd
 			for _, body := range scripts {
 				cmds = append(cmds, cmd("EVAL", body, "1", "k0", "argv1"))
 			}
-			wants, gots := want.pipeline(t, cmds), got.pipeline(t, cmds)
+			wants, gots := want.Pipeline(t, cmds), got.Pipeline(t, cmds)
 			for i, body := range scripts {
 				if wants[i] != gots[i] {
 					t.Errorf("%s\nredis:     %q\nthrottled: %q", body, clip(wants[i]), clip(gots[i]))
@@ -235,7 +236,7 @@ func genLibScript(r *rand.Rand) diffCmd {
 			"return {s, r, pcall(struct.size, " + luaQuote(format) + ")}"
 	case 2:
 		format, _ := diffStructFormat(r)
-		body = "return {pcall(struct.unpack, " + luaQuote(format) + ", " + luaQuote(diffBytes(r)) + ", " + pick(r, "1", "2", "0", "-1", "nil", "5") + ")}"
+		body = "return {pcall(struct.unpack, " + luaQuote(format) + ", " + luaQuote(diffBytes(r)) + ", " + difftest.Pick(r, "1", "2", "0", "-1", "nil", "5") + ")}"
 	case 3, 4:
 		var vals []string
 		for range 1 + r.IntN(4) {
@@ -245,17 +246,17 @@ func genLibScript(r *rand.Rand) diffCmd {
 			"return {s, cmsgpack.pack(cmsgpack.unpack(s)), select('#', cmsgpack.unpack(s))}"
 	case 5:
 		s := luaQuote(diffBytes(r))
-		body = "return {pcall(" + pick(r, "cmsgpack.unpack, "+s,
+		body = "return {pcall(" + difftest.Pick(r, "cmsgpack.unpack, "+s,
 			"cmsgpack.unpack_one, "+s+", "+strconv.Itoa(r.IntN(6)-1),
 			"cmsgpack.unpack_limit, "+s+", "+strconv.Itoa(r.IntN(5)-1)+", "+strconv.Itoa(r.IntN(6)-1)) + ")}"
 	case 6:
 		body = "return redis.pcall('SET', KEYS[1], cmsgpack.pack(" + diffLuaValue(r, 0) + ", " + diffLuaValue(r, 1) + "))"
 	default:
-		body = pick(r, "return {pcall(cmsgpack.unpack, redis.call('GET', KEYS[1]))}",
+		body = difftest.Pick(r, "return {pcall(cmsgpack.unpack, redis.call('GET', KEYS[1]))}",
 			"local v = redis.pcall('GET', KEYS[1]) if type(v) ~= 'string' then return v end return {pcall(cmsgpack.unpack_one, v)}",
 			"local v = redis.pcall('GET', KEYS[1]) if type(v) ~= 'string' then return v end return {pcall(struct.unpack, 'bhi', v)}")
 	}
-	return cmd("EVAL", body, "1", diffKey(r))
+	return cmd("EVAL", body, "1", difftest.Key(r))
 }
 
 // diffStructFormat returns a random struct format and Lua arguments that fit it (now and
@@ -264,14 +265,14 @@ func diffStructFormat(r *rand.Rand) (string, []string) {
 	var format strings.Builder
 	var args []string
 	for range 1 + r.IntN(6) {
-		opt := pick(r, "b", "B", "h", "H", "l", "L", "T", "i", "I", "i1", "i3", "I5", "i8", "I12", "i16", "f", "d",
+		opt := difftest.Pick(r, "b", "B", "h", "H", "l", "L", "T", "i", "I", "i1", "i3", "I5", "i8", "I12", "i16", "f", "d",
 			"x", "c3", "c0", "s", "<", ">", "!", "!2", "!4", " ", "!16")
 		format.WriteString(opt)
 		switch opt[0] {
 		case 'b', 'B', 'h', 'H', 'l', 'L', 'T', 'i', 'I', 'f', 'd':
 			args = append(args, diffLuaNumber(r))
 		case 'c', 's':
-			args = append(args, "string.rep('z', "+pick(r, "0", "2", "3", "5", "40")+")")
+			args = append(args, "string.rep('z', "+difftest.Pick(r, "0", "2", "3", "5", "40")+")")
 		}
 	}
 	if r.IntN(15) == 0 {
@@ -285,7 +286,7 @@ func diffStructFormat(r *rand.Rand) (string, []string) {
 // -0.0 but not 1/0, gopher-lua both) and both merge a folded -0 with a 0 of the same
 // function, so "-0.0, 1/0" or "0, -1/(1/0)" do not read the same on both.
 func diffLuaNumber(r *rand.Rand) string {
-	return pick(r, "0", "1", "-1", "127", "128", "-32", "-33", "255", "256", "-128", "-129", "65535", "65536", "-32768",
+	return difftest.Pick(r, "0", "1", "-1", "127", "128", "-32", "-33", "255", "256", "-128", "-129", "65535", "65536", "-32768",
 		"-32769", "2^31", "-2^31", "-2^31 - 1", "2^32 - 1", "2^32", "2^53", "-2^53", "2^63", "-2^63", "2^64", "0.5", "-1.5",
 		"0.1", "1/3", "1e30", "-1e30", "1e300", "0/0", "1/0", "-1/0", "-tonumber('0')", "3.4028234663852886e38", "'12'", "' 0x10 '")
 }
@@ -296,9 +297,9 @@ func diffLuaValue(r *rand.Rand, depth int) string {
 	case n < 3:
 		return diffLuaNumber(r)
 	case n < 5:
-		return "string.rep('s', " + pick(r, "0", "1", "31", "32", "255", "256", "65535", "65536") + ")"
+		return "string.rep('s', " + difftest.Pick(r, "0", "1", "31", "32", "255", "256", "65535", "65536") + ")"
 	case n < 6:
-		return pick(r, "true", "false", "nil", "cjson.null", "redis.call")
+		return difftest.Pick(r, "true", "false", "nil", "cjson.null", "redis.call")
 	case depth >= 3:
 		return "{}"
 	case n < 8:
@@ -308,7 +309,7 @@ func diffLuaValue(r *rand.Rand, depth int) string {
 		}
 		return "{" + strings.Join(elems, ", ") + "}"
 	}
-	key := pick(r, "a", "[1]", "[2]", "[0]", "[1.5]", "[-1]", "[true]")
+	key := difftest.Pick(r, "a", "[1]", "[2]", "[0]", "[1.5]", "[-1]", "[true]")
 	return "{" + key + " = " + diffLuaValue(r, depth+1) + "}"
 }
 

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/throttledhq/throttled/internal/difftest"
 )
 
 // The scripts' differential test: the classic limiter scripts, as blog posts and tutorials
@@ -55,8 +57,8 @@ redis.call('EXPIRE', key, math.ceil(capacity / rate) * 2)
 return {allowed, tostring(tokens)}
 `,
 		args: func(r *rand.Rand) []string {
-			return []string{"1", limiterKey(r), pick(r, "0.001", "0.003", "0.0007", "0.0013"), pick(r, "5", "10", "2.5"),
-				diffNow(r, 3), pick(r, "1", "1", "2", "0.5")}
+			return []string{"1", limiterKey(r), difftest.Pick(r, "0.001", "0.003", "0.0007", "0.0013"), difftest.Pick(r, "5", "10", "2.5"),
+				diffNow(r, 3), difftest.Pick(r, "1", "1", "2", "0.5")}
 		},
 	},
 	{
@@ -77,7 +79,7 @@ end
 return {0, 0}
 `,
 		args: func(r *rand.Rand) []string {
-			return []string{"1", limiterKey(r), diffNow(r, 0), pick(r, "3600000", "7200000"), pick(r, "1", "3", "10"), strconv.Itoa(r.IntN(1000))}
+			return []string{"1", limiterKey(r), diffNow(r, 0), difftest.Pick(r, "3600000", "7200000"), difftest.Pick(r, "1", "3", "10"), strconv.Itoa(r.IntN(1000))}
 		},
 	},
 	{
@@ -104,7 +106,7 @@ redis.call('PEXPIRE', cur_key, window * 2)
 return {1, tostring(count + 1)}
 `,
 		args: func(r *rand.Rand) []string {
-			return []string{"1", limiterKey(r), diffNow(r, 0), pick(r, "3600000", "600000", "1800000"), pick(r, "2", "5", "10")}
+			return []string{"1", limiterKey(r), diffNow(r, 0), difftest.Pick(r, "3600000", "600000", "1800000"), difftest.Pick(r, "2", "5", "10")}
 		},
 	},
 	{
@@ -128,7 +130,7 @@ redis.call('PEXPIRE', key, math.ceil(capacity / leak_per_ms))
 return {1, 0}
 `,
 		args: func(r *rand.Rand) []string {
-			return []string{"1", limiterKey(r), pick(r, "3", "10", "1"), pick(r, "0.000001", "0.0000025", "0.000003"), diffNow(r, 0)}
+			return []string{"1", limiterKey(r), difftest.Pick(r, "3", "10", "1"), difftest.Pick(r, "0.000001", "0.0000025", "0.000003"), diffNow(r, 0)}
 		},
 	},
 	{
@@ -143,7 +145,7 @@ end
 return {current, tonumber(ARGV[2]) - current}
 `,
 		args: func(r *rand.Rand) []string {
-			return []string{"1", limiterKey(r), pick(r, "3600", "86400"), pick(r, "3", "10", "100")}
+			return []string{"1", limiterKey(r), difftest.Pick(r, "3600", "86400"), difftest.Pick(r, "3", "10", "100")}
 		},
 	},
 	{
@@ -196,13 +198,13 @@ local retry_after = -1
 return {cost, remaining, tostring(retry_after), tostring(reset_after)}
 `,
 		args: func(r *rand.Rand) []string {
-			return []string{"1", limiterKey(r), pick(r, "1", "5", "10"), pick(r, "1", "10", "3"), pick(r, "3600", "7200"),
-				pick(r, "1", "1", "2", "0"), diffNow(r, 6)}
+			return []string{"1", limiterKey(r), difftest.Pick(r, "1", "5", "10"), difftest.Pick(r, "1", "10", "3"), difftest.Pick(r, "3600", "7200"),
+				difftest.Pick(r, "1", "1", "2", "0"), diffNow(r, 6)}
 		},
 	},
 }
 
-// limiterKeys are the limiter scripts' keys: apart from diffKeys, since the scripts give
+// limiterKeys are the limiter scripts' keys: apart from difftest.Keys, since the scripts give
 // them relative expiries (which PEXPIRETIME would show differing by the milliseconds
 // between the two servers), and long ones, so that none expires during the test.
 var limiterKeys = []string{"L0", "L1", "L2", "{L}3"}
@@ -287,7 +289,7 @@ func luaArg(r *rand.Rand, a string) string {
 // wrapCommand turns a command of another family into a script that calls it.
 func wrapCommand(r *rand.Rand, c diffCmd) diffCmd {
 	var args []string
-	for _, a := range c.args {
+	for _, a := range c.Args {
 		args = append(args, luaArg(r, a))
 	}
 	call := "redis.call"
@@ -295,10 +297,10 @@ func wrapCommand(r *rand.Rand, c diffCmd) diffCmd {
 		call = "redis.pcall"
 	}
 	body := "return " + call + "(" + strings.Join(args, ", ") + ")"
-	if r.IntN(4) == 0 && !mapReply[strings.ToLower(c.args[0])] {
+	if r.IntN(4) == 0 && !mapReply[strings.ToLower(c.Args[0])] {
 		body = "redis.setresp(3); " + body
 	}
-	c.args = []string{"EVAL", body, "0"}
+	c.Args = []string{"EVAL", body, "0"}
 	return c
 }
 
@@ -427,7 +429,7 @@ func genScripts(r *rand.Rand) diffCmd {
 		}
 		args := l.args(r)
 		if r.IntN(10) == 0 {
-			args[0] = pick(r, "0", "2", "-1", "x")
+			args[0] = difftest.Pick(r, "0", "2", "-1", "x")
 		}
 		switch r.IntN(10) {
 		case 0:
@@ -438,56 +440,56 @@ func genScripts(r *rand.Rand) diffCmd {
 		return cmd(append([]string{"EVAL", l.body}, args...)...)
 	case n < 55:
 		c := genOther(r)
-		if strings.ContainsRune(strings.Join(c.args, ""), 0) {
+		if strings.ContainsRune(strings.Join(c.Args, ""), 0) {
 			return c // the keys and values with a NUL: sent as they are
 		}
 		return wrapCommand(r, c)
 	case n < 62:
 		return genOther(r)
 	case n < 64:
-		return cmd("EVAL", stateProbe, "0", pick(r, "L*", "{L}*"))
+		return cmd("EVAL", stateProbe, "0", difftest.Pick(r, "L*", "{L}*"))
 	case n < 65:
 		k := limiterKey(r)
-		return pick3(r, cmd("SET", k, diffValue(r)), cmd("HSET", k, "tokens", pick(r, "x", "1", "2.5")), cmd("DEL", k))
+		return pick3(r, cmd("SET", k, difftest.Value(r)), cmd("HSET", k, "tokens", difftest.Pick(r, "x", "1", "2.5")), cmd("DEL", k))
 	case n < 67:
-		return cmd("SCRIPT", pick(r, "FLUSH", "flush", "EXISTS", "KILL", "HELP", "nosuch", "LOAD"), pick(r, "SYNC", "ASYNC", "x", "return 1"))
+		return cmd("SCRIPT", difftest.Pick(r, "FLUSH", "flush", "EXISTS", "KILL", "HELP", "nosuch", "LOAD"), difftest.Pick(r, "SYNC", "ASYNC", "x", "return 1"))
 	case n < 69:
 		switch r.IntN(4) {
 		case 0:
 			return cmd("SCRIPT", "EXISTS", scriptSHA("return 1"), strings.ToUpper(scriptSHA("return 1")), "x")
 		case 1:
-			return cmd("EVALSHA", pick(r, strings.ToUpper(scriptSHA("return 1")), "abc", scriptSHA("nope"), ""), "0")
+			return cmd("EVALSHA", difftest.Pick(r, strings.ToUpper(scriptSHA("return 1")), "abc", scriptSHA("nope"), ""), "0")
 		case 2:
-			return cmd("EVAL", "return 1", pick(r, "-1", "x", "1", "2", "9223372036854775808", ""))
+			return cmd("EVAL", "return 1", difftest.Pick(r, "-1", "x", "1", "2", "9223372036854775808", ""))
 		}
-		return cmd(pick(r, "EVAL", "EVAL_RO", "EVALSHA", "EVALSHA_RO", "SCRIPT"))
+		return cmd(difftest.Pick(r, "EVAL", "EVAL_RO", "EVALSHA", "EVALSHA_RO", "SCRIPT"))
 	case n < 72:
-		body := pick(r, "return redis.call('SET', KEYS[1], 'ro')", "return redis.call('GET', KEYS[1])",
+		body := difftest.Pick(r, "return redis.call('SET', KEYS[1], 'ro')", "return redis.call('GET', KEYS[1])",
 			"return redis.pcall('INCR', KEYS[1])", "#!lua flags=no-writes\nreturn redis.call('SET', KEYS[1], 'x')",
 			"#!lua\nreturn redis.call('GET', KEYS[1])", "#!lua flags=no-writes\nreturn redis.call('GET', KEYS[1])",
 			"#!lua flags=no-writes,allow-oom\nreturn 1", "#!lua flags=bogus\nreturn 1", "#!lua bogus=1\nreturn 1",
 			"#!python\nreturn 1", "#!lua name=x\nreturn 1", "#!lua flags=\nreturn 2", "#!lua  flags=no-writes\nreturn 3")
-		name := pick(r, "EVAL", "EVAL_RO")
-		return cmd(name, body, "1", diffKey(r))
+		name := difftest.Pick(r, "EVAL", "EVAL_RO")
+		return cmd(name, body, "1", difftest.Key(r))
 	case n < 80:
 		return genLibScript(r)
 	case n < 86:
 		return genArithScript(r)
 	}
 	body := conversionScripts[r.IntN(len(conversionScripts))]
-	c := cmd("EVAL", body, "1", diffKey(r), diffValue(r))
+	c := cmd("EVAL", body, "1", difftest.Key(r), difftest.Value(r))
 	if r.IntN(8) == 0 {
-		c.args[0] = "EVALSHA"
-		c.args[1] = scriptSHA(body)
+		c.Args[0] = "EVALSHA"
+		c.Args[1] = scriptSHA(body)
 		if r.IntN(2) == 0 {
 			return cmd("SCRIPT", "LOAD", body)
 		}
 	}
 	if strings.Contains(body, "pairs") || strings.Contains(body, "{map") || strings.Contains(body, "{set") {
-		c.unordered, c.pairs = true, strings.Contains(body, "{map")
+		c.Unordered, c.Pairs = true, strings.Contains(body, "{map")
 	}
 	if strings.Contains(body, "t[1] = t") {
-		c.shape = true
+		c.Shape = true
 	}
 	return c
 }
@@ -498,25 +500,25 @@ func genOther(r *rand.Rand) diffCmd {
 	var c diffCmd
 	switch r.IntN(5) {
 	case 0:
-		return genStrings(r)
+		return difftest.Strings(r)
 	case 1:
-		c = genHash(r)
+		c = difftest.Hash(r)
 	case 2:
-		c = genZSet(r)
+		c = difftest.ZSet(r)
 	case 3:
-		c = genSet(r)
+		c = difftest.Set(r)
 	default:
-		c = genList(r)
+		c = difftest.List(r)
 	}
-	switch c.args[0] {
+	switch c.Args[0] {
 	case "EXPIRE":
-		c.args = []string{"EXPIREAT", c.args[1], diffFutureTime(r, false)}
+		c.Args = []string{"EXPIREAT", c.Args[1], difftest.FutureTime(r, false)}
 	case "TTL": // of an absolute expiry: the seconds left round differently a moment later
-		c.skip = true
+		c.Skip = true
 	case "ZSCAN", "HSCAN", "SSCAN":
 		// A big set or hash copied or renamed to a key the family keeps small (COPY {k}5
 		// k1): Redis scans its hash table with cursors, throttled answers it whole.
-		c.skip = true
+		c.Skip = true
 	}
 	return c
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/throttledhq/throttled/internal/difftest"
 	"github.com/throttledhq/throttled/internal/redistest"
 )
 
@@ -20,21 +21,21 @@ import (
 func genSurface(r *rand.Rand) diffCmd {
 	switch r.IntN(10) {
 	case 0, 1, 2, 3, 4, 5:
-		gens := []func(*rand.Rand) diffCmd{genStrings, genHash, genZSet, genList}
+		gens := []func(*rand.Rand) diffCmd{difftest.Strings, difftest.Hash, difftest.ZSet, difftest.List}
 		inner := gens[r.IntN(len(gens))](r)
-		sub := pick(r, "GETKEYSANDFLAGS", "GETKEYS")
-		return cmd(append([]string{"COMMAND", sub}, inner.args...)...)
+		sub := difftest.Pick(r, "GETKEYSANDFLAGS", "GETKEYS")
+		return cmd(append([]string{"COMMAND", sub}, inner.Args...)...)
 	case 6:
-		return cmd("COMMAND", pick(r, "GETKEYSANDFLAGS", "GETKEYS"), pick(r, "nosuch", "ping", "echo", "client"), "x")
+		return cmd("COMMAND", difftest.Pick(r, "GETKEYSANDFLAGS", "GETKEYS"), difftest.Pick(r, "nosuch", "ping", "echo", "client"), "x")
 	case 7:
-		return diffCmd{args: []string{"COMMAND", "LIST", "FILTERBY", "PATTERN",
-			pick(r, "hget*", "l?en", "z*rangeby*", "*incr*", "nosuch*", "h*", "config|*", "script|*", "object|*",
-				"slowlog|*", "function|*", "CONFIG|GET", "HGET")}, unordered: true} // patterns whose commands throttled has all of
+		return diffCmd{Args: []string{"COMMAND", "LIST", "FILTERBY", "PATTERN",
+			difftest.Pick(r, "hget*", "l?en", "z*rangeby*", "*incr*", "nosuch*", "h*", "config|*", "script|*", "object|*",
+				"slowlog|*", "function|*", "CONFIG|GET", "HGET")}, Unordered: true} // patterns whose commands throttled has all of
 	case 8:
-		return diffCmd{args: []string{"COMMAND", "LIST", "FILTERBY", pick(r, "ACLCAT", "MODULE"),
-			pick(r, "nosuch", "hash")}, unordered: true} // the categories whose commands throttled has all of
+		return diffCmd{Args: []string{"COMMAND", "LIST", "FILTERBY", difftest.Pick(r, "ACLCAT", "MODULE"),
+			difftest.Pick(r, "nosuch", "hash")}, Unordered: true} // the categories whose commands throttled has all of
 	}
-	return cmd(append([]string{"COMMAND", "LIST"}, strings.Fields(pick(r, "FILTERBY", "FILTERBY PATTERN", "FILTERBY NOSUCH x", "x"))...)...)
+	return cmd(append([]string{"COMMAND", "LIST"}, strings.Fields(difftest.Pick(r, "FILTERBY", "FILTERBY PATTERN", "FILTERBY NOSUCH x", "x"))...)...)
 }
 
 func TestDifferentialSurface(t *testing.T) { runDifferential(t, genSurface) }
@@ -54,7 +55,7 @@ func TestDifferentialClientReply(t *testing.T) {
 				var b []byte
 				var history []string
 				for range 1 + r.IntN(12) {
-					args := pick(r, "CLIENT REPLY ON", "CLIENT REPLY OFF", "CLIENT REPLY SKIP", "CLIENT REPLY MAYBE",
+					args := difftest.Pick(r, "CLIENT REPLY ON", "CLIENT REPLY OFF", "CLIENT REPLY SKIP", "CLIENT REPLY MAYBE",
 						"CLIENT REPLY", "ECHO a", "SET k v", "GET k", "NOSUCH x", "INCR k", "PING")
 					history = append(history, args)
 					b = appendCommand(b, strings.Fields(args))
@@ -82,14 +83,14 @@ func appendCommand(b []byte, args []string) []byte {
 // mark.
 func replyUntil(t *testing.T, addr string, req []byte, mark, what string) string {
 	t.Helper()
-	d := dialDiff(t, addr, 2)
-	d.nc.SetDeadline(time.Now().Add(10 * time.Second))
-	_, err := d.nc.Write(req)
+	d := difftest.Dial(t, addr, 2)
+	d.SetDeadline(time.Now().Add(10 * time.Second))
+	_, err := d.Write(req)
 	require.NoError(t, err)
 	var out bytes.Buffer
 	end := "$" + strconv.Itoa(len(mark)) + "\r\n" + mark + "\r\n"
 	for !strings.HasSuffix(out.String(), end) {
-		reply, err := readReply(d.rd)
+		reply, err := difftest.ReadReply(d.R)
 		require.NoError(t, err, "%s\nso far: %q", what, out.String())
 		out.WriteString(reply)
 	}

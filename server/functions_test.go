@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+	"github.com/throttledhq/throttled/internal/difftest"
 )
 
 const testLibrary = "#!lua name=lib\n" +
@@ -167,7 +168,7 @@ func FuzzFunctionLoad(f *testing.F) {
 				t.Fatalf("%q: %s", req, reply)
 			}
 			rd := bufio.NewReader(strings.NewReader(reply))
-			if _, err := readReply(rd); err != nil || rd.Buffered() != 0 {
+			if _, err := difftest.ReadReply(rd); err != nil || rd.Buffered() != 0 {
 				t.Fatalf("%q: not one RESP reply: %q", req, reply)
 			}
 		}

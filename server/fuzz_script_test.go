@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/throttledhq/throttled/internal/difftest"
 )
 
 // FuzzScript runs arbitrary Lua with EVAL: the server never panics (a handler's panic
@@ -116,7 +118,7 @@ func FuzzScript(f *testing.F) {
 			t.Fatalf("%q: %s", body, reply)
 		}
 		rd := bufio.NewReader(strings.NewReader(reply))
-		if _, err := readReply(rd); err != nil || rd.Buffered() != 0 {
+		if _, err := difftest.ReadReply(rd); err != nil || rd.Buffered() != 0 {
 			t.Fatalf("%q: not one RESP reply: %q", body, reply)
 		}
 		c.W.Proto = 2

@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/throttledhq/throttled/internal/difftest"
 	"github.com/throttledhq/throttled/internal/redistest"
 	"github.com/throttledhq/throttled/scripting/native"
 )
@@ -172,7 +173,7 @@ func (p *nativePair) step(t testing.TB, r *rand.Rand) {
 		p.do("SET", key, strconv.FormatFloat(float64(p.clock.Load())/1e9-1483228800+r.Float64()*10, 'g', 17, 64), "PX", strconv.Itoa(1+r.IntN(5000)))
 		return
 	case 4:
-		p.do("SET", key, pick(r, "1", "41", "9223372036854775806", "9223372036854775807", "-5", "x"), "PX", strconv.Itoa(1+r.IntN(5000)))
+		p.do("SET", key, difftest.Pick(r, "1", "41", "9223372036854775806", "9223372036854775807", "-5", "x"), "PX", strconv.Itoa(1+r.IntN(5000)))
 		return
 	case 5:
 		p.do("PEXPIRE", key, strconv.Itoa(1+r.IntN(5000)))
@@ -198,12 +199,12 @@ func (p *nativePair) step(t testing.TB, r *rand.Rand) {
 	switch {
 	case r.IntN(4) == 0 && (name == "allowN" || name == "allowAtMost"):
 		// go-redis/redis_rate's own arguments: burst, rate, period (seconds), cost.
-		args = append(args[:4], strconv.Itoa(1+r.IntN(100)), strconv.Itoa(1+r.IntN(100)), pick(r, "1", "60", "3600", "0.5"), strconv.Itoa(r.IntN(5)))
+		args = append(args[:4], strconv.Itoa(1+r.IntN(100)), strconv.Itoa(1+r.IntN(100)), difftest.Pick(r, "1", "60", "3600", "0.5"), strconv.Itoa(r.IntN(5)))
 	case r.IntN(2) == 0 && len(args) >= 5 && (name == "increment" || name == "get"):
-		args = append(args[:4], pick(r, "1000", "60000", "1", "500", "1e3", "2.5")) // rate-limit-redis's windowMs
+		args = append(args[:4], difftest.Pick(r, "1000", "60000", "1", "500", "1e3", "2.5")) // rate-limit-redis's windowMs
 	case r.IntN(3) > 0 && len(args) >= 6 && name == "flexible":
 		// rate-limiter-flexible's points and window (s), then its points and duration again.
-		args = append(args[:4], pick(r, "1", "2", "-1", "0", "5", "100"), pick(r, "1", "5", "60", "3600", "0", "-1", "999999999", "1000000000"), "10", "60")
+		args = append(args[:4], difftest.Pick(r, "1", "2", "-1", "0", "5", "100"), difftest.Pick(r, "1", "5", "60", "3600", "0", "-1", "999999999", "1000000000"), "10", "60")
 	}
 	proto := 2 + r.IntN(2)
 	p.nc.W.Proto, p.ic.W.Proto = proto, proto
@@ -309,10 +310,10 @@ func TestNativeScriptsRedis(t *testing.T) {
 	ts := startServer(t, func(c *Config) { c.Now = nil })
 	for _, proto := range []int{2, 3} {
 		t.Run("RESP"+strconv.Itoa(proto), func(t *testing.T) {
-			want, got := dialDiff(t, rs.Addr, proto), dialDiff(t, ts.addr, proto)
+			want, got := difftest.Dial(t, rs.Addr, proto), difftest.Dial(t, ts.addr, proto)
 			for name, body := range nativeScripts {
 				sha := scriptSHA(body)
-				require.Equal(t, want.do(t, cmd("SCRIPT", "LOAD", body)), got.do(t, cmd("SCRIPT", "LOAD", body)))
+				require.Equal(t, want.Do(t, cmd("SCRIPT", "LOAD", body)), got.Do(t, cmd("SCRIPT", "LOAD", body)))
 				cases := []struct {
 					argv  []string // burst, rate, period, cost
 					calls int
@@ -348,16 +349,16 @@ func TestNativeScriptsRedis(t *testing.T) {
 					key := fmt.Sprintf("rl:%s:%d", name, i)
 					for n := range tc.calls {
 						c := cmd(append([]string{"EVALSHA", sha, "1", key}, tc.argv...)...)
-						w, g := want.do(t, c), got.do(t, c)
+						w, g := want.Do(t, c), got.Do(t, c)
 						if n == 0 && name != "flexible" { // its PTTL is read a moment after its SET: it may have moved
 							require.Equal(t, w, g, "%s %v", name, tc.argv)
 						} else {
 							require.True(t, numbersAlike(w, g), "%s %v call %d: redis %q, throttled %q", name, tc.argv, n+1, w, g)
 						}
 					}
-					require.Equal(t, want.do(t, cmd("TYPE", key)), got.do(t, cmd("TYPE", key)))
-					require.Equal(t, want.do(t, cmd("TTL", key)), got.do(t, cmd("TTL", key)))
-					require.True(t, numbersAlike(want.do(t, cmd("GET", key)), got.do(t, cmd("GET", key))))
+					require.Equal(t, want.Do(t, cmd("TYPE", key)), got.Do(t, cmd("TYPE", key)))
+					require.Equal(t, want.Do(t, cmd("TTL", key)), got.Do(t, cmd("TTL", key)))
+					require.True(t, numbersAlike(want.Do(t, cmd("GET", key)), got.Do(t, cmd("GET", key))))
 				}
 			}
 			before := ts.scripts.eng.Stats().Natives

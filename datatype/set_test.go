@@ -1,4 +1,4 @@
-package server
+package datatype_test
 
 import (
 	"context"
@@ -9,13 +9,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
-	"github.com/throttledhq/throttled/datatype"
+	"github.com/throttledhq/throttled/internal/testserver"
+	"github.com/throttledhq/throttled/server"
 )
 
 // TestSetCommands: an allow list kept in a set, as code that keeps one in Redis uses it.
 func TestSetCommands(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
 	require.Equal(t, int64(3), do(t, rdb, "SADD", "allow", "10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.1"))
 	require.Equal(t, int64(1), do(t, rdb, "SISMEMBER", "allow", "10.0.0.2"))
 	require.Equal(t, int64(0), do(t, rdb, "SISMEMBER", "allow", "10.0.0.9"))
@@ -59,24 +60,25 @@ func TestSetCommands(t *testing.T) {
 // TestSetRESP3: SMEMBERS, SINTER, SUNION, SDIFF and SPOP with a count reply sets; SRANDMEMBER
 // with a count an array, as Redis's.
 func TestSetRESP3(t *testing.T) {
-	ts := startServer(t)
-	d := dialDiff(t, ts.addr, 3)
-	d.do(t, cmd("SADD", "s", "7", "5"))
+	ts := testserver.Start(t)
+	d := ts.Raw(t)
+	d.Do(t, "HELLO", "3")
+	d.Do(t, "SADD", "s", "7", "5")
 	for _, args := range [][]string{{"SMEMBERS", "s"}, {"SINTER", "s"}, {"SUNION", "s"}, {"SDIFF", "s"}, {"SPOP", "s", "5"}} {
-		require.Equal(t, "~2\r\n$1\r\n5\r\n$1\r\n7\r\n", d.do(t, cmd(args...)), args[0])
-		d.do(t, cmd("SADD", "s", "7", "5"))
+		require.Equal(t, "~2\r\n$1\r\n5\r\n$1\r\n7\r\n", d.Do(t, args...), args[0])
+		d.Do(t, "SADD", "s", "7", "5")
 	}
-	require.Equal(t, "~0\r\n", d.do(t, cmd("SMEMBERS", "missing")))
-	require.Equal(t, "*2\r\n$1\r\n5\r\n$1\r\n7\r\n", d.do(t, cmd("SRANDMEMBER", "s", "3")))
-	require.Equal(t, "*0\r\n", d.do(t, cmd("SRANDMEMBER", "missing", "3")))
-	require.Equal(t, "_\r\n", d.do(t, cmd("SPOP", "missing")))
+	require.Equal(t, "~0\r\n", d.Do(t, "SMEMBERS", "missing"))
+	require.Equal(t, "*2\r\n$1\r\n5\r\n$1\r\n7\r\n", d.Do(t, "SRANDMEMBER", "s", "3"))
+	require.Equal(t, "*0\r\n", d.Do(t, "SRANDMEMBER", "missing", "3"))
+	require.Equal(t, "_\r\n", d.Do(t, "SPOP", "missing"))
 }
 
 // TestSetRandom: SPOP and SRANDMEMBER pick members, as many as asked, distinct with a
 // positive count, in each encoding; what SPOP takes leaves the set.
 func TestSetRandom(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
 	for _, tc := range []struct {
 		name, enc string
 		n         int
@@ -135,54 +137,45 @@ func TestSetRandom(t *testing.T) {
 // TestSetEncoding: past set-max-intset-entries an intset takes the hashtable encoding, and
 // past set-max-listpack-entries or -value a set gets its index; neither goes back.
 func TestSetEncoding(t *testing.T) {
-	ts := startServerWith(t, func(s *Server) {
-		s.listpack.SetIntset.Store(3)
-		s.listpack.SetEntries.Store(5)
-		s.listpack.SetValue.Store(8)
+	ts := testserver.Start(t, func(c *server.Config) {
+		c.SetMaxIntsetEntries = 3
+		c.SetMaxListpackEntries = 5
+		c.SetMaxListpackValue = 8
 	})
-	rdb := ts.client(t, 2)
-	flags := func(key string) int64 {
-		sh := ts.ks.Shard([]byte(key))
-		sh.Lock()
-		defer sh.Unlock()
-		v, ok := sh.GetLocked([]byte(key), ts.clock.Now().UnixNano())
-		require.True(t, ok)
-		return v.Num2
-	}
+	rdb := ts.Client(t, 2)
+	// When a set gets its index is TestBigCollectionsIndexed's (no reply shows it).
 	do(t, rdb, "SADD", "s", "1", "2", "3")
 	require.Equal(t, "intset", do(t, rdb, "OBJECT", "ENCODING", "s"))
 	do(t, rdb, "SADD", "s", "4")
 	require.Equal(t, "hashtable", do(t, rdb, "OBJECT", "ENCODING", "s"))
-	require.Equal(t, int64(datatype.BigEncoding), flags("s"), "small: no index")
 	do(t, rdb, "SREM", "s", "4", "3")
 	require.Equal(t, "hashtable", do(t, rdb, "OBJECT", "ENCODING", "s"), "never back")
 	do(t, rdb, "SADD", "s", "a", "b", "c", "d")
-	require.Equal(t, int64(datatype.BigEncoding|datatype.IndexedPack), flags("s"))
+	require.Equal(t, "hashtable", do(t, rdb, "OBJECT", "ENCODING", "s"))
 	require.Equal(t, []any{"1", "2", "a", "b", "c", "d"}, do(t, rdb, "SMEMBERS", "s"))
 	do(t, rdb, "SREM", "s", "a", "b", "c", "d", "1")
-	require.Equal(t, int64(datatype.BigEncoding|datatype.IndexedPack), flags("s"), "never back")
+	require.Equal(t, "hashtable", do(t, rdb, "OBJECT", "ENCODING", "s"), "never back")
 	require.Equal(t, []any{"2"}, do(t, rdb, "SMEMBERS", "s"))
 
 	do(t, rdb, "SADD", "v", "abcdefghi")
-	require.Equal(t, int64(datatype.BigEncoding|datatype.IndexedPack), flags("v"), "a long member")
+	require.Equal(t, "hashtable", do(t, rdb, "OBJECT", "ENCODING", "v"), "a long member")
 	require.Equal(t, int64(1), do(t, rdb, "SISMEMBER", "v", "abcdefghi"))
 }
 
 // TestSetParams: the set thresholds under Redis's names, in CONFIG and the config file.
 func TestSetParams(t *testing.T) {
-	ts := startServer(t, func(c *Config) { c.SetMaxIntsetEntries = 2 })
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t, func(c *server.Config) { c.SetMaxIntsetEntries = 2 })
+	rdb := ts.Client(t, 2)
 	require.Equal(t, map[any]any{"set-max-intset-entries": "2", "set-max-listpack-entries": "128", "set-max-listpack-value": "64"},
 		toMap(do(t, rdb, "CONFIG", "GET", "set-max-*")))
 	do(t, rdb, "SADD", "s", "1", "2", "3")
 	require.Equal(t, "hashtable", do(t, rdb, "OBJECT", "ENCODING", "s"))
 	require.Equal(t, "OK", do(t, rdb, "CONFIG", "SET", "set-max-intset-entries", "1000"))
-	require.Equal(t, int64(1000), ts.listpack.SetIntset.Load())
 	do(t, rdb, "SADD", "t", "1", "2", "3")
 	require.Equal(t, "intset", do(t, rdb, "OBJECT", "ENCODING", "t"))
 	require.Equal(t, "ERR CONFIG SET failed (possibly related to argument 'set-max-listpack-entries') - argument must be a memory value",
 		doErr(t, rdb, "CONFIG", "SET", "set-max-listpack-entries", "-1"))
-	cfg := DefaultConfig()
+	cfg := server.DefaultConfig()
 	cfg.SetMaxListpackValue = -1
 	require.EqualError(t, cfg.Validate(), "set-max-listpack-value: -1 is not between 0 and 9223372036854775807")
 }
@@ -190,9 +183,9 @@ func TestSetParams(t *testing.T) {
 // TestWatchSet: a WATCHed set changed by another client makes EXEC run nothing; an SADD of
 // a member it has, or an SREM of one it has not, changes nothing, as on Redis.
 func TestWatchSet(t *testing.T) {
-	ts := startServer(t)
+	ts := testserver.Start(t)
 	ctx := context.Background()
-	a, b := ts.client(t, 2), ts.client(t, 2)
+	a, b := ts.Client(t, 2), ts.Client(t, 2)
 	for _, tc := range []struct {
 		name    string
 		write   func() error
@@ -222,8 +215,8 @@ func TestWatchSet(t *testing.T) {
 
 // TestSetScript: scripts reach sets through redis.call, as an allow list's check does.
 func TestSetScript(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
 	script := `redis.call('SADD', KEYS[1], unpack(ARGV))
 return {redis.call('SISMEMBER', KEYS[1], ARGV[1]), redis.call('SCARD', KEYS[1]), redis.call('SMEMBERS', KEYS[1])}`
 	require.Equal(t, []any{int64(1), int64(2), []any{"7", "9"}}, do(t, rdb, "EVAL", script, "1", "s", "9", "7"))
@@ -232,67 +225,14 @@ return {redis.call('SISMEMBER', KEYS[1], ARGV[1]), redis.call('SCARD', KEYS[1]),
 		"WRONGTYPE Operation against a key holding the wrong kind of value")
 }
 
-// TestSetNoAllocs: SADD, SREM, SISMEMBER, SMISMEMBER, SCARD, SMEMBERS, SSCAN, SRANDMEMBER,
-// SPOP and SMOVE allocate nothing once the client's buffers have grown, on an intset, a
-// small set and a big one.
-func TestSetNoAllocs(t *testing.T) {
-	s, c := fuzzServer(t)
-	request := func(args ...string) [][]byte {
-		req := make([][]byte, len(args))
-		for i, a := range args {
-			req[i] = []byte(a)
-		}
-		return req
-	}
-	sendReq := func(req [][]byte) {
-		s.run(c, req)
-		if c.W.B[0] == '-' {
-			t.Fatalf("%q: %s", req, c.W.B)
-		}
-		c.W.B = c.W.B[:0]
-	}
-	send := func(args ...string) { sendReq(request(args...)) }
-	for i := range 300 {
-		send("SADD", "big", "user:"+strconv.Itoa(i))
-		if i < 100 {
-			send("SADD", "ids", strconv.Itoa(i))
-			send("SADD", "small", "user:"+strconv.Itoa(i))
-		}
-	}
-	for _, key := range []string{"ids", "small", "big"} {
-		for _, args := range [][]string{
-			{"SADD", key, "5", "user:5"},
-			{"SISMEMBER", key, "user:50"},
-			{"SISMEMBER", key, "50"},
-			{"SMISMEMBER", key, "user:1", "2", "x"},
-			{"SCARD", key},
-			{"SMEMBERS", key},
-			{"SSCAN", key, "0", "MATCH", "*5"},
-			{"SRANDMEMBER", key},
-			{"SRANDMEMBER", key, "5"},
-			{"SADD", key, "7000", "user:7000"},
-			{"SREM", key, "7000", "user:7000"},
-			{"SMOVE", key, "other", "user:7"},
-			{"SMOVE", "other", key, "user:7"},
-			{"SPOP", key},
-		} {
-			t.Run(key+" "+args[0], func(t *testing.T) {
-				req := request(args...)
-				sendReq(req) // grows the buffers
-				require.Zero(t, testing.AllocsPerRun(100, func() { sendReq(req) }), "%q", args)
-			})
-		}
-	}
-}
-
 // TestMaxMemorySets: sets count towards maxmemory: SADD and the STORE commands are refused
 // past it while SREM and reads go on, and an eviction policy makes room by evicting sets.
 func TestMaxMemorySets(t *testing.T) {
-	ts := startServer(t, func(c *Config) {
+	ts := testserver.Start(t, func(c *server.Config) {
 		c.AppendOnly = false
 		c.MaxMemory = 1 << 20
 	})
-	rdb := ts.client(t, 2)
+	rdb := ts.Client(t, 2)
 	ctx := context.Background()
 	members := make([]any, 20)
 	for i := range members {

@@ -1,23 +1,29 @@
-package server
+package datatype_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+	"github.com/throttledhq/throttled/internal/testserver"
+	"github.com/throttledhq/throttled/server"
 )
 
 // TestListpackParams: Redis 7.0's names, defaults, ziplist aliases and value forms.
 func TestListpackParams(t *testing.T) {
-	ts := startServer(t, func(c *Config) { c.ZsetMaxListpackEntries = 5 })
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t, func(c *server.Config) { c.ZsetMaxListpackEntries = 5 })
+	rdb := ts.Client(t, 2)
 	require.Equal(t, map[any]any{"hash-max-listpack-entries": "512", "hash-max-listpack-value": "64"},
 		toMap(do(t, rdb, "CONFIG", "GET", "hash-max-listpack-*")))
 	require.Equal(t, []any{"zset-max-ziplist-entries", "5"}, do(t, rdb, "CONFIG", "GET", "zset-max-ziplist-entries"))
 	require.Equal(t, "OK", do(t, rdb, "CONFIG", "SET", "hash-max-ziplist-value", "1kb"))
 	require.Equal(t, []any{"hash-max-listpack-value", "1024"}, do(t, rdb, "CONFIG", "GET", "hash-max-listpack-value"))
-	require.Equal(t, int64(1024), ts.listpack.HashValue.Load())
+	do(t, rdb, "HSET", "h", "f", strings.Repeat("v", 1024))
+	require.Equal(t, "listpack", do(t, rdb, "OBJECT", "ENCODING", "h"), "the new limit holds")
+	do(t, rdb, "HSET", "h", "f", strings.Repeat("v", 1025))
+	require.Equal(t, "hashtable", do(t, rdb, "OBJECT", "ENCODING", "h"))
 	require.Equal(t, "OK", do(t, rdb, "CONFIG", "SET", "list-max-listpack-size", "-3"))
 	require.Equal(t, []any{"list-max-ziplist-size", "-3"}, do(t, rdb, "CONFIG", "GET", "list-max-ziplist-size"))
 	for _, tc := range []struct{ name, value, err string }{
@@ -35,9 +41,9 @@ func TestListpackParams(t *testing.T) {
 // TestWatchCollections: a WATCHed hash, sorted set or list written by another client makes
 // EXEC run nothing; one written inside the transaction is read back by it.
 func TestWatchCollections(t *testing.T) {
-	ts := startServer(t)
+	ts := testserver.Start(t)
 	ctx := context.Background()
-	a, b := ts.client(t, 2), ts.client(t, 2)
+	a, b := ts.Client(t, 2), ts.Client(t, 2)
 	for _, tc := range []struct {
 		key   string
 		write func(rdb *redis.Client) error

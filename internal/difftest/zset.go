@@ -1,10 +1,9 @@
-package server
+package difftest
 
 import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
-	"testing"
 )
 
 // The sorted set commands against redis-server. The keys play parts: k0 to k3 stay small
@@ -28,7 +27,7 @@ func zsetMember(r *rand.Rand, k string) string {
 		case 0:
 			return strconv.Itoa(r.IntN(24) - 3)
 		case 1:
-			return pick(r, "", "ab", "abc", "b\x00", "-", "+", "[a", "(a", "A", "zz")
+			return Pick(r, "", "ab", "abc", "b\x00", "-", "+", "[a", "(a", "A", "zz")
 		}
 		return string(rune('a' + r.IntN(12)))
 	}
@@ -38,7 +37,7 @@ func zsetMember(r *rand.Rand, k string) string {
 	case 1, 2:
 		return strconv.Itoa(r.IntN(400) - 100)
 	case 3:
-		return pick(r, "", "ab", "abc", "A", "zz", "1732512345123")
+		return Pick(r, "", "ab", "abc", "A", "zz", "1732512345123")
 	}
 	return string(rune('a' + r.IntN(26)))
 }
@@ -49,9 +48,9 @@ func zsetScore(r *rand.Rand, k string) string {
 	if zsetZeroKey(k) {
 		switch r.IntN(30) {
 		case 0:
-			return pick(r, "abc", "nan", "", " 0")
+			return Pick(r, "abc", "nan", "", " 0")
 		case 1, 2:
-			return pick(r, "-0", "+0", "0.0", "0e5", "-0.0", "0x0")
+			return Pick(r, "-0", "+0", "0.0", "0e5", "-0.0", "0x0")
 		}
 		return "0"
 	}
@@ -59,20 +58,20 @@ func zsetScore(r *rand.Rand, k string) string {
 	case 0:
 		return strconv.FormatInt(1732512345000+int64(r.IntN(5000)), 10)
 	case 1:
-		return pick(r, "inf", "-inf", "+inf", "nan", "-nan", "abc", "", "1e400", "-1e400", "1e-400",
+		return Pick(r, "inf", "-inf", "+inf", "nan", "-nan", "abc", "", "1e400", "-1e400", "1e-400",
 			"4.9e-324", "0x1p3", "0x10", "0x", " 1", "1 ", "1e", "1.5e2", ".5", "5.", "-0", "infinity",
 			"-Infinity", "nan(1)", "1\x00", "0x1.8p1", "1e-310", "9007199254740993", "1e17", "0.1")
 	}
-	return diffFloat(r)
+	return Float(r)
 }
 
 // zsetBound returns a ZRANGEBYSCORE bound.
 func zsetBound(r *rand.Rand) string {
 	switch r.IntN(10) {
 	case 0:
-		return pick(r, "-inf", "+inf", "inf", "(-inf", "(+inf")
+		return Pick(r, "-inf", "+inf", "inf", "(-inf", "(+inf")
 	case 1:
-		return pick(r, "abc", "(", "", " 1", "1 ", "nan", "(nan", "[1", "((1", "1e400", "(1e-400", "1\x00x", "0x1p2", " ", "1e")
+		return Pick(r, "abc", "(", "", " 1", "1 ", "nan", "(nan", "[1", "((1", "1e400", "(1e-400", "1\x00x", "0x1p2", " ", "1e")
 	case 2:
 		return strconv.FormatInt(1732512345000+int64(r.IntN(5000)), 10)
 	}
@@ -87,11 +86,11 @@ func zsetBound(r *rand.Rand) string {
 func zsetLexBound(r *rand.Rand, k string) string {
 	switch r.IntN(10) {
 	case 0:
-		return pick(r, "-", "+")
+		return Pick(r, "-", "+")
 	case 1:
-		return pick(r, "a", "", "-a", "+a", "-\x00", "{a")
+		return Pick(r, "a", "", "-a", "+a", "-\x00", "{a")
 	}
-	return pick(r, "[", "(") + zsetMember(r, k)
+	return Pick(r, "[", "(") + zsetMember(r, k)
 }
 
 // zsetLimit returns LIMIT offset count now and then, bad ones too.
@@ -99,12 +98,12 @@ func zsetLimit(r *rand.Rand) []string {
 	if r.IntN(3) > 0 {
 		return nil
 	}
-	return []string{pick(r, "LIMIT", "limit"), diffInt(r, -1, 6), diffInt(r, -2, 6)}
+	return []string{Pick(r, "LIMIT", "limit"), Int(r, -1, 6), Int(r, -2, 6)}
 }
 
-// genZSet draws the sorted set commands.
-func genZSet(r *rand.Rand) diffCmd {
-	k := diffKey(r)
+// ZSet draws the sorted set commands.
+func ZSet(r *rand.Rand) Cmd {
+	k := Key(r)
 	mixedBig := k == "{k}5" // lexicographic replies undefined once big
 	switch r.IntN(40) {
 	case 0, 1, 2, 3, 4, 5:
@@ -132,7 +131,7 @@ func genZSet(r *rand.Rand) diffCmd {
 	case 6:
 		inc := zsetScore(r, k)
 		if r.IntN(30) == 0 {
-			inc = pick(r, "nx", "INCR", "ch")
+			inc = Pick(r, "nx", "INCR", "ch")
 		}
 		return cmd("ZINCRBY", k, inc, zsetMember(r, k))
 	case 7, 8:
@@ -150,13 +149,13 @@ func genZSet(r *rand.Rand) diffCmd {
 	case 12:
 		return cmd("ZMSCORE", k, zsetMember(r, k), zsetMember(r, k))
 	case 13:
-		return cmd(pick(r, "ZRANK", "ZREVRANK"), k, zsetMember(r, k))
+		return cmd(Pick(r, "ZRANK", "ZREVRANK"), k, zsetMember(r, k))
 	case 14, 15, 16:
 		args := []string{"ZRANGE", k}
 		kind := r.IntN(3)
 		switch kind {
 		case 0:
-			args = append(args, diffInt(r, -8, 8), diffInt(r, -8, 8))
+			args = append(args, Int(r, -8, 8), Int(r, -8, 8))
 		case 1:
 			args = append(args, zsetBound(r), zsetBound(r), "BYSCORE")
 		case 2:
@@ -170,22 +169,22 @@ func genZSet(r *rand.Rand) diffCmd {
 			args = append(args, "WITHSCORES")
 		}
 		if r.IntN(20) == 0 {
-			args = append(args, pick(r, "BYSCORE", "REV", "LIMIT", "x"))
+			args = append(args, Pick(r, "BYSCORE", "REV", "LIMIT", "x"))
 		}
 		if r.IntN(20) == 0 && len(args) > 5 {
 			i := 4 + r.IntN(len(args)-4) // options in another order
 			args[4], args[i] = args[i], args[4]
 		}
-		return diffCmd{args: args, skip: kind == 2 && mixedBig}
+		return Cmd{Args: args, Skip: kind == 2 && mixedBig}
 	case 17, 18:
-		args := []string{pick(r, "ZRANGEBYSCORE", "ZREVRANGEBYSCORE"), k, zsetBound(r), zsetBound(r)}
+		args := []string{Pick(r, "ZRANGEBYSCORE", "ZREVRANGEBYSCORE"), k, zsetBound(r), zsetBound(r)}
 		if r.IntN(2) == 0 {
 			args = append(args, "WITHSCORES")
 		}
 		args = append(args, zsetLimit(r)...)
 		return cmd(args...)
 	case 19:
-		args := []string{"ZREVRANGE", k, diffInt(r, -8, 8), diffInt(r, -8, 8)}
+		args := []string{"ZREVRANGE", k, Int(r, -8, 8), Int(r, -8, 8)}
 		if r.IntN(2) == 0 {
 			args = append(args, "WITHSCORES")
 		}
@@ -196,37 +195,37 @@ func genZSet(r *rand.Rand) diffCmd {
 	case 20, 21:
 		return cmd("ZREMRANGEBYSCORE", k, zsetBound(r), zsetBound(r))
 	case 22:
-		return cmd("ZREMRANGEBYRANK", k, diffInt(r, -8, 8), diffInt(r, -8, 8))
+		return cmd("ZREMRANGEBYRANK", k, Int(r, -8, 8), Int(r, -8, 8))
 	case 23, 24:
-		args := []string{pick(r, "ZPOPMIN", "ZPOPMAX"), k}
+		args := []string{Pick(r, "ZPOPMIN", "ZPOPMAX"), k}
 		if r.IntN(2) == 0 {
-			args = append(args, diffInt(r, -1, 5))
+			args = append(args, Int(r, -1, 5))
 		}
 		if r.IntN(30) == 0 {
 			args = append(args, "1")
 		}
 		return cmd(args...)
 	case 25:
-		args := []string{"ZSCAN", k, pick(r, "0", "0", "0", "7", "", "-1", " 1", "abc", "+", "18446744073709551616")}
+		args := []string{"ZSCAN", k, Pick(r, "0", "0", "0", "7", "", "-1", " 1", "abc", "+", "18446744073709551616")}
 		if r.IntN(2) == 0 {
-			args = append(args, "MATCH", pick(r, "*", "a*", "[a-c]", "?", "1*", "*b*"))
+			args = append(args, "MATCH", Pick(r, "*", "a*", "[a-c]", "?", "1*", "*b*"))
 		}
 		if r.IntN(3) == 0 {
-			args = append(args, "COUNT", diffInt(r, -1, 20))
+			args = append(args, "COUNT", Int(r, -1, 20))
 		}
 		if r.IntN(20) == 0 {
-			args = append(args, pick(r, "TYPE", "MATCH", "x"), "zset")
+			args = append(args, Pick(r, "TYPE", "MATCH", "x"), "zset")
 		}
-		return diffCmd{args: args, skip: !zsetSmallKey(k)}
+		return Cmd{Args: args, Skip: !zsetSmallKey(k)}
 	case 26, 27:
-		args := []string{pick(r, "ZRANGEBYLEX", "ZREVRANGEBYLEX"), k, zsetLexBound(r, k), zsetLexBound(r, k)}
+		args := []string{Pick(r, "ZRANGEBYLEX", "ZREVRANGEBYLEX"), k, zsetLexBound(r, k), zsetLexBound(r, k)}
 		args = append(args, zsetLimit(r)...)
 		if r.IntN(20) == 0 {
 			args = append(args, "WITHSCORES")
 		}
-		return diffCmd{args: args, skip: mixedBig}
+		return Cmd{Args: args, Skip: mixedBig}
 	case 28:
-		return diffCmd{args: []string{"ZLEXCOUNT", k, zsetLexBound(r, k), zsetLexBound(r, k)}, skip: mixedBig}
+		return Cmd{Args: []string{"ZLEXCOUNT", k, zsetLexBound(r, k), zsetLexBound(r, k)}, Skip: mixedBig}
 	case 29:
 		if mixedBig {
 			k = "k1"
@@ -237,11 +236,11 @@ func genZSet(r *rand.Rand) diffCmd {
 			return cmd("ZCARD", k) // big sets live longer
 		}
 		if r.IntN(2) == 0 {
-			return cmd("SET", k, diffValue(r))
+			return cmd("SET", k, Value(r))
 		}
 		return cmd("DEL", k)
 	case 32:
-		return cmd("EXPIRE", k, diffInt(r, 100, 1000))
+		return cmd("EXPIRE", k, Int(r, 100, 1000))
 	case 33:
 		return cmd("TYPE", k)
 	case 34, 35:
@@ -260,18 +259,4 @@ func genZSet(r *rand.Rand) diffCmd {
 		return cmd("ZRANGE", "{k}5", "0", "0", "WITHSCORES")
 	}
 	return cmd("ZRANGE", k, "0", "-1", "WITHSCORES")
-}
-
-func TestDifferentialZSet(t *testing.T) {
-	runDifferential(t, func(r *rand.Rand) diffCmd {
-		c := genZSet(r)
-		if r.IntN(8) == 0 { // options and command names in any case
-			for i, a := range c.args {
-				if i != 1 && a != strings.ToLower(a) && strings.Trim(a, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") == "" {
-					c.args[i] = strings.ToLower(a)
-				}
-			}
-		}
-		return c
-	})
 }

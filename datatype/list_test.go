@@ -1,4 +1,4 @@
-package server
+package datatype_test
 
 import (
 	"context"
@@ -10,11 +10,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+	"github.com/throttledhq/throttled/internal/testserver"
 )
 
 func TestListQueue(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
 	ctx := context.Background()
 	long := strings.Repeat("x", 70000)
 	require.Equal(t, int64(4), rdb.RPush(ctx, "q", "a", "12", long, "-0").Val())
@@ -34,7 +35,7 @@ func TestListQueue(t *testing.T) {
 
 // TestListNulls: a missing key's replies, in both protocols.
 func TestListNulls(t *testing.T) {
-	ts := startServer(t)
+	ts := testserver.Start(t)
 	for _, tc := range []struct{ req, resp2, resp3 string }{
 		{"LPOP nx 2", "*-1", "_"},
 		{"RPOP nx", "$-1", "_"},
@@ -45,20 +46,19 @@ func TestListNulls(t *testing.T) {
 		{"LRANGE nx 0 -1", "*0", "*0"},
 	} {
 		for proto, want := range map[string]string{"2": tc.resp2, "3": tc.resp3} {
-			c := ts.raw(t)
-			c.send(t, "HELLO "+proto+"\r\n")
-			_, err := readReply(c.rd)
-			require.NoError(t, err)
-			c.send(t, tc.req+"\r\n")
-			require.Equal(t, want, c.line(t), "%s in RESP%s", tc.req, proto)
+			c := ts.Raw(t)
+			c.Send(t, "HELLO "+proto+"\r\n")
+			c.Reply(t)
+			c.Send(t, tc.req+"\r\n")
+			require.Equal(t, want, c.Line(t), "%s in RESP%s", tc.req, proto)
 		}
 	}
 }
 
 // TestListKeepsExpiry: writes keep the key's expiry; an emptied list goes with it.
 func TestListKeepsExpiry(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
 	ctx := context.Background()
 	rdb.RPush(ctx, "l", "a", "b", "c", "d")
 	rdb.RPush(ctx, "other", "z")
@@ -80,14 +80,14 @@ func TestListKeepsExpiry(t *testing.T) {
 	require.Equal(t, []string{"d", "c"}, rdb.LRange(ctx, "new", 0, -1).Val())
 	require.Equal(t, int64(0), rdb.Exists(ctx, "l").Val())
 	require.Equal(t, time.Duration(-1), rdb.TTL(ctx, "new").Val(), "a list LMOVE creates has no expiry")
-	ts.clock.Advance(60 * time.Second)
+	ts.Clock.Advance(60 * time.Second)
 	require.Equal(t, int64(0), rdb.LLen(ctx, "other").Val())
 	require.Equal(t, int64(1), rdb.RPush(ctx, "other", "a").Val(), "an expired list is a new one")
 }
 
 func TestListErrors(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
 	do(t, rdb, "RPUSH", "l", "a", "b")
 	do(t, rdb, "SET", "s", "x")
 	const wrongType = "WRONGTYPE Operation against a key holding the wrong kind of value"
@@ -121,8 +121,8 @@ func TestListErrors(t *testing.T) {
 // TestLMoveConcurrent moves elements between lists on several shards in both directions
 // at once: the locks of both keys are taken in order (no deadlock), and nothing is lost.
 func TestLMoveConcurrent(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
 	ctx := context.Background()
 	const lists, each = 8, 50
 	for i := range lists {
@@ -135,7 +135,7 @@ func TestLMoveConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := redis.NewClient(&redis.Options{Addr: ts.addr, Protocol: 2})
+			c := redis.NewClient(&redis.Options{Addr: ts.Addr, Protocol: 2})
 			defer c.Close()
 			for n := range 300 {
 				src, dst := "l"+strconv.Itoa((g+n)%lists), "l"+strconv.Itoa((g*3+n*5)%lists)

@@ -1,4 +1,4 @@
-package server
+package datatype_test
 
 import (
 	"context"
@@ -8,11 +8,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+	"github.com/throttledhq/throttled/internal/testserver"
+	"github.com/throttledhq/throttled/server"
 )
 
 func TestSetOptions(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
 	ctx := context.Background()
 	require.Equal(t, "OK", do(t, rdb, "SET", "k", "v1"))
 	require.Equal(t, "v1", do(t, rdb, "GET", "k"))
@@ -34,9 +36,9 @@ func TestSetOptions(t *testing.T) {
 	require.Equal(t, int64(1500), do(t, rdb, "PTTL", "k"))
 	require.Equal(t, "OK", do(t, rdb, "SET", "k", "v"))
 	require.Equal(t, int64(-1), do(t, rdb, "PTTL", "k"))
-	require.Equal(t, "OK", do(t, rdb, "SET", "k", "v", "EXAT", ts.clock.Now().Unix()+5))
+	require.Equal(t, "OK", do(t, rdb, "SET", "k", "v", "EXAT", ts.Clock.Now().Unix()+5))
 	require.Equal(t, int64(5), do(t, rdb, "TTL", "k"))
-	require.Equal(t, "OK", do(t, rdb, "SET", "k", "v", "PXAT", ts.clock.Now().UnixMilli()+700))
+	require.Equal(t, "OK", do(t, rdb, "SET", "k", "v", "PXAT", ts.Clock.Now().UnixMilli()+700))
 	require.Equal(t, int64(700), do(t, rdb, "PTTL", "k"))
 
 	for _, tc := range []struct {
@@ -66,8 +68,8 @@ func TestSetOptions(t *testing.T) {
 }
 
 func TestSetExAndFriends(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
 	require.Equal(t, "OK", do(t, rdb, "SETEX", "a", 10, "x"))
 	require.Equal(t, int64(10), do(t, rdb, "TTL", "a"))
 	require.Equal(t, "OK", do(t, rdb, "PSETEX", "b", 250, "y"))
@@ -76,7 +78,7 @@ func TestSetExAndFriends(t *testing.T) {
 	require.Equal(t, int64(0), do(t, rdb, "SETNX", "c", "w"))
 	require.Equal(t, []any{"x", "y", "z", nil}, do(t, rdb, "MGET", "a", "b", "c", "nope"))
 	require.Equal(t, "ERR wrong number of arguments for 'mset' command", doErr(t, rdb, "MSET", "a", "1", "b"))
-	ts.clock.Advance(250 * time.Millisecond)
+	ts.Clock.Advance(250 * time.Millisecond)
 	require.Equal(t, []any{"x", nil}, do(t, rdb, "MGET", "a", "b"))
 	// Binary-safe keys and values.
 	require.Equal(t, "OK", do(t, rdb, "SET", "bin\x00key", "\x00\xff\r\n"))
@@ -84,8 +86,8 @@ func TestSetExAndFriends(t *testing.T) {
 }
 
 func TestCounters(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
 	require.Equal(t, int64(1), do(t, rdb, "INCR", "n"))
 	require.Equal(t, int64(11), do(t, rdb, "INCRBY", "n", 10))
 	require.Equal(t, int64(10), do(t, rdb, "DECR", "n"))
@@ -119,8 +121,8 @@ func TestCounters(t *testing.T) {
 // TestStringWritesKeepTheTTL: INCRBYFLOAT, APPEND and SETRANGE change a value and keep its
 // expiry; GETEX sets or removes one, relative times counted from the clock.
 func TestStringWritesKeepTheTTL(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
 	require.Equal(t, "OK", do(t, rdb, "SET", "k", "10.5", "PX", 5000))
 	require.Equal(t, "10.6", do(t, rdb, "INCRBYFLOAT", "k", "0.1"))
 	require.Equal(t, int64(5000), do(t, rdb, "PTTL", "k"))
@@ -138,16 +140,16 @@ func TestStringWritesKeepTheTTL(t *testing.T) {
 	require.Equal(t, int64(1200), do(t, rdb, "PTTL", "k"))
 	require.Equal(t, "10.6xyz", do(t, rdb, "GETEX", "k", "PERSIST"))
 	require.Equal(t, int64(-1), do(t, rdb, "PTTL", "k"))
-	require.Equal(t, "10.6xyz", do(t, rdb, "GETEX", "k", "EXAT", ts.clock.Now().Unix()+5))
+	require.Equal(t, "10.6xyz", do(t, rdb, "GETEX", "k", "EXAT", ts.Clock.Now().Unix()+5))
 	require.Equal(t, int64(5), do(t, rdb, "TTL", "k"))
-	require.Equal(t, "10.6xyz", do(t, rdb, "GETEX", "k", "PXAT", ts.clock.Now().UnixMilli()+700))
+	require.Equal(t, "10.6xyz", do(t, rdb, "GETEX", "k", "PXAT", ts.Clock.Now().UnixMilli()+700))
 	require.Equal(t, int64(700), do(t, rdb, "PTTL", "k"))
-	ts.clock.Advance(700 * time.Millisecond)
+	ts.Clock.Advance(700 * time.Millisecond)
 	_, err := rdb.Do(context.Background(), "GETEX", "k", "PERSIST").Result()
 	require.ErrorIs(t, err, redis.Nil, "expired")
 
 	require.Equal(t, "OK", do(t, rdb, "SET", "k", "v"))
-	require.Equal(t, "v", do(t, rdb, "GETEX", "k", "PXAT", ts.clock.Now().UnixMilli()))
+	require.Equal(t, "v", do(t, rdb, "GETEX", "k", "PXAT", ts.Clock.Now().UnixMilli()))
 	require.Equal(t, int64(0), do(t, rdb, "EXISTS", "k"), "PXAT now deletes")
 	require.Equal(t, "OK", do(t, rdb, "SET", "k", "v", "EX", 100))
 	require.Equal(t, "v", do(t, rdb, "GETDEL", "k"))
@@ -155,8 +157,8 @@ func TestStringWritesKeepTheTTL(t *testing.T) {
 }
 
 func TestStringCommandErrors(t *testing.T) {
-	ts := startServer(t, func(c *Config) { c.ProtoMaxBulkLen = 1 << 20 })
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t, func(c *server.Config) { c.ProtoMaxBulkLen = 1 << 20 })
+	rdb := ts.Client(t, 2)
 	do(t, rdb, "THROTTLE", "g", 1, 1, "1m")
 	do(t, rdb, "SET", "s", "abc")
 	const wrongType = "WRONGTYPE Operation against a key holding the wrong kind of value"
@@ -199,8 +201,8 @@ func TestStringCommandErrors(t *testing.T) {
 }
 
 func TestSetRangeAndGetRange(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
 	require.Equal(t, int64(5), do(t, rdb, "SETRANGE", "k", 3, "ab"))
 	require.Equal(t, "\x00\x00\x00ab", do(t, rdb, "GET", "k"))
 	require.Equal(t, int64(5), do(t, rdb, "SETRANGE", "k", 0, "xy"))

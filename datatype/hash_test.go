@@ -1,4 +1,4 @@
-package server
+package datatype_test
 
 import (
 	"context"
@@ -7,13 +7,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
-	"github.com/throttledhq/throttled/datatype"
+	"github.com/throttledhq/throttled/internal/testserver"
+	"github.com/throttledhq/throttled/server"
 )
 
 // TestHashOrder: fields come back in the order they were first set, as from a listpack.
 func TestHashOrder(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
 	require.Equal(t, int64(3), do(t, rdb, "HSET", "h", "tokens", "10", "last_refill", "1732512345123", "x", "1"))
 	require.Equal(t, int64(1), do(t, rdb, "HSET", "h", "tokens", "9", "y", "2"))
 	require.Equal(t, int64(1), do(t, rdb, "HDEL", "h", "x", "nope"))
@@ -33,8 +34,8 @@ func TestHashOrder(t *testing.T) {
 
 // TestHashRESP3: HGETALL is a map, HRANDFIELD WITHVALUES pairs.
 func TestHashRESP3(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 3)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 3)
 	do(t, rdb, "HSET", "h", "a", "1", "b", "2")
 	require.Equal(t, map[any]any{"a": "1", "b": "2"}, do(t, rdb, "HGETALL", "h"))
 	require.Equal(t, map[any]any{}, do(t, rdb, "HGETALL", "missing"))
@@ -49,8 +50,8 @@ func TestHashRESP3(t *testing.T) {
 
 // TestHRandField: counts, uniqueness and membership.
 func TestHRandField(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
 	fields := map[string]string{}
 	for i := range 20 {
 		f, v := string(rune('a'+i)), string(rune('A'+i))
@@ -98,20 +99,16 @@ func TestHRandField(t *testing.T) {
 // TestHashEncoding: past hash-max-listpack-entries or -value a hash takes the hashtable
 // encoding and keeps it.
 func TestHashEncoding(t *testing.T) {
-	ts := startServerWith(t, func(s *Server) {
-		s.listpack.HashEntries.Store(3)
-		s.listpack.HashValue.Store(8)
+	ts := testserver.Start(t, func(c *server.Config) {
+		c.HashMaxListpackEntries = 3
+		c.HashMaxListpackValue = 8
 	})
-	rdb := ts.client(t, 2)
+	rdb := ts.Client(t, 2)
+	// The index a big hash keeps is TestBigCollectionsIndexed's (no reply shows it).
 	big := func(key string) bool {
-		sh := ts.ks.Shard([]byte(key))
-		sh.Lock()
-		defer sh.Unlock()
-		v, ok := sh.GetLocked([]byte(key), ts.clock.Now().UnixNano())
-		require.True(t, ok)
-		big := v.Num2&datatype.BigEncoding != 0
-		require.Equal(t, big, v.Num2&datatype.IndexedPack != 0, "a big hash is indexed")
-		return big
+		enc := do(t, rdb, "OBJECT", "ENCODING", key)
+		require.Contains(t, []any{"listpack", "hashtable"}, enc)
+		return enc == "hashtable"
 	}
 	do(t, rdb, "HSET", "h", "a", "1", "b", "2", "c", "3")
 	require.False(t, big("h"))
@@ -141,8 +138,8 @@ func TestHashEncoding(t *testing.T) {
 
 // TestHashKeepsExpiry: writing a hash keeps its TTL.
 func TestHashKeepsExpiry(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
 	do(t, rdb, "HSET", "h", "a", "1")
 	do(t, rdb, "EXPIRE", "h", 100)
 	for _, args := range [][]any{
@@ -152,13 +149,13 @@ func TestHashKeepsExpiry(t *testing.T) {
 		do(t, rdb, args...)
 		require.Equal(t, int64(100), do(t, rdb, "TTL", "h"), "%v", args)
 	}
-	ts.clock.Advance(101 * time.Second)
+	ts.Clock.Advance(101 * time.Second)
 	require.Equal(t, int64(0), do(t, rdb, "HLEN", "h"))
 }
 
 func TestHashErrors(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
 	do(t, rdb, "HSET", "h", "s", "abc", "n", "9223372036854775807", "f", "1.5", "inf", "inf")
 	do(t, rdb, "SET", "str", "x")
 	const wrongType = "WRONGTYPE Operation against a key holding the wrong kind of value"

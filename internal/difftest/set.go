@@ -1,9 +1,8 @@
-package server
+package difftest
 
 import (
 	"math/rand/v2"
 	"strconv"
-	"testing"
 )
 
 // setMember returns a member: a few integers and strings, so that commands meet and sets
@@ -12,11 +11,11 @@ import (
 func setMember(r *rand.Rand) string {
 	switch r.IntN(12) {
 	case 0:
-		return pick(r, "01", "-0", "+1", "1.0", " 1", "9223372036854775807", "9223372036854775808", "-9223372036854775808")
+		return Pick(r, "01", "-0", "+1", "1.0", " 1", "9223372036854775807", "9223372036854775808", "-9223372036854775808")
 	case 1, 2, 3, 4, 5:
 		return strconv.Itoa(r.IntN(12) - 2)
 	case 6:
-		return diffValue(r)
+		return Value(r)
 	}
 	return string(rune('a' + r.IntN(8)))
 }
@@ -51,7 +50,7 @@ func manyMembers(r *rand.Rand) []string {
 func setKeys(r *rand.Rand) []string {
 	out := make([]string, 1+r.IntN(3))
 	for i := range out {
-		out[i] = diffKey(r)
+		out[i] = Key(r)
 	}
 	return out
 }
@@ -60,10 +59,10 @@ func setKeys(r *rand.Rand) []string {
 // random, so the members it keeps differ between the servers, but not how many.
 const popKey = "sp"
 
-// genSet draws the set commands, with now and then another type's command, DEL or EXPIRE
+// Set draws the set commands, with now and then another type's command, DEL or EXPIRE
 // on the same keys (WRONGTYPE).
-func genSet(r *rand.Rand) diffCmd {
-	k := diffKey(r)
+func Set(r *rand.Rand) Cmd {
+	k := Key(r)
 	switch r.IntN(41) {
 	case 0, 1, 2, 3:
 		return cmd(append([]string{"SADD", k}, setMembers(r)...)...)
@@ -76,35 +75,35 @@ func genSet(r *rand.Rand) diffCmd {
 	case 9:
 		return cmd(append([]string{"SMISMEMBER", k}, setMembers(r)...)...)
 	case 10, 11:
-		return diffCmd{args: []string{"SMEMBERS", k}, unordered: true}
+		return Cmd{Args: []string{"SMEMBERS", k}, Unordered: true}
 	case 12:
 		return cmd("SCARD", k)
 	case 13:
-		return cmd("SMOVE", k, diffKey(r), setMember(r))
+		return cmd("SMOVE", k, Key(r), setMember(r))
 	case 14, 15:
-		return diffCmd{args: append([]string{pick(r, "SINTER", "SUNION", "SDIFF")}, setKeys(r)...), unordered: true}
+		return Cmd{Args: append([]string{Pick(r, "SINTER", "SUNION", "SDIFF")}, setKeys(r)...), Unordered: true}
 	case 16, 17:
-		return cmd(append([]string{pick(r, "SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"), k}, setKeys(r)...)...)
+		return cmd(append([]string{Pick(r, "SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"), k}, setKeys(r)...)...)
 	case 18:
 		keys := setKeys(r)
 		numkeys := strconv.Itoa(len(keys))
 		switch r.IntN(8) {
 		case 0:
-			numkeys = pick(r, "0", "-1", "abc", "4", "9223372036854775808")
+			numkeys = Pick(r, "0", "-1", "abc", "4", "9223372036854775808")
 		}
 		args := append([]string{"SINTERCARD", numkeys}, keys...)
 		switch r.IntN(4) {
 		case 0:
-			args = append(args, pick(r, "LIMIT", "limit"), diffInt(r, 0, 3))
+			args = append(args, Pick(r, "LIMIT", "limit"), Int(r, 0, 3))
 		case 1:
-			args = append(args, pick(r, "LIMIT", "LIMITS", "0"))
+			args = append(args, Pick(r, "LIMIT", "LIMITS", "0"))
 		}
 		return cmd(args...)
 	case 19, 20:
 		// Every member at once: the reply is the whole set, and the key goes.
-		return diffCmd{args: []string{"SPOP", k, pick(r, "1000", "0")}, unordered: true}
+		return Cmd{Args: []string{"SPOP", k, Pick(r, "1000", "0")}, Unordered: true}
 	case 21:
-		return cmd("SPOP", k, pick(r, "-1", "abc", "1.5", "9223372036854775808", ""))
+		return cmd("SPOP", k, Pick(r, "-1", "abc", "1.5", "9223372036854775808", ""))
 	case 22:
 		return cmd("SPOP", k, "1", "2")
 	case 23, 24:
@@ -115,7 +114,7 @@ func genSet(r *rand.Rand) diffCmd {
 		if r.IntN(20) == 0 {
 			args = append(args, "1")
 		}
-		return diffCmd{args: args, shape: true}
+		return Cmd{Args: args, Shape: true}
 	case 25, 26:
 		switch r.IntN(4) {
 		case 0:
@@ -123,27 +122,27 @@ func genSet(r *rand.Rand) diffCmd {
 		case 1:
 			return cmd("SCARD", popKey)
 		case 2:
-			return diffCmd{args: []string{"SRANDMEMBER", popKey, randCount(r, false)}, shape: true}
+			return Cmd{Args: []string{"SRANDMEMBER", popKey, randCount(r, false)}, Shape: true}
 		}
 		args := []string{"SPOP", popKey}
 		if r.IntN(2) == 0 {
 			args = append(args, strconv.Itoa(r.IntN(8)))
 		}
-		return diffCmd{args: args, shape: true}
+		return Cmd{Args: args, Shape: true}
 	case 27, 28:
 		cursor, compare := scanCursor(r)
 		args := []string{"SSCAN", k, cursor}
 		var count bool
 		for range r.IntN(3) {
 			if r.IntN(2) == 0 {
-				args = append(args, pick(r, "MATCH", "match"), pick(r, "a*", "*", "[a-c]", "?", "1*", "x*", "-*", "[", "\\a"))
+				args = append(args, Pick(r, "MATCH", "match"), Pick(r, "a*", "*", "[a-c]", "?", "1*", "x*", "-*", "[", "\\a"))
 			} else {
-				args = append(args, pick(r, "COUNT", "count"), pick(r, "1000", "5000", "0", "-1", "abc"))
+				args = append(args, Pick(r, "COUNT", "count"), Pick(r, "1000", "5000", "0", "-1", "abc"))
 				count = true
 			}
 		}
 		if r.IntN(20) == 0 {
-			args = append(args, pick(r, "COUNT", "TYPE", "NOVALUES", "MATCH"))
+			args = append(args, Pick(r, "COUNT", "TYPE", "NOVALUES", "MATCH"))
 		}
 		if !count {
 			if r.IntN(10) == 0 {
@@ -152,30 +151,26 @@ func genSet(r *rand.Rand) diffCmd {
 				args = append(args, "COUNT", "5000") // a hashtable scanned whole, as a set here always is
 			}
 		}
-		return diffCmd{args: args, unordered: true, scan: true, skip: !compare}
+		return Cmd{Args: args, Unordered: true, Scan: true, Skip: !compare}
 	case 29:
 		return cmd("OBJECT", "ENCODING", k)
 	case 30:
-		return cmd("SET", k, diffValue(r))
+		return cmd("SET", k, Value(r))
 	case 31:
 		return cmd("DEL", k)
 	case 32:
-		return cmd("EXPIRE", k, diffInt(r, 100, 1000))
+		return cmd("EXPIRE", k, Int(r, 100, 1000))
 	case 33:
 		return cmd("TYPE", k)
 	case 34:
-		if c, ok := diffOtherType(r, k); ok {
-			return c
-		}
+		return diffOtherType(r, k)
 	case 35:
 		return cmd("SCAN", "0", "COUNT", "1000", "TYPE", "set", "MATCH", k)
 	case 36:
-		return cmd(pick(r, "COPY", "RENAME"), k, diffKey(r))
+		return cmd(Pick(r, "COPY", "RENAME"), k, Key(r))
 	case 37:
 		// Intsets cross their limit often at a small one.
-		return cmd("CONFIG", "SET", "set-max-intset-entries", pick(r, "0", "3", "8", "512"))
+		return cmd("CONFIG", "SET", "set-max-intset-entries", Pick(r, "0", "3", "8", "512"))
 	}
-	return cmd(pick(r, "SADD", "SREM", "SISMEMBER", "SMISMEMBER", "SCARD", "SMOVE", "SINTERSTORE", "SINTERCARD", "SSCAN", "SCARD"), k) // arity errors, and SCARD
+	return cmd(Pick(r, "SADD", "SREM", "SISMEMBER", "SMISMEMBER", "SCARD", "SMOVE", "SINTERSTORE", "SINTERCARD", "SSCAN", "SCARD"), k) // arity errors, and SCARD
 }
-
-func TestDifferentialSet(t *testing.T) { runDifferential(t, genSet) }

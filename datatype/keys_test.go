@@ -1,4 +1,4 @@
-package server
+package datatype_test
 
 import (
 	"context"
@@ -12,15 +12,13 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/throttledhq/throttled/collection"
-	"github.com/throttledhq/throttled/datatype"
-	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/internal/testserver"
 )
 
 func TestTTLFamily(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
-	now := ts.clock.Now()
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
+	now := ts.Clock.Now()
 	require.Equal(t, int64(-2), do(t, rdb, "TTL", "k"))
 	require.Equal(t, int64(0), do(t, rdb, "EXPIRE", "k", 10))
 	do(t, rdb, "SET", "k", "v")
@@ -31,7 +29,7 @@ func TestTTLFamily(t *testing.T) {
 	require.Equal(t, int64(10000), do(t, rdb, "PTTL", "k"))
 	require.Equal(t, now.Unix()+10, do(t, rdb, "EXPIRETIME", "k"))
 	require.Equal(t, now.UnixMilli()+10000, do(t, rdb, "PEXPIRETIME", "k"))
-	ts.clock.Advance(2600 * time.Millisecond)
+	ts.Clock.Advance(2600 * time.Millisecond)
 	require.Equal(t, int64(7), do(t, rdb, "TTL", "k")) // 7.4s rounds to 7
 	require.Equal(t, int64(7400), do(t, rdb, "PTTL", "k"))
 
@@ -53,13 +51,13 @@ func TestTTLFamily(t *testing.T) {
 	require.Equal(t, int64(0), do(t, rdb, "PERSIST", "k"))
 	require.Equal(t, int64(-1), do(t, rdb, "PTTL", "k"))
 
-	require.Equal(t, int64(1), do(t, rdb, "EXPIREAT", "k", ts.clock.Now().Unix()+20))
+	require.Equal(t, int64(1), do(t, rdb, "EXPIREAT", "k", ts.Clock.Now().Unix()+20))
 	require.Equal(t, int64(19), do(t, rdb, "TTL", "k"), "19.4s: the clock is 0.6s past a whole second")
-	require.Equal(t, int64(1), do(t, rdb, "PEXPIREAT", "k", ts.clock.Now().UnixMilli()+300))
+	require.Equal(t, int64(1), do(t, rdb, "PEXPIREAT", "k", ts.Clock.Now().UnixMilli()+300))
 	require.Equal(t, int64(300), do(t, rdb, "PTTL", "k"))
 
 	// Exactly at its expiry time a key is gone.
-	ts.clock.Advance(300 * time.Millisecond)
+	ts.Clock.Advance(300 * time.Millisecond)
 	require.Equal(t, int64(-2), do(t, rdb, "PTTL", "k"))
 	_, err := rdb.Get(context.Background(), "k").Result()
 	require.ErrorIs(t, err, redis.Nil)
@@ -71,14 +69,14 @@ func TestTTLFamily(t *testing.T) {
 }
 
 func TestActiveExpiryFreesIdleKeys(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
 	for i := 0; i < 500; i++ {
 		do(t, rdb, "THROTTLE", fmt.Sprintf("idle:%d", i), 0, 1, "1s")
 	}
 	do(t, rdb, "SET", "forever", "1")
 	require.Equal(t, int64(501), do(t, rdb, "DBSIZE"))
-	ts.clock.Advance(2 * time.Second)
+	ts.Clock.Advance(2 * time.Second)
 	// Nobody touches the keys: the background cycle removes them.
 	require.Eventually(t, func() bool { return do(t, rdb, "DBSIZE") == int64(1) }, 10*time.Second, 20*time.Millisecond)
 	info := do(t, rdb, "INFO", "stats").(string)
@@ -86,8 +84,8 @@ func TestActiveExpiryFreesIdleKeys(t *testing.T) {
 }
 
 func TestDelExistsTypeKeys(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
 	do(t, rdb, "MSET", "a", "1", "b", "2", "user:1", "x", "user:22", "y")
 	do(t, rdb, "THROTTLE", "rate:1", 1, 1, "1m")
 	require.Equal(t, "string", do(t, rdb, "TYPE", "a"))
@@ -112,8 +110,8 @@ func TestDelExistsTypeKeys(t *testing.T) {
 }
 
 func TestScan(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
 	ctx := context.Background()
 	for i := 0; i < 300; i++ {
 		do(t, rdb, "SET", fmt.Sprintf("s:%d", i), i)
@@ -154,8 +152,8 @@ func TestScan(t *testing.T) {
 
 // TestScanDuringWrites: a key present throughout a scan is returned even as others come and go.
 func TestScanDuringWrites(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
 	ctx := context.Background()
 	for i := 0; i < 1000; i++ {
 		do(t, rdb, "SET", fmt.Sprintf("stay:%d", i), 1)
@@ -192,24 +190,17 @@ func TestScanDuringWrites(t *testing.T) {
 	require.Len(t, seen, 1000)
 }
 
-// putKind stores a value of kind at key straight into the keyspace, for the kinds whose
-// commands live elsewhere.
-func putKind(ts *testServer, key string, v keyspace.Value) {
-	sh := ts.ks.Shard([]byte(key))
-	sh.Lock()
-	sh.SetLocked([]byte(key), v)
-	sh.Unlock()
-}
-
 func TestObject(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
-	pack := collection.AppendString(nil, []byte("a"))
-	putKind(ts, "h", keyspace.Value{Kind: keyspace.Hash, Num: 1, Bytes: collection.AppendString(pack, []byte("1"))})
-	putKind(ts, "H", keyspace.Value{Kind: keyspace.Hash, Num: 1, Num2: datatype.BigEncoding, Bytes: collection.AppendString(pack, []byte("1"))})
-	putKind(ts, "z", keyspace.Value{Kind: keyspace.ZSet, Num: 1, Bytes: collection.AppendScore(pack, 1)})
-	putKind(ts, "Z", keyspace.Value{Kind: keyspace.ZSet, Num: 1, Num2: datatype.BigEncoding, Bytes: collection.AppendScore(pack, 1)})
-	putKind(ts, "l", keyspace.Value{Kind: keyspace.List, Num: 1, Bytes: pack})
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
+	do(t, rdb, "HSET", "h", "a", "1")
+	do(t, rdb, "ZADD", "z", "1", "a")
+	do(t, rdb, "RPUSH", "l", "a")
+	// The same hash and sorted set past their listpack's limits.
+	do(t, rdb, "CONFIG", "SET", "hash-max-listpack-entries", "0", "zset-max-listpack-entries", "0")
+	do(t, rdb, "HSET", "H", "a", "1")
+	do(t, rdb, "ZADD", "Z", "1", "a")
+	do(t, rdb, "CONFIG", "SET", "hash-max-listpack-entries", "512", "zset-max-listpack-entries", "128")
 	do(t, rdb, "THROTTLE", "g", 1, 1, "1m")
 	do(t, rdb, "MSET", "int", "5", "bigint", "10000", "neg", "-1", "emb", strings.Repeat("e", 44), "raw", strings.Repeat("r", 45),
 		"notint", "05", "long", "123456789012345678901")
@@ -263,8 +254,8 @@ func TestObject(t *testing.T) {
 }
 
 func TestRenameCopyTouch(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
 	do(t, rdb, "SET", "a", "1", "PX", 5000)
 	do(t, rdb, "SET", "b", "2")
 	require.Equal(t, int64(0), do(t, rdb, "RENAMENX", "a", "b"))
@@ -304,17 +295,16 @@ func TestRenameCopyTouch(t *testing.T) {
 // TestKeyCommandsOnEveryKind: the generic key commands work through the keyspace, whatever
 // a key holds.
 func TestKeyCommandsOnEveryKind(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
-	pack := collection.AppendString(nil, []byte("a"))
-	kinds := map[string]keyspace.Value{
-		"hash": {Kind: keyspace.Hash, Num: 1, Bytes: collection.AppendString(pack, []byte("1"))},
-		"zset": {Kind: keyspace.ZSet, Num: 1, Bytes: collection.AppendScore(pack, 1)},
-		"list": {Kind: keyspace.List, Num: 1, Bytes: pack},
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
+	kinds := map[string][]any{
+		"hash": {"HSET", "hash", "a", "1"},
+		"zset": {"ZADD", "zset", "1", "a"},
+		"list": {"RPUSH", "list", "a"},
 	}
-	for name, v := range kinds {
+	for name, write := range kinds {
 		t.Run(name, func(t *testing.T) {
-			putKind(ts, name, v)
+			do(t, rdb, write...)
 			require.Equal(t, name, do(t, rdb, "TYPE", name))
 			require.Equal(t, []any{name}, do(t, rdb, "SCAN", 0, "COUNT", 1000, "TYPE", name).([]any)[1])
 			require.Equal(t, int64(1), do(t, rdb, "EXISTS", name))

@@ -1,0 +1,110 @@
+package datatype
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/throttledhq/throttled/command"
+	"github.com/throttledhq/throttled/keyspace"
+)
+
+// family runs the family's handlers straight on a keyspace of its own, without a server:
+// for what the keyspace holds and no reply shows, such as the index a big collection keeps.
+type family struct {
+	t    *testing.T
+	c    *command.Ctx
+	cmds map[string]*command.Spec
+}
+
+func newFamily(t *testing.T, limits func(*Limits)) *family {
+	l := new(Limits)
+	l.HashEntries.Store(512)
+	l.HashValue.Store(64)
+	l.ZsetEntries.Store(128)
+	l.ZsetValue.Store(64)
+	l.ListSize.Store(-2)
+	l.SetIntset.Store(512)
+	l.SetEntries.Store(128)
+	l.SetValue.Store(64)
+	limits(l)
+	dt := New(Config{Limits: l, MaxBulk: 512 << 20, LRU: func() bool { return false }})
+	f := &family{t: t, cmds: make(map[string]*command.Spec)}
+	for _, spec := range dt.Commands() {
+		f.cmds[spec.Name] = spec
+	}
+	f.c = &command.Ctx{Env: &command.Env{Keys: keyspace.New(4), Clock: func() int64 { return 1_700_000_000e9 }}}
+	f.c.W.Proto = 2
+	return f
+}
+
+// do runs one command and fails the test on an error.
+func (f *family) do(args ...string) {
+	f.t.Helper()
+	req := make([][]byte, len(args))
+	for i, a := range args {
+		req[i] = []byte(a)
+	}
+	f.c.W.B = f.c.W.B[:0]
+	require.NoError(f.t, f.cmds[strings.ToLower(args[0])].Handler(f.c, req), "%q", args)
+	require.NotEqual(f.t, byte('-'), f.c.W.B[0], "%q: %s", args, f.c.W.B)
+}
+
+// flags returns the encoding flags of key's value (Num2).
+func (f *family) flags(key string) int64 {
+	f.t.Helper()
+	sh := f.c.Keys.Shard([]byte(key))
+	sh.Lock()
+	defer sh.Unlock()
+	v, ok := sh.GetLocked([]byte(key), f.c.Now())
+	require.True(f.t, ok, key)
+	return v.Num2
+}
+
+// TestBigCollectionsIndexed: a hash or sorted set past its listpack's limits is big and
+// indexed at once; a set that leaves its intset is big without an index until it passes
+// set-max-listpack-entries or -value. None goes back. (Their OBJECT ENCODING is
+// TestHashEncoding's, TestZSetBig's and TestSetEncoding's.)
+func TestBigCollectionsIndexed(t *testing.T) {
+	const indexed = BigEncoding | IndexedPack
+	t.Run("hash", func(t *testing.T) {
+		f := newFamily(t, func(l *Limits) { l.HashEntries.Store(3); l.HashValue.Store(8) })
+		f.do("HSET", "h", "a", "1", "b", "2", "c", "3")
+		require.Equal(t, int64(0), f.flags("h"))
+		f.do("HSET", "h", "d", "4", "b", "two")
+		require.Equal(t, int64(indexed), f.flags("h"))
+		f.do("HDEL", "h", "a", "b", "c")
+		require.Equal(t, int64(indexed), f.flags("h"), "never back")
+		f.do("HSET", "v", "a", "12345678")
+		require.Equal(t, int64(0), f.flags("v"))
+		f.do("HINCRBYFLOAT", "v", "f", "1e10")
+		require.Equal(t, int64(indexed), f.flags("v"), "HINCRBYFLOAT wrote 11 bytes")
+	})
+	t.Run("zset", func(t *testing.T) {
+		f := newFamily(t, func(l *Limits) { l.ZsetEntries.Store(3); l.ZsetValue.Store(8) })
+		f.do("ZADD", "z", "1", "a", "2", "b", "3", "c")
+		require.Equal(t, int64(0), f.flags("z"))
+		f.do("ZADD", "z", "4", "d")
+		require.Equal(t, int64(indexed), f.flags("z"))
+		f.do("ZREM", "z", "d", "a")
+		require.Equal(t, int64(indexed), f.flags("z"), "never back")
+		f.do("ZADD", "long", "1", "123456789")
+		require.Equal(t, int64(indexed), f.flags("long"), "a long member")
+	})
+	t.Run("set", func(t *testing.T) {
+		f := newFamily(t, func(l *Limits) { l.SetIntset.Store(3); l.SetEntries.Store(5); l.SetValue.Store(8) })
+		f.do("SADD", "s", "1", "2", "3")
+		require.Equal(t, int64(0), f.flags("s"), "an intset")
+		f.do("SADD", "s", "4")
+		require.Equal(t, int64(BigEncoding), f.flags("s"), "small: no index")
+		f.do("SREM", "s", "4", "3")
+		require.Equal(t, int64(BigEncoding), f.flags("s"), "never back")
+		f.do("SADD", "s", "a", "b", "c", "d")
+		require.Equal(t, int64(indexed), f.flags("s"))
+		f.do("SREM", "s", "a", "b", "c", "d", "1")
+		require.Equal(t, int64(indexed), f.flags("s"), "never back")
+		f.do("SADD", "v", "abcdefghi")
+		require.Equal(t, int64(indexed), f.flags("v"), "a long member")
+	})
+}
