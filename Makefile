@@ -2,11 +2,16 @@
 GO       ?= go
 BIN      := bin/throttled
 FUZZTIME ?= 30s
+# VERSION is stamped into the binary (--version, INFO server, /metrics, the first log line):
+# the tag, the commits since it and whether the tree was dirty; the commit alone before the
+# first tag.
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+LDFLAGS  := -X github.com/throttledhq/throttled/internal/version.stamped=$(VERSION)
 
 .PHONY: build run test deps vet bench fuzz clean
 
 build:
-	$(GO) build -o $(BIN) ./cmd/throttled
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/throttled
 
 run: build
 	./$(BIN) --port 6379

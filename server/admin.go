@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/throttledhq/throttled/internal/version"
 )
 
 func serverCommands() []*command {
@@ -102,7 +104,7 @@ func (s *Server) infoServer() [][2]string {
 	}
 	return append([][2]string{
 		{"redis_version", redisVersion},
-		{"throttled_version", Version},
+		{"throttled_version", version.String()},
 		{"redis_mode", "standalone"},
 		{"os", runtime.GOOS + " " + runtime.GOARCH},
 		{"arch_bits", strconv.Itoa(strconv.IntSize)},

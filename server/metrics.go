@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/throttledhq/throttled/internal/version"
 	"github.com/throttledhq/throttled/metrics"
 )
 
@@ -56,7 +57,7 @@ func (s *Server) closeMetricsLocked() {
 // Snapshot implements metrics.Source from INFO's counters.
 func (s *Server) Snapshot(topDenied int) metrics.Snapshot {
 	snap := metrics.Snapshot{
-		Version:               Version,
+		Version:               version.String(),
 		Role:                  "master",
 		Uptime:                time.Since(s.started),
 		Keys:                  int64(s.ks.Len()),
