@@ -3,7 +3,6 @@ package server
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"runtime"
@@ -349,8 +348,3 @@ func cmdShutdown(c *client, args [][]byte) error {
 }
 
 func (s *Server) logLevelName() string { return *s.levelName.Load() }
-
-// newLogger builds the default logger: text on stderr at a level CONFIG SET can change.
-func newLogger(level *slog.LevelVar) *slog.Logger {
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-}

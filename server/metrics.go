@@ -21,7 +21,7 @@ func (s *Server) startMetrics() error {
 	if s.cfg.MetricsPort == 0 {
 		return nil
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(s.cfg.Bind, strconv.Itoa(s.cfg.MetricsPort)))
+	ln, err := net.Listen("tcp", net.JoinHostPort(s.cfg.firstBind(), strconv.Itoa(s.cfg.MetricsPort)))
 	if err != nil {
 		return fmt.Errorf("server: metrics-port: %w", err)
 	}
