@@ -106,7 +106,7 @@ fuzz:
 GORELEASER ?= $(GO) run github.com/goreleaser/goreleaser/v2@v2.15.0
 
 dist:
-	$(GORELEASER) release --snapshot --clean
+	VERSION=$(VERSION) $(GORELEASER) release --snapshot --clean
 
 clean:
 	rm -rf bin dist
