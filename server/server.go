@@ -203,6 +203,7 @@ func New(cfg Config) (*Server, error) {
 	s.params = append(append(append(append(append(s.paramTable(), s.observeParams()...), s.tlsParams()...), s.collectionParams()...), s.scriptParams()...), s.latencyParams()...)
 	s.params = append(s.params, s.httpParams()...)
 	s.params = append(s.params, s.edgeParams()...)
+	s.params = append(s.params, s.startupParams()...)
 	s.paramsByName, s.paramNames = indexParams(s.params)
 	if err := s.startReplication(); err != nil {
 		s.closeStore()

@@ -104,3 +104,21 @@ func (s *Server) notify(state ...string) {
 		s.log.Warn("supervised systemd: cannot notify", "err", err)
 	}
 }
+
+// startupParams are the CONFIG parameters of the options that take effect at start only:
+// CONFIG GET shows them, CONFIG REWRITE writes those away from their default (given on the
+// command line, say) into the file, and CONFIG SET refuses them, as Redis does.
+func (s *Server) startupParams() []*param {
+	def := DefaultConfig()
+	constant := func(v string) func() string { return func() string { return v } }
+	return []*param{
+		{name: "tcp-backlog", get: constant(strconv.Itoa(s.cfg.TCPBacklog)), def: strconv.Itoa(def.TCPBacklog), file: plainValue},
+		{name: "unixsocket", get: constant(s.cfg.UnixSocket), file: quoted},
+		{name: "unixsocketperm", get: constant(strconv.FormatUint(uint64(s.cfg.UnixSocketPerm), 8)), def: "0", file: plainValue},
+		{name: "pidfile", get: constant(s.cfg.PidFile), file: quoted},
+		{name: "logfile", get: constant(s.cfg.LogFile), file: quoted},
+		{name: "log-format", get: constant(s.cfg.LogFormat), def: def.LogFormat, file: plainValue},
+		{name: "supervised", get: constant(strings.ToLower(s.cfg.Supervised)), def: def.Supervised, file: plainValue},
+		{name: "daemonize", get: constant("no"), def: "no", file: plainValue},
+	}
+}

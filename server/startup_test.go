@@ -95,6 +95,13 @@ func TestStartupListeners(t *testing.T) {
 			require.NoError(t, err)
 			require.Contains(t, info, "throttled_version:"+version.String()+"\r\n")
 			require.Contains(t, info, "process_id:"+strconv.Itoa(os.Getpid())+"\r\n")
+			cfgs, err := rdb.ConfigGet(ctx, "*").Result()
+			require.NoError(t, err)
+			for name, want := range map[string]string{"bind": cfg.Bind, "unixsocket": cfg.UnixSocket, "unixsocketperm": "700",
+				"pidfile": cfg.PidFile, "logfile": cfg.LogFile, "log-format": "json", "supervised": "systemd", "tcp-backlog": "64", "daemonize": "no"} {
+				require.Equal(t, want, cfgs[name], name)
+			}
+			require.Error(t, rdb.ConfigSet(ctx, "pidfile", "/elsewhere").Err(), "a start-up option")
 		})
 	}
 
