@@ -2,11 +2,16 @@
 GO       ?= go
 BIN      := bin/throttled
 FUZZTIME ?= 30s
+# VERSION is stamped into the binary (--version, INFO server, /metrics, the first log line):
+# the tag, the commits since it and whether the tree was dirty; the commit alone before the
+# first tag.
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+LDFLAGS  := -X github.com/throttledhq/throttled/internal/version.stamped=$(VERSION)
 
-.PHONY: build run test deps vet bench fuzz clean
+.PHONY: build run test deps vet bench fuzz clean dist
 
 build:
-	$(GO) build -o $(BIN) ./cmd/throttled
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/throttled
 
 run: build
 	./$(BIN) --port 6379
@@ -18,9 +23,15 @@ run: build
 # Node.js and npm; then the
 # rate limiters compat/ runs against throttled: the npm packages pinned in
 # compat/node/package-lock.json (npm ci, again whenever the lock file changes) and
-# go-redis/redis_rate v10.0.1 with what its tests import (compat/redisrate/go.sum).
+# go-redis/redis_rate v10.0.1 with what its tests import (compat/redisrate/go.sum). redis-server
+# also puts Debian's stock /etc/redis/redis.conf in place, which cmd/throttled's tests load;
+# dpkg-deb and systemd-analyze (dpkg, systemd) check the .deb that packaging/'s test builds with
+# nfpm, which is built here once from the module proxy (NFPM: the nfpm of GoReleaser v2.15.0).
+NFPM ?= github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
+
 deps: apt-deps compat/node/node_modules/.package-lock.json
 	cd compat/redisrate && $(GO) mod download
+	$(GO) run $(NFPM) --version >/dev/null
 
 compat/node/node_modules/.package-lock.json: compat/node/package-lock.json | apt-deps
 	cd compat/node && npm ci --no-audit --no-fund --loglevel=error
@@ -32,10 +43,11 @@ apt-deps:
 		! command -v nginx >/dev/null || ! command -v caddy >/dev/null || \
 		! command -v node >/dev/null || ! command -v npm >/dev/null || \
 		! command -v prometheus-redis-exporter >/dev/null || \
+		! command -v systemd-analyze >/dev/null || ! command -v dpkg-deb >/dev/null || \
 		! /usr/bin/python3 -c 'import redis' 2>/dev/null; then \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server redis-tools prometheus prometheus-redis-exporter chromium python3-redis nginx caddy \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server redis-tools systemd dpkg prometheus prometheus-redis-exporter chromium python3-redis nginx caddy \
 			$$(command -v node >/dev/null || echo nodejs) $$(command -v npm >/dev/null || echo npm) >/dev/null; \
 	fi
 
@@ -83,5 +95,18 @@ fuzz:
 		done; \
 	done
 
+# dist builds what a release ships, into dist/, with GoReleaser (.goreleaser.yaml) as a
+# snapshot that publishes nothing: tar.gz archives for linux/amd64, linux/arm64 and
+# darwin/arm64, a .deb and an .rpm for each Linux architecture (the binary, the sample config
+# as /etc/throttled/throttled.conf, the systemd unit of packaging/), and checksums.txt.
+# GoReleaser is pinned and built from the module proxy on first use (a few minutes, then
+# cached), outside the main module so that go.mod keeps none of its dependencies. v2.15.0 is
+# the newest that Go 1.26 builds from the proxy: v2.18 needs Go 1.27, and v2.16 and v2.17 pull
+# go.digitalxero.dev/go-msix, which the proxy refuses (403).
+GORELEASER ?= $(GO) run github.com/goreleaser/goreleaser/v2@v2.15.0
+
+dist:
+	VERSION=$(VERSION) $(GORELEASER) release --snapshot --clean
+
 clean:
-	rm -rf bin
+	rm -rf bin dist

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"runtime"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,7 +25,7 @@ func newFamily(name, help string, typ prometheus.ValueType, labels ...string) fa
 }
 
 var (
-	buildInfo       = newFamily("build_info", "The server's version and role; always 1.", prometheus.GaugeValue, "version", "role")
+	buildInfo       = newFamily("build_info", "The server's version, the Go release it was built with and its role; always 1.", prometheus.GaugeValue, "version", "goversion", "role")
 	uptime          = newFamily("uptime_seconds", "Seconds since the server started.", prometheus.GaugeValue)
 	ready           = newFamily("ready", "1 when /readyz answers ready: state loaded, replica in sync, upstream reachable, as applies.", prometheus.GaugeValue)
 	decisions       = newFamily("decisions_total", "Rate-limit decisions by verb and result (allowed or denied).", prometheus.CounterValue, "verb", "result")
@@ -80,7 +81,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	emit := func(f family, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(f.desc, f.typ, v, labels...)
 	}
-	emit(buildInfo, 1, s.Version, s.Role)
+	emit(buildInfo, 1, s.Version, runtime.Version(), s.Role)
 	emit(uptime, s.Uptime.Seconds())
 	emit(ready, bool01(s.Ready))
 	for _, d := range s.Decisions {

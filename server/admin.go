@@ -3,7 +3,6 @@ package server
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"runtime"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/throttledhq/throttled/command"
+	"github.com/throttledhq/throttled/internal/version"
 )
 
 func serverCommands() []*cmdEntry {
@@ -104,7 +104,7 @@ func (s *Server) infoServer() [][2]string {
 	}
 	return append([][2]string{
 		{"redis_version", redisVersion},
-		{"throttled_version", Version},
+		{"throttled_version", version.String()},
 		{"redis_mode", "standalone"},
 		{"os", runtime.GOOS + " " + runtime.GOARCH},
 		{"arch_bits", strconv.Itoa(strconv.IntSize)},
@@ -349,8 +349,3 @@ func cmdShutdown(c *client, args [][]byte) error {
 }
 
 func (s *Server) logLevelName() string { return *s.levelName.Load() }
-
-// newLogger builds the default logger: text on stderr at a level CONFIG SET can change.
-func newLogger(level *slog.LevelVar) *slog.Logger {
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-}

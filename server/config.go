@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"net"
 	"runtime"
 	"strconv"
 	"strings"
@@ -18,10 +17,35 @@ import (
 
 // Config is what a server is built from. Options use Redis's names.
 type Config struct {
-	// Bind is the address to listen on ("bind"); default 127.0.0.1.
+	// Bind is the addresses to listen on, separated by blanks ("bind"); default 127.0.0.1. An
+	// address with a leading "-" is optional: one that cannot be bound is skipped. * is every
+	// IPv4 address, ::* every IPv6 one. metrics-port, http-port, grpc-port and tls-port
+	// listen on the first address.
 	Bind string
 	// Port is the TCP port ("port"); 0 picks a free one.
 	Port int
+	// TCPBacklog is the length of the queue of connections the kernel completes before they
+	// are accepted ("tcp-backlog"); default 511, as Redis. The kernel caps it at somaxconn.
+	TCPBacklog int
+	// UnixSocket is a Unix socket to listen on too ("unixsocket"); "" for none.
+	UnixSocket string
+	// UnixSocketPerm is the socket's permissions ("unixsocketperm", octal); 0 leaves the
+	// umask's.
+	UnixSocketPerm uint32
+	// PidFile is written with the process id once the server listens, and removed when it
+	// stops ("pidfile"); "" for none.
+	PidFile string
+	// Supervised is "systemd" to tell systemd, over $NOTIFY_SOCKET, that the server is ready
+	// (READY=1) and stopping (STOPPING=1), for a unit of Type=notify; "auto" when
+	// $NOTIFY_SOCKET is set; "no" (the default) never ("supervised").
+	Supervised string
+	// LogFormat is "text" (the default) or "json": log/slog's handlers ("log-format").
+	LogFormat string
+	// LogFile is the file the logs are appended to ("logfile"); "" for standard error.
+	LogFile string
+	// Ignored names the options of a redis.conf that have no meaning here: the server warns
+	// about them once as it starts.
+	Ignored []string
 	// Dir is the directory of the state on disk ("dir"): a Pebble store that only
 	// throttled writes to.
 	Dir string
@@ -227,6 +251,9 @@ func DefaultConfig() Config {
 	return Config{
 		Bind:              "127.0.0.1",
 		Port:              6379,
+		TCPBacklog:        511,
+		Supervised:        "no",
+		LogFormat:         "text",
 		Dir:               "./data",
 		AppendOnly:        true,
 		AppendFsync:       "everysec",
@@ -273,8 +300,24 @@ func (c Config) Validate() error {
 	if c.Port < 0 || c.Port > 65535 {
 		return fmt.Errorf("port: %d is not between 0 and 65535", c.Port)
 	}
-	if net.ParseIP(c.Bind) == nil && c.Bind != "localhost" {
-		return fmt.Errorf("bind: %q is not an IP address", c.Bind)
+	if _, err := c.bindAddrs(); err != nil {
+		return err
+	}
+	if c.TCPBacklog < 0 || c.TCPBacklog > math.MaxInt32 {
+		return fmt.Errorf("tcp-backlog: %d is not between 0 and %d", c.TCPBacklog, math.MaxInt32)
+	}
+	if c.UnixSocketPerm > 0o777 {
+		return fmt.Errorf("unixsocketperm: %o is not between 0 and 777", c.UnixSocketPerm)
+	}
+	switch strings.ToLower(c.Supervised) {
+	case "no", "auto", "systemd", "":
+	default:
+		return fmt.Errorf("supervised: %q is not one of no, auto, systemd", c.Supervised)
+	}
+	switch c.LogFormat {
+	case "text", "json", "":
+	default:
+		return fmt.Errorf("log-format: %q is not text or json", c.LogFormat)
 	}
 	if _, ok := logLevels[strings.ToLower(c.LogLevel)]; !ok {
 		return fmt.Errorf("loglevel: %q is not one of debug, verbose, notice, warning", c.LogLevel)

@@ -13,9 +13,6 @@ import (
 // redisVersion is the Redis version whose behaviour the server follows; clients read it from HELLO and INFO.
 const redisVersion = "7.2.0"
 
-// Version is throttled's own version.
-const Version = "0.1.0"
-
 func connectionCommands() []*cmdEntry {
 	return []*cmdEntry{
 		{name: "ping", arity: -1, flags: "fast stale", group: "connection", since: "1.0.0", summary: "Returns the server's liveliness response.", syntax: "[message]", handler: cmdPing, whileSubscribed: true},

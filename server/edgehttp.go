@@ -36,7 +36,7 @@ func (s *Server) startHTTP() error {
 	if s.cfg.HTTPPort == 0 {
 		return nil
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(s.cfg.Bind, strconv.Itoa(s.cfg.HTTPPort)))
+	ln, err := net.Listen("tcp", net.JoinHostPort(s.cfg.firstBind(), strconv.Itoa(s.cfg.HTTPPort)))
 	if err != nil {
 		return fmt.Errorf("server: http-port: %w", err)
 	}

@@ -74,7 +74,7 @@ func (s *Server) startEdge() error {
 	if s.cfg.GRPCPort == 0 {
 		return nil
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(s.cfg.Bind, strconv.Itoa(s.cfg.GRPCPort)))
+	ln, err := net.Listen("tcp", net.JoinHostPort(s.cfg.firstBind(), strconv.Itoa(s.cfg.GRPCPort)))
 	if err != nil {
 		return fmt.Errorf("server: grpc-port: %w", err)
 	}

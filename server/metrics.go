@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/throttledhq/throttled/internal/version"
 	"github.com/throttledhq/throttled/metrics"
 )
 
@@ -20,7 +21,7 @@ func (s *Server) startMetrics() error {
 	if s.cfg.MetricsPort == 0 {
 		return nil
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(s.cfg.Bind, strconv.Itoa(s.cfg.MetricsPort)))
+	ln, err := net.Listen("tcp", net.JoinHostPort(s.cfg.firstBind(), strconv.Itoa(s.cfg.MetricsPort)))
 	if err != nil {
 		return fmt.Errorf("server: metrics-port: %w", err)
 	}
@@ -56,7 +57,7 @@ func (s *Server) closeMetricsLocked() {
 // Snapshot implements metrics.Source from INFO's counters.
 func (s *Server) Snapshot(topDenied int) metrics.Snapshot {
 	snap := metrics.Snapshot{
-		Version:               Version,
+		Version:               version.String(),
 		Role:                  "master",
 		Uptime:                time.Since(s.started),
 		Keys:                  int64(s.ks.Len()),

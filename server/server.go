@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +17,7 @@ import (
 	"github.com/throttledhq/throttled/acl"
 	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/datatype"
+	"github.com/throttledhq/throttled/internal/sdnotify"
 	"github.com/throttledhq/throttled/keyspace"
 	"github.com/throttledhq/throttled/persistence"
 	"github.com/throttledhq/throttled/pubsub"
@@ -27,13 +28,17 @@ import (
 
 // Server answers Redis-protocol clients from a sharded keyspace.
 type Server struct {
-	cfg    Config
-	log    *slog.Logger
-	ks     *keyspace.Keyspace
-	pubsub *pubsub.Hub
-	store  *persistence.Store // nil with appendonly no
-	repl   *replication.Node
-	runID  string // INFO's run_id: new at each start
+	cfg Config
+	log *slog.Logger
+	// logFile is logfile, open for appending; nil when the logs go to stderr or Config.Logger.
+	logFile *os.File
+	// pidFile is pidfile once written, "" before; removed by Close. Guarded by mu.
+	pidFile string
+	ks      *keyspace.Keyspace
+	pubsub  *pubsub.Hub
+	store   *persistence.Store // nil with appendonly no
+	repl    *replication.Node
+	runID   string // INFO's run_id: new at each start
 	// clockBase is the zero of observer.mono; without a configured clock, now is clockBase's
 	// wall time plus mono, so that a command's timing reading serves as its time (client.now).
 	clockBase time.Time
@@ -137,9 +142,14 @@ func New(cfg Config) (*Server, error) {
 	level := new(slog.LevelVar)
 	level.Set(logLevels[strings.ToLower(cfg.LogLevel)])
 	log := cfg.Logger
+	var logFile *os.File
 	if log == nil {
-		log = newLogger(level)
+		var err error
+		if log, logFile, err = newLogger(cfg, level); err != nil {
+			return nil, err
+		}
 	}
+	logBanner(log, cfg)
 	base := time.Now() // the zero of the server's monotonic time (observer.mono)
 	now := cfg.Now
 	if now == nil {
@@ -148,6 +158,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg:       cfg,
 		log:       log,
+		logFile:   logFile,
 		level:     level,
 		ks:        keyspace.New(cfg.Shards),
 		pubsub:    pubsub.New(),
@@ -215,6 +226,7 @@ func New(cfg Config) (*Server, error) {
 	s.params = append(append(append(append(append(s.paramTable(), s.observeParams()...), s.tlsParams()...), s.collectionParams()...), s.scriptParams()...), s.latencyParams()...)
 	s.params = append(s.params, s.httpParams()...)
 	s.params = append(s.params, s.edgeParams()...)
+	s.params = append(s.params, s.startupParams()...)
 	s.paramsByName, s.paramNames = indexParams(s.params)
 	if err := s.startReplication(); err != nil {
 		s.closeStore()
@@ -262,12 +274,19 @@ func (s *Server) ListenAndServe() error {
 	if tln != nil && s.cfg.Port == 0 {
 		return s.ServeTLS(tln)
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(s.cfg.Bind, strconv.Itoa(s.cfg.Port)))
+	ln, err := s.listenAll()
 	if err != nil {
 		if tln != nil {
 			tln.Close()
 		}
-		return fmt.Errorf("server: listen: %w", err)
+		return err
+	}
+	if err := s.writePidFile(); err != nil {
+		ln.Close()
+		if tln != nil {
+			tln.Close()
+		}
+		return err
 	}
 	if tln != nil {
 		go func() {
@@ -295,6 +314,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		return fmt.Errorf("server: event loops: %w", err)
 	}
 	s.log.Info("ready to accept connections", "addr", ln.Addr().String())
+	s.notify(sdnotify.Ready, sdnotify.Status("Ready to accept connections on "+ln.Addr().String()))
 	for {
 		nc, err := s.accept(ln)
 		if err != nil || nc == nil {
@@ -367,6 +387,7 @@ func (s *Server) Close() error {
 		return s.closeErr
 	}
 	s.closed = true
+	s.notify(sdnotify.Stopping, sdnotify.Status("Saving the state and stopping"))
 	s.scripts.eng.Close() // a script in an endless loop must not hold the shutdown
 	close(s.shutdown)
 	if s.ln != nil {
@@ -391,8 +412,12 @@ func (s *Server) Close() error {
 		<-s.mem.done
 	}
 	s.closeErr = s.closeStore()
-	close(s.stopped)
+	s.removeFiles()
 	s.log.Info("server stopped")
+	if s.logFile != nil {
+		s.logFile.Close()
+	}
+	close(s.stopped)
 	return s.closeErr
 }
 

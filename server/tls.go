@@ -263,7 +263,7 @@ func (s *Server) listenTLS() (net.Listener, error) {
 	if s.cfg.TLSPort == 0 {
 		return nil, nil
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(s.cfg.Bind, strconv.Itoa(s.cfg.TLSPort)))
+	ln, err := net.Listen("tcp", net.JoinHostPort(s.cfg.firstBind(), strconv.Itoa(s.cfg.TLSPort)))
 	if err != nil {
 		return nil, fmt.Errorf("server: listen on tls-port: %w", err)
 	}

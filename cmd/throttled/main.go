@@ -1,7 +1,10 @@
 // Command throttled is a rate-limit server that speaks the Redis protocol.
 //
-//	throttled [config-file] [--option value]...
+//	throttled [config-file | -] [--option value]...
+//	throttled --help | --version
 package main
+
+//go:generate go test -run ^TestSampleConfig$ -update .
 
 import (
 	"fmt"
@@ -15,6 +18,9 @@ import (
 )
 
 func main() {
+	if informational(os.Args[1:], os.Stdout) {
+		return
+	}
 	if os.Getenv("GOGC") == "" {
 		// The keyspace holds almost no pointers, so a collection costs little:
 		// keep the heap close to what is live (about 10% fewer bytes per key).
