@@ -323,26 +323,18 @@ func TestHelmUpstream(t *testing.T) {
 		volumes[v.Name] = v
 	}
 	require.NotNil(t, volumes["data"].EmptyDir, "stateless: /data is scratch")
-	// The Envoy configuration is projected beside throttled.conf.
-	var paths []string
-	for _, src := range volumes["config"].Projected.Sources {
-		for _, item := range src.ConfigMap.Items {
-			paths = append(paths, item.Path)
-		}
-	}
-	require.Equal(t, []string{"throttled.conf", "ratelimit/api.yaml"}, paths)
-	require.Contains(t, o.configMaps["throttled-ratelimit"].Data["api.yaml"], "domain: api")
 
 	options := conf(t, o.configMaps["throttled"])
 	require.Equal(t, "no", options["appendonly"])
-	require.Equal(t, "8081", options["grpc-port"])
-	require.Equal(t, "/etc/throttled/ratelimit", options["ratelimit-config"])
 	require.Equal(t, "0.25", options["upstream-fallback-share"])
 	require.NotContains(t, options, "upstream", "the URL comes from the Secret")
+	// The edge's doors decide through CHECK, which upstream mode does not serve.
+	require.NotContains(t, options, "http-port")
+	require.NotContains(t, options, "grpc-port")
 
 	svc := o.services["throttled"]
 	require.Equal(t, "upstream", svc.Spec.Selector["app.kubernetes.io/component"])
-	require.Equal(t, []string{"resp", "http", "grpc"}, portNames(svc))
+	require.Equal(t, []string{"resp"}, portNames(svc))
 	require.NotContains(t, o.services, "throttled-headless")
 
 	sm := o.serviceMonitors["throttled"]
@@ -381,6 +373,26 @@ func TestHelmReplicas(t *testing.T) {
 
 	require.Equal(t, "replica", o.services["throttled-replicas"].Spec.Selector["app.kubernetes.io/component"])
 	require.Equal(t, "primary", o.services["throttled"].Spec.Selector["app.kubernetes.io/component"])
+
+	// Envoy's service: its configuration projected beside throttled.conf, on the primary's
+	// Service.
+	require.Equal(t, "8081", options["grpc-port"])
+	require.Equal(t, "/etc/throttled/ratelimit", options["ratelimit-config"])
+	require.Contains(t, o.configMaps["throttled-ratelimit"].Data["api.yaml"], "domain: api")
+	require.Equal(t, []string{"resp", "http", "grpc"}, portNames(o.services["throttled"]))
+	for _, ss := range []*appsv1.StatefulSet{primary, replica} {
+		var paths []string
+		for _, v := range ss.Spec.Template.Spec.Volumes {
+			if v.Name == "config" {
+				for _, src := range v.Projected.Sources {
+					for _, item := range src.ConfigMap.Items {
+						paths = append(paths, item.Path)
+					}
+				}
+			}
+		}
+		require.Equal(t, []string{"throttled.conf", "ratelimit/api.yaml"}, paths)
+	}
 }
 
 // TestHelmRefusesNonsense: values that cannot work fail the rendering with a message.
@@ -392,6 +404,7 @@ func TestHelmRefusesNonsense(t *testing.T) {
 		"upstream without one": {[]string{"mode=upstream"}, "mode upstream needs upstream.url"},
 		"unknown mode":         {[]string{"mode=cluster"}, `mode: "cluster" is not standalone or upstream`},
 		"replicas upstream":    {[]string{"mode=upstream", "upstream.url=redis://r:6379", "replicas.count=2"}, "replicas.count"},
+		"grpc upstream":        {[]string{"mode=upstream", "upstream.url=redis://r:6379", "grpc.enabled=true"}, "grpc.enabled: Envoy's rate-limit service decides through CHECK"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			args := []string{"template", "throttled", chart}
@@ -431,7 +444,10 @@ func TestRenderedConfigStarts(t *testing.T) {
 			require.NoError(t, os.WriteFile(file, []byte(o.configMaps["throttled"].Data["throttled.conf"]), 0o644))
 			metrics := freePort(t)
 			args := []string{file, "--bind", "127.0.0.1", "--port", strconv.Itoa(freePort(t)), "--dir", filepath.Join(dir, "data"),
-				"--metrics-port", strconv.Itoa(metrics), "--http-port", strconv.Itoa(freePort(t))}
+				"--metrics-port", strconv.Itoa(metrics)}
+			if _, on := conf(t, o.configMaps["throttled"])["http-port"]; on {
+				args = append(args, "--http-port", strconv.Itoa(freePort(t)))
+			}
 			if rl := o.configMaps["throttled-ratelimit"]; rl != nil {
 				require.NoError(t, os.Mkdir(filepath.Join(dir, "ratelimit"), 0o755))
 				for f, content := range rl.Data {

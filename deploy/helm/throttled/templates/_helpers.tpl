@@ -42,8 +42,12 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- default (include "throttled.fullname" .) .Values.auth.existingSecret }}
 {{- end }}
 
-{{- define "throttled.upstream" -}}
-{{- eq .Values.mode "upstream" }}
+{{/*
+"true" when http-port serves: the HTTP decisions go through CHECK, which upstream mode does not
+serve, so they are on in standalone mode only.
+*/}}
+{{- define "throttled.http" -}}
+{{- if and .Values.http.enabled (ne .Values.mode "upstream") }}true{{ end }}
 {{- end }}
 
 {{/*
@@ -130,7 +134,7 @@ spec:
         - name: resp
           containerPort: {{ $v.ports.resp }}
           protocol: TCP
-        {{- if $v.http.enabled }}
+        {{- if include "throttled.http" $root }}
         - name: http
           containerPort: {{ $v.ports.http }}
           protocol: TCP
