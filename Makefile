@@ -3,7 +3,7 @@ GO       ?= go
 BIN      := bin/throttled
 FUZZTIME ?= 30s
 
-.PHONY: build run test deps vet bench fuzz clean image manifests test-deploy
+.PHONY: build run test deps vet bench fuzz clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/throttled
@@ -18,12 +18,9 @@ run: build
 # Node.js and npm; then the
 # rate limiters compat/ runs against throttled: the npm packages pinned in
 # compat/node/package-lock.json (npm ci, again whenever the lock file changes) and
-# go-redis/redis_rate v10.0.1 with what its tests import (compat/redisrate/go.sum); and the
-# modules of deploy/ (deploy/go.sum): go-containerregistry, helm, the Kubernetes API types,
-# BuildKit's Dockerfile parser, compose-go.
+# go-redis/redis_rate v10.0.1 with what its tests import (compat/redisrate/go.sum).
 deps: apt-deps compat/node/node_modules/.package-lock.json
 	cd compat/redisrate && $(GO) mod download
-	cd deploy && $(GO) mod download
 
 compat/node/node_modules/.package-lock.json: compat/node/package-lock.json | apt-deps
 	cd compat/node && npm ci --no-audit --no-fund --loglevel=error
@@ -54,6 +51,50 @@ test: deps vet test-deploy
 # couple of minutes in all. An input that fails is kept in the package's testdata/fuzz and
 # runs in every `go test` after: commit it with the fix, as a regression test.
 FUZZTIME_SHORT ?= 3s
+
+# image writes dist/throttled-image.tar, an OCI image archive (an index for linux/amd64 and
+# linux/arm64) built without a container daemon by deploy/image (go-containerregistry): the
+# static binary of each platform, CA certificates, a non-root user and the configuration
+# deploy/image/throttled.conf on an empty base. `docker load`, `podman load` or
+# `skopeo copy oci-archive:dist/throttled-image.tar docker://...` take it from there.
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+IMAGE_REF       ?= ghcr.io/throttledhq/throttled:dev
+IMAGE_VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE_REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)
+
+.PHONY: image manifests test-deploy deploy-deps
+
+image:
+	@for p in $(IMAGE_PLATFORMS); do \
+		echo "== $$p"; \
+		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath -ldflags="-s -w $(LDFLAGS)" \
+			-o bin/$${p%/*}-$${p#*/}/throttled ./cmd/throttled || exit 1; \
+	done
+	cd deploy && $(GO) run ./image -o ../dist/throttled-image.tar -ref $(IMAGE_REF) \
+		-version $(IMAGE_VERSION) -revision '$(IMAGE_REVISION)' \
+		$(foreach p,$(IMAGE_PLATFORMS),-binary $(p)=../bin/$(subst /,-,$(p))/throttled)
+
+# manifests renders deploy/kubernetes/throttled.yaml from the Helm chart (helm v3, pinned as a
+# tool of deploy/go.mod); make test fails while the two differ.
+HELM := cd deploy && $(GO) tool helm
+manifests:
+	$(HELM) template throttled helm/throttled --namespace throttled \
+		--values kubernetes/values.yaml > kubernetes/throttled.yaml
+
+# test-deploy runs the tests of deploy/, a module of its own (go-containerregistry, helm and
+# the Kubernetes API types stay out of the server's go.mod): the image archive (started from
+# its layers), the Dockerfile, the Helm chart (helm lint, helm template, every object decoded
+# strictly into k8s.io/api), the plain manifests and the compose file.
+test-deploy: image
+	@cd deploy && test -z "$$(gofmt -l .)" || (echo "gofmt would change:"; gofmt -l .; exit 1)
+	cd deploy && $(GO) vet ./...
+	cd deploy && $(GO) test -count=1 -timeout 10m ./...
+
+# deps also downloads deploy/'s modules (deploy/go.sum): go-containerregistry, helm, the
+# Kubernetes API types, BuildKit's Dockerfile parser, compose-go.
+deps: deploy-deps
+deploy-deps:
+	cd deploy && $(GO) mod download
 
 # bench measures throttled beside redis-server (Lua scripts and INCR) in one run, with the Go
 # benchmarks of each verb, and writes benchmarks/RESULTS.md (about 10 minutes); then the edge's
@@ -88,39 +129,3 @@ fuzz:
 
 clean:
 	rm -rf bin dist
-
-# image writes dist/throttled-image.tar, an OCI image archive (an index for linux/amd64 and
-# linux/arm64) built without a container daemon by deploy/image (go-containerregistry): the
-# static binary of each platform, CA certificates, a non-root user and the configuration
-# deploy/image/throttled.conf on an empty base. `docker load`, `podman load` or
-# `skopeo copy oci-archive:dist/throttled-image.tar docker://...` take it from there.
-IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
-IMAGE_REF       ?= ghcr.io/throttledhq/throttled:dev
-IMAGE_VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-IMAGE_REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)
-
-image:
-	@for p in $(IMAGE_PLATFORMS); do \
-		echo "== $$p"; \
-		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath -ldflags='-s -w' \
-			-o bin/$${p%/*}-$${p#*/}/throttled ./cmd/throttled || exit 1; \
-	done
-	cd deploy && $(GO) run ./image -o ../dist/throttled-image.tar -ref $(IMAGE_REF) \
-		-version $(IMAGE_VERSION) -revision '$(IMAGE_REVISION)' \
-		$(foreach p,$(IMAGE_PLATFORMS),-binary $(p)=../bin/$(subst /,-,$(p))/throttled)
-
-# manifests renders deploy/kubernetes/throttled.yaml from the Helm chart (helm v3, pinned as a
-# tool of deploy/go.mod); make test fails while the two differ.
-HELM := cd deploy && $(GO) tool helm
-manifests:
-	$(HELM) template throttled helm/throttled --namespace throttled \
-		--values kubernetes/values.yaml > kubernetes/throttled.yaml
-
-# test-deploy runs the tests of deploy/, a module of its own (go-containerregistry, helm and
-# the Kubernetes API types stay out of the server's go.mod): the image archive (started from
-# its layers), the Dockerfile, the Helm chart (helm lint, helm template, every object decoded
-# strictly into k8s.io/api), the plain manifests and the compose file.
-test-deploy: image
-	@cd deploy && test -z "$$(gofmt -l .)" || (echo "gofmt would change:"; gofmt -l .; exit 1)
-	cd deploy && $(GO) vet ./...
-	cd deploy && $(GO) test -count=1 -timeout 10m ./...
