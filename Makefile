@@ -88,6 +88,9 @@ manifests:
 test-deploy: image
 	@cd deploy && test -z "$$(gofmt -l .)" || (echo "gofmt would change:"; gofmt -l .; exit 1)
 	cd deploy && $(GO) vet ./...
+	@# helm is built (or found in the build cache) here, before the tests' timeout starts:
+	@# the tests run what go tool -n helm names.
+	cd deploy && $(GO) tool -n helm >/dev/null
 	cd deploy && $(GO) test -count=1 -timeout 10m ./...
 
 # deps also downloads deploy/'s modules (deploy/go.sum): go-containerregistry, helm, the

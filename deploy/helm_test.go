@@ -29,7 +29,8 @@ var helmPath string
 
 func TestMain(m *testing.M) {
 	// go tool -n builds helm, or finds it in the build cache, and prints where: the tests
-	// run it directly, without go tool's check for each of them.
+	// run it directly, without go tool's check for each of them. make test-deploy builds it
+	// before the tests, whose timeout a first build on a busy machine can take.
 	out, err := exec.Command("go", "tool", "-n", "helm").Output()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "go tool -n helm:", err)
