@@ -2,7 +2,7 @@
 // container daemon (make image):
 //
 //	go run ./image -o ../dist/throttled-image.tar \
-//		-binary linux/amd64=../dist/linux-amd64/throttled -binary linux/arm64=../dist/linux-arm64/throttled
+//		-binary linux/amd64=../bin/linux-amd64/throttled -binary linux/arm64=../bin/linux-arm64/throttled
 //
 // The archive is a tarred OCI image layout (what `docker load`, `podman load`, `skopeo copy
 // oci-archive:` and `crane push` read): index.json names one image index, tagged with -ref,
@@ -78,7 +78,7 @@ func (p *platformBinaries) Set(v string) error {
 	plat, path, ok := strings.Cut(v, "=")
 	osName, arch, ok2 := strings.Cut(plat, "/")
 	if !ok || !ok2 || path == "" {
-		return fmt.Errorf("%q: want os/arch=path, e.g. linux/amd64=dist/linux-amd64/throttled", v)
+		return fmt.Errorf("%q: want os/arch=path, e.g. linux/amd64=bin/linux-amd64/throttled", v)
 	}
 	*p = append(*p, platformBinary{platform: v1.Platform{OS: osName, Architecture: arch}, path: path})
 	return nil
