@@ -55,7 +55,7 @@ vet:
 	@test -z "$$(gofmt -l .)" || (echo "gofmt would change:"; gofmt -l .; exit 1)
 	$(GO) vet ./...
 
-test: deps vet
+test: deps vet test-deploy
 	$(GO) test -race -count=1 -timeout 20m ./...
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_SHORT)
 
@@ -63,6 +63,53 @@ test: deps vet
 # couple of minutes in all. An input that fails is kept in the package's testdata/fuzz and
 # runs in every `go test` after: commit it with the fix, as a regression test.
 FUZZTIME_SHORT ?= 3s
+
+# image writes dist/throttled-image.tar, an OCI image archive (an index for linux/amd64 and
+# linux/arm64) built without a container daemon by deploy/image (go-containerregistry): the
+# static binary of each platform, CA certificates, a non-root user and the configuration
+# deploy/image/throttled.conf on an empty base. `docker load`, `podman load` or
+# `skopeo copy oci-archive:dist/throttled-image.tar docker://...` take it from there.
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+IMAGE_REF       ?= ghcr.io/throttledhq/throttled:dev
+IMAGE_VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE_REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)
+
+.PHONY: image manifests test-deploy deploy-deps
+
+image:
+	@for p in $(IMAGE_PLATFORMS); do \
+		echo "== $$p"; \
+		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath -ldflags="-s -w $(LDFLAGS)" \
+			-o bin/$${p%/*}-$${p#*/}/throttled ./cmd/throttled || exit 1; \
+	done
+	cd deploy && $(GO) run ./image -o ../dist/throttled-image.tar -ref $(IMAGE_REF) \
+		-version $(IMAGE_VERSION) -revision '$(IMAGE_REVISION)' \
+		$(foreach p,$(IMAGE_PLATFORMS),-binary $(p)=../bin/$(subst /,-,$(p))/throttled)
+
+# manifests renders deploy/kubernetes/throttled.yaml from the Helm chart (helm v3, pinned as a
+# tool of deploy/go.mod); make test fails while the two differ.
+HELM := cd deploy && $(GO) tool helm
+manifests:
+	$(HELM) template throttled helm/throttled --namespace throttled \
+		--values kubernetes/values.yaml > kubernetes/throttled.yaml
+
+# test-deploy runs the tests of deploy/, a module of its own (go-containerregistry, helm and
+# the Kubernetes API types stay out of the server's go.mod): the image archive (started from
+# its layers), the Dockerfile, the Helm chart (helm lint, helm template, every object decoded
+# strictly into k8s.io/api), the plain manifests and the compose file.
+test-deploy: image
+	@cd deploy && test -z "$$(gofmt -l .)" || (echo "gofmt would change:"; gofmt -l .; exit 1)
+	cd deploy && $(GO) vet ./...
+	@# helm is built (or found in the build cache) here, before the tests' timeout starts:
+	@# the tests run what go tool -n helm names.
+	cd deploy && $(GO) tool -n helm >/dev/null
+	cd deploy && $(GO) test -count=1 -timeout 10m ./...
+
+# deps also downloads deploy/'s modules (deploy/go.sum): go-containerregistry, helm, the
+# Kubernetes API types, BuildKit's Dockerfile parser, compose-go.
+deps: deploy-deps
+deploy-deps:
+	cd deploy && $(GO) mod download
 
 # bench measures throttled beside redis-server (Lua scripts and INCR) in one run, with the Go
 # benchmarks of each verb, and writes benchmarks/RESULTS.md (about 10 minutes); then the edge's
