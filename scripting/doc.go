@@ -29,7 +29,8 @@
 //
 // What a script sees is Lua 5.1 as Redis configures it, down to the texts: the sandbox of
 // state.go (read-only globals, no os or io), tostring and concatenation writing numbers as
-// "%.14g" (number.go), string.format as C's sprintf (format.go), tonumber as strtod, and
+// "%.14g" (number.go), string.format as C's sprintf (format.go), Lua 5.1's patterns and
+// string.gsub in linear time (pattern.go), tonumber as strtod, and
 // strings read as numbers as strtod reads them wherever Lua 5.1 converts: arithmetic, through
 // metamethods on the strings' metatable, which gopher-lua's VM asks before its own conversion
 // (arith.go), the library functions' number arguments and a numeric for's bounds

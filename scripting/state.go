@@ -365,6 +365,7 @@ func (st *state) setLibraries() {
 	if sl, ok := g.RawGetString("string").(*lua.LTable); ok {
 		sl.RawSetString("rep", L.NewFunction(stringRep))
 		sl.RawSetString("format", L.NewFunction(stringFormat))
+		sl.RawSetString("gsub", L.NewFunction(st.strGsub))
 	}
 	if ml, ok := g.RawGetString("math").(*lua.LTable); ok {
 		ml.RawSetString("huge", lua.LNumber(math.Inf(1))) // C's HUGE_VAL; gopher-lua's is the largest finite number
