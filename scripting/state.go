@@ -365,6 +365,9 @@ func (st *state) setLibraries() {
 	if sl, ok := g.RawGetString("string").(*lua.LTable); ok {
 		sl.RawSetString("rep", L.NewFunction(stringRep))
 		sl.RawSetString("format", L.NewFunction(stringFormat))
+		sl.RawSetString("find", L.NewFunction(st.strFind))
+		sl.RawSetString("match", L.NewFunction(st.strMatch))
+		sl.RawSetString("gmatch", L.NewFunction(st.strGmatch))
 		sl.RawSetString("gsub", L.NewFunction(st.strGsub))
 	}
 	if ml, ok := g.RawGetString("math").(*lua.LTable); ok {

@@ -388,6 +388,8 @@ var conversionScripts = []string{
 	"return {pcall(string.gsub, 'abc', 'b', {b = {}})}", "return {string.gsub('THE (quick) fox', '%f[%a]%a+', 'W')}",
 	"return {string.gsub(ARGV[1], '%d', function(d) return d + 1 end)}", "return {pcall(string.gsub, ARGV[1], '(', 'x')}",
 	"return {string.gsub(ARGV[1], '.', {a = 1, ['1'] = false})}", "return {pcall(string.gsub, 'abc', '%', 'x')}",
+	"return {string.find(ARGV[1], '%d+')}", "return {string.find(ARGV[1], '.', 2, true)}", "return {string.match(ARGV[1], '^(-?)(%d*)%.?(%d*)$')}",
+	"return {pcall(string.find, 'abc', '[a')}", "local t = {} for c in ARGV[1]:gmatch('()(.)') do t[#t + 1] = c end return t",
 	"return select('#', 1, 2, 3)", "return select(2, 'a', 'b', 'c')", "return unpack({1, 2, 3})",
 	"return {unpack({1, 2, 3})}", "return table.concat({1, 2, 3}, ',')", "return table.concat({'a', 'b'})",
 	"local t = {3, 1, 2}; table.sort(t); return t", "local t = {}; table.insert(t, 'a'); table.insert(t, 1, 'b'); return t",
