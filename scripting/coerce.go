@@ -216,6 +216,7 @@ func (st *state) tableConcat(L *lua.LState) int {
 	i := optCInt(L, 3, 1)
 	last := optCInt(L, 4, int32(t.Len()))
 	b := st.catBuf[:0]
+	counted := 0 // the bytes of b that worked has been told of
 	add := func(k int32) {
 		switch v := t.RawGetInt(int(k)).(type) {
 		case lua.LString:
@@ -228,6 +229,8 @@ func (st *state) tableConcat(L *lua.LState) int {
 		if len(b) > maxString {
 			L.RaiseError("not enough memory")
 		}
+		st.worked(L, 1+len(b)-counted) // the separator before too; an empty string is work too
+		counted = len(b)
 	}
 	for ; i < last; i++ {
 		add(i)

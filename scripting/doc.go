@@ -62,7 +62,10 @@
 // stripes as any script does when a transaction or script holds that key's.
 //
 // A script that runs long is watched from inside: every loop and function body calls the
-// tick function (rewrite.go), and every few commands the clock and the heap are read. Past
+// tick function (rewrite.go), and every few commands the clock and the heap are read; so
+// are they every 64 KB written or 64K pattern steps taken by the builtins that can run
+// long (string.rep, find, match, gmatch, gsub, format, table.concat, '..': worked), so
+// that one call running for hours stops where it is. Past
 // Call.BusyAfter (busy-reply-threshold) the host is told (Host.Busy): the server then
 // answers BUSY to other clients and SCRIPT KILL may stop the script (Call.Kill), which ends
 // with "Script killed by user with SCRIPT KILL..." whatever it catches. Past Engine's

@@ -532,6 +532,7 @@ type run struct {
 	// deadline ends a library's load with "FUNCTION LOAD timeout"; zero for none.
 	deadline time.Time
 	ticks    uint32 // tick calls: the clock is read every so many
+	work     int    // a builtin's work since the run was last watched (worked)
 	// nilArg is an argument past those given that a library function finds nil rather
 	// than absent (struct.pack pushes a nil before its work, as a mark): its "bad argument"
 	// error says "got nil", as there.

@@ -12,7 +12,7 @@ import (
 // flags, widths and precisions, %g with six digits unless told, %s of a number as
 // tostring writes it, %q's escapes. gopher-lua's goes through Go's fmt, whose %g and
 // number-to-string differ, and limiter scripts format the numbers they return.
-func stringFormat(L *lua.LState) int {
+func (st *state) stringFormat(L *lua.LState) int {
 	format := L.CheckString(1)
 	var b strings.Builder
 	arg := 1
@@ -28,6 +28,7 @@ func stringFormat(L *lua.LState) int {
 			continue
 		}
 		arg++
+		before := b.Len()
 		if arg > L.GetTop() {
 			L.ArgError(arg, "no value")
 		}
@@ -65,6 +66,7 @@ func stringFormat(L *lua.LState) int {
 		if b.Len() > maxString {
 			L.RaiseError("not enough memory")
 		}
+		st.worked(L, b.Len()-before)
 	}
 	L.Push(lua.LString(b.String()))
 	return 1

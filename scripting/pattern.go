@@ -38,6 +38,7 @@ const (
 // captures found so far. Positions are byte offsets into src; -1 is no match.
 type matcher struct {
 	L       *lua.LState
+	st      *state // told of each step (worked), so that a long match can be killed
 	src     string
 	pat     string
 	level   int // captures opened, finished or not
@@ -45,8 +46,8 @@ type matcher struct {
 }
 
 // newMatcher is a matcher of pattern pat (up to its first NUL, as C reads it) on src.
-func newMatcher(L *lua.LState, src, pat string) *matcher {
-	return &matcher{L: L, src: src, pat: cPattern(pat)}
+func newMatcher(L *lua.LState, st *state, src, pat string) *matcher {
+	return &matcher{L: L, st: st, src: src, pat: cPattern(pat)}
 }
 
 // cPattern is pat as a C string: up to its first NUL.
@@ -184,6 +185,7 @@ func (m *matcher) singleMatch(c byte, p, ep int) bool {
 // Where Lua's tail-calls itself it loops.
 func (m *matcher) match(s, p int) int {
 	for {
+		m.st.worked(m.L, 1)
 		if p >= len(m.pat) {
 			return s
 		}
@@ -274,6 +276,7 @@ func (m *matcher) matchBalance(s, p int) int {
 	open, close := m.pat[p], m.pat[p+1]
 	depth := 1
 	for s++; s < len(m.src); s++ {
+		m.st.worked(m.L, 1)
 		switch m.src[s] {
 		case close:
 			if depth--; depth == 0 {
@@ -292,6 +295,7 @@ func (m *matcher) maxExpand(s, p, ep int) int {
 	i := 0
 	for s+i < len(m.src) && m.singleMatch(m.src[s+i], p, ep) {
 		i++
+		m.st.worked(m.L, 1)
 	}
 	for ; i >= 0; i-- {
 		if r := m.match(s+i, ep+1); r >= 0 {
@@ -434,7 +438,7 @@ func (st *state) findAux(L *lua.LState, find bool) int {
 		L.Push(lua.LNil)
 		return 1
 	}
-	m := newMatcher(L, src, pat)
+	m := newMatcher(L, st, src, pat)
 	anchor := len(m.pat) > 0 && m.pat[0] == '^'
 	if anchor {
 		m.pat = m.pat[1:]
@@ -462,7 +466,7 @@ func (st *state) findAux(L *lua.LState, find bool) int {
 func (st *state) strGmatch(L *lua.LState) int {
 	src := checkLString(L, 1)
 	pat := checkLString(L, 2)
-	m := newMatcher(L, src, pat)
+	m := newMatcher(L, st, src, pat)
 	pos := 0
 	L.Push(L.NewFunction(func(L *lua.LState) int {
 		m.L = L
@@ -489,7 +493,7 @@ func (st *state) strGsub(L *lua.LState) int {
 	pat := checkLString(L, 2)
 	repl := L.Get(3)
 	maxN := optInt(L, 4, len(src)+1)
-	m := newMatcher(L, src, pat)
+	m := newMatcher(L, st, src, pat)
 	anchor := len(m.pat) > 0 && m.pat[0] == '^'
 	if anchor {
 		m.pat = m.pat[1:]
@@ -510,10 +514,12 @@ func (st *state) strGsub(L *lua.LState) int {
 		e := m.match(s, 0)
 		if e >= 0 {
 			n++
+			before := b.Len()
 			m.addValue(&b, repl, news, s, e)
 			if b.Len() > maxString {
 				L.RaiseError("not enough memory")
 			}
+			st.worked(L, b.Len()-before)
 		}
 		if e > s { // a non-empty match: go on after it
 			s = e

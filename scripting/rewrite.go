@@ -521,6 +521,7 @@ func (st *state) concat(L *lua.LState) int {
 	if len(b) > maxString {
 		L.RaiseError("not enough memory")
 	}
+	st.worked(L, len(b))
 	return st.pushCat(L, b)
 }
 

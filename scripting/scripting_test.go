@@ -438,6 +438,40 @@ func TestKill(t *testing.T) {
 	}
 }
 
+// TestKillBuiltin: a script inside a builtin that would run for hours (a pattern that
+// backtracks over a long subject) becomes busy and is killed there; one in a loop of
+// builtins that each copy megabytes is killed within one or two of them, where the loop's
+// ticks alone would let 256 run first (redis.log counts the loop's turns).
+func TestKillBuiltin(t *testing.T) {
+	e := New()
+	for _, tc := range []struct {
+		body  string
+		turns int // the most turns of the loop before the kill
+	}{
+		{"return string.find(string.rep('a', 1e5), '.-.-.-b')", 0},
+		{"return string.gsub(string.rep('a', 1e5), '.-b', '')", 0},
+		{"return string.match(string.rep('(', 1e5), '%b()')", 0},
+		{"local n = 0 for w in string.gmatch(string.rep('a', 1e5), 'a*b') do n = n + 1 end return n", 0},
+		{"for i = 1, 1e9 do local s = string.rep('ab', 5e6) redis.log(redis.LOG_WARNING, 'turn') end", 3},
+		{"local s = string.rep('a', 5e6) for i = 1, 1e9 do local t = s .. s redis.log(redis.LOG_WARNING, 'turn') end", 3},
+		{"local t = {} for i = 1, 100 do t[i] = string.rep('a', 1e5) end for i = 1, 1e9 do local s = table.concat(t) redis.log(redis.LOG_WARNING, 'turn') end", 3},
+		{"local s = string.rep('a', 5e6) for i = 1, 1e9 do local t = string.format('%s%s', s, s) redis.log(redis.LOG_WARNING, 'turn') end", 3},
+	} {
+		t.Run(tc.body, func(t *testing.T) {
+			s, err := e.Load([]byte(tc.body))
+			require.NoError(t, err)
+			h := &killHost{}
+			call := &Call{Host: h, Proto: 2, BusyAfter: 10 * time.Millisecond}
+			h.call = call
+			out, err := e.Run(nil, s, call)
+			require.NoError(t, err)
+			require.Equal(t, "-ERR Script killed by user with SCRIPT KILL... script: "+sha1hex([]byte(tc.body))+", on @user_script:1.\r\n", string(out))
+			require.Equal(t, 1, h.busy)
+			require.LessOrEqual(t, len(h.logs), tc.turns)
+		})
+	}
+}
+
 // TestMemoryLimit checks that a script growing the heap past the limit fails, clearly.
 func TestMemoryLimit(t *testing.T) {
 	e := New()

@@ -363,8 +363,8 @@ func (st *state) setLibraries() {
 
 	}
 	if sl, ok := g.RawGetString("string").(*lua.LTable); ok {
-		sl.RawSetString("rep", L.NewFunction(stringRep))
-		sl.RawSetString("format", L.NewFunction(stringFormat))
+		sl.RawSetString("rep", L.NewFunction(st.stringRep))
+		sl.RawSetString("format", L.NewFunction(st.stringFormat))
 		sl.RawSetString("find", L.NewFunction(st.strFind))
 		sl.RawSetString("match", L.NewFunction(st.strMatch))
 		sl.RawSetString("gmatch", L.NewFunction(st.strGmatch))
@@ -697,6 +697,22 @@ func (st *state) watchBusy() {
 	}
 }
 
+// workQuantum is how much work the builtins that can run long (string.rep, gsub, find,
+// table.concat, string.format, '..') do between two looks at the run (watch): bytes
+// written or pattern steps taken, 0.05 to 2 ms of work. A loop's ticks alone would let
+// a loop of 256 string.rep of 500 MB run 25 s before the first look.
+const workQuantum = 1 << 16
+
+// worked counts n units of a builtin's work, and watches the run (SCRIPT KILL, BUSY, the
+// memory limit) each time workQuantum of them have been done: a long builtin is stopped
+// in its loop, not after it.
+func (st *state) worked(L *lua.LState, n int) {
+	if st.run.work += n; st.run.work >= workQuantum {
+		st.run.work = 0
+		st.watch(L)
+	}
+}
+
 // chunkID is Lua 5.1's luaO_chunkid: how a chunk's name shows in error positions.
 func chunkID(source string) string {
 	const idSize = 60
@@ -877,20 +893,36 @@ func itoa(n int) string {
 // bounds a value: past it the script fails rather than the server running out of memory.
 const maxString = 512 << 20
 
-// stringRep is string.rep with the size checked first.
-func stringRep(L *lua.LState) int {
+// stringRep is string.rep with the size checked first. It copies the string so far onto
+// its end, at most repChunk bytes at a time, and counts the work: a string of 500 MB
+// takes 100 ms, which SCRIPT KILL interrupts.
+func (st *state) stringRep(L *lua.LState) int {
 	s := L.CheckString(1)
 	n := checkInt(L, 2)
 	if n <= 0 || len(s) == 0 {
 		L.Push(lua.LString(""))
 		return 1
 	}
-	if int64(len(s))*int64(n) > maxString {
+	total := int64(len(s)) * int64(n)
+	if total > maxString {
 		L.RaiseError("not enough memory")
 	}
-	L.Push(lua.LString(strings.Repeat(s, n)))
+	b := make([]byte, total)
+	done := copy(b, s)
+	// b[:done] is whole copies of s, so any prefix of it that is whole copies too may be
+	// copied after it.
+	step := max(len(s), repChunk/len(s)*len(s))
+	for done < len(b) {
+		k := copy(b[done:], b[:min(done, step)])
+		done += k
+		st.worked(L, k)
+	}
+	L.Push(lua.LString(unsafe.String(&b[0], len(b))))
 	return 1
 }
+
+// repChunk is about the most string.rep copies between two counts of its work.
+const repChunk = 1 << 20
 
 // mathMinMax is math.max or math.min as Lua 5.1 computes them: a plain comparison loop,
 // so that NaN falls as C's does.
