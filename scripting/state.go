@@ -68,6 +68,7 @@ type state struct {
 	cjson    cjsonConfig                // cjson's configuration (cjson.go)
 	jsonNull *lua.LUserData             // cjson.null
 	libBuf   []byte                     // struct.pack's and cmsgpack.pack's buffer, reused
+	rand     rand48                     // math.random's generator (random.go)
 
 	// Functions (functions.go): the globals of library code and the load sandbox's, the
 	// libraries loaded here and their callbacks, the load in progress.
@@ -108,6 +109,7 @@ func newState(e *Engine) *state {
 		sources:   make(map[string]string),
 		strs:      make(map[string]lua.LValue),
 		gen:       e.flushes.Load(),
+		rand:      rand48Init,
 	}
 	st.run.resp = 2
 	for _, lib := range []struct {
@@ -364,6 +366,7 @@ func (st *state) setLibraries() {
 	}
 	if sl, ok := g.RawGetString("string").(*lua.LTable); ok {
 		sl.RawSetString("rep", L.NewFunction(st.stringRep))
+		sl.RawSetString("char", L.NewFunction(stringChar))
 		sl.RawSetString("format", L.NewFunction(st.stringFormat))
 		sl.RawSetString("find", L.NewFunction(st.strFind))
 		sl.RawSetString("match", L.NewFunction(st.strMatch))
@@ -372,6 +375,8 @@ func (st *state) setLibraries() {
 	}
 	if ml, ok := g.RawGetString("math").(*lua.LTable); ok {
 		ml.RawSetString("huge", lua.LNumber(math.Inf(1))) // C's HUGE_VAL; gopher-lua's is the largest finite number
+		ml.RawSetString("random", L.NewFunction(st.mathRandom))
+		ml.RawSetString("randomseed", L.NewFunction(st.mathRandomSeed))
 		ml.RawSetString("max", L.NewFunction(st.mathMinMax(true)))
 		ml.RawSetString("min", L.NewFunction(st.mathMinMax(false)))
 		// floor and ceil as gopher-lua's, their result boxed without an allocation.
@@ -918,6 +923,23 @@ func (st *state) stringRep(L *lua.LState) int {
 		st.worked(L, k)
 	}
 	L.Push(lua.LString(unsafe.String(&b[0], len(b))))
+	return 1
+}
+
+// stringChar is string.char(...): the string of those byte values, each one a C int that
+// must be 0 to 255 ("bad argument #1 to 'char' (invalid value)"; gopher-lua's kept the low
+// byte).
+func stringChar(L *lua.LState) int {
+	n := L.GetTop()
+	b := make([]byte, n)
+	for i := 1; i <= n; i++ {
+		c := checkInt(L, i)
+		if c < 0 || c > 255 {
+			L.ArgError(i, "invalid value")
+		}
+		b[i-1] = byte(c)
+	}
+	L.Push(lua.LString(unsafe.String(unsafe.SliceData(b), n)))
 	return 1
 }
 

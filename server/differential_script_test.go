@@ -389,6 +389,8 @@ var conversionScripts = []string{
 	"return {string.gsub(ARGV[1], '%d', function(d) return d + 1 end)}", "return {pcall(string.gsub, ARGV[1], '(', 'x')}",
 	"return {string.gsub(ARGV[1], '.', {a = 1, ['1'] = false})}", "return {pcall(string.gsub, 'abc', '%', 'x')}",
 	"return {string.find(ARGV[1], '%d+')}", "return {string.find(ARGV[1], '.', 2, true)}", "return {string.match(ARGV[1], '^(-?)(%d*)%.?(%d*)$')}",
+	"return bit.tohex(255, -2147483648)", "return {pcall(math.random, 0)}", "return {pcall(string.char, 65, 256)}",
+	"math.randomseed(7) return {math.random(100), tostring(math.random()), math.random(3, 9)}", "return string.char(0, 255)",
 	"return {pcall(string.find, 'abc', '[a')}", "local t = {} for c in ARGV[1]:gmatch('()(.)') do t[#t + 1] = c end return t",
 	"return select('#', 1, 2, 3)", "return select(2, 'a', 'b', 'c')", "return unpack({1, 2, 3})",
 	"return {unpack({1, 2, 3})}", "return table.concat({1, 2, 3}, ',')", "return table.concat({'a', 'b'})",
