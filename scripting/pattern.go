@@ -507,7 +507,7 @@ func (st *state) strGsub(L *lua.LState) int {
 		L.ArgError(3, "string/function/table expected")
 	}
 	var b strings.Builder
-	b.Grow(len(src))
+	st.room(L, &b, len(src))
 	n, s := 0, 0
 	for n < maxN {
 		m.level = 0
@@ -524,6 +524,7 @@ func (st *state) strGsub(L *lua.LState) int {
 		if e > s { // a non-empty match: go on after it
 			s = e
 		} else if s < len(src) {
+			st.room(L, &b, 1)
 			b.WriteByte(src[s])
 			s++
 		} else {
@@ -533,6 +534,7 @@ func (st *state) strGsub(L *lua.LState) int {
 			break
 		}
 	}
+	st.room(L, &b, len(src)-s)
 	b.WriteString(src[s:])
 	L.Push(lua.LString(b.String()))
 	L.Push(lua.LNumber(n))
@@ -557,11 +559,14 @@ func (m *matcher) addValue(b *strings.Builder, repl lua.LValue, news string, s, 
 	}
 	switch {
 	case !lua.LVAsBool(v): // nil or false: the match stays
+		m.st.room(L, b, e-s)
 		b.WriteString(m.src[s:e])
 	case !isStringLike(v):
 		luaLError(L, "invalid replacement value (a %s)", v.Type().String())
 	default:
-		b.WriteString(string(luaString(v)))
+		text := string(luaString(v))
+		m.st.room(L, b, len(text))
+		b.WriteString(text)
 	}
 }
 
@@ -571,6 +576,7 @@ func (m *matcher) addValue(b *strings.Builder, repl lua.LValue, news string, s, 
 func (m *matcher) addString(b *strings.Builder, news string, s, e int) {
 	for i := 0; i < len(news); i++ {
 		c := news[i]
+		m.st.room(m.L, b, 1)
 		if c != '%' {
 			b.WriteByte(c)
 			continue
@@ -584,12 +590,14 @@ func (m *matcher) addString(b *strings.Builder, news string, s, e int) {
 		case !isDigit(c):
 			b.WriteByte(c)
 		case c == '0':
+			m.st.room(m.L, b, e-s)
 			b.WriteString(m.src[s:e])
 		default:
 			text, pos := m.captureText(int(c-'1'), s, e)
 			if pos > 0 {
 				text = itoa(pos)
 			}
+			m.st.room(m.L, b, len(text))
 			b.WriteString(text)
 		}
 	}

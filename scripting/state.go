@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"math"
+	"runtime"
 	"runtime/metrics"
 	"strings"
 	"sync"
@@ -679,18 +680,79 @@ func (st *state) watch(L *lua.LState) {
 		r.abort = st.killErr
 		st.stopIfStopped(L)
 	}
-	if limit := st.e.MemoryLimit; limit > 0 {
-		metrics.Read(st.heap[:])
-		used := st.heap[0].Value.Uint64()
-		switch {
-		case r.memBase == 0:
-			r.memBase = used
-		case used > r.memBase+limit:
-			r.abort = st.memErr
-			st.stopIfStopped(L)
+	st.checkMemory(L, 0)
+	st.watchBusy()
+}
+
+// checkMemory fails the script when the heap, grown by n bytes more, would be past the
+// memory limit counted from the lowest heap seen in the run (the first look may come
+// before the collector frees the garbage of earlier runs). A heap past it may be
+// garbage more than the script's strings and tables: before failing, it collects the
+// garbage and looks again, at most once per limit/8 of growth (a collection takes a few
+// milliseconds per 100 MB live).
+func (st *state) checkMemory(L *lua.LState, n int) {
+	limit := st.e.MemoryLimit
+	r := &st.run
+	if limit == 0 || r.call == nil {
+		return
+	}
+	used := st.heapNow()
+	if r.memBase == 0 || used < r.memBase {
+		r.memBase = used // the lowest heap seen: a base read before garbage was collected is too high
+	}
+	if used+uint64(n) <= r.memBase+limit {
+		return
+	}
+	if r.gcAt == 0 || used >= r.gcAt+limit/8 {
+		runtime.GC()
+		used = st.heapNow()
+		r.gcAt = max(used, 1)
+		if used+uint64(n) <= r.memBase+limit {
+			return
 		}
 	}
-	st.watchBusy()
+	r.abort = st.memErr
+	st.stopIfStopped(L)
+}
+
+// heapNow is the heap's size: its objects, live or not yet swept.
+func (st *state) heapNow() uint64 {
+	metrics.Read(st.heap[:])
+	return st.heap[0].Value.Uint64()
+}
+
+// reserveMin is the smallest string whose bytes are checked against the memory limit
+// before they are taken (reserve); smaller ones are counted by the next watch.
+const reserveMin = 1 << 20
+
+// reserve is told by a builtin before it takes n bytes for a string: a large one is
+// checked against the memory limit first, so that a script building strings fails at the
+// limit rather than one string past it (string.rep of 500 MB, s .. s).
+func (st *state) reserve(L *lua.LState, n int) {
+	if n >= reserveMin {
+		st.checkMemory(L, n)
+	}
+}
+
+// room makes room in b for k more bytes, reserved first when the builder must grow for them
+// (to twice its size and k, as strings.Builder grows).
+func (st *state) room(L *lua.LState, b *strings.Builder, k int) {
+	if b.Cap()-b.Len() < k {
+		st.reserve(L, 2*b.Cap()+k)
+		b.Grow(k)
+	}
+}
+
+// grow is b with room for n more bytes, the room reserved first when it must be taken.
+func (st *state) grow(L *lua.LState, b []byte, n int) []byte {
+	if len(b)+n <= cap(b) {
+		return b
+	}
+	c := max(2*cap(b), len(b)+n)
+	st.reserve(L, c)
+	nb := make([]byte, len(b), c)
+	copy(nb, b)
+	return nb
 }
 
 // watchBusy tells the host once the script has run past its busy time.
@@ -912,6 +974,7 @@ func (st *state) stringRep(L *lua.LState) int {
 	if total > maxString {
 		L.RaiseError("not enough memory")
 	}
+	st.reserve(L, int(total))
 	b := make([]byte, total)
 	done := copy(b, s)
 	// b[:done] is whole copies of s, so any prefix of it that is whole copies too may be
