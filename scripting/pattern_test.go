@@ -261,3 +261,33 @@ func BenchmarkGsub(b *testing.B) {
 		})
 	}
 }
+
+// FuzzPatterns runs find, match, gmatch and gsub on any subject and pattern: each ends
+// with a result or Lua 5.1's error, never a Go panic (which gopher-lua would report as a
+// "runtime error"), and within its work bound (a kill after 1 s).
+func FuzzPatterns(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"hello world", "(%w+) (%w+)"}, {"a(b)c", "%b()"}, {"THE (quick) fox", "%f[%a]%a+"},
+		{"abc", "[%a-z]"}, {"abc", "%"}, {"abc", "[a"}, {"abc", "(()"}, {"aaa", "(a)%1"}, {"a\x00b", "%z"},
+		{"abc", "[]]"}, {"abc", "[^]"}, {"x", "%f"}, {"ab", "^(a-)(b?)$"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	e := New()
+	s, err := e.Load([]byte(`local s, p = ARGV[1], ARGV[2]
+local r = {pcall(string.find, s, p)}
+r[#r + 1] = select(2, pcall(string.match, s, p, 2))
+r[#r + 1] = select(2, pcall(string.gsub, s, p, '<%0>'))
+r[#r + 1] = select(2, pcall(string.gsub, s, p, function(...) return select('#', ...) end, 3))
+r[#r + 1] = select(2, pcall(function() local n = 0 for a in s:gmatch(p) do n = n + 1 if n > 100 then break end end return n end))
+return r`))
+	require.NoError(f, err)
+	f.Fuzz(func(t *testing.T, subject, pattern string) {
+		h := &killHost{}
+		call := &Call{Host: h, Proto: 2, Args: [][]byte{[]byte(subject), []byte(pattern)}, BusyAfter: time.Second}
+		h.call = call
+		out, err := e.Run(nil, s, call)
+		require.NoError(t, err)
+		require.NotContains(t, string(out), "runtime error")
+	})
+}
