@@ -52,10 +52,13 @@ func (st *state) openBit() *lua.LTable {
 	t.RawSetString("tohex", L.NewFunction(func(L *lua.LState) int {
 		b := bitArg(L, 1)
 		n := int32(8)
-		if L.GetTop() >= 2 && L.Get(2) != lua.LNil {
+		if L.GetTop() >= 2 { // an explicit nil fails as a number, as lua_isnone has it
 			n = int32(bitArg(L, 2))
 		}
 		digits := "0123456789abcdef"
+		if n == math.MinInt32 {
+			n++ // Redis's fix: its negation overflowed LuaBitOp's buffer
+		}
 		if n < 0 {
 			n = -n
 			digits = "0123456789ABCDEF"

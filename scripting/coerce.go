@@ -215,19 +215,38 @@ func (st *state) tableConcat(L *lua.LState) int {
 	}
 	i := optCInt(L, 3, 1)
 	last := optCInt(L, 4, int32(t.Len()))
-	b := st.catBuf[:0]
+	// The result's size first, up to the first value that is neither a string nor a
+	// number (the error below), so that its bytes are taken once, and checked first.
+	size := 0
+	for k := i; k <= last && size <= maxString; k++ {
+		switch v := t.RawGetInt(int(k)).(type) {
+		case lua.LString:
+			size += len(v) + len(sep)
+		case lua.LNumber:
+			size += maxNumberLen + len(sep)
+		default:
+			k = last
+		}
+		if k == last {
+			break // last may be math.MaxInt32
+		}
+	}
+	b := st.grow(L, st.catBuf[:0], min(size, maxString+1))
+	counted := 0 // the bytes of b that worked has been told of
 	add := func(k int32) {
 		switch v := t.RawGetInt(int(k)).(type) {
 		case lua.LString:
-			b = append(b, v...)
+			b = append(st.grow(L, b, len(v)+len(sep)), v...)
 		case lua.LNumber:
-			b = appendLuaNumber(b, float64(v))
+			b = appendLuaNumber(st.grow(L, b, maxNumberLen+len(sep)), float64(v))
 		default:
 			luaLError(L, "invalid value (%s) at index %d in table for 'concat'", v.Type().String(), k)
 		}
 		if len(b) > maxString {
 			L.RaiseError("not enough memory")
 		}
+		st.worked(L, 1+len(b)-counted) // the separator before too; an empty string is work too
+		counted = len(b)
 	}
 	for ; i < last; i++ {
 		add(i)

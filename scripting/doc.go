@@ -29,7 +29,8 @@
 //
 // What a script sees is Lua 5.1 as Redis configures it, down to the texts: the sandbox of
 // state.go (read-only globals, no os or io), tostring and concatenation writing numbers as
-// "%.14g" (number.go), string.format as C's sprintf (format.go), tonumber as strtod, and
+// "%.14g" (number.go), string.format as C's sprintf (format.go), Lua 5.1's patterns and
+// string.gsub in linear time (pattern.go), tonumber as strtod, and
 // strings read as numbers as strtod reads them wherever Lua 5.1 converts: arithmetic, through
 // metamethods on the strings' metatable, which gopher-lua's VM asks before its own conversion
 // (arith.go), the library functions' number arguments and a numeric for's bounds
@@ -61,13 +62,18 @@
 // stripes as any script does when a transaction or script holds that key's.
 //
 // A script that runs long is watched from inside: every loop and function body calls the
-// tick function (rewrite.go), and every few commands the clock and the heap are read. Past
-// Call.BusyAfter (busy-reply-threshold) the host is told (Host.Busy): the server then
-// answers BUSY to other clients and SCRIPT KILL may stop the script (Call.Kill), which ends
-// with "Script killed by user with SCRIPT KILL..." whatever it catches. Past Engine's
-// MemoryLimit of heap growth, the script fails with its own error. Engine.Close kills every
-// running script, for SHUTDOWN NOSAVE. The libraries scripts use are there as Redis has
-// them: cjson (cjson.go), bit (bit.go), struct (struct.go) and cmsgpack (cmsgpack.go).
+// tick function (rewrite.go), and every few commands the clock and the heap are read; so
+// are they every 64 KB written or 64K pattern steps taken by the builtins that can run
+// long (string.rep, find, match, gmatch, gsub, format, table.concat, '..': worked), so
+// that one call running for hours stops where it is. Past Call.BusyAfter
+// (busy-reply-threshold) the host is told (Host.Busy): the server then answers BUSY to
+// other clients and SCRIPT KILL may stop the script (Call.Kill), which ends with "Script
+// killed by user with SCRIPT KILL..." whatever it catches. Past Engine's MemoryLimit of
+// heap growth, the script fails with its own error; a builtin about to make a string of
+// 1 MB or more checks its bytes against the limit first (reserve), and a heap past the
+// limit is collected once before the script is failed for garbage. Engine.Close kills
+// every running script, for SHUTDOWN NOSAVE. The libraries scripts use are there as Redis
+// has them: cjson (cjson.go), bit (bit.go), struct (struct.go) and cmsgpack (cmsgpack.go).
 //
 // Functions (functions.go) are Redis 7.0's FUNCTION LOAD and FCALL: LoadLibrary reads the
 // "#!lua name=<lib>" line, compiles the code once and runs it in a sandbox whose only

@@ -12,9 +12,20 @@ import (
 // flags, widths and precisions, %g with six digits unless told, %s of a number as
 // tostring writes it, %q's escapes. gopher-lua's goes through Go's fmt, whose %g and
 // number-to-string differ, and limiter scripts format the numbers they return.
-func stringFormat(L *lua.LState) int {
+func (st *state) stringFormat(L *lua.LState) int {
 	format := L.CheckString(1)
 	var b strings.Builder
+	// Room for the format and its strings, taken once (a long string is most often
+	// added as it is), so that the result does not keep twice its bytes.
+	size := len(format)
+	for i := 2; i <= L.GetTop(); i++ {
+		if s, ok := L.Get(i).(lua.LString); ok {
+			size += len(s)
+		}
+	}
+	if size <= maxString {
+		st.room(L, &b, size+16)
+	}
 	arg := 1
 	for i := 0; i < len(format); i++ {
 		c := format[i]
@@ -28,6 +39,7 @@ func stringFormat(L *lua.LState) int {
 			continue
 		}
 		arg++
+		before := b.Len()
 		if arg > L.GetTop() {
 			L.ArgError(arg, "no value")
 		}
@@ -47,10 +59,15 @@ func stringFormat(L *lua.LState) int {
 		case 'e', 'E', 'f', 'g', 'G':
 			b.WriteString(spec.float(float64(checkNumber(L, arg))))
 		case 'q':
-			b.WriteString(quoteLua(checkLString(L, arg)))
+			s := checkLString(L, arg)
+			st.reserve(L, len(s)+2) // quoteLua's copy: s quoted, at least
+			q := quoteLua(s)
+			st.room(L, &b, len(q))
+			b.WriteString(q)
 		case 's':
 			s := checkLString(L, arg)
 			if spec.prec < 0 && len(s) >= 100 && !spec.hasWidth {
+				st.room(L, &b, len(s))
 				b.WriteString(s) // Lua adds a long string as it is
 			} else {
 				if spec.prec >= 0 && len(s) > spec.prec {
@@ -65,6 +82,7 @@ func stringFormat(L *lua.LState) int {
 		if b.Len() > maxString {
 			L.RaiseError("not enough memory")
 		}
+		st.worked(L, b.Len()-before)
 	}
 	L.Push(lua.LString(b.String()))
 	return 1

@@ -2,6 +2,7 @@ package scripting
 
 import (
 	"strings"
+	"unsafe"
 
 	lua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/ast"
@@ -503,34 +504,52 @@ func unpackArgs(L *lua.LState) int {
 	return n
 }
 
-// concat is the concat function: Lua 5.1's concatenation, numbers as "%.14g".
+// concat is the concat function: Lua 5.1's concatenation, numbers as "%.14g". The
+// result's size is known before its bytes are taken: one buffer of that size, checked
+// against maxString and the memory limit first, becomes the string.
 func (st *state) concat(L *lua.LState) int {
 	n := L.GetTop()
-	b := st.catBuf[:0]
+	strs, nums := 0, 0 // the strings' bytes, the numbers
+	for i := 1; i <= n; i++ {
+		switch v := L.Get(i).(type) {
+		case lua.LString:
+			strs += len(v)
+		case lua.LNumber:
+			nums++
+		default:
+			return st.concatSlow(L)
+		}
+	}
+	if strs > maxString {
+		L.RaiseError("not enough memory")
+	}
+	b := st.grow(L, st.catBuf[:0], strs+nums*maxNumberLen)
 	for i := 1; i <= n; i++ {
 		switch v := L.Get(i).(type) {
 		case lua.LString:
 			b = append(b, v...)
 		case lua.LNumber:
 			b = appendLuaNumber(b, float64(v))
-		default:
-			st.catBuf = b[:0]
-			return st.concatSlow(L)
 		}
 	}
 	if len(b) > maxString {
 		L.RaiseError("not enough memory")
 	}
+	st.worked(L, len(b))
 	return st.pushCat(L, b)
 }
 
+// maxNumberLen is the most bytes a number takes as "%.14g": -1.2345678901234e-308.
+const maxNumberLen = 24
+
 // pushCat pushes the string concat's buffer b holds, and keeps b for the next unless it
-// grew big.
+// grew big: then its bytes become the string, not a copy of them.
 func (st *state) pushCat(L *lua.LState, b []byte) int {
-	L.Push(lua.LString(b))
 	if cap(b) <= 4096 {
+		L.Push(lua.LString(b))
 		st.catBuf = b[:0]
 	} else {
+		L.Push(lua.LString(unsafe.String(unsafe.SliceData(b), len(b))))
 		st.catBuf = nil
 	}
 	return 1

@@ -2,7 +2,9 @@ package scripting
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -434,6 +436,102 @@ func TestKill(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, "-ERR Script killed by user with SCRIPT KILL... script: "+sha1hex([]byte(body))+", on @user_script:1.\r\n", string(out))
 			require.Equal(t, 1, h.busy)
+		})
+	}
+}
+
+// TestMemoryLimitStrings: a script keeping strings fails at the memory limit, checked
+// before each large string is made (string.rep, '..', table.concat, gsub, format), not
+// every 256 loop ticks, which let issue 40's script below take 3.4 GB under a 1 GB limit;
+// what it allocated before failing stays within the limit and one string. Strings made
+// and dropped are garbage, collected before a script is failed for them.
+func TestMemoryLimitStrings(t *testing.T) {
+	e := New()
+	e.MemoryLimit = 256 << 20
+	const keep = "local s = string.rep('x', 2^24) local t = {} for i = 1, 40 do t[i] = %s end return #t"
+	for _, tc := range []struct{ body, want string }{
+		{fmt.Sprintf(keep, "s .. i"), ""},
+		{fmt.Sprintf(keep, "s:rep(2)"), ""},
+		{fmt.Sprintf(keep, "table.concat({s, i})"), ""},
+		{fmt.Sprintf(keep, "s:gsub('^x', i)"), ""},
+		{fmt.Sprintf(keep, "string.format('%s%d', s, i)"), ""},
+		{"local s = string.rep('x', 2^24) for i = 1, 40 do local x = s .. i end return 'dropped'", "$7\r\ndropped\r\n"},
+		{"local s = string.rep('x', 2^24) for i = 1, 20 do local x = s:rep(2) end return 'dropped'", "$7\r\ndropped\r\n"},
+	} {
+		t.Run(tc.body, func(t *testing.T) {
+			if tc.want == "" {
+				tc.want = "-ERR Script used too much memory: its heap grew past 256 MB script: " + sha1hex([]byte(tc.body)) + ", on @user_script:1.\r\n"
+			}
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			require.Equal(t, tc.want, runScript(t, e, &fakeHost{}, 2, tc.body, nil, nil))
+			runtime.ReadMemStats(&after)
+			if tc.want != "$7\r\ndropped\r\n" {
+				require.LessOrEqual(t, after.TotalAlloc-before.TotalAlloc, uint64(e.MemoryLimit+32<<20)) // 240 MB
+			}
+		})
+	}
+}
+
+// TestMemoryLimitGarbage: with a live heap larger than the limit (a server's keyspace),
+// the collector lets as much garbage pile up before it runs; a script that makes and drops
+// strings is not failed for that garbage: it is collected first.
+func TestMemoryLimitGarbage(t *testing.T) {
+	e := New()
+	e.MemoryLimit = 128 << 20
+	live := make([]byte, 512<<20) // counted by the collector, never touched
+	runtime.GC()
+	body := "local s = string.rep('x', 2^24) for i = 1, 60 do local x = s .. i end return 'dropped'"
+	require.Equal(t, "$7\r\ndropped\r\n", runScript(t, e, &fakeHost{}, 2, body, nil, nil))
+	runtime.KeepAlive(live)
+}
+
+// TestMemoryLimitIssue40 is issue 40's script under the default limit of 1 GB: it took
+// 3.4 GB and succeeded; it fails now with 960 MB of strings made.
+func TestMemoryLimitIssue40(t *testing.T) {
+	e := New()
+	body := "local s=string.rep('x',2^26) local t={} for i=1,40 do t[i]=s..i end return #t"
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	require.Equal(t, "-ERR Script used too much memory: its heap grew past 1024 MB script: "+sha1hex([]byte(body))+", on @user_script:1.\r\n",
+		runScript(t, e, &fakeHost{}, 2, body, nil, nil))
+	runtime.ReadMemStats(&after)
+	require.LessOrEqual(t, after.TotalAlloc-before.TotalAlloc, uint64(DefaultMemoryLimit+128<<20))
+	t.Log((after.TotalAlloc-before.TotalAlloc)>>20, after.Sys>>20)
+}
+
+// TestKillBuiltin: a script inside a builtin that would run for hours (a pattern that
+// backtracks over a long subject) becomes busy and is killed there; one in a loop of
+// builtins that each copy megabytes is killed within one or two of them, where the loop's
+// ticks alone would let 256 run first (redis.log counts the loop's turns).
+func TestKillBuiltin(t *testing.T) {
+	e := New()
+	for _, tc := range []struct {
+		body  string
+		turns int // the most turns of the loop before the kill
+	}{
+		{"return string.find(string.rep('a', 1e5), '.-.-.-b')", 0},
+		{"return string.gsub(string.rep('a', 1e5), '.-b', '')", 0},
+		{"return string.match(string.rep('(', 1e5), '%b()')", 0},
+		{"local n = 0 for w in string.gmatch(string.rep('a', 1e5), 'a*b') do n = n + 1 end return n", 0},
+		{"for i = 1, 1e9 do local s = string.rep('ab', 5e6) redis.log(redis.LOG_WARNING, 'turn') end", 3},
+		{"local s = string.rep('a', 5e6) for i = 1, 1e9 do local t = s .. s redis.log(redis.LOG_WARNING, 'turn') end", 3},
+		{"local t = {} for i = 1, 100 do t[i] = string.rep('a', 1e5) end for i = 1, 1e9 do local s = table.concat(t) redis.log(redis.LOG_WARNING, 'turn') end", 3},
+		{"local s = string.rep('a', 5e6) for i = 1, 1e9 do local t = string.format('%s%s', s, s) redis.log(redis.LOG_WARNING, 'turn') end", 3},
+	} {
+		t.Run(tc.body, func(t *testing.T) {
+			s, err := e.Load([]byte(tc.body))
+			require.NoError(t, err)
+			h := &killHost{}
+			call := &Call{Host: h, Proto: 2, BusyAfter: 10 * time.Millisecond}
+			h.call = call
+			out, err := e.Run(nil, s, call)
+			require.NoError(t, err)
+			require.Equal(t, "-ERR Script killed by user with SCRIPT KILL... script: "+sha1hex([]byte(tc.body))+", on @user_script:1.\r\n", string(out))
+			require.Equal(t, 1, h.busy)
+			require.LessOrEqual(t, len(h.logs), tc.turns)
 		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"math"
+	"runtime"
 	"runtime/metrics"
 	"strings"
 	"sync"
@@ -68,6 +69,7 @@ type state struct {
 	cjson    cjsonConfig                // cjson's configuration (cjson.go)
 	jsonNull *lua.LUserData             // cjson.null
 	libBuf   []byte                     // struct.pack's and cmsgpack.pack's buffer, reused
+	rand     rand48                     // math.random's generator (random.go)
 
 	// Functions (functions.go): the globals of library code and the load sandbox's, the
 	// libraries loaded here and their callbacks, the load in progress.
@@ -108,6 +110,7 @@ func newState(e *Engine) *state {
 		sources:   make(map[string]string),
 		strs:      make(map[string]lua.LValue),
 		gen:       e.flushes.Load(),
+		rand:      rand48Init,
 	}
 	st.run.resp = 2
 	for _, lib := range []struct {
@@ -363,11 +366,18 @@ func (st *state) setLibraries() {
 
 	}
 	if sl, ok := g.RawGetString("string").(*lua.LTable); ok {
-		sl.RawSetString("rep", L.NewFunction(stringRep))
-		sl.RawSetString("format", L.NewFunction(stringFormat))
+		sl.RawSetString("rep", L.NewFunction(st.stringRep))
+		sl.RawSetString("char", L.NewFunction(stringChar))
+		sl.RawSetString("format", L.NewFunction(st.stringFormat))
+		sl.RawSetString("find", L.NewFunction(st.strFind))
+		sl.RawSetString("match", L.NewFunction(st.strMatch))
+		sl.RawSetString("gmatch", L.NewFunction(st.strGmatch))
+		sl.RawSetString("gsub", L.NewFunction(st.strGsub))
 	}
 	if ml, ok := g.RawGetString("math").(*lua.LTable); ok {
 		ml.RawSetString("huge", lua.LNumber(math.Inf(1))) // C's HUGE_VAL; gopher-lua's is the largest finite number
+		ml.RawSetString("random", L.NewFunction(st.mathRandom))
+		ml.RawSetString("randomseed", L.NewFunction(st.mathRandomSeed))
 		ml.RawSetString("max", L.NewFunction(st.mathMinMax(true)))
 		ml.RawSetString("min", L.NewFunction(st.mathMinMax(false)))
 		// floor and ceil as gopher-lua's, their result boxed without an allocation.
@@ -670,18 +680,79 @@ func (st *state) watch(L *lua.LState) {
 		r.abort = st.killErr
 		st.stopIfStopped(L)
 	}
-	if limit := st.e.MemoryLimit; limit > 0 {
-		metrics.Read(st.heap[:])
-		used := st.heap[0].Value.Uint64()
-		switch {
-		case r.memBase == 0:
-			r.memBase = used
-		case used > r.memBase+limit:
-			r.abort = st.memErr
-			st.stopIfStopped(L)
+	st.checkMemory(L, 0)
+	st.watchBusy()
+}
+
+// checkMemory fails the script when the heap, grown by n bytes more, would be past the
+// memory limit counted from the lowest heap seen in the run (the first look may come
+// before the collector frees the garbage of earlier runs). A heap past it may be
+// garbage more than the script's strings and tables: before failing, it collects the
+// garbage and looks again, at most once per limit/8 of growth (a collection takes a few
+// milliseconds per 100 MB live).
+func (st *state) checkMemory(L *lua.LState, n int) {
+	limit := st.e.MemoryLimit
+	r := &st.run
+	if limit == 0 || r.call == nil {
+		return
+	}
+	used := st.heapNow()
+	if r.memBase == 0 || used < r.memBase {
+		r.memBase = used // the lowest heap seen: a base read before garbage was collected is too high
+	}
+	if used+uint64(n) <= r.memBase+limit {
+		return
+	}
+	if r.gcAt == 0 || used >= r.gcAt+limit/8 {
+		runtime.GC()
+		used = st.heapNow()
+		r.gcAt = max(used, 1)
+		if used+uint64(n) <= r.memBase+limit {
+			return
 		}
 	}
-	st.watchBusy()
+	r.abort = st.memErr
+	st.stopIfStopped(L)
+}
+
+// heapNow is the heap's size: its objects, live or not yet swept.
+func (st *state) heapNow() uint64 {
+	metrics.Read(st.heap[:])
+	return st.heap[0].Value.Uint64()
+}
+
+// reserveMin is the smallest string whose bytes are checked against the memory limit
+// before they are taken (reserve); smaller ones are counted by the next watch.
+const reserveMin = 1 << 20
+
+// reserve is told by a builtin before it takes n bytes for a string: a large one is
+// checked against the memory limit first, so that a script building strings fails at the
+// limit rather than one string past it (string.rep of 500 MB, s .. s).
+func (st *state) reserve(L *lua.LState, n int) {
+	if n >= reserveMin {
+		st.checkMemory(L, n)
+	}
+}
+
+// room makes room in b for k more bytes, reserved first when the builder must grow for them
+// (to twice its size and k, as strings.Builder grows).
+func (st *state) room(L *lua.LState, b *strings.Builder, k int) {
+	if b.Cap()-b.Len() < k {
+		st.reserve(L, 2*b.Cap()+k)
+		b.Grow(k)
+	}
+}
+
+// grow is b with room for n more bytes, the room reserved first when it must be taken.
+func (st *state) grow(L *lua.LState, b []byte, n int) []byte {
+	if len(b)+n <= cap(b) {
+		return b
+	}
+	c := max(2*cap(b), len(b)+n)
+	st.reserve(L, c)
+	nb := make([]byte, len(b), c)
+	copy(nb, b)
+	return nb
 }
 
 // watchBusy tells the host once the script has run past its busy time.
@@ -690,6 +761,22 @@ func (st *state) watchBusy() {
 	if !r.busy && r.call != nil && r.call.BusyAfter > 0 && time.Since(r.start) >= r.call.BusyAfter {
 		r.busy = true
 		r.host.Busy()
+	}
+}
+
+// workQuantum is how much work the builtins that can run long (string.rep, gsub, find,
+// table.concat, string.format, '..') do between two looks at the run (watch): bytes
+// written or pattern steps taken, 0.05 to 2 ms of work. A loop's ticks alone would let
+// a loop of 256 string.rep of 500 MB run 25 s before the first look.
+const workQuantum = 1 << 16
+
+// worked counts n units of a builtin's work, and watches the run (SCRIPT KILL, BUSY, the
+// memory limit) each time workQuantum of them have been done: a long builtin is stopped
+// in its loop, not after it.
+func (st *state) worked(L *lua.LState, n int) {
+	if st.run.work += n; st.run.work >= workQuantum {
+		st.run.work = 0
+		st.watch(L)
 	}
 }
 
@@ -873,20 +960,54 @@ func itoa(n int) string {
 // bounds a value: past it the script fails rather than the server running out of memory.
 const maxString = 512 << 20
 
-// stringRep is string.rep with the size checked first.
-func stringRep(L *lua.LState) int {
+// stringRep is string.rep with the size checked first. It copies the string so far onto
+// its end, at most repChunk bytes at a time, and counts the work: a string of 500 MB
+// takes 100 ms, which SCRIPT KILL interrupts.
+func (st *state) stringRep(L *lua.LState) int {
 	s := L.CheckString(1)
 	n := checkInt(L, 2)
 	if n <= 0 || len(s) == 0 {
 		L.Push(lua.LString(""))
 		return 1
 	}
-	if int64(len(s))*int64(n) > maxString {
+	total := int64(len(s)) * int64(n)
+	if total > maxString {
 		L.RaiseError("not enough memory")
 	}
-	L.Push(lua.LString(strings.Repeat(s, n)))
+	st.reserve(L, int(total))
+	b := make([]byte, total)
+	done := copy(b, s)
+	// b[:done] is whole copies of s, so any prefix of it that is whole copies too may be
+	// copied after it.
+	step := max(len(s), repChunk/len(s)*len(s))
+	for done < len(b) {
+		k := copy(b[done:], b[:min(done, step)])
+		done += k
+		st.worked(L, k)
+	}
+	L.Push(lua.LString(unsafe.String(&b[0], len(b))))
 	return 1
 }
+
+// stringChar is string.char(...): the string of those byte values, each one a C int that
+// must be 0 to 255 ("bad argument #1 to 'char' (invalid value)"; gopher-lua's kept the low
+// byte).
+func stringChar(L *lua.LState) int {
+	n := L.GetTop()
+	b := make([]byte, n)
+	for i := 1; i <= n; i++ {
+		c := checkInt(L, i)
+		if c < 0 || c > 255 {
+			L.ArgError(i, "invalid value")
+		}
+		b[i-1] = byte(c)
+	}
+	L.Push(lua.LString(unsafe.String(unsafe.SliceData(b), n)))
+	return 1
+}
+
+// repChunk is about the most string.rep copies between two counts of its work.
+const repChunk = 1 << 20
 
 // mathMinMax is math.max or math.min as Lua 5.1 computes them: a plain comparison loop,
 // so that NaN falls as C's does.

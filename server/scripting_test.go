@@ -250,6 +250,36 @@ func scriptBusy(t *testing.T, loops int) {
 	}
 }
 
+// TestScriptBusyInBuiltin: a script inside one builtin call that would run for hours (a
+// pattern backtracking over a long subject), or in a loop of builtins over megabytes, is
+// busy past busy-reply-threshold: another client of its event loop gets BUSY meanwhile,
+// and SCRIPT KILL from it stops the script inside the builtin.
+func TestScriptBusyInBuiltin(t *testing.T) {
+	ts := startServer(t, func(c *Config) { c.IOThreads = 1 })
+	runner, other := ts.raw(t), ts.raw(t)
+	expect := func(c *rawConn, lines ...string) {
+		t.Helper()
+		for _, want := range lines {
+			require.Equal(t, want, c.line(t))
+		}
+	}
+	other.send(t, "CONFIG SET busy-reply-threshold 100\r\n")
+	expect(other, "+OK")
+	for _, body := range []string{
+		"return string.find(string.rep('a', 1e5), '.-.-.-b')",
+		"return string.gsub(string.rep('a', 1e5), '.-b', '')",
+		"local s = string.rep('a', 1e6) for i = 1, 1e9 do local t = string.gsub(s, 'a', 'b') .. table.concat({s, s:rep(2)}) end",
+	} {
+		runner.send(t, "EVAL \""+body+"\" 0\r\n")
+		time.Sleep(300 * time.Millisecond)
+		other.send(t, "PING\r\nSCRIPT KILL\r\n")
+		expect(other, "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.", "+OK")
+		expect(runner, "-ERR Script killed by user with SCRIPT KILL... script: "+scriptSHA(body)+", on @user_script:1.")
+		other.send(t, "PING\r\n")
+		expect(other, "+PONG")
+	}
+}
+
 // TestScriptRateLimitVerbs calls the rate-limit verbs from scripts, on a server deciding
 // them itself and on one whose limits live in an upstream Redis: the same replies.
 func TestScriptRateLimitVerbs(t *testing.T) {
