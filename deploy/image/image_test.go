@@ -226,7 +226,7 @@ func TestImageFiles(t *testing.T) {
 	}
 	require.Equal(t, map[string]string{
 		"bind": "0.0.0.0", "port": "6379", "dir": "/data", "protected-mode": "no",
-		"http-port": "8080", "metrics-port": "9121",
+		"http-port": "8080", "metrics-port": "9121", "log-format": "json",
 	}, options)
 
 	// A static binary: no interpreter, nothing for an empty base to lack.

@@ -88,29 +88,24 @@ spec:
       command:
         - /usr/local/bin/throttled
         - /etc/throttled/throttled.conf
-      {{- /* Kubernetes expands $(VAR) from env: the Secret's values reach the options
-        without being written in the ConfigMap. */}}
+      {{- /* The Secrets' values reach throttled as THROTTLED_<OPTION> environment options: not
+        on its command line, where the pod's processes could read them, nor in the ConfigMap. */}}
+      {{- if eq .component "replica" }}
       args:
-        {{- if $v.auth.enabled }}
-        - --requirepass
-        - $(THROTTLED_REQUIREPASS)
-        {{- end }}
-        {{- if eq .component "replica" }}
         - --replicaof
         - {{ include "throttled.fullname" $root }}-0.{{ include "throttled.fullname" $root }}-headless.{{ $root.Release.Namespace }}.svc
         - {{ $v.ports.resp | quote }}
-        {{- if $v.auth.enabled }}
-        - --masterauth
-        - $(THROTTLED_REQUIREPASS)
-        {{- end }}
-        {{- end }}
-        {{- if and (eq .component "upstream") $v.upstream.existingSecret }}
-        - --upstream
-        - $(THROTTLED_UPSTREAM)
-        {{- end }}
+      {{- end }}
       env:
         {{- if $v.auth.enabled }}
         - name: THROTTLED_REQUIREPASS
+          valueFrom:
+            secretKeyRef:
+              name: {{ include "throttled.secretName" $root }}
+              key: {{ $v.auth.existingSecretKey }}
+        {{- end }}
+        {{- if and (eq .component "replica") $v.auth.enabled }}
+        - name: THROTTLED_MASTERAUTH
           valueFrom:
             secretKeyRef:
               name: {{ include "throttled.secretName" $root }}
