@@ -199,7 +199,7 @@ type Config struct {
 	// GRPCTLS serves grpc-port over TLS with the tls-* files ("grpc-tls"); default no.
 	GRPCTLS bool
 
-	// The data types (collections.go), with Redis's names: a hash or a sorted set with more
+	// The data types (package datatype), with Redis's names: a hash or a sorted set with more
 	// entries than ...Entries, or a field, value or member longer than ...Value bytes, takes
 	// Redis's big encoding (OBJECT ENCODING hashtable, skiplist) and keeps it.
 	// HashMaxListpackEntries is "hash-max-listpack-entries"; default 512, as Redis 7.0's.

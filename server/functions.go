@@ -14,7 +14,7 @@ import (
 )
 
 // Functions (FUNCTION, FCALL) of package scripting. The libraries are kept as policies are
-// (policy.go): their code, as FUNCTION DUMP's payload, is one record of kind Functions at
+// (package ratelimit): their code, as FUNCTION DUMP's payload, is one record of kind Functions at
 // the reserved key functionsKey, so the disk feed makes them durable and the replication
 // feed carries them to replicas, full sync included; each node loads the code into its own
 // engine. A Watch on the record tells of every change, however it comes; the loaded set

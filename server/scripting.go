@@ -90,9 +90,10 @@ func (s *Server) scriptParams() []*param {
 		}}}
 }
 
-// initScripting marks the commands scripts may not call: those above with their
-// subcommands but HELP, and any whose handler needs a connection of its own (a blocking
-// command: it would wait forever inside a script).
+// initScripting marks the commands scripts may not call: those whose literal says noScript,
+// with their subcommands but HELP, and any whose handler needs a connection of its own (a
+// blocking command: it would wait forever inside a script); and those that run while a
+// script is busy (allowBusy).
 func initScripting(table map[string]*cmdEntry) {
 	for _, cmd := range table {
 		if cmd.noScript || cmd.detach {
