@@ -16,6 +16,7 @@ import (
 	"github.com/throttledhq/throttled/acl"
 	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/httpapi"
+	"github.com/throttledhq/throttled/listen"
 	"github.com/throttledhq/throttled/ratelimit"
 )
 
@@ -36,7 +37,7 @@ func (s *Server) startHTTP() error {
 	if s.cfg.HTTPPort == 0 {
 		return nil
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(s.cfg.firstBind(), strconv.Itoa(s.cfg.HTTPPort)))
+	ln, err := net.Listen("tcp", net.JoinHostPort(listen.First(s.cfg.Bind), strconv.Itoa(s.cfg.HTTPPort)))
 	if err != nil {
 		return fmt.Errorf("server: http-port: %w", err)
 	}
