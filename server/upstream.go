@@ -97,8 +97,8 @@ func (s *Server) viaUpstream(kind ratelimit.CallKind, cmd *cmdEntry, local handl
 // decideLocally runs a verb's local handler with each limit cut to the fallback share.
 func (c *client) decideLocally(args [][]byte, local handler) error {
 	c.s.up.degraded.Add(1)
-	c.up.local = true
-	defer func() { c.up.local = false }()
+	c.Fallback = c.s.up.share // the family cuts each limit to it
+	defer func() { c.Fallback = 0 }()
 	return local(c, args)
 }
 
@@ -109,7 +109,6 @@ type clientUpstream struct {
 	pending atomic.Int32  // calls not yet decided
 	wake    chan struct{} // a goroutine-served client's: pending reached 0
 	out     []byte        // the spliced replies being built
-	local   bool          // a handler runs as the local fallback
 }
 
 func (cu *clientUpstream) get() *upCall {
