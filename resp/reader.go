@@ -341,3 +341,52 @@ func unescape(line []byte, i *int) byte {
 		return c
 	}
 }
+
+// ReplyReader reads replies of the few RESP2 types whose lines are numbers (arrays,
+// integers, bulk strings) from B, which it consumes; Bad is set at the first that is not
+// what was asked for, and every later read is zero.
+type ReplyReader struct {
+	B   []byte
+	Bad bool
+}
+
+// Header reads a line that starts with kind (':', '*', '$') and returns its number.
+func (r *ReplyReader) Header(kind byte) int64 {
+	i := bytes.Index(r.B, []byte("\r\n"))
+	if r.Bad || i < 2 || r.B[0] != kind || i > 21 {
+		r.Bad = true
+		return 0
+	}
+	digits, neg := r.B[1:i], false
+	if digits[0] == '-' {
+		digits, neg = digits[1:], true
+	}
+	var n int64
+	for _, d := range digits {
+		if d < '0' || d > '9' {
+			r.Bad = true
+			return 0
+		}
+		n = n*10 + int64(d-'0')
+	}
+	if len(digits) == 0 {
+		r.Bad = true
+	}
+	r.B = r.B[i+2:]
+	if neg {
+		return -n
+	}
+	return n
+}
+
+// Bulk reads a bulk string: its bytes, a slice of B.
+func (r *ReplyReader) Bulk() []byte {
+	size := r.Header('$')
+	if r.Bad || size < 0 || int64(len(r.B)) < size+2 {
+		r.Bad = true
+		return nil
+	}
+	b := r.B[:size]
+	r.B = r.B[size+2:]
+	return b
+}

@@ -29,3 +29,23 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+func TestReplyReader(t *testing.T) {
+	r := ReplyReader{B: []byte("*2\r\n:-1\r\n$2\r\nok\r\n")}
+	if n := r.Header('*'); n != 2 || r.Bad {
+		t.Fatalf("array header %d, bad %v", n, r.Bad)
+	}
+	if n := r.Header(':'); n != -1 || r.Bad {
+		t.Fatalf("integer %d, bad %v", n, r.Bad)
+	}
+	if b := r.Bulk(); string(b) != "ok" || r.Bad || len(r.B) != 0 {
+		t.Fatalf("bulk %q, bad %v, left %q", b, r.Bad, r.B)
+	}
+	for _, in := range []string{":1\r\n", "$5\r\nok\r\n", "$x\r\n", "$\r\n", ""} {
+		r := ReplyReader{B: []byte(in)}
+		r.Bulk()
+		if !r.Bad {
+			t.Fatalf("%q read as a bulk string", in)
+		}
+	}
+}

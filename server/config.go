@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/listen"
 	"github.com/throttledhq/throttled/persistence"
 	"github.com/throttledhq/throttled/resp"
 )
@@ -300,7 +301,7 @@ func (c Config) Validate() error {
 	if c.Port < 0 || c.Port > 65535 {
 		return fmt.Errorf("port: %d is not between 0 and 65535", c.Port)
 	}
-	if _, err := c.bindAddrs(); err != nil {
+	if err := listen.ParseBind(c.Bind); err != nil {
 		return err
 	}
 	if c.TCPBacklog < 0 || c.TCPBacklog > math.MaxInt32 {

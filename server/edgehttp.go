@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -16,7 +15,9 @@ import (
 	"github.com/throttledhq/throttled/acl"
 	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/httpapi"
+	"github.com/throttledhq/throttled/listen"
 	"github.com/throttledhq/throttled/ratelimit"
+	"github.com/throttledhq/throttled/resp"
 )
 
 // The glue of http-port: package httpapi serves HTTP and asks httpDecider, which runs each
@@ -36,7 +37,7 @@ func (s *Server) startHTTP() error {
 	if s.cfg.HTTPPort == 0 {
 		return nil
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(s.cfg.firstBind(), strconv.Itoa(s.cfg.HTTPPort)))
+	ln, err := net.Listen("tcp", net.JoinHostPort(listen.First(s.cfg.Bind), strconv.Itoa(s.cfg.HTTPPort)))
 	if err != nil {
 		return fmt.Errorf("server: http-port: %w", err)
 	}
@@ -183,9 +184,9 @@ func parseCheckReply(b []byte, policies int) (httpapi.Result, error) {
 		}
 		return res, errors.New(text)
 	}
-	r := respReader{b: b}
+	r := decisionReader{resp.ReplyReader{B: b}}
 	if policies > 1 {
-		if n := r.header('*'); n != int64(policies+1) {
+		if n := r.Header('*'); n != int64(policies+1) {
 			return res, errBadReply
 		}
 		res.Decision = r.decision()
@@ -197,72 +198,32 @@ func parseCheckReply(b []byte, policies int) (httpapi.Result, error) {
 	if policies == 1 {
 		res.Decision = res.Policies[0].Decision
 	}
-	if r.bad || len(r.b) != 0 {
+	if r.Bad || len(r.B) != 0 {
 		return res, errBadReply
 	}
 	return res, nil
 }
 
-// respReader reads the few RESP2 types a decision has.
-type respReader struct {
-	b   []byte
-	bad bool
-}
-
-// header reads a line that starts with kind and returns its number.
-func (r *respReader) header(kind byte) int64 {
-	i := bytes.Index(r.b, crlf)
-	if i < 2 || r.b[0] != kind || i > 21 {
-		r.bad = true
-		return 0
-	}
-	digits, neg := r.b[1:i], false
-	if digits[0] == '-' {
-		digits, neg = digits[1:], true
-	}
-	var n int64
-	for _, d := range digits {
-		if d < '0' || d > '9' {
-			r.bad = true
-			return 0
-		}
-		n = n*10 + int64(d-'0')
-	}
-	if len(digits) == 0 {
-		r.bad = true
-	}
-	r.b = r.b[i+2:]
-	if neg {
-		return -n
-	}
-	return n
-}
-
-var crlf = []byte("\r\n")
+// decisionReader reads CHECK's decisions from its RESP2 reply.
+type decisionReader struct{ resp.ReplyReader }
 
 // decision reads [limited, limit, remaining, retry_after_ms, reset_after_ms, (delay_ms,) status].
-func (r *respReader) decision() httpapi.Decision {
+func (r *decisionReader) decision() httpapi.Decision {
 	var d httpapi.Decision
-	n := r.header('*')
-	if r.bad || n < 6 || n > 7 {
-		r.bad = true
+	n := r.Header('*')
+	if r.Bad || n < 6 || n > 7 {
+		r.Bad = true
 		return d
 	}
-	d.Limited = r.header(':') == 1
-	d.Limit = r.header(':')
-	d.Remaining = r.header(':')
-	d.RetryAfterMs = r.header(':')
-	d.ResetAfterMs = r.header(':')
+	d.Limited = r.Header(':') == 1
+	d.Limit = r.Header(':')
+	d.Remaining = r.Header(':')
+	d.RetryAfterMs = r.Header(':')
+	d.ResetAfterMs = r.Header(':')
 	if n == 7 {
-		r.header(':') // LEAKYBUCKET's delay_ms: no header says it
+		r.Header(':') // LEAKYBUCKET's delay_ms: no header says it
 	}
-	size := r.header('$')
-	if r.bad || size < 0 || int64(len(r.b)) < size+2 {
-		r.bad = true
-		return d
-	}
-	d.Status = string(r.b[:size])
-	r.b = r.b[size+2:]
+	d.Status = string(r.Bulk())
 	return d
 }
 

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/throttledhq/throttled/envoyrls"
+	"github.com/throttledhq/throttled/listen"
 	"github.com/throttledhq/throttled/policy"
 	"github.com/throttledhq/throttled/ratelimit"
 )
@@ -74,7 +75,7 @@ func (s *Server) startEdge() error {
 	if s.cfg.GRPCPort == 0 {
 		return nil
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(s.cfg.firstBind(), strconv.Itoa(s.cfg.GRPCPort)))
+	ln, err := net.Listen("tcp", net.JoinHostPort(listen.First(s.cfg.Bind), strconv.Itoa(s.cfg.GRPCPort)))
 	if err != nil {
 		return fmt.Errorf("server: grpc-port: %w", err)
 	}

@@ -1,180 +1,19 @@
 package server
 
 import (
-	"errors"
 	"fmt"
 	"net"
-	"os"
-	"strconv"
-	"strings"
-	"sync"
+
+	"github.com/throttledhq/throttled/listen"
 )
 
-// bindAddr is one address of bind.
-type bindAddr struct {
-	host     string // as net.Listen takes it: "" for every address
-	network  string // tcp, or tcp4/tcp6 for * and ::*
-	optional bool   // "-addr": skipped when it cannot be bound
-}
-
-// bindAddrs reads Bind: addresses separated by blanks, each an IP address or localhost, "-"
-// before one that may be missing (Redis's "bind 127.0.0.1 -::1"), * for every IPv4 address and
-// ::* for every IPv6 one.
-func (c Config) bindAddrs() ([]bindAddr, error) {
-	words := strings.Fields(c.Bind)
-	if len(words) == 0 {
-		return nil, fmt.Errorf("bind: %q names no address", c.Bind)
-	}
-	var out []bindAddr
-	for _, w := range words {
-		a := bindAddr{network: "tcp"}
-		host, optional := strings.CutPrefix(w, "-")
-		a.optional = optional
-		switch {
-		case host == "*":
-			a.network = "tcp4"
-		case host == "::*":
-			a.network = "tcp6"
-		case host == "localhost" || net.ParseIP(host) != nil:
-			a.host = host
-		default:
-			return nil, fmt.Errorf("bind: %q is not an IP address", w)
-		}
-		out = append(out, a)
-	}
-	return out, nil
-}
-
-// firstBind is the address of the other ports (metrics, HTTP, gRPC, TLS): bind's first.
-func (c Config) firstBind() string {
-	addrs, err := c.bindAddrs()
-	if err != nil || len(addrs) == 0 {
-		return c.Bind
-	}
-	if addrs[0].network == "tcp6" {
-		return "::"
-	}
-	return addrs[0].host
-}
-
-// listenAll opens a listener for each address of bind on port, and for unixsocket: a
-// required address that fails fails them all, an optional one is skipped with a warning.
+// listenAll opens a listener for each address of bind on port, and for unixsocket.
 func (s *Server) listenAll() (net.Listener, error) {
-	addrs, err := s.cfg.bindAddrs()
+	ln, err := listen.Open(listen.Config{Bind: s.cfg.Bind, Port: s.cfg.Port, Backlog: s.cfg.TCPBacklog,
+		UnixSocket: s.cfg.UnixSocket, UnixSocketPerm: s.cfg.UnixSocketPerm,
+		Skipped: func(addr string, err error) { s.log.Warn("optional bind address skipped", "addr", addr, "err", err) }})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("server: %w", err)
 	}
-	var lns []net.Listener
-	fail := func(err error) (net.Listener, error) {
-		for _, ln := range lns {
-			ln.Close()
-		}
-		return nil, err
-	}
-	port := s.cfg.Port
-	for _, a := range addrs {
-		ln, err := listenTCP(a.network, net.JoinHostPort(a.host, strconv.Itoa(port)), s.cfg.TCPBacklog)
-		if err != nil {
-			if a.optional {
-				s.log.Warn("optional bind address skipped", "addr", a.host, "err", err)
-				continue
-			}
-			return fail(fmt.Errorf("server: listen: %w", err))
-		}
-		if port == 0 { // every address on the port the first one got, as Redis
-			port = ln.Addr().(*net.TCPAddr).Port
-		}
-		lns = append(lns, ln)
-	}
-	if s.cfg.UnixSocket != "" {
-		os.Remove(s.cfg.UnixSocket) // a socket left by a process that is gone
-		ln, err := net.Listen("unix", s.cfg.UnixSocket)
-		if err != nil {
-			return fail(fmt.Errorf("server: unixsocket: %w", err))
-		}
-		if s.cfg.UnixSocketPerm != 0 {
-			if err := os.Chmod(s.cfg.UnixSocket, os.FileMode(s.cfg.UnixSocketPerm)); err != nil {
-				ln.Close()
-				return fail(fmt.Errorf("server: unixsocketperm: %w", err))
-			}
-		}
-		lns = append(lns, ln)
-	}
-	if len(lns) == 0 {
-		return nil, fmt.Errorf("server: listen: no address of bind %q could be bound", s.cfg.Bind)
-	}
-	if len(lns) == 1 {
-		return lns[0], nil
-	}
-	return newMultiListener(lns), nil
+	return ln, nil
 }
-
-// multiListener accepts from several listeners as one: Serve's loop serves them all, and its
-// Addr is the first's.
-type multiListener struct {
-	lns   []net.Listener
-	conns chan accepted
-	done  chan struct{}
-	once  sync.Once
-}
-
-// accepted is one listener's Accept.
-type accepted struct {
-	nc  net.Conn
-	err error
-}
-
-func newMultiListener(lns []net.Listener) *multiListener {
-	m := &multiListener{lns: lns, conns: make(chan accepted), done: make(chan struct{})}
-	for _, ln := range lns {
-		go m.acceptFrom(ln)
-	}
-	return m
-}
-
-func (m *multiListener) acceptFrom(ln net.Listener) {
-	for {
-		nc, err := ln.Accept()
-		select {
-		case m.conns <- accepted{nc, err}:
-		case <-m.done:
-			if nc != nil {
-				nc.Close()
-			}
-			return
-		}
-		if err != nil {
-			var ne net.Error
-			if !errors.As(err, &ne) || !ne.Timeout() {
-				return
-			}
-		}
-	}
-}
-
-// Accept waits for the next connection on any of the listeners.
-func (m *multiListener) Accept() (net.Conn, error) {
-	select {
-	case a := <-m.conns:
-		return a.nc, a.err
-	case <-m.done:
-		return nil, net.ErrClosed
-	}
-}
-
-// Close closes every listener.
-func (m *multiListener) Close() error {
-	var err error
-	m.once.Do(func() {
-		close(m.done)
-		for _, ln := range m.lns {
-			if e := ln.Close(); e != nil && err == nil {
-				err = e
-			}
-		}
-	})
-	return err
-}
-
-// Addr is the first listener's address.
-func (m *multiListener) Addr() net.Addr { return m.lns[0].Addr() }

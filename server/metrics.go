@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/throttledhq/throttled/internal/version"
+	"github.com/throttledhq/throttled/listen"
 	"github.com/throttledhq/throttled/metrics"
 )
 
@@ -21,7 +22,7 @@ func (s *Server) startMetrics() error {
 	if s.cfg.MetricsPort == 0 {
 		return nil
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(s.cfg.firstBind(), strconv.Itoa(s.cfg.MetricsPort)))
+	ln, err := net.Listen("tcp", net.JoinHostPort(listen.First(s.cfg.Bind), strconv.Itoa(s.cfg.MetricsPort)))
 	if err != nil {
 		return fmt.Errorf("server: metrics-port: %w", err)
 	}

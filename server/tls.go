@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/throttledhq/throttled/listen"
 )
 
 // TLS, with Redis's options: a second listener on tls-port whose clients are served by a
@@ -263,7 +265,7 @@ func (s *Server) listenTLS() (net.Listener, error) {
 	if s.cfg.TLSPort == 0 {
 		return nil, nil
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(s.cfg.firstBind(), strconv.Itoa(s.cfg.TLSPort)))
+	ln, err := net.Listen("tcp", net.JoinHostPort(listen.First(s.cfg.Bind), strconv.Itoa(s.cfg.TLSPort)))
 	if err != nil {
 		return nil, fmt.Errorf("server: listen on tls-port: %w", err)
 	}

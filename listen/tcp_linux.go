@@ -1,4 +1,4 @@
-package server
+package listen
 
 import (
 	"fmt"
@@ -8,11 +8,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// listenTCP listens on addr with a backlog of its own (tcp-backlog): Go's net.Listen always
+// TCP listens on addr with a backlog of its own (tcp-backlog): Go's net.Listen always
 // asks for the kernel's somaxconn. The socket is made, bound and put to listen here, as
 // net.Listen does (SO_REUSEADDR, IPV6_V6ONLY for an IPv6 address, so that "bind 0.0.0.0 ::"
 // works), then handed to the runtime's poller.
-func listenTCP(network, addr string, backlog int) (net.Listener, error) {
+func TCP(network, addr string, backlog int) (net.Listener, error) {
 	if backlog <= 0 {
 		return net.Listen(network, addr)
 	}
