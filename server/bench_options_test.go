@@ -6,6 +6,9 @@ import (
 	"testing"
 )
 
+// BenchmarkOptions stays in server while the verbs' tests are ratelimit's: it calls s.run in
+// process, without a connection, so that allocs/op is the call's own.
+//
 // BenchmarkOptions sets each native verb's call, CHECK's and ALLOF's beside the same call
 // with each of issue 23's options, so that `go test -bench Options` shows with and without
 // side by side:

@@ -26,6 +26,9 @@ func fuzzServer(t testing.TB) (*Server, *client) {
 	return s, s.newClient(a)
 }
 
+// FuzzLimitOptions, the rate-limit verbs' options with arbitrary input, is ratelimit's
+// (ratelimit/fuzz_test.go); FuzzCommands stays, as it runs every family's commands through s.run.
+
 // FuzzCommands runs every command with arguments taken from the input: no
 // handler may panic (the dispatcher would turn it into "internal error").
 func FuzzCommands(f *testing.F) {
@@ -88,42 +91,5 @@ func FuzzCommands(f *testing.F) {
 		c.closing = false
 		c.W.Proto = 2
 		c.reply, c.silencing = replyOn, false
-	})
-}
-
-// FuzzLimitOptions runs the native verbs, ALLOF and CHECK with arbitrary options after valid
-// parameters (REFUND, TIERS, PRIORITY, COST, PEEK in any mix), on keys that hold units: no
-// panic, and a reply that is a decision or an error.
-func FuzzLimitOptions(f *testing.F) {
-	s, c := fuzzServer(f)
-	s.run(c, [][]byte{[]byte("POLICY.SET"), []byte("api"), []byte("THROTTLE"), []byte("9"), []byte("10"), []byte("1m"),
-		[]byte("TIERS"), []byte("payments=1"), []byte("default=0.8")})
-	verbs := [][]string{
-		{"THROTTLE", "k1", "9", "10", "1m"}, {"TOKENBUCKET", "k2", "10", "1", "1s"}, {"LEAKYBUCKET", "k3", "10", "1", "1s"},
-		{"SLIDE", "k4", "10", "1m"}, {"SLIDE", "k5", "10", "1m", "APPROX"}, {"WINDOW", "k6", "10", "1m"},
-		{"CONCURRENCY.ACQUIRE", "k7", "3", "1m", "id"}, {"ALLOF", "WINDOW", "k6", "10", "1m"}, {"CHECK", "api", "m7"},
-	}
-	for _, seed := range []string{"REFUND 3", "COST 4", "TIERS a=1 default=0.5 PRIORITY a", "PRIORITY payments REFUND 2",
-		"TIERS a=0.000001 COST 1", "REFUND 9223372036854775807 PEEK", "TIERS =1", "TIERS a=1 a=1", "PRIORITY",
-		"COST 2 REFUND 1", "TIERS a=1 PRIORITY b", "REFUND 1 WINDOW k6 10 1m PRIORITY x TIERS x=0.3"} {
-		f.Add(uint8(len(seed)), seed)
-	}
-	f.Fuzz(func(t *testing.T, pick uint8, input string) {
-		var args [][]byte
-		for _, w := range verbs[int(pick)%len(verbs)] {
-			args = append(args, []byte(w))
-		}
-		for _, w := range strings.Fields(input) {
-			args = append(args, []byte(w))
-		}
-		c.W.B = c.W.B[:0]
-		s.run(c, args)
-		if len(c.W.B) == 0 || c.W.B[0] != '*' && c.W.B[0] != '-' {
-			t.Fatalf("%q: %q", args, c.W.B)
-		}
-		if bytes.Contains(c.W.B, []byte("internal error")) {
-			t.Fatalf("%q: %s", args, c.W.B)
-		}
-		c.W.Proto = 2
 	})
 }

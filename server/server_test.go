@@ -248,3 +248,12 @@ func TestProcsKeepsTheDefaults(t *testing.T) {
 	t.Cleanup(func() { runtime.GOMAXPROCS(was) })
 	require.Equal(t, def.IOThreads, DefaultConfig().IOThreads)
 }
+
+// ints is a reply of integers as go-redis reads it.
+func ints(v ...int64) []any {
+	out := make([]any, len(v))
+	for i, x := range v {
+		out[i] = x
+	}
+	return out
+}

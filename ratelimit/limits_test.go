@@ -1,4 +1,4 @@
-package server
+package ratelimit_test
 
 import (
 	"context"
@@ -11,18 +11,20 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"github.com/throttledhq/throttled/internal/testserver"
 )
 
 func TestTokenBucket(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
 	tb := func(args ...any) any { return do(t, rdb, append([]any{"TOKENBUCKET", "tb", 5, 1, "1s"}, args...)...) }
 	require.Equal(t, ints(0, 5, 4, -1, 1000), tb())
 	require.Equal(t, ints(0, 5, 0, -1, 5000), tb("COST", 4))
 	require.Equal(t, ints(1, 5, 0, 1000, 5000), tb())
-	ts.clock.Advance(500 * time.Millisecond) // refill is continuous: half a token
+	ts.Clock.Advance(500 * time.Millisecond) // refill is continuous: half a token
 	require.Equal(t, ints(1, 5, 0, 500, 4500), tb())
-	ts.clock.Advance(500 * time.Millisecond)
+	ts.Clock.Advance(500 * time.Millisecond)
 	require.Equal(t, ints(0, 5, 0, -1, 5000), tb())
 	require.Equal(t, ints(1, 5, 0, -1, 5000), tb("COST", 6), "more than the capacity never fits")
 	// New parameters adapt the state and never refill it.
@@ -32,8 +34,8 @@ func TestTokenBucket(t *testing.T) {
 }
 
 func TestLeakyBucket(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 3)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 3)
 	lb := func() map[any]any { return do(t, rdb, "LEAKYBUCKET", "q", 3, 1, "1s").(map[any]any) }
 	// Admissions are spaced by the leak interval: each waits for those ahead of it.
 	for i, delay := range []int64{0, 1000, 2000} {
@@ -46,48 +48,48 @@ func TestLeakyBucket(t *testing.T) {
 	require.Equal(t, int64(1), d["limited"])
 	require.Equal(t, int64(1000), d["retry_after_ms"])
 	require.Equal(t, int64(3000), d["reset_after_ms"])
-	ts.clock.Advance(time.Second)
+	ts.Clock.Advance(time.Second)
 	d = lb()
 	require.Equal(t, int64(0), d["limited"])
 	require.Equal(t, int64(2000), d["delay_ms"])
 	require.Equal(t, "leakybucket", do(t, rdb, "TYPE", "q"))
 	// RESP2: six integers.
-	require.Len(t, do(t, ts.client(t, 2), "LEAKYBUCKET", "q2", 3, 1, "1s"), 6)
+	require.Len(t, do(t, ts.Client(t, 2), "LEAKYBUCKET", "q2", 3, 1, "1s"), 6)
 }
 
 func TestFixedWindowBoundaryBurst(t *testing.T) {
-	ts := startServer(t) // the clock starts 20s into a minute
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t) // the clock starts 20s into a minute
+	rdb := ts.Client(t, 2)
 	w := func() any { return do(t, rdb, "WINDOW", "w", 2, "1m") }
 	require.Equal(t, ints(0, 2, 1, -1, 40000), w())
 	require.Equal(t, ints(0, 2, 0, -1, 40000), w())
 	require.Equal(t, ints(1, 2, 0, 40000, 40000), w())
-	ts.clock.Advance(40 * time.Second) // a new aligned window: twice the limit within 40s, by design
+	ts.Clock.Advance(40 * time.Second) // a new aligned window: twice the limit within 40s, by design
 	require.Equal(t, ints(0, 2, 1, -1, 60000), w())
 	require.Equal(t, ints(0, 2, 0, -1, 60000), w())
 	require.Equal(t, "fixedwindow", do(t, rdb, "TYPE", "w"))
 }
 
 func TestSlidingLogHasNoBoundaryBurst(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
 	s := func() any { return do(t, rdb, "SLIDE", "s", 2, "1m") }
 	require.Equal(t, ints(0, 2, 1, -1, 60000), s())
 	require.Equal(t, ints(0, 2, 0, -1, 60000), s())
 	require.Equal(t, ints(1, 2, 0, 60000, 60000), s())
-	ts.clock.Advance(40 * time.Second)
+	ts.Clock.Advance(40 * time.Second)
 	require.Equal(t, ints(1, 2, 0, 20000, 20000), s())
-	ts.clock.Advance(20 * time.Second)
+	ts.Clock.Advance(20 * time.Second)
 	require.Equal(t, ints(0, 2, 1, -1, 60000), s())
 	require.Equal(t, "slidinglog", do(t, rdb, "TYPE", "s"))
 }
 
 func TestSlidingCounterEstimate(t *testing.T) {
-	ts := startServer(t) // 20s into a minute
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t) // 20s into a minute
+	rdb := ts.Client(t, 2)
 	s := func(cost int) any { return do(t, rdb, "SLIDE", "a", 10, "1m", "APPROX", "COST", cost) }
 	require.Equal(t, int64(0), s(10).([]any)[0])
-	ts.clock.Advance(time.Minute)
+	ts.Clock.Advance(time.Minute)
 	// 20s into the next window the previous one weighs 1 - 20/60: 10 x 2/3 = 6.67.
 	require.Equal(t, int64(1), s(4).([]any)[0])
 	require.Equal(t, int64(0), s(3).([]any)[0])
@@ -97,18 +99,18 @@ func TestSlidingCounterEstimate(t *testing.T) {
 }
 
 func TestConcurrency(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
 	acq := func(id string) any { return do(t, rdb, "CONCURRENCY.ACQUIRE", "c", 2, "30s", id) }
 	require.Equal(t, ints(0, 2, 1, -1, 30000), acq("a"))
-	ts.clock.Advance(10 * time.Second)
+	ts.Clock.Advance(10 * time.Second)
 	require.Equal(t, ints(0, 2, 0, -1, 30000), acq("b"))
 	require.Equal(t, ints(1, 2, 0, 20000, 30000), acq("c"))
 	require.Equal(t, ints(0, 2, 0, -1, 30000), acq("a"), "the same id renews its lease")
 	require.Equal(t, int64(1), do(t, rdb, "CONCURRENCY.RELEASE", "c", "b"))
 	require.Equal(t, int64(0), do(t, rdb, "CONCURRENCY.RELEASE", "c", "b"))
 	require.Equal(t, ints(0, 2, 0, -1, 30000), acq("c"))
-	ts.clock.Advance(31 * time.Second) // every lease ran out
+	ts.Clock.Advance(31 * time.Second) // every lease ran out
 	require.Equal(t, ints(0, 2, 1, -1, 30000), acq("d"))
 	require.Equal(t, "concurrency", do(t, rdb, "TYPE", "c"))
 	require.Equal(t, int64(1), do(t, rdb, "CONCURRENCY.RELEASE", "c", "d"))
@@ -117,8 +119,8 @@ func TestConcurrency(t *testing.T) {
 }
 
 func TestAllOf(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
 	allof := []any{"ALLOF", "THROTTLE", "user:1", 0, 1, "1h", "WINDOW", "ip:1", 5, "1m", "COST", 2}
 	require.Equal(t, []any{ints(0, 1, 0, -1, 3600000), ints(0, 1, 0, -1, 3600000), ints(0, 5, 3, -1, 40000)}, do(t, rdb, allof...))
 	// The THROTTLE limit denies: the WINDOW limit is not charged.
@@ -140,8 +142,8 @@ func TestAllOf(t *testing.T) {
 }
 
 func TestNativeVerbErrors(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
 	do(t, rdb, "THROTTLE", "g", 1, 1, "1s")
 	for _, tc := range []struct {
 		args []any
@@ -167,7 +169,7 @@ func TestNativeVerbErrors(t *testing.T) {
 // connections on the real clock: what is allowed stays within the
 // algorithm's bound over the elapsed time, and close to it.
 func TestNativeVerbsNoOverAdmission(t *testing.T) {
-	ts := startServer(t, func(c *Config) { c.Now = nil })
+	ts := testserver.Start(t, realClock)
 	const conns, run = 32, 1500 * time.Millisecond
 	windows := func(s, w float64) float64 { return math.Ceil(s/w) + 1 } // aligned windows touched
 	for _, tc := range []struct {
@@ -183,7 +185,7 @@ func TestNativeVerbsNoOverAdmission(t *testing.T) {
 		{"window", []any{"WINDOW", "h:fw", 100, "500ms"}, func(s float64) float64 { return 100 * windows(s, 0.5) }, func(s float64) float64 { return closeEnough * 100 * math.Floor(s/0.5) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rdb := redis.NewClient(&redis.Options{Addr: ts.addr, Protocol: 2, PoolSize: conns})
+			rdb := redis.NewClient(&redis.Options{Addr: ts.Addr, Protocol: 2, PoolSize: conns})
 			defer rdb.Close()
 			allowed, elapsed := hammer(t, rdb, conns, run, tc.args)
 			s, got := elapsed.Seconds(), float64(allowed)
@@ -192,7 +194,7 @@ func TestNativeVerbsNoOverAdmission(t *testing.T) {
 		})
 	}
 	t.Run("concurrency", func(t *testing.T) {
-		rdb := redis.NewClient(&redis.Options{Addr: ts.addr, Protocol: 2, PoolSize: conns})
+		rdb := redis.NewClient(&redis.Options{Addr: ts.Addr, Protocol: 2, PoolSize: conns})
 		defer rdb.Close()
 		const limit = 5
 		var holding, most, acquired atomic.Int64
@@ -233,8 +235,8 @@ func TestNativeVerbsNoOverAdmission(t *testing.T) {
 // TestAllOfAtomicUnderLoad runs overlapping ALLOFs on keys of many shards:
 // no deadlock, and no limit is charged while another denies.
 func TestAllOfAtomicUnderLoad(t *testing.T) {
-	ts := startServer(t, func(c *Config) { c.Now = nil })
-	rdb := redis.NewClient(&redis.Options{Addr: ts.addr, Protocol: 2, PoolSize: 16})
+	ts := testserver.Start(t, realClock)
+	rdb := redis.NewClient(&redis.Options{Addr: ts.Addr, Protocol: 2, PoolSize: 16})
 	defer rdb.Close()
 	keys := []string{"a", "b", "c", "d", "e", "f"}
 	var wg sync.WaitGroup

@@ -1,4 +1,4 @@
-package server
+package ratelimit_test
 
 import (
 	"context"
@@ -10,31 +10,25 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"github.com/throttledhq/throttled/internal/testserver"
 )
 
-func ints(v ...int64) []any {
-	out := make([]any, len(v))
-	for i, x := range v {
-		out[i] = x
-	}
-	return out
-}
-
 func TestCellThrottleNewKey(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
 	require.Equal(t, ints(0, 16, 15, -1, 2), do(t, rdb, "CL.THROTTLE", "user123", 15, 30, 60))
 }
 
 // TestCellThrottleSequence is redis-cell's own test sequence, through the server with a set clock.
 func TestCellThrottleSequence(t *testing.T) {
-	ts := startServer(t)
+	ts := testserver.Start(t)
 	for _, proto := range []int{2, 3} {
 		t.Run(fmt.Sprintf("resp%d", proto), func(t *testing.T) {
-			rdb := ts.client(t, proto)
+			rdb := ts.Client(t, proto)
 			key := fmt.Sprintf("foo%d", proto)
-			start := ts.clock.Now()
-			at := func(d time.Duration) { ts.clock.Advance(start.Add(d).Sub(ts.clock.Now())) }
+			start := ts.Clock.Now()
+			at := func(d time.Duration) { ts.Clock.Advance(start.Add(d).Sub(ts.Clock.Now())) }
 			q := func(n int) any { return do(t, rdb, "cl.throttle", key, 4, 1, 1, n) }
 			require.Equal(t, ints(1, 5, 5, -1, 0), q(6))
 			for i := int64(0); i < 5; i++ {
@@ -63,9 +57,9 @@ func TestCellThrottleSequence(t *testing.T) {
 }
 
 func TestThrottleDecision(t *testing.T) {
-	ts := startServer(t)
-	r2 := ts.client(t, 2)
-	r3 := ts.client(t, 3)
+	ts := testserver.Start(t)
+	r2 := ts.Client(t, 2)
+	r3 := ts.Client(t, 3)
 	// 10 per second sustained, 2 more at once: limit 3.
 	require.Equal(t, ints(0, 3, 2, -1, 100), do(t, r2, "THROTTLE", "api", 2, 10, "1s"))
 	require.Equal(t, ints(0, 3, 1, -1, 200), do(t, r2, "THROTTLE", "api", 2, 10, "1s"))
@@ -73,7 +67,7 @@ func TestThrottleDecision(t *testing.T) {
 	require.Equal(t, ints(1, 3, 0, 100, 300), do(t, r2, "THROTTLE", "api", 2, 10, "1s"))
 	require.Equal(t, map[any]any{"limited": int64(1), "limit": int64(3), "remaining": int64(0), "retry_after_ms": int64(100), "reset_after_ms": int64(300)},
 		do(t, r3, "THROTTLE", "api", 2, 10, "1s"))
-	ts.clock.Advance(150 * time.Millisecond)
+	ts.Clock.Advance(150 * time.Millisecond)
 	// PEEK and COST 0 tell without taking.
 	require.Equal(t, ints(0, 3, 0, -1, 250), do(t, r2, "THROTTLE", "api", 2, 10, "1s", "PEEK"))
 	require.Equal(t, ints(0, 3, 1, -1, 150), do(t, r2, "THROTTLE", "api", 2, 10, "1s", "COST", 0))
@@ -85,8 +79,8 @@ func TestThrottleDecision(t *testing.T) {
 }
 
 func TestGCRAVerbsShareState(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
 	// Each of the three verbs takes one unit of the same 5-per-minute limit.
 	require.Equal(t, ints(0, 5, 4, -1, 12), do(t, rdb, "CL.THROTTLE", "shared", 4, 5, 60))
 	require.Equal(t, ints(0, 5, 3, -1, 24), do(t, rdb, "GCRA", "shared", 4, 5, 60))
@@ -94,8 +88,8 @@ func TestGCRAVerbsShareState(t *testing.T) {
 }
 
 func TestThrottleErrors(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
 	do(t, rdb, "SET", "str", "hello")
 	do(t, rdb, "SET", "num", "not-a-number")
 	cases := []struct {
@@ -133,7 +127,7 @@ const closeEnough = 0.75
 // TestThrottleNoOverAdmission hammers one key from many connections on the
 // real clock: what is allowed never exceeds limit + rate x elapsed, and comes close.
 func TestThrottleNoOverAdmission(t *testing.T) {
-	ts := startServer(t, func(c *Config) { c.Now = nil })
+	ts := testserver.Start(t, realClock)
 	const (
 		conns  = 40
 		burst  = 49 // limit 50
@@ -143,7 +137,7 @@ func TestThrottleNoOverAdmission(t *testing.T) {
 	)
 	for _, verb := range []string{"THROTTLE", "CL.THROTTLE", "GCRA"} {
 		t.Run(verb, func(t *testing.T) {
-			rdb := redis.NewClient(&redis.Options{Addr: ts.addr, Protocol: 2, PoolSize: conns})
+			rdb := redis.NewClient(&redis.Options{Addr: ts.Addr, Protocol: 2, PoolSize: conns})
 			defer rdb.Close()
 			key := "hot:" + verb
 			args := []any{verb, key, burst, rate, 1}
@@ -187,8 +181,8 @@ func hammer(t *testing.T, rdb *redis.Client, conns int, run time.Duration, args 
 
 // TestShardsIndependent checks that a hot key does not affect keys on other shards.
 func TestShardsIndependent(t *testing.T) {
-	ts := startServer(t, func(c *Config) { c.Now = nil })
-	rdb := redis.NewClient(&redis.Options{Addr: ts.addr, Protocol: 2, PoolSize: 20})
+	ts := testserver.Start(t, realClock)
+	rdb := redis.NewClient(&redis.Options{Addr: ts.Addr, Protocol: 2, PoolSize: 20})
 	defer rdb.Close()
 	ctx := context.Background()
 	stop := make(chan struct{})

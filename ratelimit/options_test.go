@@ -1,17 +1,19 @@
-package server
+package ratelimit_test
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/throttledhq/throttled/internal/testserver"
 )
 
 // TestRefundSpeaksForTier: a REFUND in a tier answers for the tier, as the tier's takes do:
 // limit is the tier's share, remaining what the tier may still take after the refund; and
 // a call without the options answers for the whole limit, on the same key.
 func TestRefundSpeaksForTier(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.client(t, 2)
+	ts := testserver.Start(t)
+	rdb := ts.Client(t, 2)
 	for _, tc := range []struct {
 		name string
 		args []any // a limit of 10 that refills one a minute: the frozen clock refills nothing
