@@ -104,11 +104,16 @@ func TestCollectionsSurviveKill9AndReachReplicas(t *testing.T) {
 	requireTTLs(t, p)
 
 	// A big set's index was written by another process, here and on the replica: it finds
-	// members by walking until the set's next write indexes it anew. The replica may still
-	// be syncing again with the restarted primary: it is read once it has the set back.
-	require.Eventually(t, func() bool { return r.ZCard(ctx, "z:49").Val() == 148 }, 10*time.Second, 20*time.Millisecond)
+	// members by walking until the set's next write indexes it anew. The replica still holds
+	// the old primary's copy until it has synced again with the restarted one, which replaces
+	// it: it is read once the new primary counts it as caught up (WAIT), not before.
+	require.Eventually(t, func() bool {
+		return p.Do(ctx, "WAIT", 1, 100).Val() == int64(1) && r.ZCard(ctx, "z:49").Val() == 148
+	}, 10*time.Second, 20*time.Millisecond)
 	for _, c := range []*redis.Client{p, r} {
-		require.Equal(t, int64(11), c.ZRank(ctx, "z:49", "1732512351000").Val())
+		rank, err := c.ZRank(ctx, "z:49", "1732512351000").Result()
+		require.NoError(t, err)
+		require.Equal(t, int64(11), rank)
 		require.Equal(t, 1732512351000.0, c.ZScore(ctx, "z:49", "1732512351000").Val())
 		require.Equal(t, []string{"1732512351000", "1732512351600"},
 			c.ZRangeByScore(ctx, "z:49", &redis.ZRangeBy{Min: "1732512351000", Max: "(1732512352200"}).Val())
