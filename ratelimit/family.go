@@ -11,7 +11,7 @@
 // state out), stores the next state unless the call only looks (PEEK, COST 0, a replica),
 // tells the server through Config what it decided (INFO's counts, the most-denied keys,
 // deny events) and writes the decision. A denied call changes nothing. In upstream mode
-// the server calls the same evaluation on the upstream's state instead (Eval*).
+// the server calls the same evaluation on the upstream's states instead (Call).
 package ratelimit
 
 import (
