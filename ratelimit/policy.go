@@ -601,20 +601,6 @@ func (rl *Family) SetEdgePolicies(t policy.Table) {
 	rl.pol.mu.Unlock()
 }
 
-// AllOfKeys returns the keys of an ALLOF request's limits, or false when it does not parse
-// (the command then replies its syntax error and touches no key).
-func AllOfKeys(args [][]byte) ([][]byte, bool) {
-	limits, err := parseAllOf(args[1:], nil)
-	if err != nil {
-		return nil, false
-	}
-	keys := make([][]byte, len(limits))
-	for i := range limits {
-		keys[i] = limits[i].key
-	}
-	return keys, true
-}
-
 // allOfACLKeys are ALLOF's keys: each limit's.
 func allOfACLKeys(c *command.Ctx, args [][]byte) [][]byte {
 	sc := scratchOf(c)

@@ -166,9 +166,3 @@ func (c *Conn) Do(t testing.TB, args ...string) string {
 	c.Send(t, string(b))
 	return c.Reply(t)
 }
-
-// Closed reports whether the server closed the connection.
-func (c *Conn) Closed() bool {
-	_, err := c.R.ReadByte()
-	return err == io.EOF
-}
