@@ -34,6 +34,12 @@ const PoliciesKey = "__throttled__:policies"
 // holds no ':', so that a key names one policy and one subject.
 const PolicyKeyPrefix = "policy:"
 
+// MaxSubject is the longest subject any door takes, in bytes: POLICY.CHECK's and the policy
+// verbs' subject, http-port's subject (from a header, the peer or the body) and each value of
+// an Envoy descriptor. A longer one is refused with an error naming the cap, never cut: two
+// subjects that share their first MaxSubject bytes must not share a budget.
+const MaxSubject = 1024
+
 // ErrNoPolicy is CHECK's and POLICY.*'s answer for a name no policy has.
 var ErrNoPolicy = errors.New("no such policy")
 
