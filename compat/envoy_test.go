@@ -30,7 +30,7 @@ func TestEnvoyRateLimitService(t *testing.T) {
 	require.NoError(t, os.Mkdir(rules, 0o755))
 	yamlFile := filepath.Join(rules, "edge.yaml")
 	write := func(n int) {
-		require.NoError(t, os.WriteFile(yamlFile, []byte("domain: edge\ndescriptors:\n  - key: remote_address\n    rate_limit:\n      unit: minute\n      requests_per_unit: "+strconv.Itoa(n)+"\n"), 0o644))
+		require.NoError(t, os.WriteFile(yamlFile, []byte("domain: edge\ndescriptors:\n  - key: remote_address\n    rate_limit:\n      unit: hour\n      requests_per_unit: "+strconv.Itoa(n)+"\n"), 0o644))
 	}
 	write(2)
 	grpcPort := freePort(t)
@@ -81,9 +81,10 @@ func TestEnvoyRateLimitService(t *testing.T) {
 	write(100)
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGHUP))
 	require.Eventually(t, func() bool {
-		return strings.Contains(p.cli(t, "POLICY.GET", "rls.edge.remote_address"), "THROTTLE 99 100 60")
+		return strings.Contains(p.cli(t, "POLICY.GET", "rls.edge.remote_address"), "THROTTLE 99 100 3600")
 	}, 5*time.Second, 20*time.Millisecond)
-	// 192.0.2.1 keeps what it used (2 of 2 is 100 of 100): a new limit never refills.
+	// 192.0.2.1 keeps what it used (2 of 2 is 100 of 100): a new limit never refills. (An hour, so
+	// that a slow machine between the calls refills nothing: 100 an hour is one each 36 s.)
 	require.Equal(t, "OVER_LIMIT", ask("192.0.2.1"))
 	for i := 0; i < 3; i++ {
 		require.Equal(t, "OK", ask("192.0.2.2"))
@@ -93,6 +94,6 @@ func TestEnvoyRateLimitService(t *testing.T) {
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGHUP))
 	require.Eventually(t, func() bool { return strings.Contains(p.stderr.String(), yamlFile+":3: unit must be") }, 5*time.Second, 20*time.Millisecond)
 	require.Contains(t, p.stderr.String(), "ratelimit-config not reloaded")
-	require.Contains(t, p.cli(t, "POLICY.GET", "rls.edge.remote_address"), "THROTTLE 99 100 60")
+	require.Contains(t, p.cli(t, "POLICY.GET", "rls.edge.remote_address"), "THROTTLE 99 100 3600")
 	require.Equal(t, "OK", ask("192.0.2.2"))
 }
