@@ -127,7 +127,7 @@ func (s *Server) logSlow(c *client, cmd *cmdEntry, args [][]byte, d int64) {
 	case cmd.detach, cmd.name == "exec":
 		return
 	}
-	args = redact(args)
+	args = acl.Redact(args)
 	n := min(len(args), slowlogMaxArgs)
 	e := slowEntry{at: time.Now().Unix(), usec: d / 1000, peer: c.raddr, args: make([]string, n)}
 	for i := 0; i < n; i++ {
@@ -288,7 +288,7 @@ func (s *Server) feedMonitors(c *client, cmd *cmdEntry, args [][]byte) {
 	if strings.Contains(cmd.flags, "admin") {
 		return
 	}
-	args = redact(args)
+	args = acl.Redact(args)
 	now := time.Now()
 	line := make([]byte, 0, 64)
 	line = append(line, '+')

@@ -1,6 +1,6 @@
-package server
+package acl
 
-import "github.com/throttledhq/throttled/command"
+import "bytes"
 
 // redactedArg stands in SLOWLOG and MONITOR for an argument that holds a secret.
 var redactedArg = []byte("(redacted)")
@@ -9,26 +9,26 @@ var redactedArg = []byte("(redacted)")
 // SENSITIVE_CONFIG ones.
 var sensitiveConfig = map[string]bool{"requirepass": true, "masterauth": true, "masteruser": true}
 
-// redact returns args with the arguments Redis 7.0 redacts from SLOWLOG and MONITOR replaced
+// Redact returns args with the arguments Redis 7.0 redacts from SLOWLOG and MONITOR replaced
 // by "(redacted)", and no others: AUTH's arguments, HELLO's AUTH username and password,
 // ACL SETUSER's from the user's name on, the values of CONFIG SET's sensitive parameters,
 // and MIGRATE's AUTH and AUTH2 credentials. (Redis leaves an AUTH of more than two
 // arguments, a syntax error, unredacted; here it is redacted all the same.) args is
 // returned itself when nothing is hidden, else a copy.
-func redact(args [][]byte) [][]byte {
+func Redact(args [][]byte) [][]byte {
 	var hide func(i int) bool
 	switch {
-	case command.EqualFold(args[0], "auth"):
+	case equalFold(args[0], "auth"):
 		hide = func(i int) bool { return i >= 1 }
-	case command.EqualFold(args[0], "hello"):
+	case equalFold(args[0], "hello"):
 		hide = helloSecrets(args)
-	case command.EqualFold(args[0], "acl") && len(args) >= 3 && command.EqualFold(args[1], "setuser"):
+	case equalFold(args[0], "acl") && len(args) >= 3 && equalFold(args[1], "setuser"):
 		hide = func(i int) bool { return i >= 2 }
-	case command.EqualFold(args[0], "config") && len(args) >= 2 && command.EqualFold(args[1], "set"):
+	case equalFold(args[0], "config") && len(args) >= 2 && equalFold(args[1], "set"):
 		hide = func(i int) bool {
-			return i >= 3 && i%2 == 1 && sensitiveConfig[string(lowerASCII(args[i-1]))]
+			return i >= 3 && i%2 == 1 && sensitiveConfig[string(bytes.ToLower(args[i-1]))]
 		}
-	case command.EqualFold(args[0], "migrate"):
+	case equalFold(args[0], "migrate"):
 		hide = migrateSecrets(args)
 	default:
 		return args
@@ -55,10 +55,10 @@ func helloSecrets(args [][]byte) func(int) bool {
 	for j := 2; j < len(args); j++ {
 		more := len(args) - 1 - j
 		switch {
-		case command.EqualFold(args[j], "auth") && more >= 2:
+		case equalFold(args[j], "auth") && more >= 2:
 			hidden[j+1], hidden[j+2] = true, true
 			j += 2
-		case command.EqualFold(args[j], "setname") && more >= 1:
+		case equalFold(args[j], "setname") && more >= 1:
 			j++
 		default:
 			return func(i int) bool { return hidden[i] }
@@ -74,27 +74,18 @@ func migrateSecrets(args [][]byte) func(int) bool {
 	for j := 6; j < len(args); j++ {
 		more := len(args) - 1 - j
 		switch {
-		case command.EqualFold(args[j], "auth") && more >= 1:
+		case equalFold(args[j], "auth") && more >= 1:
 			hidden[j+1] = true
 			j++
-		case command.EqualFold(args[j], "auth2") && more >= 2:
+		case equalFold(args[j], "auth2") && more >= 2:
 			hidden[j+1], hidden[j+2] = true, true
 			j += 2
-		case command.EqualFold(args[j], "keys"):
+		case equalFold(args[j], "keys"):
 			j = len(args)
 		}
 	}
 	return func(i int) bool { return hidden[i] }
 }
 
-// lowerASCII returns b in lower case, in a copy.
-func lowerASCII(b []byte) []byte {
-	out := make([]byte, len(b))
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		out[i] = c
-	}
-	return out
-}
+// equalFold reports whether b is the lower-case word, ignoring ASCII case.
+func equalFold(b []byte, lower string) bool { return bytes.EqualFold(b, []byte(lower)) }
