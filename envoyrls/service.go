@@ -45,12 +45,23 @@ type Decision struct {
 type Decider interface {
 	// Decide evaluates every item all or nothing, as CHECK a,b does, and counts the decisions
 	// as CHECK's (over HTTP when OverHTTP(ctx), else over gRPC). It returns one decision an
-	// item, or an error when it decided nothing (a policy it does not have, a key holding
-	// another kind of value).
+	// item, or an error when it decided nothing: one wrapping ErrUnauthenticated or
+	// ErrPermissionDenied for a request its user may not make, another for a policy it does
+	// not have or a key holding another kind of value.
 	Decide(ctx context.Context, items []Item) ([]Decision, error)
 	// SetPolicies replaces the policies made from the configuration by t.
 	SetPolicies(t policy.Table)
 }
+
+// Errors a Decider wraps, each with the gRPC status it becomes (and /json's HTTP status).
+var (
+	// ErrUnauthenticated is for a request without the credentials of a user that may ask:
+	// UNAUTHENTICATED (401).
+	ErrUnauthenticated = errors.New("authentication required")
+	// ErrPermissionDenied is for a user whose ACL refuses the decision (CHECK, or the key of
+	// a descriptor's policy and subject): PERMISSION_DENIED (403).
+	ErrPermissionDenied = errors.New("permission denied")
+)
 
 // Bounds on a request: Envoy sends a few descriptors of a few entries.
 const (
@@ -248,8 +259,13 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		var err error
 		decisions, err = s.dec.Decide(ctx, items)
 		if err != nil {
-			if errors.Is(err, ctx.Err()) {
+			switch {
+			case errors.Is(err, ctx.Err()):
 				return nil, status.FromContextError(err).Err()
+			case errors.Is(err, ErrUnauthenticated):
+				return nil, status.Error(codes.Unauthenticated, err.Error())
+			case errors.Is(err, ErrPermissionDenied):
+				return nil, status.Error(codes.PermissionDenied, err.Error())
 			}
 			return nil, status.Error(codes.Unavailable, err.Error())
 		}

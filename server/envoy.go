@@ -40,6 +40,8 @@ type edge struct {
 	stop chan struct{}     // closed by Close: stops the watcher
 	mu   sync.Mutex        // guards grpc
 	grpc []*grpc.Server
+	// creds are the authorization values verified lately (grpcauth.go).
+	creds credCache
 }
 
 // edgeDecider decides for envoyrls through checkPolicies.
@@ -102,6 +104,7 @@ func (s *Server) ServeGRPC(ln net.Listener) error {
 		grpc.MaxConcurrentStreams(1024),
 		grpc.ConnectionTimeout(10 * time.Second),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+		grpc.UnaryInterceptor(s.grpcAuth),
 	}
 	if t := s.conns.timeout.Load(); t > 0 {
 		opts = append(opts, grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: time.Duration(t) * time.Second}))
@@ -228,6 +231,16 @@ func (d *edgeDecider) Decide(ctx context.Context, items []envoyrls.Item) ([]envo
 	c.door = doorGRPC
 	if envoyrls.OverHTTP(ctx) {
 		c.door = doorHTTP
+	}
+	user := edgeUser(ctx)
+	if user == nil {
+		return nil, fmt.Errorf("%w: no user authenticated the request", envoyrls.ErrUnauthenticated)
+	}
+	c.user.Store(user)
+	if err := s.checkEdgeACL(c, cmd, items); err != nil {
+		cmd.rejected.Add(1)
+		s.stats.errors.Add(1)
+		return nil, err
 	}
 	if err := s.checkWrite(c, cmd); err != nil {
 		cmd.rejected.Add(1)

@@ -1,0 +1,234 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	commonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/throttledhq/throttled/acl"
+)
+
+// authConfig is a domain whose user descriptor allows 2 a minute: its policy is
+// rls.d.user, and a subject's key policy:rls.d.user:<subject>.
+const authConfig = `domain: d
+descriptors:
+  - key: user
+    rate_limit: {unit: minute, requests_per_unit: 2}
+  - key: shadowed
+    rate_limit: {unit: minute, requests_per_unit: 2}
+    shadow_mode: true
+  - key: a
+    descriptors:
+      - key: b
+        rate_limit: {unit: minute, requests_per_unit: 2}
+`
+
+// grpcDoor is a server with ratelimit-config and a gRPC port, its admin over RESP (as the
+// default user, with the password when one is set) and go-control-plane's client.
+type grpcDoor struct {
+	ts    *testServer
+	admin *redis.Client
+	rls   rlsv3.RateLimitServiceClient
+	conn  *grpc.ClientConn
+}
+
+func startGRPCDoor(t *testing.T, configure func(*Config)) *grpcDoor {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "d.yaml"), []byte(authConfig), 0o644))
+	ts := startServer(t, func(c *Config) {
+		c.RateLimitConfig = dir
+		if configure != nil {
+			configure(c)
+		}
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go ts.ServeGRPC(ln)
+	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	admin := redis.NewClient(&redis.Options{Addr: ts.addr, Password: ts.cfg.RequirePass, Protocol: 2})
+	t.Cleanup(func() { admin.Close() })
+	return &grpcDoor{ts: ts, admin: admin, rls: rlsv3.NewRateLimitServiceClient(conn), conn: conn}
+}
+
+// ask sends one descriptor per value of key with the authorization metadata auth (none
+// when empty), and returns the answer's codes or the gRPC status code of its error.
+func (g *grpcDoor) ask(t *testing.T, auth string, ds ...*commonv3.RateLimitDescriptor) ([]string, codes.Code) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if auth != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", auth)
+	}
+	r, err := g.rls.ShouldRateLimit(ctx, &rlsv3.RateLimitRequest{Domain: "d", Descriptors: ds})
+	if err != nil {
+		return nil, status.Code(err)
+	}
+	return codesOf(r), codes.OK
+}
+
+// keys are the keys of the decisions made: policy:* (the policies' own record aside).
+func (g *grpcDoor) keys(t *testing.T) []string {
+	t.Helper()
+	keys, err := g.admin.Keys(context.Background(), "policy:*").Result()
+	require.NoError(t, err)
+	return keys
+}
+
+func basic(user, pass string) string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
+}
+
+// TestGRPCRequirePass: with requirepass, a request without the password, or with a wrong
+// one, is UNAUTHENTICATED and writes nothing; with it, in each form http-port takes, it is
+// decided. Health checking stays open.
+func TestGRPCRequirePass(t *testing.T) {
+	g := startGRPCDoor(t, func(c *Config) { c.RequirePass = "s3cret" })
+	for name, auth := range map[string]string{
+		"none":           "",
+		"wrong bearer":   "Bearer nope",
+		"wrong basic":    basic("default", "nope"),
+		"unknown user":   basic("mallory", "s3cret"),
+		"other scheme":   "Digest s3cret",
+		"bad base64":     "Basic !!!",
+		"empty bearer":   "Bearer ",
+		"password alone": "s3cret",
+	} {
+		got, code := g.ask(t, auth, desc("user", "victim"))
+		require.Equal(t, codes.Unauthenticated, code, "%s: %v", name, got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	two := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer s3cret", "authorization", "Bearer nope")
+	_, err := g.rls.ShouldRateLimit(two, &rlsv3.RateLimitRequest{Domain: "d", Descriptors: []*commonv3.RateLimitDescriptor{desc("user", "victim")}})
+	require.Equal(t, codes.Unauthenticated, status.Code(err), "two authorization entries")
+	// Even a request that meets no rule is refused: the door is closed, not the rule.
+	_, code := g.ask(t, "", desc("nothing", "here"))
+	require.Equal(t, codes.Unauthenticated, code)
+	require.Empty(t, g.keys(t), "nothing written")
+
+	hc, err := healthpb.NewHealthClient(g.conn).Check(ctx, &healthpb.HealthCheckRequest{})
+	require.NoError(t, err)
+	require.Equal(t, healthpb.HealthCheckResponse_SERVING, hc.Status)
+
+	for _, auth := range []string{"Bearer s3cret", basic("default", "s3cret"), "bearer default:s3cret"} {
+		got, code := g.ask(t, auth, desc("user", "alice"))
+		require.Equal(t, codes.OK, code, auth)
+		require.Equal(t, []string{"OK", "OK"}, got, auth)
+		do(t, g.admin, "DEL", "policy:rls.d.user:alice")
+	}
+	for range 2 {
+		got, _ := g.ask(t, "Bearer s3cret", desc("user", "bob"))
+		require.Equal(t, []string{"OK", "OK"}, got)
+	}
+	got, _ := g.ask(t, "Bearer s3cret", desc("user", "bob"))
+	require.Equal(t, []string{"OVER_LIMIT", "OVER_LIMIT"}, got)
+	require.Equal(t, []string{"policy:rls.d.user:bob"}, g.keys(t))
+}
+
+// TestGRPCACLUser: an ACL user decides only on the keys its patterns allow, as CHECK over
+// RESP does (policy:<policy>:<subject>), and only with CHECK among its commands.
+func TestGRPCACLUser(t *testing.T) {
+	g := startGRPCDoor(t, func(c *Config) { c.RequirePass = "s3cret" })
+	do(t, g.admin, "ACL", "SETUSER", "app", "on", ">apppass", "~policy:rls.d.user:app-*", "+@ratelimit")
+	do(t, g.admin, "ACL", "SETUSER", "reader", "on", ">readpass", "~*", "+@read")
+	app := basic("app", "apppass")
+
+	got, code := g.ask(t, app, desc("user", "app-1"))
+	require.Equal(t, codes.OK, code)
+	require.Equal(t, []string{"OK", "OK"}, got)
+	_, code = g.ask(t, app, desc("user", "victim"))
+	require.Equal(t, codes.PermissionDenied, code)
+	// All or nothing: a request with one key outside the patterns spends nothing.
+	_, code = g.ask(t, app, desc("user", "app-2"), desc("user", "victim"))
+	require.Equal(t, codes.PermissionDenied, code)
+	_, code = g.ask(t, "Bearer app:apppass", desc("user", "victim"))
+	require.Equal(t, codes.PermissionDenied, code)
+	_, code = g.ask(t, basic("reader", "readpass"), desc("user", "app-1"))
+	require.Equal(t, codes.PermissionDenied, code, "no CHECK among its commands")
+	require.Equal(t, []string{"policy:rls.d.user:app-1"}, g.keys(t))
+
+	// The same user over RESP: the same answer.
+	rdb := redis.NewClient(&redis.Options{Addr: g.ts.addr, Username: "app", Password: "apppass", Protocol: 2})
+	defer rdb.Close()
+	require.ErrorContains(t, rdb.Do(context.Background(), "CHECK", "rls.d.user", "victim").Err(), "NOPERM")
+}
+
+// TestGRPCACLChange: a credential verified once (and remembered) stops working as soon as
+// the ACL says so: a new password, a user switched off or deleted, a new requirepass; new
+// key patterns apply at the next request.
+func TestGRPCACLChange(t *testing.T) {
+	g := startGRPCDoor(t, func(c *Config) { c.RequirePass = "s3cret" })
+	do(t, g.admin, "ACL", "SETUSER", "app", "on", ">apppass", "~policy:rls.d.user:app-*", "+check")
+	app := basic("app", "apppass")
+	allowed := func(auth, subject string) codes.Code {
+		t.Helper()
+		_, code := g.ask(t, auth, desc("user", subject))
+		do(t, g.admin, "DEL", "policy:rls.d.user:"+subject) // never the limit that answers
+		return code
+	}
+	for range 3 {
+		require.Equal(t, codes.OK, allowed(app, "app-1"))
+	}
+
+	do(t, g.admin, "ACL", "SETUSER", "app", "resetkeys", "~policy:rls.d.user:other-*")
+	require.Equal(t, codes.PermissionDenied, allowed(app, "app-1"))
+	require.Equal(t, codes.OK, allowed(app, "other-1"))
+
+	do(t, g.admin, "ACL", "SETUSER", "app", "resetpass", ">newpass")
+	require.Equal(t, codes.Unauthenticated, allowed(app, "other-1"))
+	app = basic("app", "newpass")
+	require.Equal(t, codes.OK, allowed(app, "other-1"))
+
+	do(t, g.admin, "ACL", "SETUSER", "app", "off")
+	require.Equal(t, codes.Unauthenticated, allowed(app, "other-1"))
+	do(t, g.admin, "ACL", "SETUSER", "app", "on")
+	require.Equal(t, codes.OK, allowed(app, "other-1"))
+
+	do(t, g.admin, "ACL", "DELUSER", "app")
+	require.Equal(t, codes.Unauthenticated, allowed(app, "other-1"))
+	do(t, g.admin, "ACL", "SETUSER", "app", "on", ">newpass", "~*", "+check")
+	require.Equal(t, codes.OK, allowed(app, "other-1"))
+
+	require.Equal(t, codes.OK, allowed("Bearer s3cret", "x"))
+	do(t, g.admin, "CONFIG", "SET", "requirepass", "n3w")
+	g.admin = redis.NewClient(&redis.Options{Addr: g.ts.addr, Password: "n3w", Protocol: 2})
+	defer g.admin.Close()
+	require.Equal(t, codes.Unauthenticated, allowed("Bearer s3cret", "x"))
+	require.Equal(t, codes.OK, allowed("Bearer n3w", "x"))
+}
+
+// TestCredCache: a remembered credential answers only under the ACL change count it was
+// verified at, and the cache stays bounded.
+func TestCredCache(t *testing.T) {
+	var cc credCache
+	u := &acl.User{}
+	require.Nil(t, cc.get(1, "a"))
+	cc.put(1, "a", u)
+	require.Same(t, u, cc.get(1, "a"))
+	require.Nil(t, cc.get(2, "a"), "the ACL changed since")
+	cc.put(2, "b", u)
+	require.Nil(t, cc.get(2, "a"), "an older generation is not carried over")
+	for i := range 2 * maxCachedCreds {
+		cc.put(2, strings.Repeat("x", i), u)
+	}
+	require.LessOrEqual(t, len(cc.p.Load().users), maxCachedCreds)
+}
