@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/throttledhq/throttled/policy"
+	"github.com/throttledhq/throttled/ratelimit"
 )
 
 // Item is one policy's part of a decision: the policy, the subject its key names, the units
@@ -182,6 +183,10 @@ type descriptorState struct {
 	priority string // the value of the domain's priority_key entry
 	cost     int64
 	item     int // its index in the items; -1 when no policy decides it
+	// tooLong: the subject is longer than ratelimit.MaxSubject. It is not decided (no key
+	// that long is made) and answers OVER_LIMIT: an error would be a pass to an Envoy with
+	// failure_mode_deny false.
+	tooLong bool
 }
 
 // ShouldRateLimit answers a request as envoyproxy/ratelimit does, with throttled's policies:
@@ -224,6 +229,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 			entries = append(entries, Entry{Key: e.GetKey(), Value: e.GetValue()})
 		}
 		st.rule, st.subject = d.Match(entries)
+		st.tooLong = st.rule != nil && !st.rule.Unlimited && len(st.subject) > ratelimit.MaxSubject
 		st.cost = hits
 		if h := desc.GetHitsAddend(); h != nil {
 			st.cost = int64(min(h.GetValue(), maxCost))
@@ -238,6 +244,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		}
 	}
 	var items []Item
+	denied := false // a descriptor is denied before any is decided
 	for i := range states {
 		st := &states[i]
 		if st.rule == nil || st.rule.Name != "" && replaced[st.rule.Name] {
@@ -247,12 +254,21 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		if st.rule.Unlimited {
 			continue
 		}
+		if st.tooLong {
+			denied = denied || !st.rule.Shadow
+			continue
+		}
 		cost := st.cost
 		if st.rule.PerUnit == 0 {
 			cost = 2 // more than the one unit the policy holds: denied, and nothing taken
 		}
 		st.item = len(items)
 		items = append(items, Item{Policy: st.rule.Policy, Subject: st.subject, Cost: cost, Priority: st.priority})
+	}
+	if denied {
+		for i := range items {
+			items[i].Cost = 0 // all or nothing: the others are only looked at
+		}
 	}
 	var decisions []Decision
 	if len(items) > 0 {
@@ -272,7 +288,6 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 	}
 	resp := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK, Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(states))}
 	block := make([]rlsv3.RateLimitResponse_DescriptorStatus, len(states)) // one allocation for every status
-	denied := false
 	for _, dec := range decisions {
 		denied = denied || dec.Limited
 	}
@@ -286,6 +301,12 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		case st.rule == nil:
 		case st.rule.Unlimited:
 			ds.LimitRemaining = math.MaxUint32
+		case st.tooLong:
+			ds.CurrentLimit = st.rule.current
+			if !st.rule.Shadow {
+				ds.Code = rlsv3.RateLimitResponse_OVER_LIMIT
+				resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
+			}
 		default:
 			dec := decisions[st.item]
 			ds.CurrentLimit = st.rule.current

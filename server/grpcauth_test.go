@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/throttledhq/throttled/acl"
+	"github.com/throttledhq/throttled/ratelimit"
 )
 
 // authConfig is a domain whose user descriptor allows 2 a minute: its policy is
@@ -231,4 +232,33 @@ func TestCredCache(t *testing.T) {
 		cc.put(2, strings.Repeat("x", i), u)
 	}
 	require.LessOrEqual(t, len(cc.p.Load().users), maxCachedCreds)
+}
+
+// TestGRPCOverlongDescriptor: a subject longer than ratelimit.MaxSubject is OVER_LIMIT, not
+// an error (which Envoy may take for a pass), and nothing is spent or stored for the
+// request; shadow_mode still passes it.
+func TestGRPCOverlongDescriptor(t *testing.T) {
+	g := startGRPCDoor(t, nil)
+	long := strings.Repeat("x", ratelimit.MaxSubject+1)
+	got, code := g.ask(t, "", desc("user", long))
+	require.Equal(t, codes.OK, code)
+	require.Equal(t, []string{"OVER_LIMIT", "OVER_LIMIT"}, got)
+	// Two values of 600 bytes make a subject of 1201.
+	half := strings.Repeat("y", 600)
+	got, _ = g.ask(t, "", desc("a", half, "b", half))
+	require.Equal(t, []string{"OVER_LIMIT", "OVER_LIMIT"}, got)
+	require.Empty(t, g.keys(t))
+
+	// With another descriptor: denied all or nothing, the other's budget untouched.
+	got, _ = g.ask(t, "", desc("user", "alice"), desc("user", long))
+	require.Equal(t, []string{"OVER_LIMIT", "OK", "OVER_LIMIT"}, got)
+	for range 2 {
+		got, _ = g.ask(t, "", desc("user", "alice"))
+		require.Equal(t, []string{"OK", "OK"}, got)
+	}
+
+	got, _ = g.ask(t, "", desc("user", long[:ratelimit.MaxSubject]))
+	require.Equal(t, []string{"OK", "OK"}, got, "MaxSubject bytes are taken")
+	got, _ = g.ask(t, "", desc("shadowed", long))
+	require.Equal(t, []string{"OK", "OK"}, got, "shadow_mode never denies")
 }
