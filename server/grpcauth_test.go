@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -261,4 +262,19 @@ func TestGRPCOverlongDescriptor(t *testing.T) {
 	require.Equal(t, []string{"OK", "OK"}, got, "MaxSubject bytes are taken")
 	got, _ = g.ask(t, "", desc("shadowed", long))
 	require.Equal(t, []string{"OK", "OK"}, got, "shadow_mode never denies")
+}
+
+// TestRLSJSONACL: /json, Envoy's service over http-port, applies the user's key patterns to
+// the descriptors as gRPC does.
+func TestRLSJSONACL(t *testing.T) {
+	g := startGRPCDoor(t, func(c *Config) { c.RequirePass = "s3cret" })
+	do(t, g.admin, "ACL", "SETUSER", "app", "on", ">apppass", "~policy:rls.d.user:app-*", "+@ratelimit")
+	base := serveHTTPAPI(t, g.ts)
+	post := func(subject string) int {
+		return httpDo(t, "POST", base+"/json", `{"domain":"d","descriptors":[{"entries":[{"key":"user","value":"`+subject+`"}]}]}`,
+			"Authorization", basic("app", "apppass")).status
+	}
+	require.Eventually(t, func() bool { return post("app-1") == http.StatusOK }, 5*time.Second, 10*time.Millisecond)
+	require.Equal(t, http.StatusForbidden, post("victim"))
+	require.Equal(t, []string{"policy:rls.d.user:app-1"}, g.keys(t))
 }
