@@ -226,6 +226,17 @@ func (r *Registry) Get(name string) *User {
 	return r.users[name]
 }
 
+// Enabled returns the user named name when it is on, or nil: for a door that authenticated
+// the client by other means than a password (a TLS certificate naming the user).
+func (r *Registry) Enabled(name string) *User {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if u := r.users[name]; u != nil && u.spec.enabled {
+		return u
+	}
+	return nil
+}
+
 // Names returns the users' names, sorted.
 func (r *Registry) Names() []string {
 	r.mu.Lock()

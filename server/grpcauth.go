@@ -8,7 +8,9 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"github.com/throttledhq/throttled/acl"
@@ -20,8 +22,9 @@ import (
 // Authentication at grpc-port, as at the RESP and HTTP ports: a request names its ACL user
 // in its authorization metadata, in the forms http-port takes (Basic user:password, Bearer
 // user:password, Bearer password for the default user), which Envoy sends as its
-// grpc_service's initial_metadata. Without it a request acts as the default user, which
-// needs none unless requirepass (or the default user's rules) asks for a password. The
+// grpc_service's initial_metadata. Without it, over grpc-tls with tls-auth-clients-user CN,
+// the client certificate's common name names the user, as on tls-port; else a request acts
+// as the default user, which needs none unless requirepass (or its rules) asks for one. The
 // interceptor leaves the user in the request's context; edgeDecider.Decide applies its ACL
 // to CHECK and to the key of each descriptor's policy and subject, as CHECK over RESP does.
 // gRPC health checking stays open, as /healthz does: it tells nothing and spends nothing.
@@ -101,8 +104,9 @@ func (s *Server) grpcAuth(ctx context.Context, req any, info *grpc.UnaryServerIn
 	return h(withEdgeUser(ctx, u), req)
 }
 
-// grpcUser is the user a gRPC request's metadata names, or the default user when it names
-// none and the default user needs no password.
+// grpcUser is the user a gRPC request's metadata names; without any, the user its client
+// certificate names (tls-auth-clients-user CN), or the default user when that one needs no
+// password.
 func (s *Server) grpcUser(ctx context.Context) (*acl.User, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	vals := md.Get("authorization")
@@ -111,7 +115,15 @@ func (s *Server) grpcUser(ctx context.Context) (*acl.User, error) {
 		return nil, fmt.Errorf("%w: one authorization metadata entry, got %d", envoyrls.ErrUnauthenticated, len(vals))
 	case len(vals) == 1:
 		return s.credentialUser(vals[0])
-	case s.passwordSet():
+	}
+	if p, ok := peer.FromContext(ctx); ok {
+		if info, ok := p.AuthInfo.(credentials.TLSInfo); ok {
+			if u := s.certUser(info.State); u != nil {
+				return u, nil
+			}
+		}
+	}
+	if s.passwordSet() {
 		return nil, fmt.Errorf("%w: authorization metadata (Basic user:password or Bearer password)", envoyrls.ErrUnauthenticated)
 	}
 	return s.acl.Default(), nil

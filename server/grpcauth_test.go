@@ -2,7 +2,14 @@ package server
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
@@ -277,4 +285,97 @@ func TestRLSJSONACL(t *testing.T) {
 	require.Eventually(t, func() bool { return post("app-1") == http.StatusOK }, 5*time.Second, 10*time.Millisecond)
 	require.Equal(t, http.StatusForbidden, post("victim"))
 	require.Equal(t, []string{"policy:rls.d.user:app-1"}, g.keys(t))
+}
+
+// certFor is a client certificate for common name cn that p's CA signed, in memory.
+func (p *testPKI) certFor(t *testing.T, cn string) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(p.serial()),
+		Subject:      pkix.Name{CommonName: cn},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
+	require.NoError(t, err)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// TestGRPCClientCertificates: grpc-tls with tls-auth-clients and tls-ca-cert-file refuses at
+// the handshake a client without a certificate the CA signed (yes), or with one another CA
+// signed (optional too); with tls-auth-clients-user CN a certificate naming an ACL user that
+// is on acts as that user, without a password.
+func TestGRPCClientCertificates(t *testing.T) {
+	p, other := newPKI(t), newPKI(t)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "d.yaml"), []byte(authConfig), 0o644))
+	ts := startServer(t, func(c *Config) {
+		c.RateLimitConfig, c.GRPCTLS, c.RequirePass = dir, true, "s3cret"
+		c.TLSCertFile, c.TLSKeyFile, c.TLSCACertFile = p.serverCert, p.serverKey, p.caFile
+		c.TLSAuthClients, c.TLSAuthClientsUser = "yes", "CN"
+	})
+	g := &grpcDoor{ts: ts, admin: redis.NewClient(&redis.Options{Addr: ts.addr, Password: "s3cret", Protocol: 2})}
+	defer g.admin.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go ts.ServeGRPC(ln)
+	ask := func(auth string, certs ...tls.Certificate) codes.Code {
+		t.Helper()
+		conf := &tls.Config{RootCAs: p.pool, ServerName: "localhost", Certificates: certs}
+		conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(credentials.NewTLS(conf)))
+		require.NoError(t, err)
+		defer conn.Close()
+		g.rls = rlsv3.NewRateLimitServiceClient(conn)
+		_, code := g.ask(t, auth, desc("user", "x"))
+		do(t, g.admin, "DEL", "policy:rls.d.user:x")
+		return code
+	}
+	do(t, g.admin, "ACL", "SETUSER", "envoy", "on", "~policy:rls.d.user:*", "+check")
+
+	require.Equal(t, codes.Unavailable, ask("Bearer s3cret"), "no certificate: refused at the handshake")
+	require.Equal(t, codes.Unavailable, ask("Bearer s3cret", other.clientPair), "another CA's")
+	require.Equal(t, codes.OK, ask("Bearer s3cret", p.clientPair))
+	require.Equal(t, codes.Unauthenticated, ask("", p.clientPair), "CN localhost is no user: the default, which needs a password")
+	envoy := p.certFor(t, "envoy")
+	require.Equal(t, codes.OK, ask("", envoy), "CN envoy")
+	require.Equal(t, codes.Unauthenticated, ask("Bearer wrong", envoy), "a credential given is the one that counts")
+	do(t, g.admin, "ACL", "SETUSER", "envoy", "off")
+	require.Equal(t, codes.Unauthenticated, ask("", envoy), "a user switched off")
+	do(t, g.admin, "ACL", "SETUSER", "envoy", "on")
+	do(t, g.admin, "CONFIG", "SET", "tls-auth-clients-user", "off")
+	require.Equal(t, codes.Unauthenticated, ask("", envoy))
+	require.Equal(t, "off", do(t, g.admin, "CONFIG", "GET", "tls-auth-clients-user").([]any)[1])
+
+	do(t, g.admin, "CONFIG", "SET", "tls-auth-clients", "optional")
+	require.Equal(t, codes.OK, ask("Bearer s3cret"), "optional: no certificate is let in")
+	require.Equal(t, codes.Unavailable, ask("Bearer s3cret", other.clientPair), "optional: a bad one is not")
+}
+
+// TestTLSAuthClientsUser: on tls-port, tls-auth-clients-user CN makes a client whose
+// certificate names an ACL user that user from the start, as in Redis 8.6.
+func TestTLSAuthClientsUser(t *testing.T) {
+	p := newPKI(t)
+	ts := startServerWith(t, nil, func(c *Config) {
+		c.TLSCertFile, c.TLSKeyFile, c.TLSCACertFile = p.serverCert, p.serverKey, p.caFile
+		c.TLSAuthClientsUser, c.RequirePass = "cn", "s3cret"
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go ts.ServeTLS(ln)
+	ts.addr = ln.Addr().String()
+	ctx := context.Background()
+	admin := tlsClient(t, ts, &tls.Config{RootCAs: p.pool, ServerName: "localhost", Certificates: []tls.Certificate{p.clientPair}})
+	require.ErrorContains(t, admin.Do(ctx, "ACL", "WHOAMI").Err(), "NOAUTH", "CN localhost is no user")
+	require.NoError(t, admin.Do(ctx, "AUTH", "s3cret").Err())
+	require.NoError(t, admin.Do(ctx, "ACL", "SETUSER", "app", "on", "~app:*", "+@all").Err())
+	require.Equal(t, "CN", admin.Do(ctx, "CONFIG", "GET", "tls-auth-clients-user").Val().([]any)[1])
+
+	app := tlsClient(t, ts, &tls.Config{RootCAs: p.pool, ServerName: "localhost", Certificates: []tls.Certificate{p.certFor(t, "app")}})
+	require.Equal(t, "app", app.Do(ctx, "ACL", "WHOAMI").Val())
+	require.NoError(t, app.Set(ctx, "app:1", "v", 0).Err())
+	require.ErrorContains(t, app.Set(ctx, "other", "v", 0).Err(), "NOPERM")
 }
