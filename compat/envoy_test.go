@@ -2,6 +2,7 @@ package compat
 
 import (
 	"context"
+	"encoding/base64"
 	"io"
 	"net/http"
 	"os"
@@ -16,8 +17,11 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 )
 
 // TestEnvoyRateLimitService drives the real binary as Envoy does: grpc-port and
@@ -95,4 +99,56 @@ func TestEnvoyRateLimitService(t *testing.T) {
 	require.Contains(t, p.stderr.String(), "ratelimit-config not reloaded")
 	require.Contains(t, p.cli(t, "POLICY.GET", "rls.edge.remote_address"), "THROTTLE 99 100 60")
 	require.Equal(t, "OK", ask("192.0.2.2"))
+}
+
+// TestEnvoyRateLimitServiceRequirePass: with requirepass, the binary's gRPC port answers a
+// request without the password, or with a wrong one, UNAUTHENTICATED and stores nothing;
+// with the password in the authorization metadata (as Envoy's initial_metadata sends it)
+// it decides. An ACL user's key patterns bound the descriptors it may spend.
+func TestEnvoyRateLimitServiceRequirePass(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "edge.yaml"),
+		[]byte("domain: edge\ndescriptors:\n  - key: remote_address\n    rate_limit: {unit: minute, requests_per_unit: 1}\n"), 0o644))
+	grpcPort := freePort(t)
+	p := start(t, "--grpc-port", strconv.Itoa(grpcPort), "--ratelimit-config", dir, "--requirepass", "s3cret",
+		"--user", "edge", "on", ">edgepass", "~policy:rls.edge.remote_address:10.*", "+check")
+	conn, err := grpc.NewClient("127.0.0.1:"+strconv.Itoa(grpcPort), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err = healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true))
+	require.NoError(t, err, "health checking needs no password")
+	rls := rlsv3.NewRateLimitServiceClient(conn)
+	ask := func(auth, addr string) (string, codes.Code) {
+		t.Helper()
+		ctx := ctx
+		if auth != "" {
+			ctx = metadata.AppendToOutgoingContext(ctx, "authorization", auth)
+		}
+		r, err := rls.ShouldRateLimit(ctx, &rlsv3.RateLimitRequest{Domain: "edge", Descriptors: []*commonv3.RateLimitDescriptor{
+			{Entries: []*commonv3.RateLimitDescriptor_Entry{{Key: "remote_address", Value: addr}}}}})
+		return r.GetOverallCode().String(), status.Code(err)
+	}
+	for _, auth := range []string{"", "Bearer wrong", "Basic " + base64.StdEncoding.EncodeToString([]byte("default:wrong"))} {
+		_, code := ask(auth, "192.0.2.1")
+		require.Equal(t, codes.Unauthenticated, code, auth)
+	}
+	admin := []string{"-a", "s3cret", "--no-auth-warning"}
+	require.Equal(t, "0", p.cli(t, append(admin, "DBSIZE")...))
+
+	got, code := ask("Bearer s3cret", "192.0.2.1")
+	require.Equal(t, codes.OK, code)
+	require.Equal(t, "OK", got)
+	got, _ = ask("Basic "+base64.StdEncoding.EncodeToString([]byte("default:s3cret")), "192.0.2.1")
+	require.Equal(t, "OVER_LIMIT", got)
+
+	edge := "Basic " + base64.StdEncoding.EncodeToString([]byte("edge:edgepass"))
+	got, code = ask(edge, "10.0.0.1")
+	require.Equal(t, codes.OK, code)
+	require.Equal(t, "OK", got)
+	_, code = ask(edge, "192.0.2.2")
+	require.Equal(t, codes.PermissionDenied, code)
+	require.Equal(t, "policy:rls.edge.remote_address:10.0.0.1\npolicy:rls.edge.remote_address:192.0.2.1",
+		p.cli(t, append(admin, "EVAL", "local k = redis.call('KEYS', 'policy:*') table.sort(k) return k", "0")...))
 }
