@@ -22,6 +22,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"gopkg.in/yaml.v3"
 )
 
 // TestEnvoyRateLimitService drives the real binary as Envoy does: grpc-port and
@@ -151,4 +152,61 @@ func TestEnvoyRateLimitServiceRequirePass(t *testing.T) {
 	require.Equal(t, codes.PermissionDenied, code)
 	require.Equal(t, "policy:rls.edge.remote_address:10.0.0.1\npolicy:rls.edge.remote_address:192.0.2.1",
 		p.cli(t, append(admin, "EVAL", "local k = redis.call('KEYS', 'policy:*') table.sort(k) return k", "0")...))
+}
+
+// TestEnvoyExampleCredentials: examples/envoy's throttled.conf and the authorization
+// metadata its envoy.yaml sends agree: the binary started with that file decides for it,
+// and refuses a request without it.
+func TestEnvoyExampleCredentials(t *testing.T) {
+	b, err := os.ReadFile("../examples/envoy/envoy.yaml")
+	require.NoError(t, err)
+	var doc any
+	require.NoError(t, yaml.Unmarshal(b, &doc))
+	auth := findMetadata(doc, "authorization")
+	require.NotEmpty(t, auth, "envoy.yaml sends authorization metadata")
+
+	grpcPort := freePort(t)
+	start(t, "../examples/envoy/throttled.conf", "--grpc-port", strconv.Itoa(grpcPort),
+		"--ratelimit-config", "../examples/envoy/ratelimit", "--appendonly", "no")
+	conn, err := grpc.NewClient("127.0.0.1:"+strconv.Itoa(grpcPort), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rls := rlsv3.NewRateLimitServiceClient(conn)
+	req := &rlsv3.RateLimitRequest{Domain: "edge", Descriptors: []*commonv3.RateLimitDescriptor{
+		{Entries: []*commonv3.RateLimitDescriptor_Entry{{Key: "remote_address", Value: "192.0.2.1"}}}}}
+	_, err = rls.ShouldRateLimit(ctx, req, grpc.WaitForReady(true))
+	require.Equal(t, codes.Unauthenticated, status.Code(err))
+	r, err := rls.ShouldRateLimit(metadata.AppendToOutgoingContext(ctx, "authorization", auth), req)
+	require.NoError(t, err)
+	require.Equal(t, "OK", r.OverallCode.String())
+}
+
+// findMetadata returns the value of the initial_metadata entry key anywhere in an Envoy
+// configuration; empty when there is none.
+func findMetadata(v any, key string) string {
+	switch v := v.(type) {
+	case map[string]any:
+		if md, ok := v["initial_metadata"].([]any); ok {
+			for _, e := range md {
+				if m, ok := e.(map[string]any); ok && m["key"] == key {
+					s, _ := m["value"].(string)
+					return s
+				}
+			}
+		}
+		for _, x := range v {
+			if s := findMetadata(x, key); s != "" {
+				return s
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if s := findMetadata(x, key); s != "" {
+				return s
+			}
+		}
+	}
+	return ""
 }
