@@ -27,9 +27,10 @@ import (
 // Envoy's rate-limit service: package envoyrls serves it and holds its configuration; the
 // server only lends it CHECK's path (edgeDecider) and keeps the policies the configuration
 // makes beside the config file's (policies.edge), so that POLICY.GET, overrides and lists
-// apply to them. Each gRPC decision runs on a client of its own, as a CHECK of its
-// descriptors' policies, and counts as one in INFO, commandstats, the metrics, TOPDENIED
-// and the deny events.
+// apply to them. Each gRPC request is authenticated first (grpcauth.go: the authorization
+// metadata, or a client certificate); its decision runs on a client of its own as that user,
+// as a CHECK of its descriptors' policies under the user's ACL, and counts as one in INFO,
+// commandstats, the metrics, TOPDENIED and the deny events.
 
 // rlsWatchPeriod is how often the configuration's files are looked at for a change.
 const rlsWatchPeriod = time.Second
@@ -90,7 +91,7 @@ func (s *Server) startEdge() error {
 }
 
 // ServeGRPC serves Envoy's rate-limit service and gRPC health checking on ln until Close,
-// over TLS with the tls-* files when grpc-tls is yes.
+// over TLS with the tls-* files when grpc-tls is yes; grpcAuth finds each request's user.
 func (s *Server) ServeGRPC(ln net.Listener) error {
 	if s.edge.rls == nil {
 		ln.Close()

@@ -379,3 +379,28 @@ func TestTLSAuthClientsUser(t *testing.T) {
 	require.NoError(t, app.Set(ctx, "app:1", "v", 0).Err())
 	require.ErrorContains(t, app.Set(ctx, "other", "v", 0).Err(), "NOPERM")
 }
+
+// BenchmarkCredentialUser: finding a gRPC request's user from its authorization metadata,
+// remembered (as every request after the first) against verified each time (the ACL's lock
+// and a SHA-256), from every core at once.
+func BenchmarkCredentialUser(b *testing.B) {
+	ts := startServer(b, func(c *Config) { c.RequirePass = "s3cret" })
+	for _, bc := range []struct {
+		name string
+		find func() *acl.User
+	}{
+		{"remembered", func() *acl.User { u, _ := ts.credentialUser("Bearer s3cret"); return u }},
+		{"verified", func() *acl.User { return ts.acl.Authenticate([]byte("default"), []byte("s3cret")) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if bc.find() == nil {
+						b.Fatal("not authenticated")
+					}
+				}
+			})
+		})
+	}
+}
