@@ -105,7 +105,7 @@ func (s *Server) ServeGRPC(ln net.Listener) error {
 		grpc.MaxConcurrentStreams(1024),
 		grpc.ConnectionTimeout(10 * time.Second),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
-		grpc.UnaryInterceptor(s.grpcAuth),
+		grpc.ChainUnaryInterceptor(s.grpcAuth),
 	}
 	if t := s.conns.timeout.Load(); t > 0 {
 		opts = append(opts, grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: time.Duration(t) * time.Second}))
