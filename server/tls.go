@@ -292,14 +292,14 @@ func (s *Server) serveTLSConn(tc *tls.Conn) {
 		return
 	}
 	tc.SetDeadline(time.Time{})
-	c := s.newClient(tc)
-	if c == nil {
-		tc.Close()
-		return
-	}
-	if u := s.certUser(tc.ConnectionState()); u != nil {
+	c := s.makeClient(tc)
+	if u := s.certUser(tc.ConnectionState()); u != nil { // before CLIENT LIST can see it
 		c.user.Store(u)
 		c.setAuthed(true)
+	}
+	if !s.register(c) {
+		tc.Close()
+		return
 	}
 	c.serve(nil)
 }
