@@ -189,6 +189,9 @@ type Registry struct {
 	users       map[string]*User
 	defaultUser *User
 	defaultOpen atomic.Bool // the default user is on and nopass: connections start authenticated
+	// changes counts the changes of users (SetUser, DelUser, Load), so that a door that caches
+	// a verified credential knows when it must verify it again.
+	changes atomic.Uint64
 }
 
 // New returns a registry with the default user, which may do everything without a password.
@@ -212,11 +215,26 @@ func (r *Registry) Default() *User { return r.defaultUser }
 // connections start authenticated, as in Redis.
 func (r *Registry) DefaultOpen() bool { return r.defaultOpen.Load() }
 
+// Changes returns a number that grows with every change of a user (its rules, its
+// passwords, its removal): a credential verified while Changes was n holds while it is n.
+func (r *Registry) Changes() uint64 { return r.changes.Load() }
+
 // Get returns the user named name, or nil.
 func (r *Registry) Get(name string) *User {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.users[name]
+}
+
+// Enabled returns the user named name when it is on, or nil: for a door that authenticated
+// the client by other means than a password (a TLS certificate naming the user).
+func (r *Registry) Enabled(name string) *User {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if u := r.users[name]; u != nil && u.spec.enabled {
+		return u
+	}
+	return nil
 }
 
 // Names returns the users' names, sorted.
@@ -272,6 +290,7 @@ func (r *Registry) SetUser(name string, rules []string) (*User, error) {
 	}
 	u.spec = sp
 	u.perms.Store(sp.perms())
+	r.changes.Add(1)
 	if u == r.defaultUser {
 		r.defaultOpen.Store(sp.enabled && sp.nopass)
 	}
@@ -295,6 +314,7 @@ func (r *Registry) DelUser(names []string) ([]*User, error) {
 			delete(r.users, n)
 		}
 	}
+	r.changes.Add(1)
 	return gone, nil
 }
 
@@ -677,5 +697,6 @@ func (r *Registry) Load(users [][]string) ([]*User, error) {
 	}
 	d := r.defaultUser.spec
 	r.defaultOpen.Store(d.enabled && d.nopass)
+	r.changes.Add(1)
 	return gone, nil
 }

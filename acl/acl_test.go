@@ -197,3 +197,29 @@ func TestLoad(t *testing.T) {
 	_, err = r.Load([][]string{{"a"}, {"a"}})
 	require.ErrorContains(t, err, "duplicate")
 }
+
+// TestChangesAndEnabled: every change of a user moves Changes, a bad rule does not; Enabled
+// finds only users that are on.
+func TestChangesAndEnabled(t *testing.T) {
+	r := New(testCatalog())
+	n := r.Changes()
+	step := func(what string, change func()) {
+		t.Helper()
+		change()
+		require.Greater(t, r.Changes(), n, what)
+		n = r.Changes()
+	}
+	step("SetUser", func() { r.SetUser("app", []string{"on", ">pw"}) })
+	require.Equal(t, "app", r.Enabled("app").Name())
+	step("a new password", func() { r.SetUser("app", []string{"resetpass", ">new"}) })
+	step("off", func() { r.SetUser("app", []string{"off"}) })
+	require.Nil(t, r.Enabled("app"))
+	_, err := r.SetUser("app", []string{"on", "bogus"})
+	require.Error(t, err)
+	require.Equal(t, n, r.Changes(), "a bad rule changes nothing")
+	step("DelUser", func() { r.DelUser([]string{"app"}) })
+	require.Nil(t, r.Enabled("app"))
+	step("Load", func() { r.Load([][]string{{"app", "on", "nopass"}}) })
+	require.NotNil(t, r.Enabled("app"))
+	require.Nil(t, r.Enabled("nobody"))
+}

@@ -2,6 +2,7 @@ package compat
 
 import (
 	"context"
+	"encoding/base64"
 	"io"
 	"net/http"
 	"os"
@@ -16,8 +17,12 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"gopkg.in/yaml.v3"
 )
 
 // TestEnvoyRateLimitService drives the real binary as Envoy does: grpc-port and
@@ -96,4 +101,113 @@ func TestEnvoyRateLimitService(t *testing.T) {
 	require.Contains(t, p.stderr.String(), "ratelimit-config not reloaded")
 	require.Contains(t, p.cli(t, "POLICY.GET", "rls.edge.remote_address"), "THROTTLE 99 100 3600")
 	require.Equal(t, "OK", ask("192.0.2.2"))
+}
+
+// TestEnvoyRateLimitServiceRequirePass: with requirepass, the binary's gRPC port answers a
+// request without the password, or with a wrong one, UNAUTHENTICATED and stores nothing;
+// with the password in the authorization metadata (as Envoy's initial_metadata sends it)
+// it decides. An ACL user's key patterns bound the descriptors it may spend.
+func TestEnvoyRateLimitServiceRequirePass(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "edge.yaml"),
+		[]byte("domain: edge\ndescriptors:\n  - key: remote_address\n    rate_limit: {unit: minute, requests_per_unit: 1}\n"), 0o644))
+	grpcPort := freePort(t)
+	p := start(t, "--grpc-port", strconv.Itoa(grpcPort), "--ratelimit-config", dir, "--requirepass", "s3cret",
+		"--user", "edge", "on", ">edgepass", "~policy:rls.edge.remote_address:10.*", "+check")
+	conn, err := grpc.NewClient("127.0.0.1:"+strconv.Itoa(grpcPort), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err = healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true))
+	require.NoError(t, err, "health checking needs no password")
+	rls := rlsv3.NewRateLimitServiceClient(conn)
+	ask := func(auth, addr string) (string, codes.Code) {
+		t.Helper()
+		ctx := ctx
+		if auth != "" {
+			ctx = metadata.AppendToOutgoingContext(ctx, "authorization", auth)
+		}
+		r, err := rls.ShouldRateLimit(ctx, &rlsv3.RateLimitRequest{Domain: "edge", Descriptors: []*commonv3.RateLimitDescriptor{
+			{Entries: []*commonv3.RateLimitDescriptor_Entry{{Key: "remote_address", Value: addr}}}}})
+		return r.GetOverallCode().String(), status.Code(err)
+	}
+	for _, auth := range []string{"", "Bearer wrong", "Basic " + base64.StdEncoding.EncodeToString([]byte("default:wrong"))} {
+		_, code := ask(auth, "192.0.2.1")
+		require.Equal(t, codes.Unauthenticated, code, auth)
+	}
+	admin := []string{"-a", "s3cret", "--no-auth-warning"}
+	require.Equal(t, "0", p.cli(t, append(admin, "DBSIZE")...))
+
+	got, code := ask("Bearer s3cret", "192.0.2.1")
+	require.Equal(t, codes.OK, code)
+	require.Equal(t, "OK", got)
+	got, _ = ask("Basic "+base64.StdEncoding.EncodeToString([]byte("default:s3cret")), "192.0.2.1")
+	require.Equal(t, "OVER_LIMIT", got)
+
+	edge := "Basic " + base64.StdEncoding.EncodeToString([]byte("edge:edgepass"))
+	got, code = ask(edge, "10.0.0.1")
+	require.Equal(t, codes.OK, code)
+	require.Equal(t, "OK", got)
+	_, code = ask(edge, "192.0.2.2")
+	require.Equal(t, codes.PermissionDenied, code)
+	require.Equal(t, "policy:rls.edge.remote_address:10.0.0.1\npolicy:rls.edge.remote_address:192.0.2.1",
+		p.cli(t, append(admin, "EVAL", "local k = redis.call('KEYS', 'policy:*') table.sort(k) return k", "0")...))
+}
+
+// TestEnvoyExampleCredentials: examples/envoy's throttled.conf and the authorization
+// metadata its envoy.yaml sends agree: the binary started with that file decides for it,
+// and refuses a request without it.
+func TestEnvoyExampleCredentials(t *testing.T) {
+	b, err := os.ReadFile("../examples/envoy/envoy.yaml")
+	require.NoError(t, err)
+	var doc any
+	require.NoError(t, yaml.Unmarshal(b, &doc))
+	auth := findMetadata(doc, "authorization")
+	require.NotEmpty(t, auth, "envoy.yaml sends authorization metadata")
+
+	grpcPort := freePort(t)
+	start(t, "../examples/envoy/throttled.conf", "--grpc-port", strconv.Itoa(grpcPort),
+		"--ratelimit-config", "../examples/envoy/ratelimit", "--appendonly", "no")
+	conn, err := grpc.NewClient("127.0.0.1:"+strconv.Itoa(grpcPort), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rls := rlsv3.NewRateLimitServiceClient(conn)
+	req := &rlsv3.RateLimitRequest{Domain: "edge", Descriptors: []*commonv3.RateLimitDescriptor{
+		{Entries: []*commonv3.RateLimitDescriptor_Entry{{Key: "remote_address", Value: "192.0.2.1"}}}}}
+	_, err = rls.ShouldRateLimit(ctx, req, grpc.WaitForReady(true))
+	require.Equal(t, codes.Unauthenticated, status.Code(err))
+	r, err := rls.ShouldRateLimit(metadata.AppendToOutgoingContext(ctx, "authorization", auth), req)
+	require.NoError(t, err)
+	require.Equal(t, "OK", r.OverallCode.String())
+}
+
+// findMetadata returns the value of the initial_metadata entry key anywhere in an Envoy
+// configuration; empty when there is none.
+func findMetadata(v any, key string) string {
+	switch v := v.(type) {
+	case map[string]any:
+		if md, ok := v["initial_metadata"].([]any); ok {
+			for _, e := range md {
+				if m, ok := e.(map[string]any); ok && m["key"] == key {
+					s, _ := m["value"].(string)
+					return s
+				}
+			}
+		}
+		for _, x := range v {
+			if s := findMetadata(x, key); s != "" {
+				return s
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if s := findMetadata(x, key); s != "" {
+				return s
+			}
+		}
+	}
+	return ""
 }

@@ -15,7 +15,10 @@
 // the rule is the one at the level of the descriptor's last entry), drops the rules that
 // another matched rule replaces, and hands the rest to Decider.Decide, the server's CHECK
 // path, which evaluates them all or nothing and counts them as CHECK's. The decisions become
-// the statuses, the overall code and, when the domain asks, the RateLimit headers.
+// the statuses, the overall code and, when the domain asks, the RateLimit headers. A
+// descriptor whose subject is longer than ratelimit.MaxSubject is OVER_LIMIT without a
+// decision (the others are only looked at), never an error, which an Envoy that fails open
+// would take for a pass.
 //
 // The package knows nothing of RESP or of the keyspace: it never imports the server.
 package envoyrls

@@ -61,8 +61,13 @@ func (s *Service) ServeJSON(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		st := status.Convert(err)
 		code := http.StatusServiceUnavailable
-		if st.Code() == codes.InvalidArgument {
+		switch st.Code() {
+		case codes.InvalidArgument:
 			code = http.StatusBadRequest
+		case codes.Unauthenticated:
+			code = http.StatusUnauthorized
+		case codes.PermissionDenied:
+			code = http.StatusForbidden
 		}
 		fail(code, st.Message())
 		return

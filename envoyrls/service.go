@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/throttledhq/throttled/policy"
+	"github.com/throttledhq/throttled/ratelimit"
 )
 
 // Item is one policy's part of a decision: the policy, the subject its key names, the units
@@ -45,12 +46,23 @@ type Decision struct {
 type Decider interface {
 	// Decide evaluates every item all or nothing, as CHECK a,b does, and counts the decisions
 	// as CHECK's (over HTTP when OverHTTP(ctx), else over gRPC). It returns one decision an
-	// item, or an error when it decided nothing (a policy it does not have, a key holding
-	// another kind of value).
+	// item, or an error when it decided nothing: one wrapping ErrUnauthenticated or
+	// ErrPermissionDenied for a request its user may not make, another for a policy it does
+	// not have or a key holding another kind of value.
 	Decide(ctx context.Context, items []Item) ([]Decision, error)
 	// SetPolicies replaces the policies made from the configuration by t.
 	SetPolicies(t policy.Table)
 }
+
+// Errors a Decider wraps, each with the gRPC status it becomes (and /json's HTTP status).
+var (
+	// ErrUnauthenticated is for a request without the credentials of a user that may ask:
+	// UNAUTHENTICATED (401).
+	ErrUnauthenticated = errors.New("authentication required")
+	// ErrPermissionDenied is for a user whose ACL refuses the decision (CHECK, or the key of
+	// a descriptor's policy and subject): PERMISSION_DENIED (403).
+	ErrPermissionDenied = errors.New("permission denied")
+)
 
 // Bounds on a request: Envoy sends a few descriptors of a few entries.
 const (
@@ -171,6 +183,10 @@ type descriptorState struct {
 	priority string // the value of the domain's priority_key entry
 	cost     int64
 	item     int // its index in the items; -1 when no policy decides it
+	// tooLong: the subject is longer than ratelimit.MaxSubject. It is not decided (no key
+	// that long is made) and answers OVER_LIMIT: an error would be a pass to an Envoy with
+	// failure_mode_deny false.
+	tooLong bool
 }
 
 // ShouldRateLimit answers a request as envoyproxy/ratelimit does, with throttled's policies:
@@ -213,6 +229,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 			entries = append(entries, Entry{Key: e.GetKey(), Value: e.GetValue()})
 		}
 		st.rule, st.subject = d.Match(entries)
+		st.tooLong = st.rule != nil && !st.rule.Unlimited && len(st.subject) > ratelimit.MaxSubject
 		st.cost = hits
 		if h := desc.GetHitsAddend(); h != nil {
 			st.cost = int64(min(h.GetValue(), maxCost))
@@ -227,6 +244,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		}
 	}
 	var items []Item
+	denied := false // a descriptor is denied before any is decided
 	for i := range states {
 		st := &states[i]
 		if st.rule == nil || st.rule.Name != "" && replaced[st.rule.Name] {
@@ -236,6 +254,10 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		if st.rule.Unlimited {
 			continue
 		}
+		if st.tooLong {
+			denied = denied || !st.rule.Shadow
+			continue
+		}
 		cost := st.cost
 		if st.rule.PerUnit == 0 {
 			cost = 2 // more than the one unit the policy holds: denied, and nothing taken
@@ -243,20 +265,29 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		st.item = len(items)
 		items = append(items, Item{Policy: st.rule.Policy, Subject: st.subject, Cost: cost, Priority: st.priority})
 	}
+	if denied {
+		for i := range items {
+			items[i].Cost = 0 // all or nothing: the others are only looked at
+		}
+	}
 	var decisions []Decision
 	if len(items) > 0 {
 		var err error
 		decisions, err = s.dec.Decide(ctx, items)
 		if err != nil {
-			if errors.Is(err, ctx.Err()) {
+			switch {
+			case errors.Is(err, ctx.Err()):
 				return nil, status.FromContextError(err).Err()
+			case errors.Is(err, ErrUnauthenticated):
+				return nil, status.Error(codes.Unauthenticated, err.Error())
+			case errors.Is(err, ErrPermissionDenied):
+				return nil, status.Error(codes.PermissionDenied, err.Error())
 			}
 			return nil, status.Error(codes.Unavailable, err.Error())
 		}
 	}
 	resp := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK, Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(states))}
 	block := make([]rlsv3.RateLimitResponse_DescriptorStatus, len(states)) // one allocation for every status
-	denied := false
 	for _, dec := range decisions {
 		denied = denied || dec.Limited
 	}
@@ -270,6 +301,12 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		case st.rule == nil:
 		case st.rule.Unlimited:
 			ds.LimitRemaining = math.MaxUint32
+		case st.tooLong:
+			ds.CurrentLimit = st.rule.current
+			if !st.rule.Shadow {
+				ds.Code = rlsv3.RateLimitResponse_OVER_LIMIT
+				resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
+			}
 		default:
 			dec := decisions[st.item]
 			ds.CurrentLimit = st.rule.current

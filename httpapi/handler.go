@@ -338,13 +338,24 @@ func peerIP(r *http.Request) string {
 }
 
 // credentials reads the request's credentials: X-Throttled-Authorization, or on /v1/check
-// (withAuthorization) Authorization; Basic user:password, or Bearer user:password or
-// Bearer password (the default user's, as AUTH password).
+// (withAuthorization) Authorization.
 func credentials(r *http.Request, withAuthorization bool) (Credentials, error) {
 	v := r.Header.Get(credHeader)
 	if v == "" && withAuthorization {
 		v = r.Header.Get("Authorization")
 	}
+	return ParseAuthorization(v)
+}
+
+// RequestCredentials are the credentials r gives: X-Throttled-Authorization, else
+// Authorization, as Authorize reads them; for a route that needs the user Authorize let in.
+func RequestCredentials(r *http.Request) (Credentials, error) { return credentials(r, true) }
+
+// ParseAuthorization reads credentials as an Authorization header gives them: Basic
+// user:password, or Bearer user:password or Bearer password (the default user's, as AUTH
+// password); none when v is empty. The gRPC port reads its authorization metadata with it,
+// so that one credential works on both doors.
+func ParseAuthorization(v string) (Credentials, error) {
 	if v == "" {
 		return Credentials{}, nil
 	}

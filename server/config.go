@@ -89,6 +89,10 @@ type Config struct {
 	// TLSAuthClients is yes (clients must present a certificate the CA signed; the
 	// default), optional (verified when given) or no ("tls-auth-clients").
 	TLSAuthClients string
+	// TLSAuthClientsUser is CN (a client whose verified certificate's common name is an ACL
+	// user that is on acts as that user, without AUTH; on tls-port and on grpc-port with
+	// grpc-tls) or off, the default ("tls-auth-clients-user", as in Redis 8.6).
+	TLSAuthClientsUser string
 	// TLSReplication makes a replica connect to its primary over TLS, presenting
 	// TLSCertFile ("tls-replication").
 	TLSReplication bool
@@ -293,6 +297,8 @@ func DefaultConfig() Config {
 		ReplBacklogSize:   1 << 20,
 		ReplicaPriority:   100,
 		MinReplicasMaxLag: 10,
+
+		TLSAuthClientsUser: "off",
 	}
 }
 

@@ -235,7 +235,14 @@ func (s *Server) jsonRoute() map[string]http.Handler {
 		return nil
 	}
 	check := s.commands["check"]
-	return map[string]http.Handler{"/json": httpapi.Authorize(h, func(cred httpapi.Credentials) error {
+	// The decision applies the user's ACL to each descriptor's key (edgeDecider.Decide), so
+	// the user Authorize let in goes with the request.
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cred, _ := httpapi.RequestCredentials(r)
+		user, _ := s.httpUser(cred) // Authorize verified it; nil, refused, if it just changed
+		h.ServeHTTP(w, r.WithContext(withEdgeUser(r.Context(), user)))
+	})
+	return map[string]http.Handler{"/json": httpapi.Authorize(inner, func(cred httpapi.Credentials) error {
 		user, err := s.httpUser(cred)
 		if err != nil {
 			return err

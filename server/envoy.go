@@ -27,9 +27,10 @@ import (
 // Envoy's rate-limit service: package envoyrls serves it and holds its configuration; the
 // server only lends it CHECK's path (edgeDecider) and keeps the policies the configuration
 // makes beside the config file's (policies.edge), so that POLICY.GET, overrides and lists
-// apply to them. Each gRPC decision runs on a client of its own, as a CHECK of its
-// descriptors' policies, and counts as one in INFO, commandstats, the metrics, TOPDENIED
-// and the deny events.
+// apply to them. Each gRPC request is authenticated first (grpcauth.go: the authorization
+// metadata, or a client certificate); its decision runs on a client of its own as that user,
+// as a CHECK of its descriptors' policies under the user's ACL, and counts as one in INFO,
+// commandstats, the metrics, TOPDENIED and the deny events.
 
 // rlsWatchPeriod is how often the configuration's files are looked at for a change.
 const rlsWatchPeriod = time.Second
@@ -40,6 +41,8 @@ type edge struct {
 	stop chan struct{}     // closed by Close: stops the watcher
 	mu   sync.Mutex        // guards grpc
 	grpc []*grpc.Server
+	// creds are the authorization values verified lately (grpcauth.go).
+	creds credCache
 }
 
 // edgeDecider decides for envoyrls through checkPolicies.
@@ -88,7 +91,7 @@ func (s *Server) startEdge() error {
 }
 
 // ServeGRPC serves Envoy's rate-limit service and gRPC health checking on ln until Close,
-// over TLS with the tls-* files when grpc-tls is yes.
+// over TLS with the tls-* files when grpc-tls is yes; grpcAuth finds each request's user.
 func (s *Server) ServeGRPC(ln net.Listener) error {
 	if s.edge.rls == nil {
 		ln.Close()
@@ -102,6 +105,7 @@ func (s *Server) ServeGRPC(ln net.Listener) error {
 		grpc.MaxConcurrentStreams(1024),
 		grpc.ConnectionTimeout(10 * time.Second),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+		grpc.ChainUnaryInterceptor(s.grpcAuth),
 	}
 	if t := s.conns.timeout.Load(); t > 0 {
 		opts = append(opts, grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: time.Duration(t) * time.Second}))
@@ -228,6 +232,16 @@ func (d *edgeDecider) Decide(ctx context.Context, items []envoyrls.Item) ([]envo
 	c.door = doorGRPC
 	if envoyrls.OverHTTP(ctx) {
 		c.door = doorHTTP
+	}
+	user := edgeUser(ctx)
+	if user == nil {
+		return nil, fmt.Errorf("%w: no user authenticated the request", envoyrls.ErrUnauthenticated)
+	}
+	c.user.Store(user)
+	if err := s.checkEdgeACL(c, cmd, items); err != nil {
+		cmd.rejected.Add(1)
+		s.stats.errors.Add(1)
+		return nil, err
 	}
 	if err := s.checkWrite(c, cmd); err != nil {
 		cmd.rejected.Add(1)

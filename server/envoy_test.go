@@ -494,7 +494,7 @@ descriptors:
 		if proto.Unmarshal(b, &req) != nil {
 			return
 		}
-		r, err := ts.edge.rls.ShouldRateLimit(context.Background(), &req)
+		r, err := ts.edge.rls.ShouldRateLimit(withEdgeUser(context.Background(), ts.acl.Default()), &req)
 		if err != nil {
 			return
 		}
@@ -585,7 +585,9 @@ func BenchmarkShouldRateLimit(b *testing.B) {
 // TestRLSJSON: envoyproxy/ratelimit's /json form, as the HTTP port mounts it.
 func TestRLSJSON(t *testing.T) {
 	rs := startRLS(t, map[string]string{"a.yaml": "domain: d\nresponse_headers: true\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n"})
-	hs := httptest.NewServer(http.HandlerFunc(rs.edge.rls.ServeJSON))
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rs.edge.rls.ServeJSON(w, r.WithContext(withEdgeUser(r.Context(), rs.acl.Default())))
+	}))
 	defer hs.Close()
 	post := func(body string) (int, string, http.Header) {
 		resp, err := http.Post(hs.URL, "application/json", strings.NewReader(body))
@@ -666,7 +668,7 @@ func BenchmarkShouldRateLimitHandler(b *testing.B) {
 	for i := range reqs {
 		reqs[i] = &rlsv3.RateLimitRequest{Domain: "d", Descriptors: []*commonv3.RateLimitDescriptor{desc("user", "u"+strconv.Itoa(i))}}
 	}
-	ctx := context.Background()
+	ctx := withEdgeUser(context.Background(), ts.acl.Default()) // as grpc-port's interceptor leaves it
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -11,8 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/throttledhq/throttled/acl"
 	"github.com/throttledhq/throttled/listen"
 )
 
@@ -44,6 +46,9 @@ func (c Config) validTLS() error {
 	if !ok {
 		return fmt.Errorf("tls-auth-clients: %q is not one of yes, no, optional", c.TLSAuthClients)
 	}
+	if _, err := parseCNUser(c.TLSAuthClientsUser); err != nil {
+		return err
+	}
 	if c.TLSPort == 0 && !c.TLSReplication {
 		return nil
 	}
@@ -56,12 +61,42 @@ func (c Config) validTLS() error {
 	return nil
 }
 
+// parseCNUser reads tls-auth-clients-user: CN (true) or off.
+func parseCNUser(v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "cn":
+		return true, nil
+	case "off":
+		return false, nil
+	}
+	return false, fmt.Errorf("tls-auth-clients-user: %q is not one of CN, off", v)
+}
+
+// cnUserText is tls-auth-clients-user as CONFIG GET shows it.
+func cnUserText(on bool) string {
+	if on {
+		return "CN"
+	}
+	return "off"
+}
+
+// certUser is the user a TLS client's verified certificate names with tls-auth-clients-user
+// CN: the ACL user its common name is, when that user is on; nil otherwise (the client is
+// then the default user, as any other, and AUTH is open to it).
+func (s *Server) certUser(st tls.ConnectionState) *acl.User {
+	if s.tlsFiles == nil || !s.tlsFiles.cnUser.Load() || len(st.VerifiedChains) == 0 || len(st.VerifiedChains[0]) == 0 {
+		return nil
+	}
+	return s.acl.Enabled(st.VerifiedChains[0][0].Subject.CommonName)
+}
+
 // tlsFiles are the files of a TLS configuration and what was last read from them.
 type tlsFiles struct {
 	mu            sync.Mutex // guards the fields
 	cert, key, ca string
-	auth          string // tls-auth-clients
-	stamp         string // the files' sizes and modification times when config was built
+	auth          string      // tls-auth-clients
+	cnUser        atomic.Bool // tls-auth-clients-user CN; read without mu
+	stamp         string      // the files' sizes and modification times when config was built
 	config        *tls.Config
 }
 
@@ -69,6 +104,11 @@ type tlsFiles struct {
 func newTLSFiles(cfg Config) (*tlsFiles, error) {
 	f := &tlsFiles{cert: cfg.TLSCertFile, key: cfg.TLSKeyFile, ca: cfg.TLSCACertFile,
 		auth: strings.ToLower(cfg.TLSAuthClients)}
+	cn, err := parseCNUser(cfg.TLSAuthClientsUser)
+	if err != nil {
+		return nil, err
+	}
+	f.cnUser.Store(cn)
 	if _, err := f.current(); err != nil {
 		return nil, err
 	}
@@ -252,8 +292,12 @@ func (s *Server) serveTLSConn(tc *tls.Conn) {
 		return
 	}
 	tc.SetDeadline(time.Time{})
-	c := s.newClient(tc)
-	if c == nil {
+	c := s.makeClient(tc)
+	if u := s.certUser(tc.ConnectionState()); u != nil { // before CLIENT LIST can see it
+		c.user.Store(u)
+		c.setAuthed(true)
+	}
+	if !s.register(c) {
 		tc.Close()
 		return
 	}
@@ -345,12 +389,24 @@ func (s *Server) tlsParams() []*param {
 	}
 	auth := file("tls-auth-clients", s.cfg.TLSAuthClients, func(f *tlsFiles) *string { return &f.auth })
 	auth.file, auth.def = plainValue, def.TLSAuthClients
+	cnUser := &param{name: "tls-auth-clients-user", file: plainValue, def: def.TLSAuthClientsUser, get: func() string { return s.cfg.TLSAuthClientsUser }}
+	if f := s.tlsFiles; f != nil {
+		cnUser.get = func() string { return cnUserText(f.cnUser.Load()) }
+		cnUser.set = func(v string) (func(), error) {
+			on, err := parseCNUser(v)
+			if err != nil {
+				return nil, err
+			}
+			return func() { f.cnUser.Store(on) }, nil
+		}
+	}
 	return []*param{
 		{name: "tls-port", get: func() string { return strconv.Itoa(s.cfg.TLSPort) }, def: "0", file: plainValue},
 		file("tls-cert-file", s.cfg.TLSCertFile, func(f *tlsFiles) *string { return &f.cert }),
 		file("tls-key-file", s.cfg.TLSKeyFile, func(f *tlsFiles) *string { return &f.key }),
 		file("tls-ca-cert-file", s.cfg.TLSCACertFile, func(f *tlsFiles) *string { return &f.ca }),
 		auth,
+		cnUser,
 		{name: "tls-replication", get: func() string { return yesNo(s.cfg.TLSReplication) }, def: "no", file: plainValue},
 	}
 }

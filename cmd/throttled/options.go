@@ -277,6 +277,7 @@ func optionTable() []option {
 		str("tls-key-file", "path", "the server's private key (PEM)", func(c *C) *string { return &c.TLSKeyFile }),
 		str("tls-ca-cert-file", "path", "CA certificates that clients' certificates (and the primary's) are verified against", func(c *C) *string { return &c.TLSCACertFile }),
 		str("tls-auth-clients", "yes|optional|no", "whether clients must present a certificate the CA signed", func(c *C) *string { return &c.TLSAuthClients }),
+		str("tls-auth-clients-user", "CN|off", "CN: a client whose verified certificate's common name is an ACL user that is on acts as that user without AUTH (tls-port, and grpc-port with grpc-tls)", func(c *C) *string { return &c.TLSAuthClientsUser }),
 		boolean("tls-replication", "a replica connects to its primary over TLS", func(c *C) *bool { return &c.TLSReplication }),
 		{name: "client-output-buffer-limit", arg: "class hard soft seconds", many: true, help: "output buffer limits of the classes normal, replica and pubsub, as Redis; one class a line",
 			def: "pubsub 32mb 8mb 60",
