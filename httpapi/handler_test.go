@@ -2,8 +2,8 @@ package httpapi
 
 import (
 	"net/http"
-	"net/netip"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
