@@ -198,7 +198,8 @@ func parseCheckReply(b []byte, policies int) (httpapi.Result, error) {
 			return res, fmt.Errorf("%w: %s", httpapi.ErrForbidden, text)
 		case strings.HasPrefix(text, "ERR "+ratelimit.ErrNoPolicy.Error()):
 			return res, fmt.Errorf("%w: %s", httpapi.ErrUnknownPolicy, strings.TrimPrefix(text, "ERR "))
-		case strings.HasPrefix(text, "ERR invalid"), strings.HasPrefix(text, "ERR CHECK policy"), strings.HasPrefix(text, "ERR syntax"):
+		case strings.HasPrefix(text, "ERR invalid"), strings.HasPrefix(text, "ERR CHECK policy"), strings.HasPrefix(text, "ERR syntax"),
+			strings.HasPrefix(text, "ERR "+ratelimit.ErrSubjectTooLong.Error()):
 			return res, fmt.Errorf("%w: %s", httpapi.ErrBadRequest, strings.TrimPrefix(text, "ERR "))
 		}
 		return res, errors.New(text)

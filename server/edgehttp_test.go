@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/throttledhq/throttled/httpapi"
+	"github.com/throttledhq/throttled/ratelimit"
 )
 
 // serveHTTPAPI serves ts's HTTP decisions on 127.0.0.1:0 and returns the base URL.
@@ -491,4 +492,40 @@ func TestHTTPDuringClose(t *testing.T) {
 	for g := 0; g < 4; g++ {
 		require.NoError(t, <-done)
 	}
+}
+
+// TestSubjectCap: one cap, ratelimit.MaxSubject, on a subject at every door that takes one
+// here: CHECK and the policy verbs over RESP, POST /v1/check's body and forward-auth's
+// header over HTTP. A subject over it is refused whole (a 400 over HTTP, which a proxy
+// takes as a denial), never cut; one at the cap is served.
+func TestSubjectCap(t *testing.T) {
+	ts := startServer(t)
+	rdb := ts.client(t, 2)
+	do(t, rdb, "POLICY.SET", "api", "WINDOW", "5", "1m")
+	base := serveHTTPAPI(t, ts)
+	at, over := strings.Repeat("s", ratelimit.MaxSubject), strings.Repeat("s", ratelimit.MaxSubject+1)
+	const tooLong = "ERR subject longer than 1024 bytes"
+	for _, args := range [][]any{
+		{"CHECK", "api", over},
+		{"POLICY.ALLOW", "api", over},
+		{"POLICY.DENY", "api", over, "EX", "10"},
+		{"POLICY.OVERRIDE", "api", over, "WINDOW", "9", "1m"},
+		{"POLICY.UNLIST", "api", over},
+	} {
+		require.Equal(t, tooLong, doErr(t, rdb, args...), "%s", args[0])
+	}
+	require.Equal(t, int64(0), do(t, rdb, "DBSIZE"), "nothing stored")
+	require.Equal(t, "ok", do(t, rdb, "CHECK", "api", at).([]any)[5])
+	require.Equal(t, "OK", do(t, rdb, "POLICY.ALLOW", "api", at))
+
+	a := httpDo(t, "POST", base+"/v1/check", `{"policy":"api","subject":"`+over+`"}`)
+	require.Equal(t, http.StatusBadRequest, a.status)
+	require.Equal(t, "subject longer than 1024 bytes: 'subject'", a.body["error"])
+	a = httpDo(t, "GET", base+"/v1/auth/api?subject=header:X-Api-Key", "", "X-Api-Key", over)
+	require.Equal(t, http.StatusBadRequest, a.status)
+	require.Equal(t, "subject longer than 1024 bytes: header X-Api-Key", a.body["error"])
+	a = httpDo(t, "GET", base+"/v1/auth/api", "", "X-Forwarded-For", over)
+	require.Equal(t, http.StatusBadRequest, a.status)
+	a = httpDo(t, "GET", base+"/v1/auth/api?subject=header:X-Api-Key", "", "X-Api-Key", at)
+	require.Equal(t, http.StatusOK, a.status)
 }
