@@ -364,6 +364,10 @@ func peerIP(r *http.Request) string {
 	return r.RemoteAddr
 }
 
+// ReadCredentials reads a request's credentials as POST /v1/check does, for the other HTTP
+// ports that take the same users (the metrics port's status page).
+func ReadCredentials(r *http.Request) (Credentials, error) { return credentials(r, true) }
+
 // credentials reads the request's credentials: X-Throttled-Authorization, or on /v1/check
 // (withAuthorization) Authorization; Basic user:password, or Bearer user:password or
 // Bearer password (the default user's, as AUTH password).
