@@ -44,6 +44,7 @@ func TestSubjectTrust(t *testing.T) {
 		{"an untrusted peer's X-Real-IP", "198.51.100.9:4000", "x-real-ip", []string{"X-Real-IP", "203.0.113.1"}, "198.51.100.9", ""},
 		{"an untrusted peer's named header", "198.51.100.9:4000", "header:X-Api-Key", []string{"X-Api-Key", "k1"}, "198.51.100.9", ""},
 		{"an untrusted IPv6 peer", "[2001:db8:2::5]:4000", "", []string{"X-Forwarded-For", "203.0.113.1"}, "2001:db8:2::5", ""},
+		{"an IPv4 peer of a dual-stack listener", "[::ffff:198.51.100.9]:4000", "", []string{"X-Forwarded-For", "203.0.113.1"}, "198.51.100.9", ""},
 		{"a trusted proxy: the hop it appended", "10.0.0.2:4000", "", []string{"X-Forwarded-For", "203.0.113.1"}, "203.0.113.1", ""},
 		{"a prepended hop changes nothing", "10.0.0.2:4000", "", []string{"X-Forwarded-For", "198.51.100.77, 203.0.113.1"}, "203.0.113.1", ""},
 		{"trusted hops are skipped", "10.0.0.2:4000", "xff", []string{"X-Forwarded-For", "198.51.100.77, 203.0.113.1, 10.0.0.3,10.9.9.9"}, "203.0.113.1", ""},

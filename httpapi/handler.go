@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -356,8 +357,13 @@ func tier(v, what string) (string, error) {
 	return v, nil
 }
 
-// peerIP is the host of the peer's address.
+// peerIP is the host of the peer's address, written as node writes a hop's (an IPv4 peer of
+// a dual-stack listener, ::ffff:192.0.2.1, is 192.0.2.1), so that one client is one subject
+// whether it came straight in or through a proxy.
 func peerIP(r *http.Request) string {
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		return ap.Addr().Unmap().WithZone("").String()
+	}
 	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
 		return host
 	}

@@ -398,9 +398,9 @@ func (s *Server) topDenied(n int, see func(key string) bool) []topk.Entry {
 	return top[:min(len(top), n)]
 }
 
-// readableKeys is what u may see of the keys the server lists (TOPDENIED, the status page,
-// the deny events): those its patterns let it read, the others being other tenants'; nil
-// when it may see every key.
+// readableKeys is what u may see of the keys the server lists (TOPDENIED, the status page;
+// the deny events judge theirs in seesEvent): those its patterns let it read, the others
+// being other tenants'; nil when it may see every key.
 func readableKeys(u *acl.User) func(key string) bool {
 	p := u.Perms()
 	if p.All {
