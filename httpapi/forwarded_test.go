@@ -208,3 +208,26 @@ func FuzzSubjectFrom(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkSubjectFrom is the subject of one forward-auth request from a trusted proxy.
+func BenchmarkSubjectFrom(b *testing.B) {
+	for _, bc := range []struct{ name, from, header, value string }{
+		{"x-forwarded-for", "", "X-Forwarded-For", "198.51.100.7, 203.0.113.9, 10.0.0.3"},
+		{"forwarded", "forwarded", "Forwarded", `for=198.51.100.7, for="[2001:db8::9]:443";proto=https, for=10.0.0.3`},
+		{"header", "header:X-Api-Key", "X-Api-Key", "k-123456"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			r := httptest.NewRequest("GET", "/v1/auth/api", nil)
+			r.RemoteAddr = "10.0.0.2:4000"
+			r.Header.Set(bc.header, bc.value)
+			s := New(nil, Options{TrustedProxies: func() Proxies { return fuzzProxies }})
+			b.ReportAllocs()
+			for b.Loop() {
+				p, trusted := s.trustedPeer(r)
+				if _, err := subjectFrom(r, bc.from, p, trusted); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

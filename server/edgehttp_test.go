@@ -151,7 +151,7 @@ func TestHTTPBadRequests(t *testing.T) {
 		{"string cost", "POST", "/v1/check", `{"policy":"api","subject":"a","cost":"x"}`, 400, "'cost' cannot be string"},
 		{"fractional cost", "POST", "/v1/check", `{"policy":"api","subject":"a","cost":1.5}`, 400, "'cost' cannot be number"},
 		{"large body", "POST", "/v1/check", `{"policy":"api","subject":"` + strings.Repeat("x", 70000) + `"}`, 400, "body larger than"},
-		{"long subject", "POST", "/v1/check", `{"policy":"api","subject":"` + strings.Repeat("x", 5000) + `"}`, 400, "subject longer than 4096"},
+		{"long subject", "POST", "/v1/check", `{"policy":"api","subject":"` + strings.Repeat("x", 1025) + `"}`, 400, "subject longer than 1024 bytes"},
 		{"get check", "GET", "/v1/check", ``, 405, "POST"},
 		{"unknown path", "GET", "/v2/x", ``, 404, "no such endpoint"},
 		{"auth no policy", "GET", "/v1/auth/", ``, 400, "missing 'policy'"},
