@@ -5,7 +5,8 @@
 // X-Throttled-Authorization or, on /v1/check, Authorization), reads what to decide (the JSON
 // body of POST /v1/check, with CHECK's cost, peek, refund and priority; the policy in the
 // path of /v1/auth/<policy>/..., the subject from the header its query names and the tier
-// its priority= names or reads from a header), and asks the Decider, which evaluates the policies as
+// its priority= names or reads from a header, a header believed only from a trusted proxy:
+// forwarded.go), and asks the Decider, which evaluates the policies as
 // the CHECK command does: the same counters, TOPDENIED, deny events and ACL checks. The
 // answer carries the decision in headers (RateLimit-Policy and RateLimit as
 // draft-ietf-httpapi-ratelimit-headers defines them, Retry-After when denied and, unless

@@ -8,10 +8,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 
 	"github.com/throttledhq/throttled/policy"
+	"github.com/throttledhq/throttled/ratelimit"
 )
 
 // The paths served.
@@ -160,7 +162,8 @@ func (s *Server) auth(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if req.Subject, err = subjectFrom(r, q.Get("subject")); err != nil {
+	proxies, trusted := s.trustedPeer(r)
+	if req.Subject, err = subjectFrom(r, q.Get("subject"), proxies, trusted); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
@@ -176,7 +179,7 @@ func (s *Server) auth(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if req.Priority, req.AnyTier, err = priorityFrom(r, q.Get("priority")); err != nil {
+	if req.Priority, req.AnyTier, err = priorityFrom(r, q.Get("priority"), trusted); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
@@ -251,31 +254,52 @@ func subject(v, what string) (string, error) {
 	switch {
 	case v == "":
 		return "", fmt.Errorf("empty subject: %s", what)
-	case len(v) > maxSubject:
-		return "", fmt.Errorf("subject longer than %d bytes: %s", maxSubject, what)
+	case len(v) > ratelimit.MaxSubject:
+		return "", fmt.Errorf("subject longer than %d bytes: %s", ratelimit.MaxSubject, what)
 	}
 	return v, nil
 }
 
-// subjectFrom takes forward-auth's subject from r, as from names it:
+// subjectFrom takes forward-auth's subject from r, as from names it. A header is believed
+// only from a trusted proxy (forwarded.go); from any other peer, each of the header sources
+// is the peer's address.
 //
-//	"" or "x-forwarded-for": the first hop of X-Forwarded-For, the client the first proxy
-//	   saw; without that header, the peer's address (a client that came straight in)
+//	"" or "x-forwarded-for": X-Forwarded-For's rightmost hop that is not a trusted proxy;
+//	   without that header, the peer's address (a client that came straight in)
+//	"forwarded": RFC 7239 Forwarded's for=, read as X-Forwarded-For's hops
 //	"x-real-ip": X-Real-IP
 //	"user": the user of the request's Authorization (Basic), or its bearer token
 //	"ip": the peer's address
 //	"header:<Name>": the header Name, such as header:X-Merchant-Id
-func subjectFrom(r *http.Request, from string) (string, error) {
+func subjectFrom(r *http.Request, from string, proxies Proxies, trusted bool) (string, error) {
 	h := r.Header
 	switch strings.ToLower(from) {
 	case "", "x-forwarded-for", "xff":
-		if v := h.Get("X-Forwarded-For"); v != "" {
-			first, _, _ := strings.Cut(v, ",")
-			return subject(strings.TrimSpace(first), "X-Forwarded-For's first hop")
+		if v := h.Values("X-Forwarded-For"); trusted && len(v) > 0 {
+			return fromRight(forwardedFor(v), proxies, "X-Forwarded-For")
+		}
+		return peerIP(r), nil
+	case "forwarded":
+		if v := h.Values("Forwarded"); trusted && len(v) > 0 {
+			hops, err := forwardedHops(v)
+			switch {
+			case err != nil:
+				return "", err
+			case len(hops) == 0:
+				return peerIP(r), nil // no element names a client: the peer is all we know
+			}
+			return fromRight(hops, proxies, "Forwarded's for=")
 		}
 		return peerIP(r), nil
 	case "x-real-ip":
-		return subject(strings.TrimSpace(h.Get("X-Real-IP")), "header X-Real-IP")
+		if !trusted {
+			return peerIP(r), nil
+		}
+		v := strings.TrimSpace(h.Get("X-Real-IP"))
+		if v != "" {
+			v, _, _ = node(v)
+		}
+		return subject(v, "header X-Real-IP")
 	case "ip":
 		return peerIP(r), nil
 	case "user":
@@ -291,24 +315,28 @@ func subjectFrom(r *http.Request, from string) (string, error) {
 		return "", errors.New("empty subject: no Basic user or Bearer token in Authorization")
 	}
 	if name, ok := strings.CutPrefix(from, "header:"); ok && name != "" {
+		if !trusted {
+			return peerIP(r), nil
+		}
 		return subject(strings.TrimSpace(h.Get(name)), "header "+truncate(name, 64))
 	}
-	return "", fmt.Errorf("query 'subject' must be x-forwarded-for, x-real-ip, user, ip or header:<name>, got '%s'", truncate(from, 64))
+	return "", fmt.Errorf("query 'subject' must be x-forwarded-for, forwarded, x-real-ip, user, ip or header:<name>, got '%s'", truncate(from, 64))
 }
 
 // priorityFrom takes forward-auth's tier as from, the query's priority=, names it:
 //
 //	"": none, the default tier
-//	"header:<Name>": the header Name's value (none when it is absent or empty); anyTier,
-//	   since a header's value must neither fail the request nor pick a tier that is not there
+//	"header:<Name>": the header Name's value (none when it is absent or empty, or when the
+//	   peer is not a trusted proxy: a client must not claim a better tier); anyTier, since a
+//	   header's value must neither fail the request nor pick a tier that is not there
 //	anything else: that tier, as the location the proxy guards names it
-func priorityFrom(r *http.Request, from string) (name string, anyTier bool, err error) {
+func priorityFrom(r *http.Request, from string, trusted bool) (name string, anyTier bool, err error) {
 	if from == "" {
 		return "", false, nil
 	}
 	if h, ok := strings.CutPrefix(from, "header:"); ok && h != "" {
 		v := strings.TrimSpace(r.Header.Get(h))
-		if v == "" {
+		if v == "" || !trusted {
 			return "", false, nil
 		}
 		name, err = tier(v, "header "+truncate(h, 64))
@@ -329,13 +357,22 @@ func tier(v, what string) (string, error) {
 	return v, nil
 }
 
-// peerIP is the host of the peer's address.
+// peerIP is the host of the peer's address, written as node writes a hop's (an IPv4 peer of
+// a dual-stack listener, ::ffff:192.0.2.1, is 192.0.2.1), so that one client is one subject
+// whether it came straight in or through a proxy.
 func peerIP(r *http.Request) string {
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		return ap.Addr().Unmap().WithZone("").String()
+	}
 	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
 		return host
 	}
 	return r.RemoteAddr
 }
+
+// ReadCredentials reads a request's credentials as POST /v1/check does, for the other HTTP
+// ports that take the same users (the metrics port's status page).
+func ReadCredentials(r *http.Request) (Credentials, error) { return credentials(r, true) }
 
 // credentials reads the request's credentials: X-Throttled-Authorization, or on /v1/check
 // (withAuthorization) Authorization.

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -16,9 +17,9 @@ func TestSubjectFrom(t *testing.T) {
 		header     []string
 		want, err  string
 	}{
-		{"default is X-Forwarded-For's first hop", "", []string{"X-Forwarded-For", " 203.0.113.7 , 10.0.0.1"}, "203.0.113.7", ""},
+		{"default is X-Forwarded-For's rightmost untrusted hop", "", []string{"X-Forwarded-For", " 203.0.113.7 , 10.0.0.1"}, "10.0.0.1", ""},
 		{"the peer without X-Forwarded-For", "", nil, "192.0.2.1", ""},
-		{"an empty first hop", "xff", []string{"X-Forwarded-For", ", 10.0.0.1"}, "", "empty subject"},
+		{"an empty hop", "xff", []string{"X-Forwarded-For", "10.0.0.1, "}, "", "empty hop in X-Forwarded-For"},
 		{"X-Real-IP", "x-real-ip", []string{"X-Real-IP", "198.51.100.2"}, "198.51.100.2", ""},
 		{"X-Real-IP missing", "x-real-ip", nil, "", "header X-Real-IP"},
 		{"Basic user", "user", []string{"Authorization", "Basic bWVyY2hhbnQ6cHc="}, "merchant", ""},
@@ -34,7 +35,7 @@ func TestSubjectFrom(t *testing.T) {
 			for i := 0; i+1 < len(tc.header); i += 2 {
 				r.Header.Set(tc.header[i], tc.header[i+1])
 			}
-			got, err := subjectFrom(r, tc.from)
+			got, err := subjectFrom(r, tc.from, Proxies{netip.MustParsePrefix("192.0.2.0/24")}, true)
 			if tc.err != "" {
 				require.ErrorContains(t, err, tc.err)
 				return
@@ -65,7 +66,7 @@ func TestPriorityFrom(t *testing.T) {
 			for i := 0; i+1 < len(tc.header); i += 2 {
 				r.Header.Set(tc.header[i], tc.header[i+1])
 			}
-			got, anyTier, err := priorityFrom(r, tc.from)
+			got, anyTier, err := priorityFrom(r, tc.from, true)
 			if tc.err != "" {
 				require.ErrorContains(t, err, tc.err)
 				return

@@ -16,7 +16,6 @@ import (
 const (
 	maxBody        = 64 << 10 // a /v1/check body
 	maxHeaderBytes = 16 << 10
-	maxSubject     = 4096
 	maxTier        = 256
 	readHeader     = 10 * time.Second
 	readTimeout    = 30 * time.Second
@@ -38,6 +37,9 @@ type Options struct {
 	Rejected func()
 	// IdleTimeout closes keep-alive connections idle this long; 0 for defaultIdle.
 	IdleTimeout time.Duration
+	// TrustedProxies are the peers whose headers name a forward-auth subject or tier
+	// (http-trusted-proxies); nil trusts nobody.
+	TrustedProxies func() Proxies
 	// Routes are more handlers by exact path, served on the same port with the same
 	// bounds: envoyproxy/ratelimit's /json, for one. They do their own authentication.
 	Routes map[string]http.Handler

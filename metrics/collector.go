@@ -77,7 +77,7 @@ var (
 )
 
 func (c collector) Collect(ch chan<- prometheus.Metric) {
-	s := c.src.Snapshot(TopDeniedShown)
+	s := c.src.Snapshot()
 	emit := func(f family, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(f.desc, f.typ, v, labels...)
 	}
@@ -114,9 +114,6 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	emit(connRejected, float64(s.ConnectionsRejected))
 	emit(eventsPublished, float64(s.DeniedEventsPublished))
 	emit(eventsDropped, float64(s.DeniedEventsDropped))
-	for i, d := range s.TopDenied {
-		emit(topDenied, float64(d.Count), strconv.Itoa(i+1), d.Key)
-	}
 	if p := s.Persistence; p != nil {
 		emit(persistWriteOK, bool01(p.WriteOK))
 		emit(persistLastSave, float64(p.LastSave.Unix()))
@@ -157,6 +154,20 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		emit(upLocal, float64(u.LocalDecisions))
 		emit(upDegraded, float64(u.DegradedDecisions))
 		emit(upRTT, u.AvgRTT.Seconds())
+	}
+}
+
+// topDeniedCollector exports the most denied keys that one scrape's user may see.
+type topDeniedCollector struct {
+	src Source
+	see func(key string) bool
+}
+
+func (topDeniedCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (c topDeniedCollector) Collect(ch chan<- prometheus.Metric) {
+	for i, d := range c.src.TopDenied(TopDeniedShown, c.see) {
+		ch <- prometheus.MustNewConstMetric(topDenied.desc, topDenied.typ, float64(d.Count), strconv.Itoa(i+1), d.Key)
 	}
 }
 

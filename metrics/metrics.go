@@ -1,18 +1,33 @@
 package metrics
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/throttledhq/throttled/httpapi"
 )
 
 // Source is what the handler reads at each request.
 type Source interface {
-	// Snapshot returns the server's state now, and topDenied of the most denied keys.
-	Snapshot(topDenied int) Snapshot
+	// Snapshot returns the server's state now, without its most denied keys.
+	Snapshot() Snapshot
+	// TopDenied returns the n most denied keys that see allows, most first (see nil:
+	// every key).
+	TopDenied(n int, see func(key string) bool) []Denied
+}
+
+// Options say who sees what the handler lists of keys.
+type Options struct {
+	// Keys authenticates a request for the keys it would see: the status page's most denied
+	// keys, and /metrics's throttled_top_denied_key_denials. It returns see, which reports
+	// whether the request's user may see a key (nil: every key), or an error that wraps
+	// httpapi.ErrForbidden (403) or anything else (401). Nil: everyone sees every key.
+	Keys func(r *http.Request) (see func(key string) bool, err error)
 }
 
 // Snapshot is the server's state at one moment.
@@ -34,7 +49,7 @@ type Snapshot struct {
 	Connections, ConnectionsTotal, ConnectionsRejected int64
 
 	DeniedEventsPublished, DeniedEventsDropped int64
-	TopDenied                                  []Denied
+	TopDenied                                  []Denied // the status page's, from Source.TopDenied
 	TopDeniedWindow                            time.Duration
 
 	Persistence *Persistence // nil with persistence off
@@ -129,21 +144,42 @@ type Upstream struct {
 // TopDeniedShown is how many of the most denied keys /metrics exposes.
 const TopDeniedShown = 10
 
+// topDeniedPage is how many the status page lists.
+const topDeniedPage = 20
+
 // Handler serves /metrics, /healthz, /readyz and the status page at / from src.
-func Handler(src Source) http.Handler {
+//
+// The keys are what an attacker would like to read (the subjects a limit guards: addresses,
+// API keys), so they are shown only to a user opt.Keys lets see them: the status page
+// answers 401 or 403 to anyone else. /metrics, /healthz and /readyz stay open, for probes
+// and scrapers that hold no credentials; /metrics carries the most denied keys only for a
+// scrape whose user may see them, and only those keys.
+func Handler(src Source, opt Options) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collector{src},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	keys := opt.Keys
+	if keys == nil {
+		keys = func(*http.Request) (func(string) bool, error) { return nil, nil }
+	}
 	var rt rates
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		var g prometheus.Gatherer = reg
+		if see, err := keys(r); err == nil {
+			top := prometheus.NewRegistry() // of this request's user: a scrape is rare enough
+			top.MustRegister(topDeniedCollector{src, see})
+			g = prometheus.Gatherers{reg, top}
+		}
+		promhttp.HandlerFor(g, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		snap := src.Snapshot(0)
+		snap := src.Snapshot()
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if !snap.Ready {
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -157,7 +193,27 @@ func Handler(src Source) http.Handler {
 			http.NotFound(w, r)
 			return
 		}
-		statusPage(w, src.Snapshot(20), &rt)
+		see, err := keys(r)
+		if err != nil {
+			refuse(w, err)
+			return
+		}
+		snap := src.Snapshot()
+		snap.TopDenied = src.TopDenied(topDeniedPage, see)
+		statusPage(w, snap, &rt)
 	})
 	return mux
+}
+
+// refuse answers a request opt.Keys refused: 403 for a user that may not see keys, 401
+// (asking for Basic credentials, which a browser prompts for) otherwise.
+func refuse(w http.ResponseWriter, err error) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if errors.Is(err, httpapi.ErrForbidden) {
+		w.WriteHeader(http.StatusForbidden)
+	} else {
+		w.Header().Set("WWW-Authenticate", `Basic realm="throttled"`)
+		w.WriteHeader(http.StatusUnauthorized)
+	}
+	w.Write([]byte(err.Error() + "\n"))
 }

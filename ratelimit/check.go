@@ -33,6 +33,18 @@ type checked struct {
 // the keys the verbs keep upstream.
 var ErrCheckUpstream = errors.New("CHECK is not served in upstream mode")
 
+// ErrSubjectTooLong refuses a subject over MaxSubject, whole: a cut one would share a
+// budget with every subject of the same first MaxSubject bytes.
+var ErrSubjectTooLong = fmt.Errorf("subject longer than %d bytes", MaxSubject)
+
+// checkSubject refuses a subject over MaxSubject.
+func checkSubject(subject []byte) error {
+	if len(subject) > MaxSubject {
+		return ErrSubjectTooLong
+	}
+	return nil
+}
+
 // checkItem is one policy of a check: its name, the subject its key names and its cost.
 type checkItem struct {
 	name, subject []byte
@@ -47,6 +59,9 @@ func (rl *Family) cmdCheck(c *command.Ctx, args [][]byte) error {
 	sc := scratchOf(c)
 	if rl.cfg.Upstream {
 		return ErrCheckUpstream
+	}
+	if err := checkSubject(args[2]); err != nil {
+		return err
 	}
 	var opts nativeOptions
 	priority, err := opts.parse(args[3:], nativeOptionSet{})

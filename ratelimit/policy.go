@@ -466,6 +466,9 @@ func (rl *Family) addEntry(c *command.Ctx, name string, e policy.Entry) error {
 
 // POLICY.OVERRIDE name subject verb params... [EX seconds]
 func (rl *Family) cmdPolicyOverride(c *command.Ctx, args [][]byte) error {
+	if err := checkSubject(args[2]); err != nil {
+		return err
+	}
 	e, err := policy.ParseEntry(policy.Override, strs(args[2:]), rl.cfg.Now())
 	if err != nil {
 		return err
@@ -484,6 +487,9 @@ func (rl *Family) cmdPolicyOverride(c *command.Ctx, args [][]byte) error {
 // POLICY.ALLOW name subject [EX seconds], POLICY.DENY name subject [EX seconds]
 func (rl *Family) policyListHandler(kind policy.EntryKind) command.Handler {
 	return func(c *command.Ctx, args [][]byte) error {
+		if err := checkSubject(args[2]); err != nil {
+			return err
+		}
 		e, err := policy.ParseEntry(kind, strs(args[2:]), rl.cfg.Now())
 		if err != nil {
 			return err
@@ -498,6 +504,9 @@ func (rl *Family) policyListHandler(kind policy.EntryKind) command.Handler {
 
 // POLICY.UNLIST name subject: the number of entries removed.
 func (rl *Family) cmdPolicyUnlist(c *command.Ctx, args [][]byte) error {
+	if err := checkSubject(args[2]); err != nil {
+		return err
+	}
 	name, subject := string(args[1]), string(args[2])
 	n := 0
 	err := rl.changePolicies(func(t policy.Table, now int64) error {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -284,6 +285,50 @@ func TestACLPolicyVerbs(t *testing.T) {
 }
 
 // TestACLTopDenied: TOPDENIED shows a user only the keys its patterns let it read.
+// TestACLDenyEvents: a subscriber sees the deny events of the keys its patterns let it read
+// and no other tenant's, whether it subscribed to the channel or to a pattern; a user that
+// may see every key sees every event.
+func TestACLDenyEvents(t *testing.T) {
+	ts := startServer(t, func(c *Config) {
+		c.Users = [][]string{{"app", "on", ">s3cret", "~app:*", "&__throttled__:*", "+@ratelimit", "+subscribe", "+psubscribe"}}
+	})
+	admin := ts.client(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	app := redis.NewClient(&redis.Options{Addr: ts.addr, Username: "app", Password: "s3cret", Protocol: 2})
+	t.Cleanup(func() { app.Close() })
+	subs := map[string]*redis.PubSub{
+		"app channel":  app.Subscribe(ctx, "__throttled__:denied"),
+		"app pattern":  app.PSubscribe(ctx, "__throttled__:*"), // the user's channel pattern, as Redis wants it
+		"default user": admin.Subscribe(ctx, "__throttled__:denied"),
+	}
+	for _, ps := range subs {
+		defer ps.Close()
+		_, err := ps.Receive(ctx) // the confirmation
+		require.NoError(t, err)
+	}
+	for _, k := range []string{"other:a", "app:x", "other:b", "app:y"} {
+		do(t, admin, "THROTTLE", k, "0", "1", "1h")
+		do(t, admin, "THROTTLE", k, "0", "1", "1h") // denied
+	}
+	for name, ps := range subs {
+		var keys []string
+		want := []string{"app:x", "app:y"}
+		switch name {
+		case "app pattern": // each event on __throttled__:denied and __throttled__:denied:throttle
+			want = []string{"app:x", "app:x", "app:y", "app:y"}
+		case "default user":
+			want = []string{"other:a", "app:x", "other:b", "app:y"}
+		}
+		for len(keys) < len(want) {
+			m, err := ps.ReceiveMessage(ctx)
+			require.NoError(t, err, name)
+			keys = append(keys, strings.Fields(m.Payload)[1])
+		}
+		require.Equal(t, want, keys, name)
+	}
+}
+
 func TestACLTopDenied(t *testing.T) {
 	ts := startServer(t, func(c *Config) { c.Users = [][]string{{"app", "on", ">s3cret", "~app:*", "+@ratelimit"}} })
 	admin := ts.client(t, 2)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/throttledhq/throttled/httpapi"
 	"github.com/throttledhq/throttled/keyspace"
 	"github.com/throttledhq/throttled/listen"
 	"github.com/throttledhq/throttled/persistence"
@@ -194,6 +195,11 @@ type Config struct {
 	// HTTPLegacyHeaders adds X-RateLimit-Limit, -Remaining and -Reset to HTTP decisions
 	// beside the draft's RateLimit fields ("http-legacy-headers"; default yes).
 	HTTPLegacyHeaders bool
+	// HTTPTrustedProxies are the peers, CIDRs or addresses separated by blanks, whose headers
+	// name a forward-auth subject or tier ("http-trusted-proxies"; default the loopback,
+	// httpapi.DefaultProxies; empty trusts nobody). From any other peer the subject is the
+	// peer's address.
+	HTTPTrustedProxies string
 	// GRPCPort serves Envoy's rate-limit service (envoy.service.ratelimit.v3) and gRPC health
 	// checking on Bind ("grpc-port"); 0, the default, serves none.
 	GRPCPort int
@@ -254,26 +260,27 @@ func (c Config) Procs() int { return startProcs + c.IOThreads }
 // DefaultConfig returns the configuration of a server started with no options.
 func DefaultConfig() Config {
 	return Config{
-		Bind:              "127.0.0.1",
-		Port:              6379,
-		TCPBacklog:        511,
-		Supervised:        "no",
-		LogFormat:         "text",
-		Dir:               "./data",
-		AppendOnly:        true,
-		AppendFsync:       "everysec",
-		HTTPLegacyHeaders: true,
-		LogLevel:          "notice",
-		MaxMemoryPolicy:   "noeviction",
-		TLSAuthClients:    "yes",
-		TCPKeepAlive:      300,
-		ProtectedMode:     true,
-		MaxMemorySamples:  5,
-		MaxClients:        10000,
-		PrefetchBatch:     defaultPrefetchBatch,
-		ProtoMaxBulkLen:   resp.DefaultMaxBulk,
-		Shards:            256,
-		IOThreads:         max(1, startProcs/2),
+		Bind:               "127.0.0.1",
+		Port:               6379,
+		TCPBacklog:         511,
+		Supervised:         "no",
+		LogFormat:          "text",
+		Dir:                "./data",
+		AppendOnly:         true,
+		AppendFsync:        "everysec",
+		HTTPLegacyHeaders:  true,
+		HTTPTrustedProxies: httpapi.DefaultProxies,
+		LogLevel:           "notice",
+		MaxMemoryPolicy:    "noeviction",
+		TLSAuthClients:     "yes",
+		TCPKeepAlive:       300,
+		ProtectedMode:      true,
+		MaxMemorySamples:   5,
+		MaxClients:         10000,
+		PrefetchBatch:      defaultPrefetchBatch,
+		ProtoMaxBulkLen:    resp.DefaultMaxBulk,
+		Shards:             256,
+		IOThreads:          max(1, startProcs/2),
 
 		SlowlogLogSlowerThan:           10000,
 		SlowlogMaxLen:                  128,
@@ -408,6 +415,9 @@ func (c Config) Validate() error {
 	}
 	if c.HTTPPort < 0 || c.HTTPPort > 65535 {
 		return fmt.Errorf("http-port: %d is not between 0 and 65535", c.HTTPPort)
+	}
+	if _, err := httpapi.ParseProxies(c.HTTPTrustedProxies); err != nil {
+		return fmt.Errorf("http-trusted-proxies: %w", err)
 	}
 	if c.HTTPTLS && (c.TLSCertFile == "" || c.TLSKeyFile == "") {
 		return errors.New("http-tls: yes needs tls-cert-file and tls-key-file")

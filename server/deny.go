@@ -1,8 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"strconv"
 	"sync/atomic"
+
+	"github.com/throttledhq/throttled/acl"
 )
 
 // Each denial is counted in the most-denied keys (TOPDENIED) and published on
@@ -50,6 +53,26 @@ func (s *Server) denial(cmd *cmdEntry, key []byte, retryMs, now int64) {
 	hub.Publish(s.obs.deniedAll, msg)
 	hub.Publish(cmd.deniedChannel, msg)
 }
+
+// seesEvent reports whether c's user may see message, published on channel: a deny event
+// names a key, which, as in TOPDENIED, a user sees only when its patterns let it read the
+// key (a channel pattern lets it subscribe; the key is another tenant's business). A
+// message of any other channel, or one that is no deny event, is not judged.
+func (c *client) seesEvent(channel, message []byte) bool {
+	if !bytes.HasPrefix(channel, deniedPrefix) || len(channel) > len(deniedPrefix) && channel[len(deniedPrefix)] != ':' {
+		return true
+	}
+	p := c.user.Load().Perms()
+	if p.All {
+		return true
+	}
+	// "verb key retry_after_ms": the key is what lies between the first blank and the last.
+	i, j := bytes.IndexByte(message, ' '), bytes.LastIndexByte(message, ' ')
+	return i < 0 || j <= i || p.CanKey(message[i+1:j], acl.Read)
+}
+
+// deniedPrefix is deniedChannel's bytes.
+var deniedPrefix = []byte(deniedChannel)
 
 func (s *Server) infoDenyEvents() [][2]string {
 	ev := &s.obs.events

@@ -27,9 +27,19 @@ import (
 
 // httpFront is the state of http-port.
 type httpFront struct {
-	api    *httpapi.Server // nil when http-port is 0
-	legacy atomic.Bool     // http-legacy-headers
+	api     *httpapi.Server                 // nil when http-port is 0
+	legacy  atomic.Bool                     // http-legacy-headers
+	proxies atomic.Pointer[httpapi.Proxies] // http-trusted-proxies
 }
+
+// init takes cfg's http-trusted-proxies, which Validate has read.
+func (f *httpFront) init(cfg Config) {
+	p, _ := httpapi.ParseProxies(cfg.HTTPTrustedProxies)
+	f.proxies.Store(&p)
+}
+
+// trustedProxies is httpapi.Options.TrustedProxies.
+func (f *httpFront) trustedProxies() httpapi.Proxies { return *f.proxies.Load() }
 
 // startHTTP listens on http-port when it is set.
 func (s *Server) startHTTP() error {
@@ -56,12 +66,13 @@ func (s *Server) ServeHTTPAPI(ln net.Listener) error {
 	if s.http.api == nil {
 		s.http.legacy.Store(s.cfg.HTTPLegacyHeaders)
 		s.http.api = httpapi.New(&httpDecider{s: s}, httpapi.Options{
-			Log:           s.log.With("listener", "http"),
-			LegacyHeaders: s.http.legacy.Load,
-			MaxConns:      s.maxClients.Load,
-			Rejected:      func() { s.stats.rejected.Add(1) },
-			IdleTimeout:   time.Duration(s.conns.timeout.Load()) * time.Second,
-			Routes:        s.jsonRoute(),
+			Log:            s.log.With("listener", "http"),
+			LegacyHeaders:  s.http.legacy.Load,
+			TrustedProxies: s.http.trustedProxies,
+			MaxConns:       s.maxClients.Load,
+			Rejected:       func() { s.stats.rejected.Add(1) },
+			IdleTimeout:    time.Duration(s.conns.timeout.Load()) * time.Second,
+			Routes:         s.jsonRoute(),
 		})
 	}
 	api := s.http.api
@@ -99,6 +110,14 @@ func (s *Server) httpParams() []*param {
 					return nil, fmt.Errorf("http-legacy-headers: %w", err)
 				}
 				return func() { s.http.legacy.Store(on) }, nil
+			}},
+		{name: "http-trusted-proxies", get: func() string { return s.http.trustedProxies().String() }, def: def.HTTPTrustedProxies,
+			file: list, set: func(v string) (func(), error) {
+				p, err := httpapi.ParseProxies(v)
+				if err != nil {
+					return nil, fmt.Errorf("http-trusted-proxies: %w", err)
+				}
+				return func() { s.http.proxies.Store(&p) }, nil
 			}},
 	}
 }
@@ -179,7 +198,8 @@ func parseCheckReply(b []byte, policies int) (httpapi.Result, error) {
 			return res, fmt.Errorf("%w: %s", httpapi.ErrForbidden, text)
 		case strings.HasPrefix(text, "ERR "+ratelimit.ErrNoPolicy.Error()):
 			return res, fmt.Errorf("%w: %s", httpapi.ErrUnknownPolicy, strings.TrimPrefix(text, "ERR "))
-		case strings.HasPrefix(text, "ERR invalid"), strings.HasPrefix(text, "ERR CHECK policy"), strings.HasPrefix(text, "ERR syntax"):
+		case strings.HasPrefix(text, "ERR invalid"), strings.HasPrefix(text, "ERR CHECK policy"), strings.HasPrefix(text, "ERR syntax"),
+			strings.HasPrefix(text, "ERR "+ratelimit.ErrSubjectTooLong.Error()):
 			return res, fmt.Errorf("%w: %s", httpapi.ErrBadRequest, strings.TrimPrefix(text, "ERR "))
 		}
 		return res, errors.New(text)

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/throttledhq/throttled/httpapi"
+	"github.com/throttledhq/throttled/ratelimit"
 )
 
 // serveHTTPAPI serves ts's HTTP decisions on 127.0.0.1:0 and returns the base URL.
@@ -150,7 +151,7 @@ func TestHTTPBadRequests(t *testing.T) {
 		{"string cost", "POST", "/v1/check", `{"policy":"api","subject":"a","cost":"x"}`, 400, "'cost' cannot be string"},
 		{"fractional cost", "POST", "/v1/check", `{"policy":"api","subject":"a","cost":1.5}`, 400, "'cost' cannot be number"},
 		{"large body", "POST", "/v1/check", `{"policy":"api","subject":"` + strings.Repeat("x", 70000) + `"}`, 400, "body larger than"},
-		{"long subject", "POST", "/v1/check", `{"policy":"api","subject":"` + strings.Repeat("x", 5000) + `"}`, 400, "subject longer than 4096"},
+		{"long subject", "POST", "/v1/check", `{"policy":"api","subject":"` + strings.Repeat("x", 1025) + `"}`, 400, "subject longer than 1024 bytes"},
 		{"get check", "GET", "/v1/check", ``, 405, "POST"},
 		{"unknown path", "GET", "/v2/x", ``, 404, "no such endpoint"},
 		{"auth no policy", "GET", "/v1/auth/", ``, 400, "missing 'policy'"},
@@ -180,7 +181,8 @@ func TestHTTPForwardAuth(t *testing.T) {
 		header      []string
 		key         string // the key CHECK used
 	}{
-		{"first hop of X-Forwarded-For", "", []string{"X-Forwarded-For", "203.0.113.7, 10.0.0.1"}, "203.0.113.7"},
+		{"X-Forwarded-For's rightmost hop", "", []string{"X-Forwarded-For", "10.0.0.1, 203.0.113.7"}, "203.0.113.7"},
+		{"Forwarded's for=", "?subject=forwarded", []string{"Forwarded", `for=10.0.0.1, for="[2001:db8::7]:443";proto=https`}, "2001:db8::7"},
 		{"peer without X-Forwarded-For", "", nil, "127.0.0.1"},
 		{"X-Real-IP", "?subject=x-real-ip", []string{"X-Real-IP", "198.51.100.2"}, "198.51.100.2"},
 		{"a named header", "?subject=header:X-Merchant-Id", []string{"X-Merchant-Id", "m-42"}, "m-42"},
@@ -205,6 +207,88 @@ func TestHTTPForwardAuth(t *testing.T) {
 			require.Equal(t, http.StatusForbidden, a.status, "nginx's auth_request takes 403, not 429")
 			require.NotEmpty(t, a.header.Get("Retry-After"))
 			require.Equal(t, int64(1), do(t, rdb, "EXISTS", "policy:api:"+tc.key))
+		})
+	}
+}
+
+// TestHTTPSpoofedHeaders: a client that reaches http-port itself gets no new budget by
+// sending a new X-Forwarded-For (or any header subject) with each request: from a peer that
+// is not a trusted proxy, the subject is the peer's address.
+func TestHTTPSpoofedHeaders(t *testing.T) {
+	ts := startServer(t, func(c *Config) { c.HTTPTrustedProxies = "10.0.0.0/8" }) // not 127.0.0.1
+	rdb := ts.client(t, 2)
+	do(t, rdb, "POLICY.SET", "api", "WINDOW", "2", "1m")
+	base := serveHTTPAPI(t, ts)
+	for _, query := range []string{"", "?subject=forwarded", "?subject=x-real-ip", "?subject=header:X-Api-Key"} {
+		t.Run(query, func(t *testing.T) {
+			do(t, rdb, "DEL", "policy:api:127.0.0.1")
+			for i := 1; i <= 20; i++ {
+				ip := fmt.Sprintf("198.51.100.%d", i)
+				a := httpDo(t, "GET", base+"/v1/auth/api"+query, "", "X-Forwarded-For", ip, "Forwarded", "for="+ip,
+					"X-Real-IP", ip, "X-Api-Key", ip)
+				want := http.StatusOK
+				if i > 2 {
+					want = http.StatusTooManyRequests
+				}
+				require.Equal(t, want, a.status, "request %d", i)
+			}
+			require.Equal(t, []any{"policy:api:127.0.0.1"}, do(t, rdb, "KEYS", "policy:api:*"))
+		})
+	}
+	// CONFIG SET trusts the loopback again: the header names the subject.
+	do(t, rdb, "CONFIG", "SET", "http-trusted-proxies", "127.0.0.1/32 ::1")
+	require.Equal(t, []any{"http-trusted-proxies", "127.0.0.1/32 ::1/128"}, do(t, rdb, "CONFIG", "GET", "http-trusted-proxies"))
+	a := httpDo(t, "GET", base+"/v1/auth/api", "", "X-Forwarded-For", "198.51.100.1")
+	require.Equal(t, http.StatusOK, a.status)
+	require.Equal(t, int64(1), do(t, rdb, "EXISTS", "policy:api:198.51.100.1"))
+	require.Contains(t, doErr(t, rdb, "CONFIG", "SET", "http-trusted-proxies", "10.0.0.0/33"), "http-trusted-proxies: '10.0.0.0/33' is not a CIDR")
+}
+
+// TestHTTPTrustedProxyHops: from a trusted proxy (the loopback by default), the subject is
+// X-Forwarded-For's or Forwarded's rightmost hop that is not a trusted proxy, so a hop the
+// client prepends changes nothing.
+func TestHTTPTrustedProxyHops(t *testing.T) {
+	ts := startServer(t)
+	rdb := ts.client(t, 2)
+	do(t, rdb, "POLICY.SET", "api", "WINDOW", "2", "1m")
+	base := serveHTTPAPI(t, ts)
+	for _, tc := range []struct{ query, header, format string }{
+		{"", "X-Forwarded-For", "198.51.100.%d, 203.0.113.9, 127.0.0.1"},
+		{"?subject=forwarded", "Forwarded", `for=198.51.100.%d, for=203.0.113.9;proto=https, for="[::1]:8080"`},
+	} {
+		t.Run(tc.header, func(t *testing.T) {
+			do(t, rdb, "DEL", "policy:api:203.0.113.9")
+			for i := 1; i <= 20; i++ {
+				a := httpDo(t, "GET", base+"/v1/auth/api"+tc.query, "", tc.header, fmt.Sprintf(tc.format, i))
+				want := http.StatusOK
+				if i > 2 {
+					want = http.StatusTooManyRequests
+				}
+				require.Equal(t, want, a.status, "request %d", i)
+			}
+			require.Equal(t, []any{"policy:api:203.0.113.9"}, do(t, rdb, "KEYS", "policy:api:*"))
+		})
+	}
+}
+
+// TestHTTPHeaderTier: a tier read from a header is believed only from a trusted proxy: a
+// client must not claim a better tier.
+func TestHTTPHeaderTier(t *testing.T) {
+	for _, tc := range []struct {
+		proxies string
+		passed  int
+	}{{"10.0.0.0/8", 5}, {"127.0.0.0/8", 10}} {
+		t.Run(tc.proxies, func(t *testing.T) {
+			ts := startServer(t, func(c *Config) { c.HTTPTrustedProxies = tc.proxies })
+			do(t, ts.client(t, 2), "POLICY.SET", "api", "WINDOW", "10", "1m", "TIERS", "pay=1", "default=0.5")
+			base := serveHTTPAPI(t, ts)
+			passed := 0
+			for i := 0; i < 20; i++ {
+				if httpDo(t, "GET", base+"/v1/auth/api?subject=ip&priority=header:X-Tier", "", "X-Tier", "pay").status == http.StatusOK {
+					passed++
+				}
+			}
+			require.Equal(t, tc.passed, passed)
 		})
 	}
 }
@@ -408,4 +492,40 @@ func TestHTTPDuringClose(t *testing.T) {
 	for g := 0; g < 4; g++ {
 		require.NoError(t, <-done)
 	}
+}
+
+// TestSubjectCap: one cap, ratelimit.MaxSubject, on a subject at every door that takes one
+// here: CHECK and the policy verbs over RESP, POST /v1/check's body and forward-auth's
+// header over HTTP. A subject over it is refused whole (a 400 over HTTP, which a proxy
+// takes as a denial), never cut; one at the cap is served.
+func TestSubjectCap(t *testing.T) {
+	ts := startServer(t)
+	rdb := ts.client(t, 2)
+	do(t, rdb, "POLICY.SET", "api", "WINDOW", "5", "1m")
+	base := serveHTTPAPI(t, ts)
+	at, over := strings.Repeat("s", ratelimit.MaxSubject), strings.Repeat("s", ratelimit.MaxSubject+1)
+	const tooLong = "ERR subject longer than 1024 bytes"
+	for _, args := range [][]any{
+		{"CHECK", "api", over},
+		{"POLICY.ALLOW", "api", over},
+		{"POLICY.DENY", "api", over, "EX", "10"},
+		{"POLICY.OVERRIDE", "api", over, "WINDOW", "9", "1m"},
+		{"POLICY.UNLIST", "api", over},
+	} {
+		require.Equal(t, tooLong, doErr(t, rdb, args...), "%s", args[0])
+	}
+	require.Equal(t, int64(0), do(t, rdb, "DBSIZE"), "nothing stored")
+	require.Equal(t, "ok", do(t, rdb, "CHECK", "api", at).([]any)[5])
+	require.Equal(t, "OK", do(t, rdb, "POLICY.ALLOW", "api", at))
+
+	a := httpDo(t, "POST", base+"/v1/check", `{"policy":"api","subject":"`+over+`"}`)
+	require.Equal(t, http.StatusBadRequest, a.status)
+	require.Equal(t, "subject longer than 1024 bytes: 'subject'", a.body["error"])
+	a = httpDo(t, "GET", base+"/v1/auth/api?subject=header:X-Api-Key", "", "X-Api-Key", over)
+	require.Equal(t, http.StatusBadRequest, a.status)
+	require.Equal(t, "subject longer than 1024 bytes: header X-Api-Key", a.body["error"])
+	a = httpDo(t, "GET", base+"/v1/auth/api", "", "X-Forwarded-For", over)
+	require.Equal(t, http.StatusBadRequest, a.status)
+	a = httpDo(t, "GET", base+"/v1/auth/api?subject=header:X-Api-Key", "", "X-Api-Key", at)
+	require.Equal(t, http.StatusOK, a.status)
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/throttledhq/throttled/httpapi"
 	"github.com/throttledhq/throttled/internal/version"
 	"github.com/throttledhq/throttled/listen"
 	"github.com/throttledhq/throttled/metrics"
@@ -32,7 +33,7 @@ func (s *Server) startMetrics() error {
 
 // ServeMetrics serves /metrics, /healthz, /readyz and the status page on ln until Close.
 func (s *Server) ServeMetrics(ln net.Listener) error {
-	hs := &http.Server{Handler: metrics.Handler(s), ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: metrics.Handler(s, metrics.Options{Keys: s.metricsKeys}), ReadHeaderTimeout: 10 * time.Second}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -56,7 +57,7 @@ func (s *Server) closeMetricsLocked() {
 }
 
 // Snapshot implements metrics.Source from INFO's counters.
-func (s *Server) Snapshot(topDenied int) metrics.Snapshot {
+func (s *Server) Snapshot() metrics.Snapshot {
 	snap := metrics.Snapshot{
 		Version:               version.String(),
 		Role:                  "master",
@@ -84,12 +85,6 @@ func (s *Server) Snapshot(topDenied int) metrics.Snapshot {
 	}
 	snap.Transports = s.transports()
 	snap.Latencies = s.latencies()
-	if topDenied > 0 {
-		top, _ := s.obs.denied.Top(topDenied, s.nowNano())
-		for _, e := range top {
-			snap.TopDenied = append(snap.TopDenied, metrics.Denied{Key: e.Key, Count: e.Count})
-		}
-	}
 	snap.MemoryBytes, snap.ResidentBytes = s.memoryUsed()
 	if s.store != nil {
 		in := s.store.Info()
@@ -115,6 +110,32 @@ func (s *Server) Snapshot(topDenied int) metrics.Snapshot {
 	}
 	snap.Ready, snap.NotReady = s.readiness(rin.Primary, rin.LinkUp && !rin.Syncing, snap.Upstream)
 	return snap
+}
+
+// TopDenied implements metrics.Source.
+func (s *Server) TopDenied(n int, see func(key string) bool) []metrics.Denied {
+	var out []metrics.Denied
+	for _, e := range s.topDenied(n, see) {
+		out = append(out, metrics.Denied{Key: e.Key, Count: e.Count})
+	}
+	return out
+}
+
+// metricsKeys is metrics.Options.Keys: a request authenticates as on http-port (httpUser),
+// and its user sees the keys when it may run TOPDENIED, those its patterns let it read.
+func (s *Server) metricsKeys(r *http.Request) (func(key string) bool, error) {
+	cred, err := httpapi.ReadCredentials(r)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", httpapi.ErrUnauthorized, err)
+	}
+	user, err := s.httpUser(cred)
+	if err != nil {
+		return nil, err
+	}
+	if p := user.Perms(); !p.All && !p.CanRun(s.commands["topdenied"].aclID) {
+		return nil, fmt.Errorf("%w: this user has no permissions to run the 'topdenied' command", httpapi.ErrForbidden)
+	}
+	return readableKeys(user), nil
 }
 
 // readiness says whether the server should receive traffic: it serves (its state is loaded

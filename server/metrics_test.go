@@ -1,9 +1,11 @@
 package server
 
 import (
+	"encoding/base64"
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -165,4 +167,65 @@ func toList(v any) []any {
 		return out
 	}
 	return v.([]any)
+}
+
+// TestMetricsPortUsers: with a password set, the status page asks for credentials (401, as
+// http-port) and shows a user only the most denied keys its patterns let it read; a user
+// that may not run TOPDENIED gets 403. /metrics, /healthz and /readyz stay open, /metrics
+// with the most denied keys only for a scrape whose user may see them.
+func TestMetricsPortUsers(t *testing.T) {
+	ts := startServer(t, func(c *Config) {
+		c.RequirePass = "adminpw"
+		c.Users = [][]string{{"app", "on", ">s3cret", "~app:*", "+@ratelimit"}, {"reader", "on", ">r", "~*", "+get"}}
+	})
+	admin := ts.client(t, 2)
+	do(t, admin, "AUTH", "adminpw")
+	for _, k := range []string{"app:x", "other:secret"} {
+		do(t, admin, "THROTTLE", k, "0", "1", "1h")
+		do(t, admin, "THROTTLE", k, "0", "1", "1h")
+	}
+	base := serveMetrics(t, ts)
+	basic := func(u, p string) string { return "Basic " + base64.StdEncoding.EncodeToString([]byte(u+":"+p)) }
+	fetch := func(path, auth string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest("GET", base+path, nil)
+		require.NoError(t, err)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	for _, tc := range []struct {
+		name, auth string
+		status     int
+		see        []string // of app:x and other:secret
+	}{
+		{"no credentials", "", http.StatusUnauthorized, nil},
+		{"a wrong password", basic("app", "nope"), http.StatusUnauthorized, nil},
+		{"without TOPDENIED", basic("reader", "r"), http.StatusForbidden, nil},
+		{"a tenant", basic("app", "s3cret"), http.StatusOK, []string{"app:x"}},
+		{"the default user", "Bearer adminpw", http.StatusOK, []string{"app:x", "other:secret"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, page := fetch("/", tc.auth)
+			require.Equal(t, tc.status, code, page)
+			code, metrics := fetch("/metrics", tc.auth)
+			require.Equal(t, http.StatusOK, code, "/metrics stays open")
+			require.Contains(t, metrics, "throttled_keys ")
+			for _, k := range []string{"app:x", "other:secret"} {
+				want := slices.Contains(tc.see, k)
+				require.Equal(t, want, strings.Contains(page, "<td>"+k+"</td>"), "the page and %s", k)
+				require.Equal(t, want, strings.Contains(metrics, `key="`+k+`"`), "/metrics and %s", k)
+			}
+		})
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		code, _ := fetch(path, "")
+		require.Equal(t, http.StatusOK, code, path)
+	}
 }

@@ -374,15 +374,7 @@ func cmdTopDenied(c *client, args [][]byte) error {
 		}
 		n = min(v, int64(c.s.obs.denied.Capacity()))
 	}
-	var top []topk.Entry
-	if p := c.user.Load().Perms(); p.All {
-		top, _ = c.s.obs.denied.Top(int(n), c.s.nowNano())
-	} else {
-		// A user sees only the keys its patterns let it read: the others are other tenants'.
-		top, _ = c.s.obs.denied.Top(c.s.obs.denied.Capacity(), c.s.nowNano())
-		top = slices.DeleteFunc(top, func(e topk.Entry) bool { return !p.CanKey([]byte(e.Key), acl.Read) })
-		top = top[:min(len(top), int(n))]
-	}
+	top := c.s.topDenied(int(n), readableKeys(c.user.Load()))
 	if c.W.Proto == 3 {
 		c.W.Map(len(top))
 	} else {
@@ -393,6 +385,28 @@ func cmdTopDenied(c *client, args [][]byte) error {
 		c.W.Int(e.Count)
 	}
 	return nil
+}
+
+// topDenied returns the n most denied keys that see allows (nil: every key), most first.
+func (s *Server) topDenied(n int, see func(key string) bool) []topk.Entry {
+	if see == nil {
+		top, _ := s.obs.denied.Top(n, s.nowNano())
+		return top
+	}
+	top, _ := s.obs.denied.Top(s.obs.denied.Capacity(), s.nowNano())
+	top = slices.DeleteFunc(top, func(e topk.Entry) bool { return !see(e.Key) })
+	return top[:min(len(top), n)]
+}
+
+// readableKeys is what u may see of the keys the server lists (TOPDENIED, the status page;
+// the deny events judge theirs in seesEvent): those its patterns let it read, the others
+// being other tenants'; nil when it may see every key.
+func readableKeys(u *acl.User) func(key string) bool {
+	p := u.Perms()
+	if p.All {
+		return nil
+	}
+	return func(key string) bool { return p.CanKey([]byte(key), acl.Read) }
 }
 
 // infoCommandStats is INFO commandstats, as Redis's: each command that ran or was refused.

@@ -38,6 +38,7 @@ const (
 	quoted                     // name "value", with C escapes; an empty value has no line at all
 	bytesValue                 // name 1mb: in the largest unit that divides it
 	words                      // name host port, unquoted; an empty value has no line at all
+	list                       // name a b c, unquoted; an empty value means none, not the default: name ""
 )
 
 // replConfig holds the replication options CONFIG SET changes at run time, readable from any

@@ -125,6 +125,9 @@ func (c *client) setPubSubKind() {
 // Message implements pubsub.Receiver: a publisher queues the message on c's output, or,
 // when that overflows, disconnects c.
 func (c *client) Message(pattern, channel, message []byte) {
+	if !c.seesEvent(channel, message) {
+		return
+	}
 	o := c.out
 	o.mu.Lock()
 	ok := true

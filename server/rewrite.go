@@ -126,6 +126,10 @@ func (p *param) configLine() (line string, force bool) {
 		if v == "" {
 			return "", false
 		}
+	case list:
+		if v == "" {
+			v = `""`
+		}
 	case bytesValue:
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 			v = formatSize(n)

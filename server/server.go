@@ -185,6 +185,7 @@ func New(cfg Config) (*Server, error) {
 	s.prefetchBatch.Store(int64(cfg.PrefetchBatch))
 	s.lastSave.Store(s.started.Unix())
 	s.replCfg.init(cfg)
+	s.http.init(cfg)
 	s.rl = ratelimit.New(ratelimit.Config{Keys: s.ks, Now: s.nowNano, Log: log, ConfigFile: cfg.ConfigFile,
 		SplitLine: SplitConfigLine, Upstream: cfg.Upstream != "" || len(cfg.UpstreamCluster) > 0,
 		Decided: func(c *command.Ctx, limited bool) { s.decided(c.Conn.(*client), limited) },

@@ -424,6 +424,17 @@ func optionTable() []option {
 		integer("http-port", "HTTP port, on bind, of rate-limit decisions (POST /v1/check, forward-auth /v1/auth/<policy>); 0 for none", func(c *C) *int { return &c.HTTPPort }),
 		boolean("http-tls", "serve http-port over TLS with the tls-* files", func(c *C) *bool { return &c.HTTPTLS }),
 		boolean("http-legacy-headers", "HTTP decisions carry X-RateLimit-Limit, -Remaining and -Reset beside the draft's RateLimit fields", func(c *C) *bool { return &c.HTTPLegacyHeaders }),
+		{name: "http-trusted-proxies", arg: "cidr...", many: true, help: `the proxies (CIDRs or addresses) whose X-Forwarded-For, Forwarded, X-Real-IP or header:<name> names a forward-auth subject or tier; from any other peer the subject is its address; "" trusts nobody`,
+			set: func(s *settings, name string, values []string) error { // quoted as one value, or as several
+				s.HTTPTrustedProxies = strings.Join(values, " ")
+				return nil
+			},
+			get: func(s *settings) string {
+				if s.HTTPTrustedProxies == "" {
+					return `""`
+				}
+				return s.HTTPTrustedProxies
+			}},
 		integer("grpc-port", "gRPC port, on bind, of Envoy's rate-limit service; 0 for none (needs ratelimit-config)", func(c *C) *int { return &c.GRPCPort }),
 		boolean("grpc-tls", "serve grpc-port over TLS with the tls-* files", func(c *C) *bool { return &c.GRPCTLS }),
 		{name: "ratelimit-config", arg: "path", help: "an envoyproxy/ratelimit YAML file, or a directory of them, whose descriptors become policies; read again when it changes",
