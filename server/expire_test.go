@@ -13,7 +13,8 @@ import (
 func TestActiveExpiryKeepsUpWithManyIdleKeys(t *testing.T) {
 	// 200,000 keys expire at once and nobody touches them. At 20 record ids per shard per
 	// cycle, 16 shards, expiry used to free 3,200 keys a second: a minute for these. Cycles
-	// that go on while the shards are mostly expired free them in a few.
+	// that go on while the shards are mostly expired free them in a few (well under a second
+	// here; the 40 s allowed are for a machine at a load of 19, where 10 s did not do).
 	const n = 200_000
 	ts := startServerWith(t, func(s *Server) {
 		exp := s.nowNano() + int64(time.Second)
@@ -29,6 +30,6 @@ func TestActiveExpiryKeepsUpWithManyIdleKeys(t *testing.T) {
 	do(t, rdb, "SET", "forever", "1")
 	require.Equal(t, int64(n+1), do(t, rdb, "DBSIZE"))
 	ts.clock.Advance(2 * time.Second)
-	require.Eventually(t, func() bool { return do(t, rdb, "DBSIZE") == int64(1) }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return do(t, rdb, "DBSIZE") == int64(1) }, 40*time.Second, 10*time.Millisecond)
 	require.Contains(t, do(t, rdb, "INFO", "stats").(string), fmt.Sprintf("expired_keys:%d\r\n", n))
 }
