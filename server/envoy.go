@@ -234,6 +234,9 @@ func (d *edgeDecider) Decide(ctx context.Context, items []envoyrls.Item) ([]envo
 		s.stats.errors.Add(1)
 		return nil, err
 	}
+	// maxmemory as CHECK's denyoom has it over RESP (memory.go): evict first, or decide
+	// without creating keys.
+	c.NoRoom = s.mem.full.Load() && s.makeRoom() != nil
 	s.stats.commands.Add(1)
 	c.Tick = s.obs.mono()
 	start := c.Tick
