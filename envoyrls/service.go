@@ -45,8 +45,8 @@ type Decision struct {
 type Decider interface {
 	// Decide evaluates every item all or nothing, as CHECK a,b does, and counts the decisions
 	// as CHECK's (over HTTP when OverHTTP(ctx), else over gRPC). It returns one decision an
-	// item, or an error when it decided nothing (a policy it does not have, a key holding
-	// another kind of value).
+	// item, or an error when it decided nothing (a policy it does not have, too few
+	// replicas for min-replicas-to-write), which the service answers as OVER_LIMIT.
 	Decide(ctx context.Context, items []Item) ([]Decision, error)
 	// SetPolicies replaces the policies made from the configuration by t.
 	SetPolicies(t policy.Table)
@@ -251,7 +251,14 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 			if errors.Is(err, ctx.Err()) {
 				return nil, status.FromContextError(err).Err()
 			}
-			return nil, status.Error(codes.Unavailable, err.Error())
+			// Envoy lets a request through on any error (failure_mode_deny: false), which
+			// must mean throttled could not be reached, not that it refused to decide: a
+			// decision that failed is a denial no wait lifts.
+			s.log.Warn("rate-limit decision failed: answered OVER_LIMIT", "domain", req.GetDomain(), "err", err)
+			decisions = make([]Decision, len(items))
+			for i := range decisions {
+				decisions[i] = Decision{Limited: true, RetryMs: -1, Status: "error"}
+			}
 		}
 	}
 	resp := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK, Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(states))}

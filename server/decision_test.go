@@ -110,3 +110,16 @@ func toAny(s []string) []any {
 	}
 	return out
 }
+
+// TestAnsweredErrorIsADenialOverGRPC: a gRPC decision that fails in the server (here
+// NOREPLICAS: min-replicas-to-write without replicas) answers OVER_LIMIT, not UNAVAILABLE,
+// which Envoy's failure_mode_deny: false would let through.
+func TestAnsweredErrorIsADenialOverGRPC(t *testing.T) {
+	rs := startRLS(t, map[string]string{"edge.yaml": edgeYAML})
+	rdb := rs.client(t, 2)
+	do(t, rdb, "CONFIG", "SET", "min-replicas-to-write", "1")
+	require.Contains(t, doErr(t, rdb, "CHECK", "rls.edge.remote_address", "192.0.2.1"), "NOREPLICAS")
+	require.Equal(t, []string{over, over}, codesOf(rs.ask(t, "edge", 1, desc("remote_address", "192.0.2.1"))))
+	do(t, rdb, "CONFIG", "SET", "min-replicas-to-write", "0")
+	require.Equal(t, []string{ok, ok}, codesOf(rs.ask(t, "edge", 1, desc("remote_address", "192.0.2.1"))), "nothing was taken")
+}
