@@ -1,10 +1,13 @@
 package server
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 	"testing"
 
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -122,4 +125,51 @@ func TestAnsweredErrorIsADenialOverGRPC(t *testing.T) {
 	require.Equal(t, []string{over, over}, codesOf(rs.ask(t, "edge", 1, desc("remote_address", "192.0.2.1"))))
 	do(t, rdb, "CONFIG", "SET", "min-replicas-to-write", "0")
 	require.Equal(t, []string{ok, ok}, codesOf(rs.ask(t, "edge", 1, desc("remote_address", "192.0.2.1"))), "nothing was taken")
+}
+
+// TestGRPCSlowlogWhileItChanges: a gRPC decision that SLOWLOG or MONITOR starts to want
+// while it runs is logged with what it has, never without arguments (which panicked in
+// redact and took the server down).
+func TestGRPCSlowlogWhileItChanges(t *testing.T) {
+	rs := startRLS(t, map[string]string{"edge.yaml": edgeYAML})
+	rdb := rs.client(t, 2)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ctx := context.Background()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			rdb.ConfigSet(ctx, "slowlog-log-slower-than", []string{"1000000", "0"}[i%2])
+		}
+	}()
+	// Several callers at once: a caller preempted between the two looks at the threshold
+	// is what the toggling needs to catch.
+	errs := make(chan error, 8)
+	for w := range 8 {
+		go func() {
+			ctx := context.Background()
+			for n := w * 100_000; n < w*100_000+20_000; n += 10 {
+				r, err := rs.rls.ShouldRateLimit(ctx, &rlsv3.RateLimitRequest{Domain: "edge", Descriptors: addresses(n, 10)})
+				if err == nil && r.OverallCode != rlsv3.RateLimitResponse_OK {
+					err = fmt.Errorf("request %d: %v", n, r.OverallCode)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		require.NoError(t, <-errs)
+	}
+	close(stop)
+	<-done
+	require.NotEmpty(t, do(t, rdb, "SLOWLOG", "GET", "1"))
 }
