@@ -180,6 +180,7 @@ func TestMaxMemoryFloodOverHTTP(t *testing.T) {
 	require.NoError(t, flood(sent, 8000))
 	require.NotEqual(t, "0", infoOf(t, rdb, "stats", "evicted_keys"))
 	used, _ := strconv.ParseInt(infoOf(t, rdb, "memory", "used_memory_keyspace"), 10, 64)
+	t.Logf("%d subjects over HTTP, maxmemory %d: keyspace %d, %s evicted", sent+8000, limit, used, infoOf(t, rdb, "stats", "evicted_keys"))
 	require.Less(t, used, int64(limit*3/2))
 	a := httpDo(t, "POST", url, victim)
 	require.Equal(t, http.StatusTooManyRequests, a.status, "the spent subject survived the flood: %v", a.body)
@@ -224,6 +225,8 @@ func TestMaxMemoryFloodOverGRPC(t *testing.T) {
 			peak = max(peak, used)
 		}
 	}
+	t.Logf("150,000 descriptors, maxmemory %d: keyspace peak %d, now %s (%s), %s evicted", limit, peak,
+		infoOf(t, rdb, "memory", "used_memory_keyspace"), infoOf(t, rdb, "keyspace", "db0"), infoOf(t, rdb, "stats", "evicted_keys"))
 	require.NotEqual(t, "0", infoOf(t, rdb, "stats", "evicted_keys"))
 	require.Less(t, peak, int64(limit*3/2), "the keyspace's peak")
 	require.Equal(t, []string{over, over}, codesOf(rs.ask(t, "edge", 1, victim)), "the spent address survived the flood")
