@@ -94,6 +94,11 @@ type Ctx struct {
 	// ReadOnly: a replica serves the call, which may only read (a rate-limit verb's PEEK
 	// or COST 0).
 	ReadOnly bool
+	// NoRoom: the keyspace is over maxmemory and nothing could be evicted (noeviction, or
+	// no key the policy may take). A rate-limit verb still decides and answers, as a
+	// decision must not fail for memory: it keeps the new state of a key that exists,
+	// which takes no more room, and creates no key.
+	NoRoom bool
 	// Fallback, when not 0, is the share of each limit this instance may use: upstream mode
 	// deciding locally because the upstream cannot.
 	Fallback float64

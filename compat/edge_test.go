@@ -87,9 +87,10 @@ func runProxy(t *testing.T, cmd *exec.Cmd) *lockedWriter {
 }
 
 // driveProxy sends requests through the proxy at base: edgeLimit pass with the headers,
-// the next are refused with 429 and Retry-After and never reach the app; with throttled
-// stopped, requests pass again (fail open).
-func driveProxy(t *testing.T, base string, p *process, hits *atomic.Int64) {
+// the next are refused with 429 and Retry-After and never reach the app; an error throttled
+// answers (503: min-replicas-to-write without replicas) is refused with errStatus and never
+// reaches the app either; with throttled stopped, requests pass again (fail open).
+func driveProxy(t *testing.T, base string, p *process, hits *atomic.Int64, errStatus int) {
 	c := &http.Client{Timeout: 10 * time.Second}
 	get := func() (*http.Response, string) {
 		resp, err := c.Get(base + "/orders/7")
@@ -118,6 +119,15 @@ func driveProxy(t *testing.T, base string, p *process, hits *atomic.Int64) {
 	}
 	require.Equal(t, int64(edgeLimit), hits.Load(), "denied requests never reach the app")
 	require.Contains(t, p.cli(t, "INFO", "throttle"), "verb_check:allowed=5,denied=3")
+
+	require.Equal(t, "OK", p.cli(t, "POLICY.SET", "api", "THROTTLE", "99", "1", "1h"), "room for more")
+	require.Equal(t, "OK", p.cli(t, "CONFIG", "SET", "min-replicas-to-write", "1"))
+	for i := 0; i < 3; i++ {
+		resp, body := get()
+		require.Equal(t, errStatus, resp.StatusCode, "an answered error is no pass: %s", body)
+	}
+	require.Equal(t, int64(edgeLimit), hits.Load(), "requests throttled answered with an error never reach the app")
+	require.Equal(t, "OK", p.cli(t, "CONFIG", "SET", "min-replicas-to-write", "0"))
 
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	err := <-p.exited
@@ -162,7 +172,7 @@ http {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(conf), 0o644))
 	out := runProxy(t, exec.Command("nginx", "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", filepath.Join(dir, "nginx.conf")))
 	waitListening(t, listen, out)
-	driveProxy(t, "http://"+listen, p, hits)
+	driveProxy(t, "http://"+listen, p, hits, http.StatusInternalServerError)
 	log, err := os.ReadFile(filepath.Join(dir, "error.log"))
 	require.NoError(t, err)
 	require.Contains(t, string(log), "connect() failed (111: Connection refused) while connecting to upstream", "nginx logs that it failed open")
@@ -185,7 +195,7 @@ func TestCaddyForwardAuth(t *testing.T) {
 	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
 	out := runProxy(t, cmd)
 	waitListening(t, listen, out)
-	driveProxy(t, "http://"+listen, p, hits)
+	driveProxy(t, "http://"+listen, p, hits, http.StatusServiceUnavailable)
 	require.Contains(t, out.String(), `"X-Ratelimit-Status":["unavailable"]`, "Caddy logs that it failed open")
 }
 

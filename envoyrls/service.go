@@ -47,8 +47,9 @@ type Decider interface {
 	// Decide evaluates every item all or nothing, as CHECK a,b does, and counts the decisions
 	// as CHECK's (over HTTP when OverHTTP(ctx), else over gRPC). It returns one decision an
 	// item, or an error when it decided nothing: one wrapping ErrUnauthenticated or
-	// ErrPermissionDenied for a request its user may not make, another for a policy it does
-	// not have or a key holding another kind of value.
+	// ErrPermissionDenied for a request its user may not make, which the service answers with
+	// those codes; another for a policy it does not have, a key holding another kind of value
+	// or too few replicas for min-replicas-to-write, which the service answers as OVER_LIMIT.
 	Decide(ctx context.Context, items []Item) ([]Decision, error)
 	// SetPolicies replaces the policies made from the configuration by t.
 	SetPolicies(t policy.Table)
@@ -283,7 +284,14 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 			case errors.Is(err, ErrPermissionDenied):
 				return nil, status.Error(codes.PermissionDenied, err.Error())
 			}
-			return nil, status.Error(codes.Unavailable, err.Error())
+			// Envoy lets a request through on any error (failure_mode_deny: false), which
+			// must mean throttled could not be reached, not that it refused to decide: a
+			// decision that failed is a denial no wait lifts.
+			s.log.Warn("rate-limit decision failed: answered OVER_LIMIT", "domain", req.GetDomain(), "err", err)
+			decisions = make([]Decision, len(items))
+			for i := range decisions {
+				decisions[i] = Decision{Limited: true, RetryMs: -1, Status: "error"}
+			}
 		}
 	}
 	resp := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK, Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(states))}

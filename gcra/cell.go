@@ -73,15 +73,11 @@ func (p CellParams) rate() (rate, error) {
 	if !ok {
 		return rate{}, &Error{Text: "ERR max_burst is too large for this period and count_per_period"}
 	}
+	// redis-cell's release build wraps interval*quantity and answers nonsense; a
+	// quantity past int64 in time is past max_burst+1, and denied as redis-cell denies
+	// every quantity it can compute past the limit: retry_after -1.
 	inc, ok := mulOK(interval, p.Quantity)
-	if !ok {
-		return rate{}, errCellQuantity()
-	}
-	return rate{interval: interval, tolerance: tolerance, inc: inc}, nil
-}
-
-func errCellQuantity() error {
-	return &Error{Text: "ERR quantity is too large for this period and count_per_period"}
+	return rate{interval: interval, tolerance: tolerance, inc: inc, never: !ok}, nil
 }
 
 // Cell evaluates CL.THROTTLE as redis-cell does, in nanoseconds. now and tat
@@ -97,10 +93,7 @@ func Cell(now, tat int64, exists bool, p CellParams) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	d, ok := r.decide(now, tat, exists)
-	if !ok {
-		return Result{}, errCellQuantity()
-	}
+	d := r.decide(now, tat, exists)
 	res := Result{
 		Limited:    d.limited,
 		Limit:      p.MaxBurst + 1,

@@ -4,8 +4,12 @@
 // stored theoretical arrival time (TAT, Unix ns, or exists=false for a new
 // key) and gets back a Result: the five numbers of the reply, and whether to
 // store a new TAT and for how long. A denied request never stores. Nothing
-// here panics or allocates on success; every bad argument or arithmetic
-// overflow is an *Error whose Text is the client's error line.
+// here panics or allocates on success; every bad argument, and a limit whose
+// arithmetic overflows, is an *Error whose Text is the client's error line. A
+// request's cost is never an error in Cell and Throttle: one that no wait
+// admits (past the limit, past int64 in time, or a TAT past 2262) is denied
+// with retry_after -1, so that a proxy never reads a huge cost as a failure
+// to pass through.
 //
 // A request's path: the server parses the arguments after the key with
 // ParseCell or ParseGCRA (THROTTLE's options are the server's), which also
@@ -27,7 +31,11 @@
 // number of arguments and the zero-rate error, which redis-cell also gives
 // when count exceeds the period in nanoseconds. Where redis-cell computes
 // nonsense or crashes we reply a clear "ERR ..." instead: negative
-// arguments, a period over 9223372036s, and products that overflow int64.
+// arguments, a period over 9223372036s, and a max_burst whose tolerance
+// overflows int64. A quantity past max_burst+1 is redis-cell's denial with
+// retry_after -1; so is one whose increment overflows int64, where
+// redis-cell's release build wraps the product (an admission with a TAT in
+// the past, or a panic).
 // Two replies differ from redis-cell, both where its numbers are meaningless:
 // remaining is clamped to [0, limit] (redis-cell's microsecond truncation can
 // exceed the limit for intervals that are not whole microseconds, and

@@ -46,6 +46,9 @@ type rate struct {
 	// inc is this request's cost in time, T * quantity: how far an admitted
 	// request moves the TAT.
 	inc int64
+	// never: T * quantity overflows int64, so the request is larger than any
+	// tolerance; it is denied for good, as one whose inc exceeds the tolerance.
+	never bool
 }
 
 // decision is a rate evaluated against the stored TAT at now, all in the
@@ -64,28 +67,25 @@ type decision struct {
 
 // decide runs GCRA. now must be >= 0 and the rate positive. A stored TAT in
 // the past counts as idle (TAT = now), exactly as a key that expired would.
-// ok is false only when an admitted request would push the TAT past
-// math.MaxInt64.
-func (r rate) decide(now, tat int64, exists bool) (d decision, ok bool) {
+// A request that can never be admitted is denied with wait -1: one larger
+// than an idle key holds, and one whose new TAT would pass math.MaxInt64 (a
+// TAT the state cannot hold; the caller's input, never an error).
+func (r rate) decide(now, tat int64, exists bool) decision {
 	base := now
 	if exists && tat > now {
 		base = tat
 	}
 	ahead := base - now // >= 0, cannot overflow as now >= 0
-	if r.inc > r.tolerance {
-		// Larger than an idle key holds: no wait makes it fit.
-		return decision{limited: true, wait: -1, ttl: ahead}, true
+	if r.never || r.inc > r.tolerance || base > math.MaxInt64-r.inc {
+		return decision{limited: true, wait: -1, ttl: ahead}
 	}
 	// diff = now - (base + inc - tolerance), arranged so no step overflows.
 	diff := (r.tolerance - r.inc) - ahead
 	if diff < 0 {
-		return decision{limited: true, wait: -diff, ttl: ahead}, true
-	}
-	if base > math.MaxInt64-r.inc {
-		return decision{}, false
+		return decision{limited: true, wait: -diff, ttl: ahead}
 	}
 	newTAT := base + r.inc
-	return decision{wait: -1, ttl: newTAT - now, tat: newTAT}, true
+	return decision{wait: -1, ttl: newTAT - now, tat: newTAT}
 }
 
 // mulOK returns a*b and whether it fits in int64; a and b must be >= 0.

@@ -146,7 +146,7 @@ func Redis(now, tat int64, exists bool, p GCRAParams) (Result, error) {
 	if max(nowUs, tatUs) > math.MaxInt64-r.inc {
 		return Result{}, &Error{Text: redisTokensOv}
 	}
-	d, _ := r.decide(nowUs, tatUs, exists)
+	d := r.decide(nowUs, tatUs, exists)
 	res := Result{
 		Limited:    d.limited,
 		Limit:      p.limit(),

@@ -32,13 +32,8 @@ func (q Quota) rate(cost int64) (rate, error) {
 		return rate{}, &Error{Text: "ERR max_burst is too large for this count and period"}
 	}
 	inc, ok := mulOK(interval, cost)
-	if !ok {
-		return rate{}, errCost()
-	}
-	return rate{interval: interval, tolerance: tolerance, inc: inc}, nil
+	return rate{interval: interval, tolerance: tolerance, inc: inc, never: !ok}, nil
 }
-
-func errCost() error { return &Error{Text: "ERR cost is too large for this limit"} }
 
 // addOK returns a+b and whether it fits in int64; a and b must be >= 0.
 func addOK(a, b int64) (int64, bool) {
@@ -48,8 +43,8 @@ func addOK(a, b int64) (int64, bool) {
 
 // Throttle evaluates the native THROTTLE verb: GCRA in nanoseconds with no
 // rounding of state. RetryAfter is milliseconds rounded up until the same
-// call would pass, or -1 when allowed or when cost exceeds what an idle key
-// holds; ResetAfter is milliseconds rounded up until the key is idle (0 when
+// call would pass, or -1 when allowed or when no wait admits the cost (more
+// than an idle key holds, however large: an impossible cost is a denial); ResetAfter is milliseconds rounded up until the key is idle (0 when
 // it is). A denied call, and a call with cost 0 (a probe), store nothing and
 // describe the key as it stands.
 func Throttle(now, tat int64, exists bool, q Quota, cost int64) (Result, error) {
@@ -60,10 +55,7 @@ func Throttle(now, tat int64, exists bool, q Quota, cost int64) (Result, error) 
 	if err != nil {
 		return Result{}, err
 	}
-	d, ok := r.decide(now, tat, exists)
-	if !ok {
-		return Result{}, errCost()
-	}
+	d := r.decide(now, tat, exists)
 	limit := q.MaxBurst + 1
 	res := Result{
 		Limited:    d.limited,

@@ -163,8 +163,6 @@ func TestThrottleErrors(t *testing.T) {
 		{"cost negative", base, Quota{Count: 1, Period: sec}, -1, "ERR cost must be a non-negative integer"},
 		{"max_burst int64 max", base, Quota{MaxBurst: math.MaxInt64, Count: 1, Period: 1}, 1, "ERR max_burst is too large for this count and period"},
 		{"tolerance overflows", base, Quota{MaxBurst: 1 << 62, Count: 1, Period: 4}, 1, "ERR max_burst is too large for this count and period"},
-		{"cost overflows", base, Quota{Count: 1, Period: sec}, math.MaxInt64, "ERR cost is too large for this limit"},
-		{"new TAT overflows", base, Quota{Count: 1, Period: 8e18}, 1, "ERR cost is too large for this limit"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -182,6 +180,32 @@ func TestThrottleHugeCostIsNotAnError(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, [5]int64{1, 5, 5, -1, 0}, reply(res))
 	require.False(t, res.Store)
+}
+
+func TestThrottleImpossibleIsDenied(t *testing.T) {
+	// A cost whose time overflows int64, and an admission whose TAT would pass 2262, are
+	// denials that no wait lifts (retry -1), never errors a proxy could read as a pass.
+	cases := []struct {
+		name   string
+		tat    int64
+		exists bool
+		q      Quota
+		cost   int64
+		want   [5]int64
+	}{
+		{"cost overflows", 0, false, Quota{MaxBurst: 2, Count: 3, Period: 3600 * sec}, 10_000_000, [5]int64{1, 3, 3, -1, 0}},
+		{"cost int64 max", 0, false, Quota{Count: 1, Period: sec}, math.MaxInt64, [5]int64{1, 1, 1, -1, 0}},
+		{"cost overflows on a busy key", base + sec, true, Quota{MaxBurst: 1, Count: 1, Period: sec}, math.MaxInt64, [5]int64{1, 2, 1, -1, 1000}},
+		{"new TAT overflows", 0, false, Quota{Count: 1, Period: 8e18}, 1, [5]int64{1, 1, 1, -1, 0}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := Throttle(base, c.tat, c.exists, c.q, c.cost)
+			require.NoError(t, err)
+			require.Equal(t, c.want, reply(res))
+			require.False(t, res.Store)
+		})
+	}
 }
 
 func TestThrottleSharesStateWithCell(t *testing.T) {

@@ -158,16 +158,32 @@ func (ks *Keyspace) EvictedTotal() int64 {
 // UsedMemory returns the bytes the keyspace holds for its keys, as maxmemory counts them:
 // MemoryUsage less the bytes of removed entries that the arenas have not compacted yet
 // (a block is compacted once more than half of it is dead), as Redis's used_memory leaves
-// out its allocator's fragmentation. The heap the keyspace takes is at most about twice
-// this, plus the Go runtime's overhead. It locks each shard in turn.
+// out its allocator's fragmentation, and less the change trackers' (TrackingMemory), as
+// Redis leaves its AOF and replica buffers out of maxmemory: every eviction adds its key
+// to them until persistence drains them, and counted they would make eviction chase its
+// own tail until no key is left. The heap the keyspace takes is at most about twice this,
+// plus the Go runtime's overhead and TrackingMemory. It locks each shard in turn.
 func (ks *Keyspace) UsedMemory() int64 {
 	n := int64(0)
 	for _, s := range ks.shards {
 		s.mu.Lock()
-		n += s.memoryLocked()
+		n += s.memoryLocked() - int64(s.trackerMemory())
 		for _, m := range s.meta {
 			n -= int64(m.dead)
 		}
+		s.Unlock()
+	}
+	return n
+}
+
+// TrackingMemory returns the bytes the change trackers of persistence and replication hold
+// (track.go), which maxmemory does not count (INFO mem_not_counted_for_evict). At most
+// about 256 KiB a shard and feed of deleted keys, plus the record ids of changed keys.
+func (ks *Keyspace) TrackingMemory() int64 {
+	n := int64(0)
+	for _, s := range ks.shards {
+		s.mu.Lock()
+		n += int64(s.trackerMemory())
 		s.Unlock()
 	}
 	return n

@@ -84,6 +84,26 @@ func TestEvictionKeepsBusyKeys(t *testing.T) {
 	}
 }
 
+// TestEvictionWhileTrackedKeepsBusyKeys: with persistence's and replication's trackers on
+// and not drained, every eviction grows them by its key; maxmemory does not count them,
+// or eviction would chase them until no key is left, the busy ones with the rest.
+func TestEvictionWhileTrackedKeepsBusyKeys(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0).UnixNano()
+	ks := New(16)
+	ks.Track(DiskFeed, true)
+	ks.Track(ReplicaFeed, true)
+	busy := [][]byte{[]byte("busy")}
+	s := ks.Shard(busy[0])
+	s.Lock()
+	s.SetLocked(busy[0], Value{Kind: GCRA, Num: now + int64(time.Hour), Expire: now + int64(time.Hour)})
+	s.Unlock()
+	const limit = 2 << 20
+	floodUnder(t, ks, VolatileTTL, limit, 200_000, busy, now)
+	require.Positive(t, ks.TrackingMemory())
+	require.Greater(t, ks.Len(), 10_000, "eviction stopped near maxmemory")
+	require.Less(t, ks.UsedMemory(), int64(limit+limit/4))
+}
+
 func TestEvictRandomAndNone(t *testing.T) {
 	ks := New(4)
 	for i := 0; i < 1000; i++ {

@@ -45,6 +45,10 @@ type Snapshot struct {
 	Keys, KeysWithExpiry int64
 	MemoryBytes          uint64 // used_memory: the Go heap in use and Pebble's memory
 	ResidentBytes        uint64
+	// KeysEvicted are the keys maxmemory-policy removed (INFO evicted_keys);
+	// UnstoredDecisions the decisions answered over maxmemory with nothing left to evict,
+	// whose new state was not kept (INFO unstored_decisions).
+	KeysEvicted, UnstoredDecisions int64
 
 	Connections, ConnectionsTotal, ConnectionsRejected int64
 

@@ -207,6 +207,7 @@ func (rl *Family) checkPolicies(c *command.Ctx, items []checkItem, opts *nativeO
 	for i := range limits {
 		l := &limits[i]
 		v, ok := c.Keys.Shard(l.key).GetLocked(l.key, now)
+		exists := ok
 		for j := i - 1; j >= 0; j-- {
 			if string(limits[j].key) == string(l.key) && results[j].store && !limits[j].opts.peek {
 				v, ok = results[j].next, results[j].next.Kind != keyspace.None
@@ -226,7 +227,7 @@ func (rl *Family) checkPolicies(c *command.Ctx, items []checkItem, opts *nativeO
 		if store {
 			sc.scratches[i] = r.next.Bytes[:0]
 		}
-		r.store = store
+		r.store, r.exists = store, exists
 		ch := &checks[i]
 		switch {
 		case ch.listed == policy.Deny:
@@ -246,12 +247,7 @@ func (rl *Family) checkPolicies(c *command.Ctx, items []checkItem, opts *nativeO
 	}
 	sc.pending = results
 	if allowed && !c.ReadOnly {
-		for i := range limits {
-			if results[i].store && !limits[i].opts.peek {
-				keep(c.Keys.Shard(limits[i].key), limits[i].key, results[i].next)
-				rl.cfg.Refunded(results[i].d.refunded)
-			}
-		}
+		rl.keepAll(c, limits, results)
 	}
 	for i := range checks {
 		st := checks[i].cp.stats

@@ -44,6 +44,9 @@ type Config struct {
 	Denied func(c *command.Ctx, key []byte, retryMs, now int64)
 	// Refunded counts units a REFUND gave back.
 	Refunded func(n int64)
+	// Unstored counts a decision answered without keeping a key's new state, for want of
+	// room (Ctx.NoRoom).
+	Unstored func()
 }
 
 // Family is the rate-limit verbs, with what they tell the server.

@@ -416,6 +416,39 @@ func (l *limit) writes() bool {
 	return !l.opts.peek && (l.opts.cost != 0 || l.opts.refunding && l.opts.refund != 0)
 }
 
+// roomFor reports whether a verb may keep a key's new state: always, but while the keyspace
+// has no room (Ctx.NoRoom) only a key that exists, which its new state replaces, and not a
+// new one. A decision not kept is counted (INFO unstored_decisions).
+func (rl *Family) roomFor(c *command.Ctx, exists bool) bool {
+	if exists || !c.NoRoom {
+		return true
+	}
+	rl.cfg.Unstored()
+	return false
+}
+
+// keepAll writes the new state of each of limits whose result stores, all or nothing
+// having been decided, and counts the units refunded. While the keyspace has no room
+// (Ctx.NoRoom) it creates no key; the decision counts once as unstored.
+func (rl *Family) keepAll(c *command.Ctx, limits []limit, results []pending) {
+	unstored := false
+	for i := range limits {
+		r := &results[i]
+		if !r.store || limits[i].opts.peek {
+			continue
+		}
+		if c.NoRoom && !r.exists {
+			unstored = true
+			continue
+		}
+		keep(c.Keys.Shard(limits[i].key), limits[i].key, r.next)
+		rl.cfg.Refunded(r.d.refunded)
+	}
+	if unstored {
+		rl.cfg.Unstored()
+	}
+}
+
 // keep writes a limit's new value: a value of kind None deletes the key.
 func keep(sh *keyspace.Shard, key []byte, next keyspace.Value) {
 	if next.Kind == keyspace.None {
@@ -452,7 +485,7 @@ func (rl *Family) cmdLimit(c *command.Ctx, args [][]byte) error {
 	}
 	if store {
 		c.Scratch = next.Bytes[:0] // built in scratch: reuse what it grew to
-		if !l.opts.peek && !c.ReadOnly {
+		if !l.opts.peek && !c.ReadOnly && rl.roomFor(c, ok) {
 			keep(sh, l.key, next)
 			rl.cfg.Refunded(d.refunded)
 		}
@@ -494,9 +527,10 @@ func (rl *Family) cmdRelease(c *command.Ctx, args [][]byte) error {
 
 // pending is one ALLOF limit's outcome, kept until all are known.
 type pending struct {
-	d     decision
-	next  keyspace.Value
-	store bool
+	d      decision
+	next   keyspace.Value
+	store  bool
+	exists bool // the key held a value before the call
 }
 
 // errAllOfSyntax says what ALLOF takes.
@@ -539,12 +573,7 @@ func (rl *Family) cmdAllOf(c *command.Ctx, args [][]byte) error {
 		return err
 	}
 	if allowed && !c.ReadOnly {
-		for i := range limits {
-			if results[i].store && !limits[i].opts.peek {
-				keep(c.Keys.Shard(limits[i].key), limits[i].key, results[i].next)
-				rl.cfg.Refunded(results[i].d.refunded)
-			}
-		}
+		rl.keepAll(c, limits, results)
 	}
 	rl.cfg.Decided(c, !allowed)
 	if !allowed {
@@ -583,6 +612,7 @@ func evalAllOf(now int64, limits []limit, results []pending, scratches *[][]byte
 	for i := range limits {
 		l := &limits[i]
 		v, ok := state(i)
+		exists := ok
 		for j := i - 1; j >= 0; j-- {
 			if string(limits[j].key) == string(l.key) && results[j].store && !limits[j].opts.peek {
 				v, ok = results[j].next, results[j].next.Kind != keyspace.None
@@ -598,7 +628,7 @@ func evalAllOf(now int64, limits []limit, results []pending, scratches *[][]byte
 		if store {
 			(*scratches)[i] = r.next.Bytes[:0]
 		}
-		r.store = store
+		r.store, r.exists = store, exists
 		allowed = allowed && !r.d.limited
 	}
 	return results, allowed, nil

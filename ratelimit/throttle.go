@@ -88,8 +88,8 @@ func (rl *Family) gcraVerb(c *command.Ctx, key []byte, eval func(now, tat int64,
 	sh := c.Keys.Shard(key)
 	sh.Lock()
 	defer sh.Unlock()
-	v, ok := sh.GetLocked(key, now)
-	tat, ok, err := tatOf(v, ok)
+	v, exists := sh.GetLocked(key, now)
+	tat, ok, err := tatOf(v, exists)
 	if err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func (rl *Family) gcraVerb(c *command.Ctx, key []byte, eval func(now, tat int64,
 	if err != nil {
 		return err
 	}
-	if r.Store && !c.ReadOnly {
+	if r.Store && !c.ReadOnly && rl.roomFor(c, exists) {
 		sh.SetLocked(key, gcraValue(now, r))
 	}
 	rl.cfg.Decided(c, r.Limited)

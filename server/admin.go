@@ -163,7 +163,7 @@ func (s *Server) infoMemory() [][2]string {
 		backlog = in.BacklogLen
 	}
 	mem = append(mem, memoryFields(&m, int64(used), int64(m.HeapSys+offHeap), int64(rss), s.memStartup,
-		s.ks.UsedMemory(), normal, replicas, backlog)...)
+		s.ks.UsedMemory(), normal, replicas, backlog, s.ks.TrackingMemory())...)
 	return append(mem, s.infoScriptMemory()...)
 }
 
@@ -225,7 +225,7 @@ func (s *Server) infoKeyspace() [][2]string {
 func cmdConfigResetStat(c *client, args [][]byte) error {
 	s := c.s
 	for _, v := range []interface{ Store(int64) }{&s.stats.connections, &s.stats.rejected, &s.stats.commands,
-		&s.stats.errors, &s.stats.allowed, &s.stats.denied, &s.stats.refunded, &s.stats.unexpected,
+		&s.stats.errors, &s.stats.allowed, &s.stats.denied, &s.stats.refunded, &s.stats.unexpected, &s.stats.unstored,
 		&s.instants.expireCapped} {
 		v.Store(0)
 	}

@@ -70,10 +70,12 @@ type Config struct {
 	// MaxMemory is the most bytes the keyspace may hold, as keyspace.UsedMemory counts
 	// them ("maxmemory"); 0 for no limit. Over it, MaxMemoryPolicy says what goes.
 	MaxMemory int64
-	// MaxMemoryPolicy is Redis's maxmemory-policy: noeviction (commands that add data get
-	// OOM errors), volatile-ttl (the keys nearest to idle go first: for a rate limiter the
-	// default that keeps busy limits), allkeys-lru, volatile-lru, allkeys-random or
-	// volatile-random.
+	// MaxMemoryPolicy is Redis's maxmemory-policy: volatile-ttl (the keys nearest to idle
+	// go first), noeviction (commands that add data get OOM errors; rate-limit decisions
+	// are answered without creating keys), allkeys-lru, volatile-lru, allkeys-random or
+	// volatile-random. The default is volatile-ttl, where Redis's is noeviction: every
+	// rate-limit key expires, the one nearest expiry is the least use (a spent limit's runs
+	// longest), and a flood of new subjects must evict those, not fill the keyspace.
 	MaxMemoryPolicy string
 	// MaxMemorySamples is how many keys eviction compares to choose each one it removes
 	// ("maxmemory-samples"); default 5.
@@ -271,7 +273,7 @@ func DefaultConfig() Config {
 		HTTPLegacyHeaders:  true,
 		HTTPTrustedProxies: httpapi.DefaultProxies,
 		LogLevel:           "notice",
-		MaxMemoryPolicy:    "noeviction",
+		MaxMemoryPolicy:    "volatile-ttl",
 		TLSAuthClients:     "yes",
 		TCPKeepAlive:       300,
 		ProtectedMode:      true,

@@ -248,6 +248,9 @@ func (d *edgeDecider) Decide(ctx context.Context, items []envoyrls.Item) ([]envo
 		s.stats.errors.Add(1)
 		return nil, err
 	}
+	// maxmemory as CHECK's denyoom has it over RESP (memory.go): evict first, or decide
+	// without creating keys.
+	c.NoRoom = s.mem.full.Load() && s.makeRoom() != nil
 	s.stats.commands.Add(1)
 	c.Tick = s.obs.mono()
 	start := c.Tick
@@ -259,8 +262,11 @@ func (d *edgeDecider) Decide(ctx context.Context, items []envoyrls.Item) ([]envo
 	c.edgeItems = edge
 	results, err := s.rl.Edge(&c.Ctx, edge, c.edgeResults)
 	c.edgeResults = results
-	var args [][]byte // built only when SLOWLOG or MONITOR will show them
-	if t := s.obs.slowerThan.Load(); s.obs.monitoring.Load() != 0 || t >= 0 && s.obs.mono()-start >= t*1000 {
+	// timed measures to the same end as the check here, or a call that crossed the slowlog
+	// threshold between the two would reach SLOWLOG without its arguments (and panic there).
+	c.ended = s.obs.mono()
+	args := checkOnly // built only when SLOWLOG or MONITOR will show them
+	if t := s.obs.slowerThan.Load(); s.obs.monitoring.Load() != 0 || t >= 0 && c.ended-start >= t*1000 {
 		args = edgeArgs(items)
 	}
 	s.timed(c, cmd, args, start)
@@ -276,6 +282,10 @@ func (d *edgeDecider) Decide(ctx context.Context, items []envoyrls.Item) ([]envo
 	}
 	return out, nil
 }
+
+// checkOnly is a gRPC decision's arguments where none were built: a MONITOR that started
+// while it ran shows it as CHECK alone. Never written.
+var checkOnly = [][]byte{bCheck}
 
 // edgeArgs is a gRPC decision as SLOWLOG and MONITOR show it: CHECK, the policies, the
 // subjects, the costs and the tiers, each list joined by ','.

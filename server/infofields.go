@@ -106,8 +106,9 @@ func (s *Server) infoClients() [][2]string {
 // memoryFields are INFO memory's fields after its first ones. The allocator's figures are
 // the Go runtime's: allocated is the heap's live objects, active the spans holding them,
 // resident what the heap holds from the OS. The dataset is the keyspace's own bytes, the
-// overhead the rest.
-func memoryFields(m *runtime.MemStats, used, peak, rss, startup, dataset int64, normal, replicas, backlog int64) [][2]string {
+// overhead the rest. notCounted is what maxmemory leaves out: the change trackers, as Redis
+// its AOF and replica buffers.
+func memoryFields(m *runtime.MemStats, used, peak, rss, startup, dataset int64, normal, replicas, backlog, notCounted int64) [][2]string {
 	allocated, active, resident := int64(m.HeapAlloc), int64(m.HeapInuse), int64(m.HeapSys-m.HeapReleased)
 	ratio := func(a, b int64) string {
 		if b <= 0 {
@@ -140,7 +141,7 @@ func memoryFields(m *runtime.MemStats, used, peak, rss, startup, dataset int64, 
 		{"rss_overhead_bytes", itoa(rss - resident)},
 		{"mem_fragmentation_ratio", ratio(rss, used)},
 		{"mem_fragmentation_bytes", itoa(rss - used)},
-		{"mem_not_counted_for_evict", "0"},
+		{"mem_not_counted_for_evict", itoa(notCounted)},
 		{"mem_replication_backlog", itoa(backlog)},
 		{"mem_total_replication_buffers", itoa(backlog)},
 		{"mem_clients_slaves", itoa(replicas)},
@@ -177,6 +178,7 @@ func (s *Server) infoStats() [][2]string {
 		{"expired_keys", itoa(s.ks.ExpiredTotal())},
 		{"expired_time_cap_reached_count", itoa(s.instants.expireCapped.Load())},
 		{"evicted_keys", itoa(s.ks.EvictedTotal())},
+		{"unstored_decisions", itoa(s.stats.unstored.Load())},
 		{"evicted_clients", "0"},
 		{"keyspace_hits", itoa(hits)},
 		{"keyspace_misses", itoa(misses)},

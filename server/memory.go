@@ -15,6 +15,12 @@ import (
 // full server first evicts a couple of keys itself, so that eviction keeps pace with a flood
 // of new keys however fast it comes; with noeviction, or when nothing is left to evict, it
 // gets Redis's OOM error instead. Commands that free memory or only read are never refused.
+//
+// A rate-limit decision is never refused for memory, on any door (RESP, http-port and
+// grpc-port all evict the same way first): a proxy reads an error as a pass, so an OOM
+// would let a flood of random subjects open every limit. Where nothing can be evicted the
+// verb runs with command.Ctx.NoRoom: it answers its decision, keeps the state of a key that
+// exists and creates none, and INFO's unstored_decisions counts the decisions not kept.
 
 // memoryCheck is how often the keyspace's memory is measured while maxmemory is set: a
 // flood adds at most about this long's worth of keys before eviction starts.
@@ -97,7 +103,7 @@ func (s *Server) enforceMemory() {
 }
 
 // makeRoom runs before a command that may add data while the server is full: it evicts a
-// few keys, or refuses the command with OOM when the policy is noeviction or nothing can go.
+// few keys, or returns OOM when the policy is noeviction or nothing can go.
 func (s *Server) makeRoom() error {
 	p := keyspace.Policy(s.mem.policy.Load())
 	if s.ks.Evict(p, evictInline, int(s.mem.samples.Load()), s.nowNano()) == 0 {

@@ -69,6 +69,8 @@ func (s *Server) Snapshot() metrics.Snapshot {
 		ConnectionsRejected:   s.stats.rejected.Load(),
 		DeniedEventsPublished: s.obs.events.published.Load(),
 		DeniedEventsDropped:   s.obs.events.dropped.Load(),
+		KeysEvicted:           s.ks.EvictedTotal(),
+		UnstoredDecisions:     s.stats.unstored.Load(),
 		TopDeniedWindow:       topDeniedPeriod,
 	}
 	for _, cmd := range s.sortedCommands() {

@@ -128,6 +128,7 @@ type stats struct {
 	allowed     atomic.Int64 // rate-limit decisions that allowed
 	denied      atomic.Int64 // rate-limit decisions that denied
 	refunded    atomic.Int64 // units REFUND gave back
+	unstored    atomic.Int64 // decisions answered without keeping their new state, for want of room (memory.go)
 	// byDoor counts the decisions of the edge's doors, allowed [0] and denied [1] (edge.go);
 	// RESP's are the rest.
 	byDoor     [doors][2]atomic.Int64
@@ -193,6 +194,7 @@ func New(cfg Config) (*Server, error) {
 			s.denial(c.Conn.(*client).lastCmd.Load(), key, retryMs, now)
 		},
 		Refunded: s.refunded,
+		Unstored: func() { s.stats.unstored.Add(1) },
 		Readable: func(c *command.Ctx, key []byte) bool {
 			p := c.Conn.(*client).user.Load().Perms()
 			return p.All || p.CanKey(key, acl.Read)
@@ -540,10 +542,14 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 			return
 		}
 	}
+	c.NoRoom = false
 	if cmd.bits&flagDenyOOM != 0 && s.mem.full.Load() {
 		if err := s.makeRoom(); err != nil {
-			s.reject(c, err)
-			return
+			if cmd.bits&flagRatelimit == 0 {
+				s.reject(c, err)
+				return
+			}
+			c.NoRoom = true // a decision is answered all the same (memory.go)
 		}
 	}
 	if c.sub != nil && c.W.Proto == 2 && !cmd.whileSubscribed && c.subscribed() {

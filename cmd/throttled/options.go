@@ -305,7 +305,7 @@ func optionTable() []option {
 				return nil
 			},
 			get: func(s *settings) string { return formatSize(s.MaxMemory) }},
-		str("maxmemory-policy", "policy", "what goes over maxmemory: noeviction, volatile-ttl, allkeys-lru, volatile-lru, allkeys-random, volatile-random", func(c *C) *string { return &c.MaxMemoryPolicy }),
+		str("maxmemory-policy", "policy", "what goes over maxmemory: volatile-ttl, noeviction, allkeys-lru, volatile-lru, allkeys-random, volatile-random; volatile-ttl by default, not Redis's noeviction: every rate-limit key expires, the one nearest expiry is the least use, and a flood of new subjects evicts those rather than fail decisions", func(c *C) *string { return &c.MaxMemoryPolicy }),
 		integer("maxmemory-samples", "keys compared to choose each one evicted", func(c *C) *int { return &c.MaxMemorySamples }),
 
 		// Replication.

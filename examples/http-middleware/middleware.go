@@ -6,12 +6,14 @@
 //	lim := &middleware.Limiter{Client: rdb, Policy: "api", Window: time.Minute}
 //	http.ListenAndServe(":8080", lim.Wrap(mux))
 //
-// A limiter must never be the outage: when throttled cannot answer, the request passes and
-// OnError hears of it.
+// A limiter must never be the outage: when throttled cannot be reached, the request passes and
+// OnError hears of it. An error that throttled answers (NOREPLICAS, NOPERM) is no pass: the
+// request gets 503 and OnError hears of it too.
 package middleware
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -31,7 +33,8 @@ type Limiter struct {
 	Subject func(*http.Request) string
 	// Timeout bounds the CHECK round trip; 0 means 100ms.
 	Timeout time.Duration
-	// OnError hears of a CHECK that failed (the request passed); nil ignores it.
+	// OnError hears of a CHECK that failed (the request passed, unless throttled answered
+	// the error); nil ignores it.
 	OnError func(*http.Request, error)
 }
 
@@ -50,7 +53,12 @@ func (l *Limiter) Wrap(next http.Handler) http.Handler {
 			if l.OnError != nil {
 				l.OnError(r, err)
 			}
-			next.ServeHTTP(w, r) // fail open
+			var answered redis.Error
+			if errors.As(err, &answered) { // throttled answered: no decision is no pass
+				http.Error(w, "rate limiter error", http.StatusServiceUnavailable)
+				return
+			}
+			next.ServeHTTP(w, r) // fail open: throttled could not be reached
 			return
 		}
 		l.setHeaders(w.Header(), d)

@@ -69,10 +69,16 @@ func TestLimiter(t *testing.T) {
 			require.Equal(t, 200, get("m2").StatusCode, "another subject has its own limit")
 			require.Equal(t, int64(4), hits.Load())
 
+			// An error throttled answers is no pass.
+			require.NoError(t, rdb.Do(context.Background(), "CONFIG", "SET", "min-replicas-to-write", "1").Err())
+			require.Equal(t, 503, get("m3").StatusCode)
+			require.Equal(t, int64(4), hits.Load())
+			require.NoError(t, rdb.Do(context.Background(), "CONFIG", "SET", "min-replicas-to-write", "0").Err())
+
 			s.Close() // throttled gone: the middleware fails open
 			require.Equal(t, 200, get("m1").StatusCode)
 			require.Equal(t, int64(5), hits.Load())
-			require.Equal(t, int64(1), failed.Load())
+			require.Equal(t, int64(2), failed.Load())
 		})
 	}
 }
