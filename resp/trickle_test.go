@@ -1,0 +1,115 @@
+package resp
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// chunks is a connection that hands over its bytes a few at a time: each Read returns what
+// is left of the next piece, as a client trickling a request one write at a time is read.
+type chunks struct {
+	pieces [][]byte
+	done   int // bytes of pieces[0] already read
+}
+
+func (c *chunks) Read(p []byte) (int, error) {
+	if len(c.pieces) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, c.pieces[0][c.done:])
+	if c.done += n; c.done == len(c.pieces[0]) {
+		c.pieces, c.done = c.pieces[1:], 0
+	}
+	return n, nil
+}
+
+// manyArgs is one request of n arguments: "SADD", then n-1 short members.
+func manyArgs(n int) []byte {
+	b := []byte("*" + strconv.Itoa(n) + "\r\n$4\r\nSADD\r\n")
+	for i := 1; i < n; i++ {
+		m := strconv.Itoa(i)
+		b = append(b, "$"+strconv.Itoa(len(m))+"\r\n"+m+"\r\n"...)
+	}
+	return b
+}
+
+// byArgument splits a request into its count line, then one argument per piece.
+func byArgument(req []byte) [][]byte {
+	var pieces [][]byte
+	for len(req) > 0 {
+		i := bytes.IndexByte(req, '\n') + 1 // the count or length line
+		if req[0] == '$' {
+			n, _ := strconv.Atoi(string(req[1 : i-2]))
+			i += n + 2
+		}
+		pieces = append(pieces, req[:i])
+		req = req[i:]
+	}
+	return pieces
+}
+
+// byByte splits b into one piece a byte.
+func byByte(b []byte) [][]byte {
+	pieces := make([][]byte, len(b))
+	for i := range b {
+		pieces[i] = b[i : i+1]
+	}
+	return pieces
+}
+
+// BenchmarkTrickle parses one request of n arguments arriving one argument per read, as from
+// a client that trickles it: the cost per argument stays flat as n grows when each read
+// parses only what it brought.
+func BenchmarkTrickle(b *testing.B) {
+	for _, n := range []int{1000, 10_000, 100_000} {
+		req := manyArgs(n)
+		pieces := byArgument(req)
+		b.Run(fmt.Sprintf("args=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(req)))
+			for i := 0; i < b.N; i++ {
+				r := NewReader(&chunks{pieces: pieces}, DefaultMaxBulk)
+				args, err := r.Next()
+				if err != nil || len(args) != n {
+					b.Fatalf("%d arguments, %v", len(args), err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/arg")
+		})
+	}
+}
+
+// TestTrickledRequestParsedOnce: a request arriving an argument or a byte per read is walked
+// over once, not again from its first byte at every read: the bytes the parser looks at stay
+// within twice the request's, however many reads it took.
+func TestTrickledRequestParsedOnce(t *testing.T) {
+	const n = 2000
+	req := manyArgs(n)
+	inline := []byte("SET k " + strings.Repeat("v", MaxInline-100) + "\r\n")
+	for _, tc := range []struct {
+		name   string
+		pieces [][]byte
+		size   int
+		last   string
+	}{
+		{"an argument a read", byArgument(req), len(req), strconv.Itoa(n - 1)},
+		{"a byte a read", byByte(req), len(req), strconv.Itoa(n - 1)},
+		{"an inline request a byte a read", byByte(inline), len(inline), strings.Repeat("v", MaxInline-100)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewReader(&chunks{pieces: tc.pieces}, DefaultMaxBulk)
+			args, err := r.Next()
+			require.NoError(t, err)
+			require.Equal(t, tc.last, string(args[len(args)-1]))
+			require.LessOrEqual(t, r.scanned, int64(2*tc.size))
+			_, err = r.Next()
+			require.Equal(t, io.EOF, err)
+		})
+	}
+}
