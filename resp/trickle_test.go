@@ -13,15 +13,23 @@ import (
 
 // chunks is a connection that hands over its bytes a few at a time: each Read returns what
 // is left of the next piece, as a client trickling a request one write at a time is read.
+// With block, a Read between two pieces finds nothing (ErrWouldBlock), as an event loop's.
 type chunks struct {
-	pieces [][]byte
-	done   int // bytes of pieces[0] already read
+	pieces  [][]byte
+	done    int // bytes of pieces[0] already read
+	block   bool
+	blocked bool // the last Read was ErrWouldBlock
 }
 
 func (c *chunks) Read(p []byte) (int, error) {
 	if len(c.pieces) == 0 {
 		return 0, io.EOF
 	}
+	if c.block && c.done == 0 && !c.blocked {
+		c.blocked = true
+		return 0, ErrWouldBlock
+	}
+	c.blocked = false
 	n := copy(p, c.pieces[0][c.done:])
 	if c.done += n; c.done == len(c.pieces[0]) {
 		c.pieces, c.done = c.pieces[1:], 0
