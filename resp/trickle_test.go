@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -120,4 +121,56 @@ func TestTrickledRequestParsedOnce(t *testing.T) {
 			require.Equal(t, io.EOF, err)
 		})
 	}
+}
+
+// TestBigBulkBufferGrowsWithItsBytes: a bulk announced at proto-max-bulk-len costs the bytes
+// sent, not the bytes announced: the buffer stays within twice what it holds (plus a read's
+// worth), never past what the request needs, and goes back once the request has run, with
+// nothing left holding the big one.
+func TestBigBulkBufferGrowsWithItsBytes(t *testing.T) {
+	const size = 3<<20 + 12345
+	head := []byte("*2\r\n$4\r\nECHO\r\n$" + strconv.Itoa(size) + "\r\n")
+	data := append(head, bytes.Repeat([]byte("x"), size)...)
+	data = append(data, "\r\n"...)
+
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+
+	// The head and ten bytes of a bulk announced at 512 MB.
+	huge := []byte("*2\r\n$4\r\nECHO\r\n$536870912\r\n0123456789")
+	r := NewReader(&chunks{pieces: [][]byte{huge}, block: true}, DefaultMaxBulk)
+	_, err := r.Next()
+	require.Equal(t, ErrWouldBlock, err)
+	_, err = r.Next()
+	require.Equal(t, io.EOF, err)
+	require.Equal(t, ReadChunk, len(r.Buf))
+
+	var pieces [][]byte
+	for rest := data; len(rest) > 0; {
+		n := min(64<<10, len(rest))
+		pieces, rest = append(pieces, rest[:n]), rest[n:]
+	}
+	r = NewReader(&chunks{pieces: pieces, block: true}, DefaultMaxBulk)
+	var args [][]byte
+	for args == nil {
+		args, err = r.Next()
+		if err == ErrWouldBlock {
+			require.LessOrEqual(t, len(r.Buf), 2*(r.End-r.Start)+ReadChunk)
+			continue
+		}
+		require.NoError(t, err)
+	}
+	require.Equal(t, size, len(args[1]))
+	require.LessOrEqual(t, len(r.Buf), len(data)+ReadChunk, "grown past what the request needs")
+
+	_, err = r.Next()
+	require.Equal(t, io.EOF, err)
+	require.Equal(t, ReadChunk, len(r.Buf))
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	require.Less(t, int64(after.HeapAlloc)-int64(before.HeapAlloc), int64(size/2), "the big buffer is still held")
+	runtime.KeepAlive(r)
+	runtime.KeepAlive(data)
 }
