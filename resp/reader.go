@@ -58,6 +58,8 @@ type Reader struct {
 	args    [][]byte // the last request's arguments: slices of Buf or of inline
 	inline  []byte   // unquoted inline arguments
 	read    bool     // a read since the last request returned
+	ready   bool     // args is a request Buffered parsed, for Next to return
+	err     error    // a malformed request Buffered found, for Next to return
 	scanned int64    // bytes the parser has looked at: parsing is linear (the tests)
 }
 
@@ -106,15 +108,41 @@ func NewReader(rd io.Reader, maxBulk int) *Reader {
 
 func (r *Reader) isOpen() bool { return r.Open != nil && r.Open() }
 
-// buffered reports whether bytes of a next request are already read.
-func (r *Reader) Buffered() bool { return r.End > r.Start }
+// Buffered reports whether a whole next request (or a malformed one) is already read, so
+// that the replies so far may wait for its. It parses ahead as far as the bytes go, work
+// that Next does not repeat; the last request's arguments are invalid after it.
+func (r *Reader) Buffered() bool {
+	if !r.ready {
+		r.shrink()
+	}
+	for !r.ready && r.err == nil && r.End > r.Start {
+		args, done, err := r.parse()
+		switch {
+		case err != nil:
+			r.err = err
+		case !done:
+			return false
+		case len(args) > 0:
+			r.ready = true
+		}
+	}
+	return r.ready || r.err != nil
+}
 
-// next returns the next request's arguments, reading more from the
+// Next returns the next request's arguments, reading more from the
 // connection when needed. The slices are valid until the next call.
 func (r *Reader) Next() ([][]byte, error) {
+	if r.ready {
+		r.ready = false
+		return r.args, nil
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
 	if cap(r.args) > keepArgs {
 		r.args = nil // the last request's were many; the next's make their own
 	}
+	r.shrink()
 	for {
 		if r.End > r.Start {
 			args, done, err := r.parse()
@@ -141,16 +169,22 @@ func (r *Reader) Next() ([][]byte, error) {
 	}
 }
 
+// shrink gives a buffer grown for a big request back for a small one once what it holds is
+// small again, as Redis shrinks a client's querybuf: called when no argument points into it.
+func (r *Reader) shrink() {
+	if len(r.Buf) > KeepReadBuf && r.End-r.Start <= ReadChunk/2 {
+		r.move(ReadChunk)
+	}
+}
+
 // fill reads more bytes, making room first. The buffer grows only for a request that does
 // not fit, to twice what it holds but never past what the argument being read still needs,
 // so that a bulk announced big and sent small costs what was sent (Redis grows a big
-// argument's buffer as its bytes arrive too); once what it holds is small again, a grown
-// buffer goes back for a small one.
+// argument's buffer as its bytes arrive too).
 func (r *Reader) fill() error {
+	r.shrink()
 	live := r.End - r.Start
 	switch {
-	case len(r.Buf) > KeepReadBuf && live <= ReadChunk/2:
-		r.move(ReadChunk)
 	case r.End < len(r.Buf):
 	case live <= len(r.Buf)/2:
 		r.move(len(r.Buf))

@@ -13,7 +13,7 @@ import (
 // arguments it did not read, and never claims more bytes than it has; and the same bytes
 // trickled in pieces of the sizes cuts gives (a would-block between pieces, as the event
 // loops' reads have, so each piece is parsed by a call of Next of its own) parse into the
-// same requests and the same error as read whole.
+// same requests and the same error as read whole, Buffered's parsing ahead included.
 func FuzzReader(f *testing.F) {
 	for _, seed := range []string{
 		"*1\r\n$4\r\nPING\r\n", "PING\r\n", "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", "*1\r\n$9223372036854775807\r\n",
@@ -23,7 +23,7 @@ func FuzzReader(f *testing.F) {
 		f.Add([]byte(seed), []byte{0, 2, 5})
 	}
 	f.Fuzz(func(t *testing.T, data, cuts []byte) {
-		whole, wholeErr := parseAll(t, NewReader(bytes.NewReader(data), DefaultMaxBulk), len(data))
+		whole, wholeErr := parseAll(t, NewReader(bytes.NewReader(data), DefaultMaxBulk), len(data), false)
 		var pieces [][]byte
 		for i, rest := 0, data; len(rest) > 0; i++ {
 			n := 1
@@ -33,7 +33,7 @@ func FuzzReader(f *testing.F) {
 			n = min(n, len(rest))
 			pieces, rest = append(pieces, rest[:n]), rest[n:]
 		}
-		trickled, trickledErr := parseAll(t, NewReader(&chunks{pieces: pieces, block: true}, DefaultMaxBulk), len(data))
+		trickled, trickledErr := parseAll(t, NewReader(&chunks{pieces: pieces, block: true}, DefaultMaxBulk), len(data), true)
 		// A line past MaxInline is refused once that many bytes of it are read without its
 		// end: whether its end came in the same read depends on the reads, as in Redis.
 		if readSized(wholeErr) || readSized(trickledErr) {
@@ -47,10 +47,14 @@ func FuzzReader(f *testing.F) {
 }
 
 // parseAll parses requests from r until an error other than ErrWouldBlock (at most 1000 of
-// them), checking that no argument is longer than the size bytes read.
-func parseAll(t *testing.T, r *Reader, size int) ([][]string, error) {
+// them), checking that no argument is longer than the size bytes read; with ahead, it asks
+// Buffered before each Next, as a connection served by a goroutine does.
+func parseAll(t *testing.T, r *Reader, size int, ahead bool) ([][]string, error) {
 	var reqs [][]string
 	for len(reqs) < 1000 {
+		if ahead {
+			r.Buffered()
+		}
 		args, err := r.Next()
 		if err == ErrWouldBlock {
 			continue
