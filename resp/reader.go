@@ -57,6 +57,7 @@ type Reader struct {
 	ahead   request  // ParseMultibulk's, which parses each request from its start
 	args    [][]byte // the last request's arguments: slices of Buf or of inline
 	inline  []byte   // unquoted inline arguments
+	marks   []int    // where each inline argument starts and ends in inline
 	read    bool     // a read since the last request returned
 	ready   bool     // args is a request Buffered parsed, for Next to return
 	err     error    // a malformed request Buffered found, for Next to return
@@ -382,7 +383,7 @@ func (r *Reader) SplitInline(line []byte) ([][]byte, error) {
 	args := r.args[:0]
 	r.inline = r.inline[:0]
 	// Offsets into r.inline, turned into slices once it stops growing.
-	var marks []int
+	marks := r.marks[:0]
 	for i := 0; ; {
 		for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
 			i++
@@ -439,6 +440,7 @@ func (r *Reader) SplitInline(line []byte) ([][]byte, error) {
 		}
 		marks = append(marks, start, len(r.inline))
 	}
+	r.marks = marks
 	for j := 0; j < len(marks); j += 2 {
 		args = append(args, r.inline[marks[j]:marks[j+1]:marks[j+1]])
 	}

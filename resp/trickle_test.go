@@ -174,3 +174,29 @@ func TestBigBulkBufferGrowsWithItsBytes(t *testing.T) {
 	runtime.KeepAlive(r)
 	runtime.KeepAlive(data)
 }
+
+// TestNextAllocatesNothing: once its arrays have grown, the reader parses a pipeline, a
+// request split across reads and Buffered's look ahead without allocating.
+func TestNextAllocatesNothing(t *testing.T) {
+	pipeline := []byte("*6\r\n$11\r\nCL.THROTTLE\r\n$5\r\nk:123\r\n$3\r\n100\r\n$2\r\n10\r\n$2\r\n60\r\n$1\r\n1\r\n" +
+		"*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nvalue\r\n")
+	pieces := [][]byte{pipeline[:30], pipeline[30:77], pipeline[77:]}
+	want := []string{"CL.THROTTLE", "GET", "PING", "SET"}
+	src := &chunks{block: true}
+	r := NewReader(src, DefaultMaxBulk)
+	run := func() {
+		src.pieces = pieces
+		for _, want := range want {
+			r.Buffered()
+			args, err := r.Next()
+			for err == ErrWouldBlock {
+				args, err = r.Next()
+			}
+			if err != nil || string(args[0]) != want {
+				t.Fatalf("%q, %v; want %s", args, err, want)
+			}
+		}
+	}
+	run()
+	require.Zero(t, testing.AllocsPerRun(100, run))
+}
