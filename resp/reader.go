@@ -110,7 +110,7 @@ func NewReader(rd io.Reader, maxBulk int) *Reader {
 func (r *Reader) isOpen() bool { return r.Open != nil && r.Open() }
 
 // Buffered reports whether a whole next request (or a malformed one) is already read, so
-// that the replies so far may wait for its. It parses ahead as far as the bytes go, work
+// that the replies so far may wait for it. It parses ahead as far as the bytes go, work
 // that Next does not repeat; the last request's arguments are invalid after it.
 func (r *Reader) Buffered() bool {
 	if !r.ready {
@@ -131,7 +131,7 @@ func (r *Reader) Buffered() bool {
 }
 
 // Next returns the next request's arguments, reading more from the
-// connection when needed. The slices are valid until the next call.
+// connection when needed. The slices are valid until the next call of Next or Buffered.
 func (r *Reader) Next() ([][]byte, error) {
 	if r.ready {
 		r.ready = false
