@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 )
@@ -275,7 +276,7 @@ func (r *Reader) multibulk(q *request, b []byte) (bool, error) {
 		if r.Unauthed && count > maxUnauthedMultibulk && !r.isOpen() {
 			return false, ProtocolError("unauthenticated multibulk length")
 		}
-		q.pos, q.left, q.bulk = next, int(count), -1
+		q.pos, q.left, q.bulk = next, int(max(count, 0)), -1 // *-1 (or any count below 1) is no request
 	}
 	for q.left > 0 {
 		if q.bulk < 0 {
@@ -283,7 +284,7 @@ func (r *Reader) multibulk(q *request, b []byte) (bool, error) {
 				return false, nil
 			}
 			if b[q.pos] != '$' {
-				return false, ProtocolError("expected '$', got '" + string(b[q.pos]) + "'")
+				return false, ProtocolError("expected '$', got '" + string(b[q.pos:q.pos+1]) + "'")
 			}
 			line, next := r.line(q, b, q.pos+1)
 			if next < 0 {
@@ -293,7 +294,7 @@ func (r *Reader) multibulk(q *request, b []byte) (bool, error) {
 				return false, nil
 			}
 			size, ok := parseLength(line)
-			if !ok || size > int64(r.MaxBulk) {
+			if !ok || size < 0 || size > int64(r.MaxBulk) {
 				return false, ProtocolError("invalid bulk length")
 			}
 			if r.Unauthed && size > maxUnauthedBulk && !r.isOpen() {
@@ -339,20 +340,25 @@ func (r *Reader) line(q *request, b []byte, from int) ([]byte, int) {
 	return line, i + 1
 }
 
-// parseLength parses a multibulk or bulk length; -1 (a null) counts as 0.
+// parseLength parses a multibulk or bulk length as Redis's string2ll does: an optional '-'
+// and digits, with no leading zero and no '+', that fit an int64.
 func parseLength(b []byte) (int64, bool) {
-	if len(b) == 2 && b[0] == '-' && b[1] == '1' {
-		return 0, true
+	neg := len(b) > 1 && b[0] == '-'
+	if neg {
+		b = b[1:]
 	}
-	if len(b) == 0 || len(b) > 10 {
+	if len(b) == 0 || b[0] == '0' && (len(b) > 1 || neg) {
 		return 0, false
 	}
 	var n int64
 	for _, c := range b {
-		if c < '0' || c > '9' {
+		if c < '0' || c > '9' || n > (math.MaxInt64-int64(c-'0'))/10 {
 			return 0, false
 		}
 		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
 	}
 	return n, true
 }

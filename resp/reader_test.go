@@ -81,6 +81,15 @@ func readSized(err error) bool {
 	return errors.As(err, &pe) && strings.HasPrefix(string(pe), "too big")
 }
 
+// TestEmptyRequests: an empty line, *0 and any count below it (Redis reads *-1, a null, and
+// *-5 alike) are no request: the reader goes on to the next.
+func TestEmptyRequests(t *testing.T) {
+	r := NewReader(bytes.NewReader([]byte("\r\n*0\r\n*-1\r\n*-99999999999\r\n*1\r\n$4\r\nPING\r\n")), DefaultMaxBulk)
+	args, err := r.Next()
+	require.NoError(t, err)
+	require.Equal(t, [][]byte{[]byte("PING")}, args)
+}
+
 func TestReplyReader(t *testing.T) {
 	r := ReplyReader{B: []byte("*2\r\n:-1\r\n$2\r\nok\r\n")}
 	if n := r.Header('*'); n != 2 || r.Bad {
