@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
+	"slices"
 	"strconv"
 )
 
@@ -11,8 +13,8 @@ import (
 const (
 	MaxMultibulk   = 1024 * 1024       // arguments in one request
 	MaxInline      = 64 * 1024         // bytes in one inline request
-	ReadChunk      = 16 * 1024         // read buffer size, and its growth step
-	KeepReadBuf    = 64 * 1024         // a read buffer grown past this is dropped when idle
+	ReadChunk      = 16 * 1024         // a read buffer's first size, and what it shrinks back to
+	KeepReadBuf    = 64 * 1024         // a read buffer grown past this shrinks once it holds little
 	KeepWriteBuf   = 64 * 1024         // likewise for replies
 	DefaultMaxBulk = 512 * 1024 * 1024 // proto-max-bulk-len
 )
@@ -25,17 +27,19 @@ type ProtocolError string
 
 func (e ProtocolError) Error() string { return "Protocol error: " + string(e) }
 
-// reader parses requests from a connection without allocating per request.
+// Reader parses requests from a connection without allocating per request.
 // redcon's own reader trusts lengths it cannot hold (a bulk length near
 // 2^63 overflows its index maths and panics outside any handler), so
 // requests are read here with every length bounded, and redcon writes replies.
+//
+// A request that arrives in pieces is parsed once: how far it got is kept across reads
+// (req), so each read parses only the bytes it brought, as Redis's multibulklen and bulklen
+// do, and a request trickled over a million reads costs what it would in one.
 type Reader struct {
 	Src     io.Reader
 	Buf     []byte
-	Start   int      // first unparsed byte
-	End     int      // end of data read
-	args    [][]byte // the current request; slices of buf or of inline
-	inline  []byte   // unquoted inline arguments
+	Start   int // first byte of the request being parsed
+	End     int // end of data read
 	MaxBulk int
 	// What was read, for INFO (netstats.go): bytes and reads, since the last takeNet.
 	NRead, Reads int64
@@ -49,7 +53,45 @@ type Reader struct {
 	// ahead, when set, is shown the first request parsed after each read and the bytes
 	// buffered after it, when there are any, before that request runs (client.prefetchKeys).
 	Ahead func(first [][]byte, rest []byte)
-	read  bool // a read since the last request returned
+
+	req     request  // the request at Buf[Start:End], as far as it has been parsed
+	ahead   request  // ParseMultibulk's, which parses each request from its start
+	args    [][]byte // the last request's arguments: slices of Buf or of inline
+	inline  []byte   // unquoted inline arguments
+	marks   []int    // where each inline argument starts and ends in inline
+	read    bool     // a read since the last request returned
+	ready   bool     // args is a request Buffered parsed, for Next to return
+	err     error    // a malformed request Buffered found, for Next to return
+	scanned int64    // bytes the parser has looked at: parsing is linear (the tests)
+}
+
+// request is how far a request has been parsed. Its arguments are kept as offsets from its
+// first byte, not as slices, because the buffer may move between reads (fill).
+type request struct {
+	pos   int   // the next byte to parse; 0 until a multibulk's count line is read
+	left  int   // arguments still to read
+	bulk  int   // the length of the argument being read, -1 until its length line is read
+	seen  int   // bytes from the line being read known to hold no '\n': its search goes on there
+	spans []int // the arguments read: each one's start and end
+}
+
+// reset makes q ready for the next request.
+func (q *request) reset() {
+	q.pos, q.left, q.bulk, q.seen = 0, 0, -1, 0
+	if cap(q.spans) > 2*keepArgs {
+		q.spans = nil // a huge request's offsets go back
+	}
+	q.spans = q.spans[:0]
+}
+
+// appendArgs appends the arguments of b, the request q has read whole, to args.
+func (q *request) appendArgs(args [][]byte, b []byte) [][]byte {
+	args = slices.Grow(args, len(q.spans)/2)
+	for i := 0; i < len(q.spans); i += 2 {
+		lo, hi := q.spans[i], q.spans[i+1]
+		args = append(args, b[lo:hi:hi])
+	}
+	return args
 }
 
 // Limits of an unauthenticated client's requests, as Redis's.
@@ -58,26 +100,58 @@ const (
 	maxUnauthedBulk      = 16384
 )
 
+// keepArgs is the most arguments whose arrays a reader keeps between requests: a request of
+// more makes its own, which goes back after it (Redis's argv starts at 1024 too).
+const keepArgs = 1024
+
 func NewReader(rd io.Reader, maxBulk int) *Reader {
 	return &Reader{Src: rd, Buf: make([]byte, ReadChunk), MaxBulk: maxBulk}
 }
 
 func (r *Reader) isOpen() bool { return r.Open != nil && r.Open() }
 
-// buffered reports whether bytes of a next request are already read.
-func (r *Reader) Buffered() bool { return r.End > r.Start }
+// Buffered reports whether a whole next request (or a malformed one) is already read, so
+// that the replies so far may wait for it. It parses ahead as far as the bytes go, work
+// that Next does not repeat; the last request's arguments are invalid after it.
+func (r *Reader) Buffered() bool {
+	if !r.ready {
+		r.shrink()
+	}
+	for !r.ready && r.err == nil && r.End > r.Start {
+		args, done, err := r.parse()
+		switch {
+		case err != nil:
+			r.err = err
+		case !done:
+			return false
+		case len(args) > 0:
+			r.ready = true
+		}
+	}
+	return r.ready || r.err != nil
+}
 
-// next returns the next request's arguments, reading more from the
-// connection when needed. The slices are valid until the next call.
+// Next returns the next request's arguments, reading more from the
+// connection when needed. The slices are valid until the next call of Next or Buffered.
 func (r *Reader) Next() ([][]byte, error) {
+	if r.ready {
+		r.ready = false
+		return r.args, nil
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	if cap(r.args) > keepArgs {
+		r.args = nil // the last request's were many; the next's make their own
+	}
+	r.shrink()
 	for {
 		if r.End > r.Start {
-			args, n, err := r.parse(r.Buf[r.Start:r.End])
+			args, done, err := r.parse()
 			if err != nil {
 				return nil, err
 			}
-			if n > 0 {
-				r.Start += n
+			if done {
 				if len(args) == 0 {
 					continue // an empty line or *0: nothing to run
 				}
@@ -97,23 +171,31 @@ func (r *Reader) Next() ([][]byte, error) {
 	}
 }
 
-// fill reads more bytes, making room first.
-func (r *Reader) fill() error {
-	if r.Start == r.End {
-		r.Start, r.End = 0, 0
-		if len(r.Buf) > KeepReadBuf {
-			r.Buf = make([]byte, ReadChunk)
-		}
+// shrink gives a buffer grown for a big request back for a small one once what it holds is
+// small again, as Redis shrinks a client's querybuf: called when no argument points into it.
+func (r *Reader) shrink() {
+	if len(r.Buf) > KeepReadBuf && r.End-r.Start <= ReadChunk/2 {
+		r.move(ReadChunk)
 	}
-	if r.End == len(r.Buf) {
-		if r.Start > 0 {
-			r.End = copy(r.Buf, r.Buf[r.Start:r.End])
-			r.Start = 0
-		} else {
-			grown := make([]byte, len(r.Buf)*2)
-			copy(grown, r.Buf[:r.End])
-			r.Buf = grown
+}
+
+// fill reads more bytes, making room first. The buffer grows only for a request that does
+// not fit, to twice what it holds but never past what the argument being read still needs,
+// so that a bulk announced big and sent small costs what was sent (Redis grows a big
+// argument's buffer as its bytes arrive too).
+func (r *Reader) fill() error {
+	r.shrink()
+	live := r.End - r.Start
+	switch {
+	case r.End < len(r.Buf):
+	case live <= len(r.Buf)/2:
+		r.move(len(r.Buf))
+	default:
+		size := 2 * live
+		if q := &r.req; q.pos > 0 && q.bulk >= 0 {
+			size = min(size, max(q.pos+q.bulk+2, len(r.Buf)))
 		}
+		r.move(size)
 	}
 	n, err := r.Src.Read(r.Buf[r.End:])
 	r.End += n
@@ -128,96 +210,155 @@ func (r *Reader) fill() error {
 	return err
 }
 
-// parse reads one request from b: its arguments and the bytes it used,
-// or n == 0 when b holds only part of it.
-func (r *Reader) parse(b []byte) ([][]byte, int, error) {
-	if b[0] != '*' {
-		return r.parseInline(b)
+// move puts the unparsed bytes at the start of a buffer of size bytes: the same one when it
+// is that size already.
+func (r *Reader) move(size int) {
+	buf := r.Buf
+	if size != len(buf) {
+		buf = make([]byte, size)
+		clear(r.args[:cap(r.args)]) // no stale argument keeps the old buffer alive
 	}
-	args, n, err := r.ParseMultibulk(b, r.args[:0])
-	r.args = args[:0] // its array, for the next request
-	return args, n, err
+	r.End = copy(buf, r.Buf[r.Start:r.End])
+	r.Start, r.Buf = 0, buf
 }
 
-// parseMultibulk reads one request in RESP from b, appending its arguments to args; what
+// parse goes on parsing the request at Buf[Start:End] where the last read left it: done when
+// it is whole, with its arguments, and Start moved past it.
+func (r *Reader) parse() ([][]byte, bool, error) {
+	b := r.Buf[r.Start:r.End]
+	q := &r.req
+	if q.pos == 0 && b[0] != '*' {
+		args, n, err := r.parseInline(b)
+		if err != nil || n == 0 {
+			return nil, false, err
+		}
+		r.Start += n
+		q.reset()
+		return args, true, nil
+	}
+	done, err := r.multibulk(q, b)
+	if err != nil || !done {
+		return nil, false, err
+	}
+	r.args = q.appendArgs(r.args[:0], b)
+	r.Start += q.pos
+	q.reset()
+	return r.args, true, nil
+}
+
+// ParseMultibulk reads one request in RESP from b, appending its arguments to args; what
 // it returns keeps args's array, whether the request was whole or not.
 func (r *Reader) ParseMultibulk(b []byte, args [][]byte) ([][]byte, int, error) {
-	line, pos := readLine(b, 1)
-	if pos < 0 {
-		if len(b) > MaxInline {
-			return args[:0], 0, ProtocolError("too big mbulk count string")
-		}
-		return args[:0], 0, nil
+	q := &r.ahead
+	defer q.reset()
+	done, err := r.multibulk(q, b)
+	if err != nil || !done {
+		return args[:0], 0, err
 	}
-	count, ok := parseLength(line)
-	if !ok || count > MaxMultibulk {
-		return args[:0], 0, ProtocolError("invalid multibulk length")
-	}
-	if r.Unauthed && count > maxUnauthedMultibulk && !r.isOpen() {
-		return args[:0], 0, ProtocolError("unauthenticated multibulk length")
-	}
-	for i := int64(0); i < count; i++ {
-		if pos >= len(b) {
-			return args[:0], 0, nil
-		}
-		if b[pos] != '$' {
-			return args[:0], 0, ProtocolError("expected '$', got '" + string(b[pos]) + "'")
-		}
-		line, next := readLine(b, pos+1)
-		if next < 0 {
-			if len(b)-pos > MaxInline {
-				return args[:0], 0, ProtocolError("too big bulk count string")
-			}
-			return args[:0], 0, nil
-		}
-		size, ok := parseLength(line)
-		if !ok || size > int64(r.MaxBulk) {
-			return args[:0], 0, ProtocolError("invalid bulk length")
-		}
-		if r.Unauthed && size > maxUnauthedBulk && !r.isOpen() {
-			return args[:0], 0, ProtocolError("unauthenticated bulk length")
-		}
-		end := next + int(size)
-		if end+2 > len(b) {
-			return args[:0], 0, nil
-		}
-		if b[end] != '\r' || b[end+1] != '\n' {
-			return args[:0], 0, ProtocolError("invalid bulk length")
-		}
-		args = append(args, b[next:end:end])
-		pos = end + 2
-	}
-	return args, pos, nil
+	return q.appendArgs(args[:0], b), q.pos, nil
 }
 
-// readLine returns the line starting at b[from] without its CRLF, and the
-// position after it, or -1 when the line is incomplete.
-func readLine(b []byte, from int) ([]byte, int) {
-	i := bytes.IndexByte(b[from:], '\n')
+// multibulk goes on parsing the multibulk request b, from its '*', where q says the last
+// call left it: done once it is whole. Every length is checked as soon as its line is read.
+func (r *Reader) multibulk(q *request, b []byte) (bool, error) {
+	if q.pos == 0 {
+		line, next := r.line(q, b, 1)
+		if next < 0 {
+			if len(b) > MaxInline {
+				return false, ProtocolError("too big mbulk count string")
+			}
+			return false, nil
+		}
+		count, ok := parseLength(line)
+		if !ok || count > MaxMultibulk {
+			return false, ProtocolError("invalid multibulk length")
+		}
+		if r.Unauthed && count > maxUnauthedMultibulk && !r.isOpen() {
+			return false, ProtocolError("unauthenticated multibulk length")
+		}
+		q.pos, q.left, q.bulk = next, int(max(count, 0)), -1 // *-1 (or any count below 1) is no request
+	}
+	for q.left > 0 {
+		if q.bulk < 0 {
+			if q.pos >= len(b) {
+				return false, nil
+			}
+			if b[q.pos] != '$' {
+				return false, ProtocolError("expected '$', got '" + string(b[q.pos:q.pos+1]) + "'")
+			}
+			line, next := r.line(q, b, q.pos+1)
+			if next < 0 {
+				if len(b)-q.pos > MaxInline {
+					return false, ProtocolError("too big bulk count string")
+				}
+				return false, nil
+			}
+			size, ok := parseLength(line)
+			if !ok || size < 0 || size > int64(r.MaxBulk) {
+				return false, ProtocolError("invalid bulk length")
+			}
+			if r.Unauthed && size > maxUnauthedBulk && !r.isOpen() {
+				return false, ProtocolError("unauthenticated bulk length")
+			}
+			q.pos, q.bulk = next, int(size)
+		}
+		end := q.pos + q.bulk
+		if end+2 > len(b) {
+			return false, nil
+		}
+		if b[end] != '\r' || b[end+1] != '\n' {
+			return false, ProtocolError("invalid bulk length")
+		}
+		r.scanned += int64(q.bulk + 2)
+		if len(q.spans) == cap(q.spans) {
+			q.spans = slices.Grow(q.spans, max(len(q.spans), 16)) // doubling: append's 1.25 would copy a million arguments' offsets often
+		}
+		q.spans = append(q.spans, q.pos, end)
+		q.pos, q.bulk = end+2, -1
+		q.left--
+	}
+	return true, nil
+}
+
+// line returns the line starting at b[from] without its CRLF, and the position after it, or
+// -1 while it is incomplete. q.seen keeps how far an incomplete line was searched, so that
+// a line arriving a byte a read is searched once.
+func (r *Reader) line(q *request, b []byte, from int) ([]byte, int) {
+	i := bytes.IndexByte(b[from+q.seen:], '\n')
 	if i < 0 {
+		r.scanned += int64(len(b) - from - q.seen)
+		q.seen = len(b) - from
 		return nil, -1
 	}
-	line := b[from : from+i]
+	r.scanned += int64(i + 1)
+	i += from + q.seen
+	q.seen = 0
+	line := b[from:i]
 	if len(line) > 0 && line[len(line)-1] == '\r' {
 		line = line[:len(line)-1]
 	}
-	return line, from + i + 1
+	return line, i + 1
 }
 
-// parseLength parses a multibulk or bulk length; -1 (a null) counts as 0.
+// parseLength parses a multibulk or bulk length as Redis's string2ll does: an optional '-'
+// and digits, with no leading zero and no '+', that fit an int64.
 func parseLength(b []byte) (int64, bool) {
-	if len(b) == 2 && b[0] == '-' && b[1] == '1' {
-		return 0, true
+	neg := len(b) > 1 && b[0] == '-'
+	if neg {
+		b = b[1:]
 	}
-	if len(b) == 0 || len(b) > 10 {
+	if len(b) == 0 || b[0] == '0' && (len(b) > 1 || neg) {
 		return 0, false
 	}
 	var n int64
 	for _, c := range b {
-		if c < '0' || c > '9' {
+		if c < '0' || c > '9' || n > (math.MaxInt64-int64(c-'0'))/10 {
 			return 0, false
 		}
 		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
 	}
 	return n, true
 }
@@ -225,22 +366,18 @@ func parseLength(b []byte) (int64, bool) {
 // parseInline reads a telnet-style request: words separated by blanks,
 // with "double" (C escapes) and 'single' quotes, as redis-cli users type.
 func (r *Reader) parseInline(b []byte) ([][]byte, int, error) {
-	i := bytes.IndexByte(b, '\n')
-	if i < 0 {
+	line, n := r.line(&r.req, b, 0)
+	if n < 0 {
 		if len(b) > MaxInline {
 			return nil, 0, ProtocolError("too big inline request")
 		}
 		return nil, 0, nil
 	}
-	line := b[:i]
-	if len(line) > 0 && line[len(line)-1] == '\r' {
-		line = line[:len(line)-1]
-	}
 	args, err := r.SplitInline(line)
 	if err != nil {
 		return nil, 0, err
 	}
-	return args, i + 1, nil
+	return args, n, nil
 }
 
 var errUnbalancedQuotes = ProtocolError("unbalanced quotes in request")
@@ -252,7 +389,7 @@ func (r *Reader) SplitInline(line []byte) ([][]byte, error) {
 	args := r.args[:0]
 	r.inline = r.inline[:0]
 	// Offsets into r.inline, turned into slices once it stops growing.
-	var marks []int
+	marks := r.marks[:0]
 	for i := 0; ; {
 		for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
 			i++
@@ -309,6 +446,7 @@ func (r *Reader) SplitInline(line []byte) ([][]byte, error) {
 		}
 		marks = append(marks, start, len(r.inline))
 	}
+	r.marks = marks
 	for j := 0; j < len(marks); j += 2 {
 		args = append(args, r.inline[marks[j]:marks[j+1]:marks[j+1]])
 	}

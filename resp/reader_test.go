@@ -2,32 +2,92 @@ package resp
 
 import (
 	"bytes"
+	"errors"
+	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
-// FuzzReader feeds arbitrary bytes to the request parser: it never panics,
-// never returns arguments it did not read, and never claims more bytes than it has.
+// FuzzReader feeds arbitrary bytes to the request parser: it never panics, never returns
+// arguments it did not read, and never claims more bytes than it has; and the same bytes
+// trickled in pieces of the sizes cuts gives (a would-block between pieces, as the event
+// loops' reads have, so each piece is parsed by a call of Next of its own) parse into the
+// same requests and the same error as read whole, Buffered's parsing ahead included.
 func FuzzReader(f *testing.F) {
 	for _, seed := range []string{
 		"*1\r\n$4\r\nPING\r\n", "PING\r\n", "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", "*1\r\n$9223372036854775807\r\n",
 		"*-1\r\n", "*0\r\n", "\"a\\x41\" 'b'\r\n", "*3\r\n$3\r\nSET\r\n$1\r\nk", "$5\r\nhello\r\n",
+		"*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\n\r\n*1\r\n$4\r\nPING\r\n*1\r\n$3\r\nabcXY",
 	} {
-		f.Add([]byte(seed))
+		f.Add([]byte(seed), []byte{0, 2, 5})
 	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		r := NewReader(bytes.NewReader(data), DefaultMaxBulk)
-		for i := 0; i < 1000; i++ {
-			args, err := r.Next()
-			if err != nil {
-				return
+	f.Fuzz(func(t *testing.T, data, cuts []byte) {
+		whole, wholeErr := parseAll(t, NewReader(bytes.NewReader(data), DefaultMaxBulk), len(data), false)
+		var pieces [][]byte
+		for i, rest := 0, data; len(rest) > 0; i++ {
+			n := 1
+			if len(cuts) > 0 {
+				n += int(cuts[i%len(cuts)])
 			}
-			for _, a := range args {
-				if len(a) > len(data) {
-					t.Fatalf("argument of %d bytes from %d bytes of input", len(a), len(data))
-				}
-			}
+			n = min(n, len(rest))
+			pieces, rest = append(pieces, rest[:n]), rest[n:]
 		}
+		trickled, trickledErr := parseAll(t, NewReader(&chunks{pieces: pieces, block: true}, DefaultMaxBulk), len(data), true)
+		// A line past MaxInline is refused once that many bytes of it are read without its
+		// end: whether its end came in the same read depends on the reads, as in Redis.
+		if readSized(wholeErr) || readSized(trickledErr) {
+			n := min(len(whole), len(trickled))
+			require.Equal(t, whole[:n], trickled[:n])
+			return
+		}
+		require.Equal(t, whole, trickled)
+		require.Equal(t, wholeErr, trickledErr)
 	})
+}
+
+// parseAll parses requests from r until an error other than ErrWouldBlock (at most 1000 of
+// them), checking that no argument is longer than the size bytes read; with ahead, it asks
+// Buffered before each Next, as a connection served by a goroutine does.
+func parseAll(t *testing.T, r *Reader, size int, ahead bool) ([][]string, error) {
+	var reqs [][]string
+	for len(reqs) < 1000 {
+		if ahead {
+			r.Buffered()
+		}
+		args, err := r.Next()
+		if err == ErrWouldBlock {
+			continue
+		}
+		if err != nil {
+			return reqs, err
+		}
+		req := make([]string, len(args))
+		for i, a := range args {
+			if len(a) > size {
+				t.Fatalf("argument of %d bytes from %d bytes of input", len(a), size)
+			}
+			req[i] = string(a)
+		}
+		reqs = append(reqs, req)
+	}
+	return reqs, nil
+}
+
+// readSized reports whether err is one of the errors for a line too long, whose moment
+// depends on how the bytes were read.
+func readSized(err error) bool {
+	var pe ProtocolError
+	return errors.As(err, &pe) && strings.HasPrefix(string(pe), "too big")
+}
+
+// TestEmptyRequests: an empty line, *0 and any count below it (Redis reads *-1, a null, and
+// *-5 alike) are no request: the reader goes on to the next.
+func TestEmptyRequests(t *testing.T) {
+	r := NewReader(bytes.NewReader([]byte("\r\n*0\r\n*-1\r\n*-99999999999\r\n*1\r\n$4\r\nPING\r\n")), DefaultMaxBulk)
+	args, err := r.Next()
+	require.NoError(t, err)
+	require.Equal(t, [][]byte{[]byte("PING")}, args)
 }
 
 func TestReplyReader(t *testing.T) {

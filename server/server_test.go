@@ -167,6 +167,11 @@ func TestProtocolErrorsCloseOnlyThatConnection(t *testing.T) {
 		{"huge multibulk", "*99999999999\r\n", "-ERR Protocol error: invalid multibulk length"},
 		{"multibulk over the limit", "*1048577\r\n", "-ERR Protocol error: invalid multibulk length"},
 		{"not a bulk", "*1\r\n+OK\r\n", "-ERR Protocol error: expected '$', got '+'"},
+		{"not a bulk, a byte past ASCII", "*1\r\n\xff\r\n", "-ERR Protocol error: expected '$', got '\xff'"},
+		{"null bulk", "*1\r\n$-1\r\n\r\n", "-ERR Protocol error: invalid bulk length"},
+		{"bulk length with a leading zero", "*1\r\n$04\r\nPING\r\n", "-ERR Protocol error: invalid bulk length"},
+		{"multibulk length with a plus", "*+1\r\n", "-ERR Protocol error: invalid multibulk length"},
+		{"negative zero multibulk", "*-0\r\n", "-ERR Protocol error: invalid multibulk length"},
 		{"bad bulk terminator", "*1\r\n$3\r\nabcXY", "-ERR Protocol error: invalid bulk length"},
 		{"unbalanced quotes", "SET \"a b\r\n", "-ERR Protocol error: unbalanced quotes in request"},
 	}
