@@ -106,6 +106,7 @@ type Store struct {
 	ks   *keyspace.Keyspace
 	log  *slog.Logger
 	fs   *retryFS
+	wal  *walFS       // above fs: makes a log sync a write unless a real one is asked for
 	mode atomic.Int32 // Fsync
 
 	interval time.Duration
@@ -115,9 +116,13 @@ type Store struct {
 	done     chan struct{} // closed when run has returned
 
 	// epoch is what a client waits on for its changes to be synced: the next synced batch
-	// releases it. inflight is the epoch a synced batch being written releases.
+	// releases it. inflight is the epoch a synced batch being written releases. written and
+	// writing are the same for any batch: what a client waits on for its changes to be in
+	// the operating system (everysec, no).
 	epoch    atomic.Pointer[epoch]
 	inflight atomic.Pointer[epoch]
+	written  atomic.Pointer[epoch]
+	writing  atomic.Pointer[epoch]
 
 	drainMu      sync.Mutex // guards flushPending and orders FLUSHALL against a batch's drain
 	flushPending bool       // FLUSHALL emptied the keyspace: the next batch empties the store
@@ -190,7 +195,9 @@ func Open(dir string, ks *keyspace.Keyspace, o Options) (*Store, error) {
 	}
 	s.mode.Store(int32(o.Fsync))
 	s.epoch.Store(newEpoch())
+	s.written.Store(newEpoch())
 	s.fs = newRetryFS(o.FS, s.diskFailed, s.diskRecovered)
+	s.wal = &walFS{FS: s.fs}
 
 	fresh, err := inspectDir(o.FS, dir)
 	if err != nil {
@@ -207,7 +214,7 @@ func Open(dir string, ks *keyspace.Keyspace, o Options) (*Store, error) {
 		}
 		s.loadTime = time.Since(start)
 	}
-	s.db, err = pebble.Open(dir, s.pebbleOptions(s.fs, false, !fresh))
+	s.db, err = pebble.Open(dir, s.pebbleOptions(s.wal, false, !fresh))
 	if err != nil {
 		ks.Flush()
 		return nil, fmt.Errorf("persistence: open %s: %w", dir, err)
@@ -219,7 +226,7 @@ func Open(dir string, ks *keyspace.Keyspace, o Options) (*Store, error) {
 	for _, k := range expired {
 		b.Delete(k, nil)
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := s.commitBatch(b, true); err != nil {
 		s.db.Close()
 		ks.Flush()
 		return nil, fmt.Errorf("persistence: open %s: %w", dir, err)
@@ -475,16 +482,19 @@ func (s *Store) diskFailed(op, name string, err error) {
 	}
 	// Waiting clients would wait as long as the disk fails: they get their replies now,
 	// as with appendonly no, while INFO and the log say why.
-	s.epoch.Load().release(err)
-	if e := s.inflight.Load(); e != nil {
-		e.release(err)
+	for _, p := range []*atomic.Pointer[epoch]{&s.epoch, &s.inflight, &s.written, &s.writing} {
+		if e := p.Load(); e != nil {
+			e.release(err)
+		}
 	}
 }
 
 // diskRecovered is retryFS's report that every failing operation went through.
 func (s *Store) diskRecovered() {
-	if e := s.epoch.Load(); e.released.Load() && e != closedEpoch {
-		s.epoch.CompareAndSwap(e, newEpoch()) // waiters wait for syncs again
+	for _, p := range []*atomic.Pointer[epoch]{&s.epoch, &s.written} {
+		if e := p.Load(); e.released.Load() && e != closedEpoch {
+			p.CompareAndSwap(e, newEpoch()) // waiters wait for the disk again
+		}
 	}
 	since := s.failingSince.Swap(0)
 	s.lastFailLog.Store(0)

@@ -44,10 +44,11 @@ func (s *Server) closeStore() error {
 	return nil
 }
 
-// syncWrites reports whether replies to write commands wait for a sync.
-func (s *Server) syncWrites() bool {
-	return s.store != nil && s.store.Fsync() == persistence.Always
-}
+// syncWrites reports whether replies to write commands wait for the store: with every
+// appendfsync mode, as Redis writes its AOF before it replies, a change is written to the
+// log (always: and synced) before the client hears of it. One write serves every client of
+// an event loop's round (see loop.flushSyncing).
+func (s *Server) syncWrites() bool { return s.store != nil }
 
 // flushAll empties the keyspace, and the store with it, and tells the replicas (FLUSHALL).
 func (s *Server) flushAll() error { return s.repl.Flush(s.flushLocal) }
