@@ -69,6 +69,9 @@ type Options struct {
 	Now func() int64
 	// Interval is the shortest time between two batches; 0 is DefaultInterval.
 	Interval time.Duration
+	// Salvage says what Open may drop from damaged logs (see checkLogs); the zero value
+	// drops a torn tail of the newest log and refuses corruption.
+	Salvage Salvage
 	// Checkpoint, when set, is called before each drain of the keyspace; what it returns
 	// is stored with the changes drained then, in the same batch, so that the stored
 	// keyspace is at least as new as the checkpoint says (the replication offset it
@@ -147,6 +150,7 @@ type stats struct {
 	loadedKeys    int
 	expiredAtLoad int
 	loadTime      time.Duration
+	recovery      Recovery // what Open dropped from the logs
 
 	batches      atomic.Int64
 	syncs        atomic.Int64
@@ -196,6 +200,7 @@ func Open(dir string, ks *keyspace.Keyspace, o Options) (*Store, error) {
 	s.mode.Store(int32(o.Fsync))
 	s.epoch.Store(newEpoch())
 	s.written.Store(newEpoch())
+	s.recovery = Recovery{Status: "ok"}
 	s.fs = newRetryFS(o.FS, s.diskFailed, s.diskRecovered)
 	s.wal = &walFS{FS: s.fs}
 
@@ -208,6 +213,10 @@ func Open(dir string, ks *keyspace.Keyspace, o Options) (*Store, error) {
 		// Check and load from a read-only Pebble first: a foreign or damaged store is
 		// then left exactly as it was.
 		start := time.Now()
+		if err := s.checkLogs(o.FS, o.Salvage); err != nil {
+			ks.Flush()
+			return nil, err
+		}
 		if expired, err = s.load(o.FS, o.Now()); err != nil {
 			ks.Flush()
 			return nil, err
@@ -310,7 +319,7 @@ func (s *Store) load(fs vfs.FS, now int64) ([][]byte, error) {
 	}
 	it, err := db.NewIter(&pebble.IterOptions{LowerBound: dataStart, UpperBound: dataEnd})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v; %s", ErrDamaged, s.dir, err, untouched)
+		return nil, damaged(s.dir, err)
 	}
 	defer it.Close()
 	s.log.Info("loading the keyspace", "dir", s.dir)
@@ -343,7 +352,7 @@ func (s *Store) load(fs vfs.FS, now int64) ([][]byte, error) {
 		}
 	}
 	if err := it.Error(); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v; %s", ErrDamaged, s.dir, err, untouched)
+		return nil, damaged(s.dir, err)
 	}
 	s.expiredAtLoad = len(expired)
 	s.log.Info("keyspace loaded", "keys", s.loadedKeys, "expired", len(expired),
@@ -358,7 +367,7 @@ func checkMarker(db *pebble.DB, dir string) error {
 	if errors.Is(err, pebble.ErrNotFound) {
 		it, err := db.NewIter(nil)
 		if err != nil {
-			return fmt.Errorf("%w: %s: %v; %s", ErrDamaged, dir, err, untouched)
+			return damaged(dir, err)
 		}
 		empty := !it.First()
 		it.Close()
@@ -368,7 +377,7 @@ func checkMarker(db *pebble.DB, dir string) error {
 		return fmt.Errorf("%w: %s holds a Pebble store without throttled's marker; %s", ErrNotThrottled, dir, untouched)
 	}
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v; %s", ErrDamaged, dir, err, untouched)
+		return damaged(dir, err)
 	}
 	defer closer.Close()
 	n, err := strconv.Atoi(string(v))
@@ -381,6 +390,14 @@ func checkMarker(db *pebble.DB, dir string) error {
 	return nil
 }
 
+// damaged is the error for a store Pebble cannot read: Pebble's text names the file and,
+// for a table, the block (offset/length) whose checksum failed. The line cockroachdb/errors
+// adds for the details it keeps out of the text is dropped.
+func damaged(dir string, err error) error {
+	msg := strings.ReplaceAll(err.Error(), "\n<corruption detail carrier>", "")
+	return fmt.Errorf("%w: %s: %s; %s", ErrDamaged, dir, msg, untouched)
+}
+
 // openError explains why Pebble could not open an existing store.
 func openError(dir string, err error) error {
 	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) {
@@ -389,7 +406,7 @@ func openError(dir string, err error) error {
 	if errors.Is(err, os.ErrPermission) {
 		return fmt.Errorf("persistence: %s: %w", dir, err)
 	}
-	return fmt.Errorf("%w: %s: %v; %s", ErrDamaged, dir, err, untouched)
+	return damaged(dir, err)
 }
 
 // memTableSize is Pebble's write buffer: larger ones flush less often, and a flush writes

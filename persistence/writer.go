@@ -522,6 +522,7 @@ type Info struct {
 	LoadedKeys    int           // keys loaded at start
 	ExpiredAtLoad int           // keys dropped at start because they had expired
 	LoadTime      time.Duration // how long loading took
+	Recovery      Recovery      // what loading dropped from damaged logs
 	Changes       int64         // changes not synced yet: keys written or deleted
 	LastSave      time.Time     // the last sync of everything written before it
 	LastSaveOK    bool          // the last SAVE or BGSAVE succeeded
@@ -552,6 +553,7 @@ func (s *Store) Info() Info {
 		LoadedKeys:    s.loadedKeys,
 		ExpiredAtLoad: s.expiredAtLoad,
 		LoadTime:      s.loadTime,
+		Recovery:      s.recovery,
 		Changes:       int64(s.ks.Pending(keyspace.DiskFeed)) + s.unsaved.Load(),
 		LastSave:      time.Unix(s.lastSave.Load(), 0),
 		LastSaveOK:    !s.lastSaveErr.Load(),
