@@ -22,7 +22,12 @@ func (s *Server) openStore() error {
 	if err != nil {
 		return fmt.Errorf("appendfsync: %w", err)
 	}
-	st, err := persistence.Open(s.cfg.Dir, s.ks, persistence.Options{Fsync: fsync, Logger: s.log, Now: s.nowNano, Checkpoint: s.repl.Checkpoint})
+	st, err := persistence.Open(s.cfg.Dir, s.ks, persistence.Options{Fsync: fsync, Logger: s.log, Now: s.nowNano, Checkpoint: s.repl.Checkpoint,
+		Salvage: persistence.Salvage{
+			RefuseTruncated: !s.cfg.AOFLoadTruncated,
+			Broken:          s.cfg.AOFLoadBroken,
+			BrokenMaxSize:   int64(s.cfg.AOFLoadBrokenMaxSize),
+		}})
 	if err != nil {
 		return err
 	}
@@ -121,6 +126,10 @@ func (s *Server) infoPersistence() [][2]string {
 		[2]string{"aof_loaded_keys", strconv.Itoa(in.LoadedKeys)},
 		[2]string{"aof_loaded_expired_keys", strconv.Itoa(in.ExpiredAtLoad)},
 		[2]string{"aof_load_time_ms", itoa(in.LoadTime.Milliseconds())},
+		[2]string{"aof_last_load_status", in.Recovery.Status},
+		[2]string{"aof_last_load_dropped_bytes", itoa(in.Recovery.Dropped)},
+		[2]string{"aof_last_load_dropped_file", in.Recovery.File},
+		[2]string{"aof_last_load_dropped_offset", itoa(in.Recovery.Offset)},
 		[2]string{"aof_dir", in.Dir},
 	)
 }
