@@ -80,9 +80,8 @@ type Options struct {
 	Checkpoint func() []byte
 }
 
-// DefaultInterval is the shortest time between two batches: with everysec or no, a kill -9
-// loses about this much (a batch is in the operating system once written). Under load
-// the interval grows so that writing takes at most a twentieth of the time (see Store.run),
+// DefaultInterval is the shortest time between two batches when no client waits for one.
+// Under load the interval grows so that writing takes at most a twentieth of the time (see Store.run),
 // up to a second.
 const DefaultInterval = 100 * time.Millisecond
 
