@@ -8,14 +8,21 @@
 // load, at most a second), or at once when a client waits for a sync, drains every shard
 // (deletions, then the latest state of each changed key) into one Pebble batch and
 // commits it: one write per changed key per batch, whatever the number of connections
-// (group commit). The fsync choice (Redis's appendfsync) says which batches are synced:
+// (group commit). A client that changed state gets its replies only once a batch drained
+// after its change is in the log file (Store.Wait; the server waits once per event-loop
+// round), as Redis writes its AOF before it replies: kill -9 loses nothing acknowledged.
+// Every batch is committed with a Pebble sync that walFS turns into a plain write unless
+// a real one is due. The fsync choice (Redis's appendfsync) says which batches are synced:
 //
-//   - always: every batch, and a client that changed state gets its replies only once a
-//     synced batch drained after its change; one sync serves every client waiting.
-//   - everysec (default): one batch a second. A batch written without a sync is in the
-//     operating system already, so kill -9 loses at most the changes of one interval; a
-//     machine crash loses at most about a second.
+//   - always: every batch, and the replies wait for the sync; one sync serves every
+//     client waiting.
+//   - everysec (default): one batch a second: a machine crash loses at most about a second.
 //   - no: never; the operating system writes back when it likes.
+//
+// Open reads the write-ahead logs before Pebble replays them (walcheck.go): a torn tail of
+// the newest log is cut off and logged, corruption refuses to start with the file and the
+// offset unless Options.Salvage allows dropping it (Redis's aof-load-truncated and
+// aof-load-broken).
 //
 // The store holds a marker key (the format version) and one key per live key: 'k' and the
 // user key, and a small versioned encoding of Kind, Expire, Num, Num2 and Bytes (codec.go).

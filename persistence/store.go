@@ -69,6 +69,9 @@ type Options struct {
 	Now func() int64
 	// Interval is the shortest time between two batches; 0 is DefaultInterval.
 	Interval time.Duration
+	// Salvage says what Open may drop from damaged logs (see checkLogs); the zero value
+	// drops a torn tail of the newest log and refuses corruption.
+	Salvage Salvage
 	// Checkpoint, when set, is called before each drain of the keyspace; what it returns
 	// is stored with the changes drained then, in the same batch, so that the stored
 	// keyspace is at least as new as the checkpoint says (the replication offset it
@@ -77,9 +80,8 @@ type Options struct {
 	Checkpoint func() []byte
 }
 
-// DefaultInterval is the shortest time between two batches: with everysec or no, a kill -9
-// loses about this much (a batch is in the operating system once written). Under load
-// the interval grows so that writing takes at most a twentieth of the time (see Store.run),
+// DefaultInterval is the shortest time between two batches when no client waits for one.
+// Under load the interval grows so that writing takes at most a twentieth of the time (see Store.run),
 // up to a second.
 const DefaultInterval = 100 * time.Millisecond
 
@@ -106,6 +108,7 @@ type Store struct {
 	ks   *keyspace.Keyspace
 	log  *slog.Logger
 	fs   *retryFS
+	wal  *walFS       // above fs: makes a log sync a write unless a real one is asked for
 	mode atomic.Int32 // Fsync
 
 	interval time.Duration
@@ -115,9 +118,13 @@ type Store struct {
 	done     chan struct{} // closed when run has returned
 
 	// epoch is what a client waits on for its changes to be synced: the next synced batch
-	// releases it. inflight is the epoch a synced batch being written releases.
+	// releases it. inflight is the epoch a synced batch being written releases. written and
+	// writing are the same for any batch: what a client waits on for its changes to be in
+	// the operating system (everysec, no).
 	epoch    atomic.Pointer[epoch]
 	inflight atomic.Pointer[epoch]
+	written  atomic.Pointer[epoch]
+	writing  atomic.Pointer[epoch]
 
 	drainMu      sync.Mutex // guards flushPending and orders FLUSHALL against a batch's drain
 	flushPending bool       // FLUSHALL emptied the keyspace: the next batch empties the store
@@ -142,6 +149,7 @@ type stats struct {
 	loadedKeys    int
 	expiredAtLoad int
 	loadTime      time.Duration
+	recovery      Recovery // what Open dropped from the logs
 
 	batches      atomic.Int64
 	syncs        atomic.Int64
@@ -190,7 +198,10 @@ func Open(dir string, ks *keyspace.Keyspace, o Options) (*Store, error) {
 	}
 	s.mode.Store(int32(o.Fsync))
 	s.epoch.Store(newEpoch())
+	s.written.Store(newEpoch())
+	s.recovery = Recovery{Status: "ok"}
 	s.fs = newRetryFS(o.FS, s.diskFailed, s.diskRecovered)
+	s.wal = &walFS{FS: s.fs}
 
 	fresh, err := inspectDir(o.FS, dir)
 	if err != nil {
@@ -201,13 +212,17 @@ func Open(dir string, ks *keyspace.Keyspace, o Options) (*Store, error) {
 		// Check and load from a read-only Pebble first: a foreign or damaged store is
 		// then left exactly as it was.
 		start := time.Now()
+		if err := s.checkLogs(o.FS, o.Salvage); err != nil {
+			ks.Flush()
+			return nil, err
+		}
 		if expired, err = s.load(o.FS, o.Now()); err != nil {
 			ks.Flush()
 			return nil, err
 		}
 		s.loadTime = time.Since(start)
 	}
-	s.db, err = pebble.Open(dir, s.pebbleOptions(s.fs, false, !fresh))
+	s.db, err = pebble.Open(dir, s.pebbleOptions(s.wal, false, !fresh))
 	if err != nil {
 		ks.Flush()
 		return nil, fmt.Errorf("persistence: open %s: %w", dir, err)
@@ -219,7 +234,7 @@ func Open(dir string, ks *keyspace.Keyspace, o Options) (*Store, error) {
 	for _, k := range expired {
 		b.Delete(k, nil)
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := s.commitBatch(b, true); err != nil {
 		s.db.Close()
 		ks.Flush()
 		return nil, fmt.Errorf("persistence: open %s: %w", dir, err)
@@ -303,7 +318,7 @@ func (s *Store) load(fs vfs.FS, now int64) ([][]byte, error) {
 	}
 	it, err := db.NewIter(&pebble.IterOptions{LowerBound: dataStart, UpperBound: dataEnd})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v; %s", ErrDamaged, s.dir, err, untouched)
+		return nil, damaged(s.dir, err)
 	}
 	defer it.Close()
 	s.log.Info("loading the keyspace", "dir", s.dir)
@@ -336,7 +351,7 @@ func (s *Store) load(fs vfs.FS, now int64) ([][]byte, error) {
 		}
 	}
 	if err := it.Error(); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v; %s", ErrDamaged, s.dir, err, untouched)
+		return nil, damaged(s.dir, err)
 	}
 	s.expiredAtLoad = len(expired)
 	s.log.Info("keyspace loaded", "keys", s.loadedKeys, "expired", len(expired),
@@ -351,7 +366,7 @@ func checkMarker(db *pebble.DB, dir string) error {
 	if errors.Is(err, pebble.ErrNotFound) {
 		it, err := db.NewIter(nil)
 		if err != nil {
-			return fmt.Errorf("%w: %s: %v; %s", ErrDamaged, dir, err, untouched)
+			return damaged(dir, err)
 		}
 		empty := !it.First()
 		it.Close()
@@ -361,7 +376,7 @@ func checkMarker(db *pebble.DB, dir string) error {
 		return fmt.Errorf("%w: %s holds a Pebble store without throttled's marker; %s", ErrNotThrottled, dir, untouched)
 	}
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v; %s", ErrDamaged, dir, err, untouched)
+		return damaged(dir, err)
 	}
 	defer closer.Close()
 	n, err := strconv.Atoi(string(v))
@@ -374,6 +389,14 @@ func checkMarker(db *pebble.DB, dir string) error {
 	return nil
 }
 
+// damaged is the error for a store Pebble cannot read: Pebble's text names the file and,
+// for a table, the block (offset/length) whose checksum failed. The line cockroachdb/errors
+// adds for the details it keeps out of the text is dropped.
+func damaged(dir string, err error) error {
+	msg := strings.ReplaceAll(err.Error(), "\n<corruption detail carrier>", "")
+	return fmt.Errorf("%w: %s: %s; %s", ErrDamaged, dir, msg, untouched)
+}
+
 // openError explains why Pebble could not open an existing store.
 func openError(dir string, err error) error {
 	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) {
@@ -382,7 +405,7 @@ func openError(dir string, err error) error {
 	if errors.Is(err, os.ErrPermission) {
 		return fmt.Errorf("persistence: %s: %w", dir, err)
 	}
-	return fmt.Errorf("%w: %s: %v; %s", ErrDamaged, dir, err, untouched)
+	return damaged(dir, err)
 }
 
 // memTableSize is Pebble's write buffer: larger ones flush less often, and a flush writes
@@ -475,16 +498,19 @@ func (s *Store) diskFailed(op, name string, err error) {
 	}
 	// Waiting clients would wait as long as the disk fails: they get their replies now,
 	// as with appendonly no, while INFO and the log say why.
-	s.epoch.Load().release(err)
-	if e := s.inflight.Load(); e != nil {
-		e.release(err)
+	for _, p := range []*atomic.Pointer[epoch]{&s.epoch, &s.inflight, &s.written, &s.writing} {
+		if e := p.Load(); e != nil {
+			e.release(err)
+		}
 	}
 }
 
 // diskRecovered is retryFS's report that every failing operation went through.
 func (s *Store) diskRecovered() {
-	if e := s.epoch.Load(); e.released.Load() && e != closedEpoch {
-		s.epoch.CompareAndSwap(e, newEpoch()) // waiters wait for syncs again
+	for _, p := range []*atomic.Pointer[epoch]{&s.epoch, &s.written} {
+		if e := p.Load(); e.released.Load() && e != closedEpoch {
+			p.CompareAndSwap(e, newEpoch()) // waiters wait for the disk again
+		}
 	}
 	since := s.failingSince.Swap(0)
 	s.lastFailLog.Store(0)

@@ -50,13 +50,16 @@ func (s *Store) nudge() {
 	}
 }
 
-// Wait blocks until the changes made before the call are synced, or the disk is failing,
-// or the store is closed. With appendfsync always, the server calls it before it writes
-// the replies of a client that changed state. It does not allocate.
+// Wait blocks until the changes made before the call are durable as the appendfsync mode
+// promises, or the disk is failing, or the store is closed: with always, synced; with
+// everysec and no, written to the log file, so that they survive the process (kill -9),
+// as Redis writes its AOF before it replies. The server calls it before it writes the
+// replies of a client that changed state; one batch serves every client waiting. It does
+// not allocate.
 func (s *Store) Wait() error {
-	e := s.epoch.Load()
-	if s.Fsync() != Always {
-		s.wantSync.Store(true) // the mode changed under the caller: sync anyway
+	e := s.written.Load()
+	if s.Fsync() == Always {
+		e = s.epoch.Load()
 	}
 	s.nudge()
 	<-e.done
@@ -140,35 +143,39 @@ func (s *Store) write(sync bool) error {
 	if s.closed {
 		return ErrClosed
 	}
+	w := s.written.Swap(newEpoch())
+	s.writing.Store(w)
+	defer s.writing.Store(nil)
 	var e *epoch
 	if sync {
 		e = s.epoch.Swap(newEpoch())
 		s.inflight.Store(e)
 		defer s.inflight.Store(nil)
 	}
+	failed := func(err error) error {
+		w.release(err)
+		if e != nil {
+			e.release(err)
+		}
+		return err
+	}
 	r := &s.rec
 	defer r.reset()
 	if err := s.drain(r); err != nil {
-		if e != nil {
-			e.release(err)
-		}
-		return err
+		return failed(err)
 	}
-	if r.empty() {
-		if !sync {
-			return nil
-		}
-		if !s.unsynced {
+	if r.empty() && (!sync || !s.unsynced) {
+		// Every batch before is in the operating system already, and synced if it must be.
+		w.release(nil)
+		if sync {
 			s.saved(e)
-			return nil
 		}
+		return nil
 	}
 	if err := s.commit(r, sync); err != nil {
-		if e != nil {
-			e.release(err)
-		}
-		return err
+		return failed(err)
 	}
+	w.release(nil)
 	if sync {
 		s.saved(e)
 	}
@@ -232,11 +239,7 @@ func (s *Store) commit(r *recorder, sync bool) error {
 	if b.Empty() {
 		b.LogData(nil, nil) // an empty batch is not written: this one syncs the log
 	}
-	opts := pebble.NoSync
-	if sync {
-		opts = pebble.Sync
-	}
-	if err := b.Commit(opts); err != nil {
+	if err := s.commitBatch(b, sync); err != nil {
 		return err
 	}
 	s.batches.Add(1)
@@ -248,6 +251,15 @@ func (s *Store) commit(r *recorder, sync bool) error {
 	}
 	s.refreshSize(false)
 	return nil
+}
+
+// commitBatch commits b and returns once its bytes are in the operating system, and on
+// the disk if sync (see walFS). Only the writer commits, one batch at a time, so realSync
+// covers exactly this commit's log sync.
+func (s *Store) commitBatch(b *pebble.Batch, sync bool) error {
+	s.wal.realSync.Store(sync)
+	defer s.wal.realSync.Store(false)
+	return b.Commit(pebble.Sync)
 }
 
 // saved records a sync that covered everything drained before it, and releases e.
@@ -464,6 +476,7 @@ func (s *Store) Close() error {
 					s.abandoned.Store(true)
 					s.closeErr = fmt.Errorf("persistence: the disk is failing (%s): changes since the last sync are lost", s.lastError())
 					s.epoch.Swap(closedEpoch).release(ErrClosed)
+					s.written.Swap(closedEpoch).release(ErrClosed)
 					return
 				}
 			}
@@ -487,6 +500,7 @@ func (s *Store) close() error {
 		s.batch = nil
 	}
 	s.epoch.Swap(closedEpoch).release(ErrClosed)
+	s.written.Swap(closedEpoch).release(ErrClosed)
 	s.ks.Track(keyspace.DiskFeed, false)
 	if s.abandoned.Load() {
 		// Close has returned: flushing or closing on a disk that still fails
@@ -508,6 +522,7 @@ type Info struct {
 	LoadedKeys    int           // keys loaded at start
 	ExpiredAtLoad int           // keys dropped at start because they had expired
 	LoadTime      time.Duration // how long loading took
+	Recovery      Recovery      // what loading dropped from damaged logs
 	Changes       int64         // changes not synced yet: keys written or deleted
 	LastSave      time.Time     // the last sync of everything written before it
 	LastSaveOK    bool          // the last SAVE or BGSAVE succeeded
@@ -538,6 +553,7 @@ func (s *Store) Info() Info {
 		LoadedKeys:    s.loadedKeys,
 		ExpiredAtLoad: s.expiredAtLoad,
 		LoadTime:      s.loadTime,
+		Recovery:      s.recovery,
 		Changes:       int64(s.ks.Pending(keyspace.DiskFeed)) + s.unsaved.Load(),
 		LastSave:      time.Unix(s.lastSave.Load(), 0),
 		LastSaveOK:    !s.lastSaveErr.Load(),

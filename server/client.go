@@ -66,7 +66,7 @@ type client struct {
 	lastActive atomic.Int64           // Unix ns
 	ended      int64                  // when the command running ended, if it knows (a native script: its last command's end); 0 for timed to read the clock
 	closing    bool                   // close after the pending replies are written
-	mustSync   bool                   // a write command ran: the replies wait until it is synced
+	mustSync   bool                   // a write command ran: the replies wait for the store (Server.syncWrites)
 	handoff    bool                   // a command needs c detached: its event loop hands it over
 	out        *outbox                // a detached client's output, which others may queue on too; nil before
 	nwritten   int64                  // bytes written since the last takeNet (netstats.go)
@@ -202,9 +202,9 @@ func (c *client) serve(first [][]byte) {
 	}
 }
 
-// flush writes the pending replies; false when the connection is gone. With appendfsync
-// always, replies to write commands wait for the sync that makes their changes durable:
-// once for a whole pipeline, and one sync serves every client waiting.
+// flush writes the pending replies; false when the connection is gone. Replies to write
+// commands wait for the batch that writes their changes to the log (and with appendfsync
+// always syncs it): once for a whole pipeline, and one batch serves every client waiting.
 func (c *client) flush() bool {
 	if len(c.up.calls) > 0 {
 		if !c.waitUpstream() {

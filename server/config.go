@@ -58,6 +58,14 @@ type Config struct {
 	// replies of a client that changed state), everysec (default: a crash loses about a
 	// second at most) or no (the operating system decides).
 	AppendFsync string
+	// AOFLoadTruncated lets a start cut off a torn tail of the newest log, as a machine
+	// crash leaves, and log it ("aof-load-truncated"); default true. False refuses to start.
+	AOFLoadTruncated bool
+	// AOFLoadBroken lets a start drop a corrupt part of the logs, from the bad record on,
+	// when it is at most AOFLoadBrokenMaxSize bytes, and log it ("aof-load-broken",
+	// "aof-load-broken-max-size"); default false: corruption refuses to start.
+	AOFLoadBroken        bool
+	AOFLoadBrokenMaxSize int
 	// RequirePass, when set, must be given with AUTH before other commands ("requirepass"):
 	// it is the default user's password.
 	RequirePass string
@@ -262,27 +270,29 @@ func (c Config) Procs() int { return startProcs + c.IOThreads }
 // DefaultConfig returns the configuration of a server started with no options.
 func DefaultConfig() Config {
 	return Config{
-		Bind:               "127.0.0.1",
-		Port:               6379,
-		TCPBacklog:         511,
-		Supervised:         "no",
-		LogFormat:          "text",
-		Dir:                "./data",
-		AppendOnly:         true,
-		AppendFsync:        "everysec",
-		HTTPLegacyHeaders:  true,
-		HTTPTrustedProxies: httpapi.DefaultProxies,
-		LogLevel:           "notice",
-		MaxMemoryPolicy:    "volatile-ttl",
-		TLSAuthClients:     "yes",
-		TCPKeepAlive:       300,
-		ProtectedMode:      true,
-		MaxMemorySamples:   5,
-		MaxClients:         10000,
-		PrefetchBatch:      defaultPrefetchBatch,
-		ProtoMaxBulkLen:    resp.DefaultMaxBulk,
-		Shards:             256,
-		IOThreads:          max(1, startProcs/2),
+		Bind:                 "127.0.0.1",
+		Port:                 6379,
+		TCPBacklog:           511,
+		Supervised:           "no",
+		LogFormat:            "text",
+		Dir:                  "./data",
+		AppendOnly:           true,
+		AppendFsync:          "everysec",
+		AOFLoadTruncated:     true,
+		AOFLoadBrokenMaxSize: 4096,
+		HTTPLegacyHeaders:    true,
+		HTTPTrustedProxies:   httpapi.DefaultProxies,
+		LogLevel:             "notice",
+		MaxMemoryPolicy:      "volatile-ttl",
+		TLSAuthClients:       "yes",
+		TCPKeepAlive:         300,
+		ProtectedMode:        true,
+		MaxMemorySamples:     5,
+		MaxClients:           10000,
+		PrefetchBatch:        defaultPrefetchBatch,
+		ProtoMaxBulkLen:      resp.DefaultMaxBulk,
+		Shards:               256,
+		IOThreads:            max(1, startProcs/2),
 
 		SlowlogLogSlowerThan:           10000,
 		SlowlogMaxLen:                  128,
@@ -435,6 +445,7 @@ func (c Config) Validate() error {
 		v    int
 	}{
 		{"repl-backlog-size", c.ReplBacklogSize},
+		{"aof-load-broken-max-size", c.AOFLoadBrokenMaxSize},
 		{"replica-priority", c.ReplicaPriority},
 		{"replica-announce-port", c.ReplicaAnnouncePort},
 		{"min-replicas-to-write", c.MinReplicasToWrite},
@@ -463,6 +474,8 @@ func intRange(name string) (lo, hi int64) {
 		return 1, math.MaxUint32
 	case "repl-backlog-size":
 		return 1, math.MaxInt64
+	case "aof-load-broken-max-size":
+		return 0, math.MaxInt64
 	case "maxmemory":
 		return 0, math.MaxInt64
 	case "maxmemory-samples":

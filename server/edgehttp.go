@@ -171,7 +171,7 @@ func (d *httpDecider) Decide(cred httpapi.Credentials, req httpapi.Request) (htt
 	s.run(c, args)
 	if c.mustSync {
 		c.mustSync = false
-		s.store.Wait() // appendfsync always: the decision is durable before it is told
+		s.store.Wait() // the decision is in the log before it is told
 	}
 	res, err := parseCheckReply(c.W.B, len(req.Policies))
 	if err != nil {

@@ -36,7 +36,7 @@ type loop struct {
 	wakefd  int // an eventfd: a client was added, or the loop must stop
 	events  []unix.EpollEvent
 	clients []*client           // by fd
-	syncing []*client           // replies waiting for a sync (appendfsync always)
+	syncing []*client           // replies waiting for the store (see Server.syncWrites)
 	calls   []upstream.Call     // parked in this round, for the upstream (upstream_linux.go)
 	now     int64               // when epoll_wait last returned, Unix ns
 	mono    int64               // the same moment on observer.mono's clock
@@ -451,8 +451,9 @@ func (l *loop) finish(c *client) {
 	}
 }
 
-// flushSyncing waits for one sync that covers every client's writes in this round, then
-// writes their replies (appendfsync always).
+// flushSyncing waits for one batch of the store that covers every client's writes in this
+// round (written to the log, and with appendfsync always synced), then writes their
+// replies: group commit.
 func (l *loop) flushSyncing() {
 	if len(l.syncing) == 0 {
 		return

@@ -91,6 +91,9 @@ func (s *Server) paramTable() []*param {
 		{name: "port", get: constant(itoaInt(s.cfg.Port)), def: itoaInt(def.Port), file: plainValue},
 		{name: "dir", get: constant(s.cfg.Dir), def: def.Dir, file: quoted},
 		{name: "appendonly", get: constant(yesNo(s.store != nil)), def: yesNo(def.AppendOnly), file: plainValue},
+		{name: "aof-load-truncated", get: constant(yesNo(s.cfg.AOFLoadTruncated)), def: yesNo(def.AOFLoadTruncated), file: plainValue},
+		{name: "aof-load-broken", get: constant(yesNo(s.cfg.AOFLoadBroken)), def: yesNo(def.AOFLoadBroken), file: plainValue},
+		{name: "aof-load-broken-max-size", get: constant(itoaInt(s.cfg.AOFLoadBrokenMaxSize)), def: itoaInt(def.AOFLoadBrokenMaxSize), file: plainValue},
 		{name: "appendfsync", get: s.appendFsync, def: def.AppendFsync, file: plainValue, set: func(v string) (func(), error) {
 			f, err := persistence.ParseFsync(v)
 			if err != nil {

@@ -22,7 +22,12 @@ func (s *Server) openStore() error {
 	if err != nil {
 		return fmt.Errorf("appendfsync: %w", err)
 	}
-	st, err := persistence.Open(s.cfg.Dir, s.ks, persistence.Options{Fsync: fsync, Logger: s.log, Now: s.nowNano, Checkpoint: s.repl.Checkpoint})
+	st, err := persistence.Open(s.cfg.Dir, s.ks, persistence.Options{Fsync: fsync, Logger: s.log, Now: s.nowNano, Checkpoint: s.repl.Checkpoint,
+		Salvage: persistence.Salvage{
+			RefuseTruncated: !s.cfg.AOFLoadTruncated,
+			Broken:          s.cfg.AOFLoadBroken,
+			BrokenMaxSize:   int64(s.cfg.AOFLoadBrokenMaxSize),
+		}})
 	if err != nil {
 		return err
 	}
@@ -44,10 +49,11 @@ func (s *Server) closeStore() error {
 	return nil
 }
 
-// syncWrites reports whether replies to write commands wait for a sync.
-func (s *Server) syncWrites() bool {
-	return s.store != nil && s.store.Fsync() == persistence.Always
-}
+// syncWrites reports whether replies to write commands wait for the store: with every
+// appendfsync mode, as Redis writes its AOF before it replies, a change is written to the
+// log (always: and synced) before the client hears of it. One write serves every client of
+// an event loop's round (see loop.flushSyncing).
+func (s *Server) syncWrites() bool { return s.store != nil }
 
 // flushAll empties the keyspace, and the store with it, and tells the replicas (FLUSHALL).
 func (s *Server) flushAll() error { return s.repl.Flush(s.flushLocal) }
@@ -120,6 +126,10 @@ func (s *Server) infoPersistence() [][2]string {
 		[2]string{"aof_loaded_keys", strconv.Itoa(in.LoadedKeys)},
 		[2]string{"aof_loaded_expired_keys", strconv.Itoa(in.ExpiredAtLoad)},
 		[2]string{"aof_load_time_ms", itoa(in.LoadTime.Milliseconds())},
+		[2]string{"aof_last_load_status", in.Recovery.Status},
+		[2]string{"aof_last_load_dropped_bytes", itoa(in.Recovery.Dropped)},
+		[2]string{"aof_last_load_dropped_file", in.Recovery.File},
+		[2]string{"aof_last_load_dropped_offset", itoa(in.Recovery.Offset)},
 		[2]string{"aof_dir", in.Dir},
 	)
 }

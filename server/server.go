@@ -612,7 +612,7 @@ func (s *Server) callFrom(c *client, cmd *cmdEntry, args [][]byte, start int64) 
 			return
 		}
 		if s.syncWrites() {
-			c.mustSync = true // its replies wait for the sync (appendfsync always)
+			c.mustSync = true // its replies wait for the store (see syncWrites)
 		}
 	}
 	s.stats.commands.Add(1)

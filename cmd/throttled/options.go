@@ -253,6 +253,9 @@ func optionTable() []option {
 		// Persistence.
 		boolean("appendonly", "keep the state durable in dir; no keeps it in memory only, and a restart forgets it", func(c *C) *bool { return &c.AppendOnly }),
 		str("appendfsync", "policy", "when changes are synced to disk: always (before the reply), everysec or no (the OS decides)", func(c *C) *string { return &c.AppendFsync }),
+		boolean("aof-load-truncated", "at start, cut off a torn tail of the newest log (a machine crash leaves one) and log it; no refuses to start", func(c *C) *bool { return &c.AOFLoadTruncated }),
+		boolean("aof-load-broken", "at start, drop a corrupt part of the logs, from the bad record on, if at most aof-load-broken-max-size, and log it; no refuses to start", func(c *C) *bool { return &c.AOFLoadBroken }),
+		size("aof-load-broken-max-size", "the most aof-load-broken may drop", func(c *C) *int { return &c.AOFLoadBrokenMaxSize }),
 
 		// Security.
 		str("requirepass", "password", "the default user's password, given with AUTH; empty for none", func(c *C) *string { return &c.RequirePass }),

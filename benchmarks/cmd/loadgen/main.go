@@ -15,6 +15,7 @@
 //	go run ./benchmarks/cmd/loadgen -only collections [-duration 2s]
 //	go run ./benchmarks/cmd/loadgen -only scripts [-duration 2s]
 //	go run ./benchmarks/cmd/loadgen -only latency [-duration 2s]
+//	go run ./benchmarks/cmd/loadgen -only everysec [-before old/throttled]
 package main
 
 import (
@@ -39,6 +40,7 @@ type config struct {
 	duration time.Duration
 	churn    time.Duration
 	only     string
+	before   string // another throttled binary for -only everysec to compare with
 
 	durableKeys int
 }
@@ -54,7 +56,8 @@ func main() {
 	flag.DurationVar(&cfg.duration, "duration", 2*time.Second, "time of each measurement")
 	flag.IntVar(&cfg.durableKeys, "durablekeys", 1000000, "new keys for the memory measurement with and without persistence")
 	flag.DurationVar(&cfg.churn, "churn", 16*time.Second, "time of each churn measurement")
-	flag.StringVar(&cfg.only, "only", "", "run only this part: churn, collections, durable, policies, replication, scripts or upstream (the report goes to -out only if that is given)")
+	flag.StringVar(&cfg.only, "only", "", "run only this part: churn, collections, durable, everysec, policies, replication, scripts or upstream (the report goes to -out only if that is given)")
+	flag.StringVar(&cfg.before, "before", "", "with -only everysec: a throttled binary (an earlier build) to measure everysec against as well")
 	flag.Parse()
 	outSet := false
 	flag.Visit(func(f *flag.Flag) { outSet = outSet || f.Name == "out" })
@@ -144,6 +147,9 @@ func (r *runner) run() (string, error) {
 	case "scripts":
 		run, err := r.evalsha()
 		return targetTable(evalshaTargets(run)) + evalshaSection(r.cfg, run), err
+	case "everysec":
+		ps, err := r.everysec()
+		return targetTable(pairTargets(ps)) + pairsTable(r.cfg, ps), err
 	case "latency":
 		ps, err := r.latencyTracking()
 		return targetTable(latencyTargets(ps)) + latencySection(r.cfg, ps), err
@@ -154,7 +160,7 @@ func (r *runner) run() (string, error) {
 		rows, err := r.upstreamRun()
 		return targetTable(upstreamTargets(rows)) + upstreamSection(rows), err
 	default:
-		return "", fmt.Errorf("-only %q: the parts that run alone are churn, collections, durable, latency, policies, replication, scripts and upstream", r.cfg.only)
+		return "", fmt.Errorf("-only %q: the parts that run alone are churn, collections, durable, everysec, latency, policies, replication, scripts and upstream", r.cfg.only)
 	}
 	tNo, err := r.track(startThrottled("throttled (appendonly no)", r.cfg.bin, tmp+"/no", "--appendonly", "no"))
 	if err != nil {

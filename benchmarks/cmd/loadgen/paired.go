@@ -52,6 +52,38 @@ func pairs(tNo, tSec, redis *server) []pair {
 	}
 }
 
+// beforeLabel is the side of the -before binary.
+const beforeLabel = "throttled CL.THROTTLE (everysec, -before)"
+
+// everysec measures only the everysec pairs (-only everysec): CL.THROTTLE with appendfsync
+// everysec against it without persistence at P=1 and 16, and, with -before, against the
+// same on an earlier build, so that a change to the writer is measured against what it
+// replaces in one run.
+func (r *runner) everysec() ([]pair, error) {
+	tNo, err := r.track(startThrottled("throttled (appendonly no)", r.cfg.bin, r.tmp+"/no", "--appendonly", "no"))
+	if err != nil {
+		return nil, err
+	}
+	tSec, err := r.track(startThrottled("throttled (everysec)", r.cfg.bin, r.tmp+"/everysec",
+		"--appendonly", "yes", "--appendfsync", "everysec"))
+	if err != nil {
+		return nil, err
+	}
+	ps := pairs(tNo, tSec, nil)[1:]
+	if r.cfg.before != "" {
+		old, err := r.track(startThrottled("throttled (everysec, -before)", r.cfg.before, r.tmp+"/before",
+			"--appendonly", "yes", "--appendfsync", "everysec"))
+		if err != nil {
+			return nil, err
+		}
+		cl := func(k string) []string { return []string{"CL.THROTTLE", k, "100", "10", "60", "1"} }
+		sec, before := ps[0].a, side{label: beforeLabel, srv: old, args: cl}
+		ps = append(ps, pair{prefix: "before1", pipeline: 1, a: sec, b: before},
+			pair{prefix: "before16", pipeline: 16, a: sec, b: before})
+	}
+	return ps, r.measurePairs(ps)
+}
+
 // measurePairs measures each pair in pairRounds rounds, the side measured first swapping
 // each round so that neither always follows the other's background work.
 func (r *runner) measurePairs(ps []pair) error {
