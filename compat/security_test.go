@@ -32,7 +32,7 @@ func residentKB(pid int) int64 {
 // the process holds at rest, and the busy keys' limits are never reset by eviction.
 func TestFloodUnderMaxMemory(t *testing.T) {
 	if _, err := exec.LookPath("redis-benchmark"); err != nil {
-		t.Skip("redis-benchmark is not installed")
+		t.Fatal("redis-benchmark is missing; `make deps` installs it (apt-get install redis-tools)")
 	}
 	const maxMemory = 16 << 20
 	p := start(t, "--appendonly", "no", "--maxmemory", "16mb", "--maxmemory-policy", "volatile-ttl")

@@ -121,17 +121,17 @@ func TestDeb(t *testing.T) {
 
 	// systemd-analyze verify, with ExecStart pointing at the extracted binary (it checks the
 	// executable exists).
-	if _, err := exec.LookPath("systemd-analyze"); err == nil {
-		raw, err := os.ReadFile(filepath.Join(fsroot, "usr/lib/systemd/system/throttled.service"))
-		require.NoError(t, err)
-		verify := filepath.Join(tmp, "verify", "throttled.service")
-		require.NoError(t, os.MkdirAll(filepath.Dir(verify), 0o755))
-		require.NoError(t, os.WriteFile(verify, []byte(strings.ReplaceAll(string(raw), "/usr/bin/throttled", filepath.Join(fsroot, "usr/bin/throttled"))), 0o644))
-		out, err := exec.Command("systemd-analyze", "verify", "--man=no", verify).CombinedOutput()
-		require.NoError(t, err, string(out))
-		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-			require.NotContains(t, line, "throttled.service", "systemd-analyze: %s", out)
-		}
+	_, err = exec.LookPath("systemd-analyze")
+	require.NoError(t, err, "systemd-analyze is missing; `make deps` installs it (apt-get install systemd)")
+	raw, err := os.ReadFile(filepath.Join(fsroot, "usr/lib/systemd/system/throttled.service"))
+	require.NoError(t, err)
+	verify := filepath.Join(tmp, "verify", "throttled.service")
+	require.NoError(t, os.MkdirAll(filepath.Dir(verify), 0o755))
+	require.NoError(t, os.WriteFile(verify, []byte(strings.ReplaceAll(string(raw), "/usr/bin/throttled", filepath.Join(fsroot, "usr/bin/throttled"))), 0o644))
+	out, err = exec.Command("systemd-analyze", "verify", "--man=no", verify).CombinedOutput()
+	require.NoError(t, err, string(out))
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		require.NotContains(t, line, "throttled.service", "systemd-analyze: %s", out)
 	}
 
 	// Start it as the unit does: its ExecStart and Environment, paths into the extracted tree,
