@@ -1,6 +1,7 @@
 // Package listen opens what a server listens on: each address of bind (Redis's "bind
 // 127.0.0.1 -::1": several, some optional) on one port with a backlog of its own
-// (tcp-backlog), and a Unix socket, accepted from as one net.Listener.
+// (tcp-backlog), and a Unix socket, accepted from as one net.Listener; and the files of a
+// TLS listener (TLSFiles), read again when they change.
 package listen
 
 import (
