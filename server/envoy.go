@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
 
+	"github.com/throttledhq/throttled/acl"
 	"github.com/throttledhq/throttled/envoyrls"
 	"github.com/throttledhq/throttled/listen"
 	"github.com/throttledhq/throttled/policy"
@@ -42,7 +43,7 @@ type edge struct {
 	mu   sync.Mutex        // guards grpc
 	grpc []*grpc.Server
 	// creds are the authorization values verified lately (grpcauth.go).
-	creds credCache
+	creds acl.Verified
 }
 
 // edgeDecider decides for envoyrls through checkPolicies.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync/atomic"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -30,49 +29,11 @@ import (
 // gRPC health checking stays open, as /healthz does: it tells nothing and spends nothing.
 //
 // Envoy sends the same credential on every request, so a verified one is remembered
-// (credCache) rather than hashed and looked up under the ACL's lock each time. It is
+// (acl.Verified) rather than hashed and looked up under the ACL's lock each time. It is
 // remembered with the ACL's change count (acl.Registry.Changes): any ACL SETUSER, DELUSER or
 // LOAD, a new password or requirepass included, makes every remembered credential be
 // verified again at its next use. The user's permissions are read at each request, as a
 // RESP connection's are.
-
-// maxCachedCreds bounds the credentials remembered: only verified ones are, so only those
-// who hold a password fill it; past the bound it starts again.
-const maxCachedCreds = 64
-
-// credCache maps an authorization value to the user it verified as, while the ACL has not
-// changed since. Readers load it without a lock; a new credential copies it.
-type credCache struct {
-	p atomic.Pointer[credEntries]
-}
-
-// credEntries is one immutable generation of a credCache.
-type credEntries struct {
-	changes uint64 // acl.Registry.Changes when the users were verified
-	users   map[string]*acl.User
-}
-
-// get returns the user v verified as while the ACL's change count was changes, or nil.
-func (cc *credCache) get(changes uint64, v string) *acl.User {
-	e := cc.p.Load()
-	if e == nil || e.changes != changes {
-		return nil
-	}
-	return e.users[v]
-}
-
-// put remembers that v verified as u; changes is the ACL's change count read before the
-// verification, so that a change made during it voids the entry.
-func (cc *credCache) put(changes uint64, v string, u *acl.User) {
-	old := cc.p.Load()
-	next := &credEntries{changes: changes, users: map[string]*acl.User{v: u}}
-	if old != nil && old.changes == changes && len(old.users) < maxCachedCreds {
-		for k, ou := range old.users {
-			next.users[k] = ou
-		}
-	}
-	cc.p.CompareAndSwap(old, next) // losing a race only forgets: the next request verifies again
-}
 
 // edgeUserKey is the context key of a gRPC or /json request's ACL user.
 type edgeUserKey struct{}
@@ -133,7 +94,7 @@ func (s *Server) grpcUser(ctx context.Context) (*acl.User, error) {
 // change.
 func (s *Server) credentialUser(v string) (*acl.User, error) {
 	changes := s.acl.Changes()
-	if u := s.edge.creds.get(changes, v); u != nil {
+	if u := s.edge.creds.Get(changes, v); u != nil {
 		return u, nil
 	}
 	cred, err := httpapi.ParseAuthorization(v)
@@ -148,7 +109,7 @@ func (s *Server) credentialUser(v string) (*acl.User, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", envoyrls.ErrUnauthenticated, command.ErrorText(err))
 	}
-	s.edge.creds.put(changes, v, u)
+	s.edge.creds.Put(changes, v, u)
 	return u, nil
 }
 

@@ -228,21 +228,6 @@ func TestGRPCACLChange(t *testing.T) {
 
 // TestCredCache: a remembered credential answers only under the ACL change count it was
 // verified at, and the cache stays bounded.
-func TestCredCache(t *testing.T) {
-	var cc credCache
-	u := &acl.User{}
-	require.Nil(t, cc.get(1, "a"))
-	cc.put(1, "a", u)
-	require.Same(t, u, cc.get(1, "a"))
-	require.Nil(t, cc.get(2, "a"), "the ACL changed since")
-	cc.put(2, "b", u)
-	require.Nil(t, cc.get(2, "a"), "an older generation is not carried over")
-	for i := range 2 * maxCachedCreds {
-		cc.put(2, strings.Repeat("x", i), u)
-	}
-	require.LessOrEqual(t, len(cc.p.Load().users), maxCachedCreds)
-}
-
 // TestGRPCOverlongDescriptor: a subject longer than ratelimit.MaxSubject is OVER_LIMIT, not
 // an error (which Envoy may take for a pass), and nothing is spent or stored for the
 // request; shadow_mode still passes it.
