@@ -22,8 +22,8 @@ import (
 //     each slot the member's chunk id and 31 bits of its hash: finding a member walks only
 //     that chunk. Growing the table reads the hashes from the slots, no member.
 type Big struct {
-	sorted  bool   // a sorted set: entries in order of score, then member; else a hash's, as they came
-	refs    []ref  // the chunks, in order
+	sorted  bool  // a sorted set: entries in order of score, then member; else a hash's, as they came
+	refs    []ref // the chunks, in order
 	byID    []*chunk
 	freeIDs []uint32
 	slots   []uint64
