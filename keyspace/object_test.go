@@ -66,8 +66,8 @@ func TestSwapIsNoWrite(t *testing.T) {
 	obj := &testObject{b: []byte("state")}
 	sh := ks.Shard([]byte("k"))
 	sh.Lock()
-	sh.SwapLocked([]byte("k"), obj)
-	sh.SwapLocked([]byte("missing"), obj)
+	sh.SwapLocked([]byte("k"), Value{Kind: Hash, Num: 3, Num2: 1, Expire: 99, Obj: obj})
+	sh.SwapLocked([]byte("missing"), Value{Kind: Hash, Obj: obj})
 	sh.Unlock()
 	v, _ := get(ks, "k", 0)
 	require.Equal(t, Value{Kind: Hash, Num: 3, Num2: 1, Expire: 99, Obj: obj}, v)

@@ -270,17 +270,16 @@ func (s *Shard) SetLocked(key []byte, v Value) {
 	}
 }
 
-// SwapLocked stores obj at key in place of the bytes of its live value, which hold the
-// same state in another form (read from the log, or sent by a primary), keeping its
-// fields. It is no write: nothing is noted for persistence, replication or watches. A
-// missing key is left alone.
-func (s *Shard) SwapLocked(key []byte, obj Object) {
+// SwapLocked stores v, which must hold an Obj, at key in place of its live value, which
+// holds the same state in another form (bytes read from the log, or sent by a primary). It
+// is no write: nothing is noted for persistence, replication or watches. A missing key is
+// left alone.
+func (s *Shard) SwapLocked(key []byte, v Value) {
 	pos, off, ok := s.find(key, s.hash(key))
-	if !ok {
+	if !ok || v.Obj == nil {
 		return
 	}
-	v := s.value(s.entry(off))
-	v.Bytes, v.Obj = nil, obj
+	v.Bytes = nil
 	s.replaceSized(pos, off, key, v)
 }
 
