@@ -9,7 +9,7 @@ import (
 // Big is a sorted set or a hash past its listpack limits as the keyspace holds it: by
 // reference (keyspace.Value.Obj), changed in place. Its entries are those of the pack the
 // set or hash would be (the same elements, in the same order), cut into chunks of up to
-// 2*ixGroup entries and maxChunk bytes, each an allocation of its own: a write rewrites
+// chunkMax() entries and maxChunk bytes, each an allocation of its own: a write rewrites
 // the bytes of one chunk, not a copy of the whole (doc.go has the design).
 //
 //   - refs: the chunks in order, with what a walk needs without touching them: each one's
@@ -47,6 +47,10 @@ type chunk struct {
 	seq  uint64
 }
 
+// chunkMax returns the most entries a chunk holds: a write walks and moves about half
+// of them, and a chunk splitting moves the refs after it, fewer the more a chunk holds.
+func chunkMax() int { return 4 * ixGroup }
+
 const (
 	// maxChunk is the most bytes a chunk grows to, unless it holds a single entry: a
 	// write moves at most this many.
@@ -62,7 +66,7 @@ const (
 func NewBig(pack []byte, sorted bool) *Big {
 	b := &Big{sorted: sorted}
 	b.rehash(Count(pack) / 2)
-	fill, fillBytes := max(ixGroup*3/2, 1), maxChunk*3/4
+	fill, fillBytes := max(chunkMax()*3/4, 1), maxChunk*3/4
 	for off := 0; off < len(pack); {
 		// A chunk 3/4 full, so that writes find room in it.
 		end, n := off, 0
@@ -321,7 +325,7 @@ func (b *Big) find(key *zmemberKey, h uint64) (c *chunk, at, k int) {
 func (b *Big) room(i, at, sz int) (int, []byte) {
 	for {
 		r := &b.refs[i]
-		if r.n < 2*ixGroup && (len(r.c.pack)+sz <= maxChunk || r.n == 0) {
+		if r.n < chunkMax() && (len(r.c.pack)+sz <= maxChunk || r.n == 0) {
 			r.n++
 			return i, r.c.makeRoom(at, sz)
 		}
@@ -362,7 +366,7 @@ func (b *Big) cut(i int) (mid, n int) {
 	r := b.refs[i]
 	half := len(r.c.pack) / 2
 	for ; n < r.n-1; n++ {
-		if n > 0 && (r.n >= 2*ixGroup && n >= r.n/2 || r.n < 2*ixGroup && mid >= half) {
+		if n > 0 && (r.n >= chunkMax() && n >= r.n/2 || r.n < chunkMax() && mid >= half) {
 			break
 		}
 		mid += zskip(r.c.pack[mid:])
@@ -404,7 +408,7 @@ func (b *Big) settle(i int) {
 	case r.n == 0:
 		b.dropChunks(i, i+1)
 		return
-	case r.n < ixGroup/2:
+	case r.n < chunkMax()/8:
 		if i+1 < len(b.refs) && b.merge(i) || i > 0 && b.merge(i-1) {
 			return
 		}
@@ -419,7 +423,7 @@ func (b *Big) settle(i int) {
 // chunk, and reports whether it did.
 func (b *Big) merge(i int) bool {
 	r, s := &b.refs[i], &b.refs[i+1]
-	if r.n+s.n > ixGroup*3/2 || len(r.c.pack)+len(s.c.pack) > maxChunk*3/4 {
+	if r.n+s.n > chunkMax()*3/4 || len(r.c.pack)+len(s.c.pack) > maxChunk*3/4 {
 		return false
 	}
 	c, d := r.c, s.c
@@ -703,7 +707,7 @@ func (b *Big) ZWalk(first int, rev bool, yield func(m Elem, s float64) bool) {
 		return
 	}
 	i, _, n := b.place(b.used - 1 - first)
-	var stack [2 * 64]int
+	var stack [128]int
 	for ; i >= 0; i, n = i-1, -1 {
 		p := b.refs[i].c.pack
 		offs := ZOffsets(stack[:0], p)

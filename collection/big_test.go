@@ -17,7 +17,7 @@ func (b *Big) check(t testing.TB) {
 	for i, r := range b.refs {
 		require.Greater(t, r.n, 0, "chunk %d is empty", i)
 		require.Equal(t, r.n, Count(r.c.pack)/2, "chunk %d's count", i)
-		require.LessOrEqual(t, r.n, 2*ixGroup, "chunk %d", i)
+		require.LessOrEqual(t, r.n, chunkMax(), "chunk %d", i)
 		require.Equal(t, r.seq, r.c.seq)
 		require.Same(t, r.c, b.byID[r.c.id])
 		if i > 0 {
