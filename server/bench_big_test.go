@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -16,7 +17,14 @@ import (
 // sorted set of 1M members, one field into a hash of 1M fields, and a ZADD of 10,000
 // members into a set of 1M while another client of the same event loop PINGs.
 
-const bigCollection = 1_000_000
+// bigCollection is the entries of the big collection, 1M unless BENCH_BIG_ENTRIES says
+// otherwise (a smaller one for a build whose fill would take too long).
+var bigCollection = func() int {
+	if n, err := strconv.Atoi(os.Getenv("BENCH_BIG_ENTRIES")); err == nil && n > 0 {
+		return n
+	}
+	return 1_000_000
+}()
 
 // fillBig makes key a sorted set (ZADD) or a hash (HSET) of bigCollection entries,
 // 1,000 to a command: member or field "m<i>", a random score or the value "v<i>".
