@@ -187,3 +187,20 @@ func TestBigHashAsPack(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkBigZAdd is ZADD of one new member at a random score into a set of 1M members.
+func BenchmarkBigZAdd(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var pack []byte
+	for i := range 1_000_000 {
+		pack = AppendScore(AppendString(pack, strconv.AppendInt(nil, int64(i), 10)), float64(i))
+	}
+	big := NewBig(pack, true)
+	m := []byte("n")
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		m = strconv.AppendInt(m[:1], int64(i), 10)
+		big.ZAdd(m, float64(rng.IntN(1_000_000)), ZAddFlags{})
+	}
+}
