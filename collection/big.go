@@ -30,6 +30,7 @@ type Big struct {
 	used    int // live slots: the entries
 	gone    int // deleted slots, which probes pass over
 	bytes   int // the packs' bytes
+	setHead bool // a big set's: its bytes form has an empty index in front (set.go)
 }
 
 // ref is a chunk's place in Big.refs.
@@ -95,16 +96,33 @@ func NewBig(pack []byte, sorted bool) *Big {
 	return b
 }
 
+// NewBigSet returns the big set whose bytes form is b: the pack of a hash of empty
+// values, behind an index or not.
+func NewBigSet(b []byte) *Big {
+	big := NewBig(b[ixLen(b):], false)
+	big.setHead = true
+	return big
+}
+
 // Len returns the entries.
 func (b *Big) Len() int { return b.used }
 
 // EncodedLen returns the length of the set's or hash's pack.
-func (b *Big) EncodedLen() int { return b.bytes }
+func (b *Big) EncodedLen() int {
+	if b.setHead {
+		return ixHead + b.bytes
+	}
+	return b.bytes
+}
 
 // AppendEncoded appends the set's or hash's pack to dst: the form it has outside the
-// process, and in the keyspace before it is read (Value.Num2 without IndexedPack).
+// process, and in the keyspace before it is read (a sorted set's or hash's Value.Num2
+// without IndexedPack; a set's behind an empty index, NewBigSet's).
 func (b *Big) AppendEncoded(dst []byte) []byte {
-	dst = slices.Grow(dst, b.bytes)
+	dst = slices.Grow(dst, b.EncodedLen())
+	if b.setHead {
+		dst = append(dst, make([]byte, ixHead)...) // no epoch, slots or groups: read by walking
+	}
 	for _, r := range b.refs {
 		dst = append(dst, r.c.pack...)
 	}

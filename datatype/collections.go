@@ -26,16 +26,19 @@ func (dt *Family) kindLocked(c *command.Ctx, sh *keyspace.Shard, key []byte, kin
 	if v.Kind != kind {
 		return v, false, keyspace.ErrWrongType
 	}
-	if v.Num2&BigEncoding != 0 && v.Obj == nil && (kind == keyspace.Hash || kind == keyspace.ZSet) {
+	if v.Obj == nil && (v.Num2&BigEncoding != 0 && (kind == keyspace.Hash || kind == keyspace.ZSet) ||
+		kind == keyspace.Set && setEncoding(v.Num2) == collection.BigSet) {
 		// A big one's bytes (from the log, a primary, RESTORE or COPY): held in chunks
 		// from now on, so that writes change it in place.
-		var pack []byte
-		if kind == keyspace.Hash {
-			pack = hashOf(v).Pack
-		} else {
-			pack = zsetOf(v).Pack
+		switch kind {
+		case keyspace.Hash:
+			v.Obj, v.Num2 = collection.NewBig(hashOf(v).Pack, false), BigEncoding
+		case keyspace.ZSet:
+			v.Obj, v.Num2 = collection.NewBig(zsetOf(v).Pack, true), BigEncoding
+		default:
+			v.Obj = collection.NewBigSet(v.Bytes)
 		}
-		v.Obj, v.Bytes, v.Num2 = collection.NewBig(pack, kind == keyspace.ZSet), nil, BigEncoding
+		v.Bytes = nil
 		sh.SwapLocked(key, v)
 	}
 	if b := bigOf(v); b != nil {
