@@ -18,17 +18,19 @@
 //     its neighbour;
 //   - the chunks' refs, in order, hold each one's count and first score, so that a place
 //     by score is a binary search of the refs and a walk of one chunk, a rank a sum of
-//     counts; a split moves the refs after it (8 bytes a member over 100 members), which
-//     is the one cost that grows with the set, and comes once per some 50 inserts;
+//     counts; a split moves the refs after it (32 bytes a chunk: some 800 KB in a set of
+//     a million), which is the one cost that grows with the set, once per some 50 inserts;
 //   - a hash table of the members (or fields) names each one's chunk by an id that a
 //     split or merge relabels for the entries it moves only, so that finding a member
 //     walks one chunk, and growing the table reads the hashes it keeps, no member.
 //
 // A write thus costs O(log n) plus a chunk's bytes, and a value of 1 MB costs its size,
-// once. Outside the process (the log, replication, DUMP) a Big is its pack: the same
-// bytes a small one would be, which NewBig cuts into chunks again when it is first read.
-// The commands that walk a whole big collection (HGETALL, ZSCAN) read a copy of its pack;
-// those by rank or score walk its chunks.
+// once. A big set is a Big of empty values, as a big hash. Outside the process (the log,
+// replication, DUMP) a Big is its pack (a set's behind an index of nothing): the bytes
+// the old encoding had, which the data types cut into chunks again when they first read
+// them. The commands by member, rank or score, and ZRANGE by rank or score, work on the
+// chunks; the others (HGETALL, ZSCAN, ZRANGEBYLEX, the set operations' walks) read a copy
+// of the pack, which costs what the reply does.
 //
 // A pack is elements back to back, as Redis's listpack, without its header and back-links:
 // a hash is field, value, field, value... in the order fields came (a field set again keeps
