@@ -27,9 +27,9 @@ type Big struct {
 	byID    []*chunk
 	freeIDs []uint32
 	slots   []uint64
-	used    int // live slots: the entries
-	gone    int // deleted slots, which probes pass over
-	bytes   int // the packs' bytes
+	used    int  // live slots: the entries
+	gone    int  // deleted slots, which probes pass over
+	bytes   int  // the packs' bytes
 	setHead bool // a big set's: its bytes form has an empty index in front (set.go)
 }
 
