@@ -1,6 +1,7 @@
 package datatype
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -130,4 +131,64 @@ func TestBigCollectionsIndexed(t *testing.T) {
 		f.do("SADD", "v", "abcdefghi")
 		require.Equal(t, int64(indexed), f.flags("v"), "a long member")
 	})
+}
+
+// reply runs one command and returns its reply as written.
+func (f *family) reply(args ...string) string {
+	f.t.Helper()
+	f.do(args...)
+	return string(f.c.W.B)
+}
+
+// TestBigCollectionsOwnTheirChunks: a big collection is changed in place, so that no two
+// keys may share one. COPY's copy and RENAME's moved value change apart from the
+// original, and a value read back from its bytes form (RESTORE, as from the log or a
+// primary) is held in chunks again and answers as the original did.
+func TestBigCollectionsOwnTheirChunks(t *testing.T) {
+	f := newFamily(t, func(l *Limits) { l.HashEntries.Store(3); l.ZsetEntries.Store(3); l.SetEntries.Store(3) })
+	for _, c := range []struct {
+		kind       string
+		fill, more []string
+		read       []string
+	}{
+		{"zset", []string{"ZADD", "k", "1", "a", "2", "b", "3", "c", "4", "d"}, []string{"ZADD", "k", "5", "e"}, []string{"ZRANGE", "k", "0", "-1", "WITHSCORES"}},
+		{"hash", []string{"HSET", "k", "a", "1", "b", "2", "c", "3", "d", "4"}, []string{"HSET", "k", "e", "5"}, []string{"HGETALL", "k"}},
+		{"set", []string{"SADD", "k", "a", "b", "c", "d"}, []string{"SADD", "k", "e"}, []string{"SMEMBERS", "k"}},
+	} {
+		t.Run(c.kind, func(t *testing.T) {
+			f.do("DEL", "k", "copy", "restored", "moved")
+			f.do(c.fill...)
+			at := func(key string) []string {
+				args := slices.Clone(c.read)
+				args[1] = key
+				return args
+			}
+			before := f.reply(c.read...)
+			f.do("COPY", "k", "copy")
+			more := slices.Clone(c.more)
+			more[1] = "copy"
+			f.do(more...)
+			require.Equal(t, before, f.reply(c.read...), "the original, after a write to its copy")
+			after := f.reply(at("copy")...)
+			require.NotEqual(t, before, after)
+			_, chunked := f.held("copy")
+			require.True(t, chunked, "the copy in chunks once read")
+
+			dump := f.reply("DUMP", "k")
+			payload := dump[strings.Index(dump, "\r\n")+2 : len(dump)-2]
+			f.do("RESTORE", "restored", "0", payload)
+			require.Equal(t, before, f.reply(at("restored")...))
+			_, chunked = f.held("restored")
+			require.True(t, chunked, "restored, then read: in chunks")
+			more[1] = "restored"
+			f.do(more...)
+			require.Equal(t, after, f.reply(at("restored")...))
+
+			f.do("RENAME", "k", "moved")
+			more[1] = "moved"
+			f.do(more...)
+			require.Equal(t, after, f.reply(at("moved")...))
+			require.Equal(t, after, f.reply(at("copy")...), "the copy, after a write to the moved original")
+		})
+	}
 }
