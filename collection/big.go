@@ -568,10 +568,14 @@ func (b *Big) zseek(p *zpred) (i, off, n int) {
 	}
 	i = g - 1
 	r := b.refs[i]
+	z := r.c.pack
 	for ; n < r.n; n++ {
-		k := Skip(r.c.pack[off:])
-		s, j := zreadScore(r.c.pack[off+k:])
-		if p.past(r.c.pack[off:], s) {
+		k := 1 + int(z[off]) // a short member's tag is its length: the walk is most of a write
+		if z[off] > tagMaxShort {
+			k = Skip(z[off:])
+		}
+		s, j := zreadScore(z[off+k:])
+		if s >= p.score && p.past(z[off:], s) { // below score, never past
 			return i, off, n
 		}
 		off += k + j
