@@ -28,9 +28,9 @@
 // once. A big set is a Big of empty values, as a big hash. Outside the process (the log,
 // replication, DUMP) a Big is its pack (a set's behind an index of nothing): the bytes
 // the old encoding had, which the data types cut into chunks again when they first read
-// them. The commands by member, rank or score, and ZRANGE by rank or score, work on the
-// chunks; the others (HGETALL, ZSCAN, ZRANGEBYLEX, the set operations' walks) read a copy
-// of the pack, which costs what the reply does.
+// them. The commands by member, rank or score, ZRANGE by rank or score and a set's walks
+// work on the chunks; the others (HGETALL, HSCAN, HRANDFIELD, ZSCAN, ZRANGEBYLEX, DUMP)
+// read a copy of the pack, which costs about what their reply does.
 //
 // A pack is elements back to back, as Redis's listpack, without its header and back-links:
 // a hash is field, value, field, value... in the order fields came (a field set again keeps
