@@ -745,6 +745,16 @@ func (b *Big) ZWalk(first int, rev bool, yield func(m Elem, s float64) bool) {
 	}
 }
 
+// Pair returns the elements of the entry of rank i (from 0, below Len): a hash's field
+// and value, a sorted set's member and score. They alias b.
+func (b *Big) Pair(i int) (first, second Elem) {
+	g, off, _ := b.place(i)
+	p := b.refs[g].c.pack[off:]
+	first, k := Read(p)
+	second, _ = Read(p[k:])
+	return first, second
+}
+
 // Hashes.
 
 // HashGet returns the value of field, false when there is none. It aliases b.

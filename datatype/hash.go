@@ -409,13 +409,24 @@ func (dt *Family) cmdHRandField(c *command.Ctx, args [][]byte) error {
 	if err != nil {
 		return err
 	}
+	// pick returns a field and its value at random: in a big hash by rank, from its
+	// chunks; in a small one from the offsets of its pairs, found once.
+	var offs []int
+	pick := func() (collection.Elem, collection.Elem) {
+		if b := bigOf(v); b != nil {
+			return b.Pair(rand.IntN(b.Len()))
+		}
+		if offs == nil {
+			offs = collection.HashOffsets(nil, v.Bytes)
+		}
+		return collection.HashPairAt(v.Bytes, offs[rand.IntN(len(offs))])
+	}
 	if len(args) < 3 {
 		if !ok {
 			c.W.Null()
 			return nil
 		}
-		offs := collection.HashOffsets(nil, hashOf(v).Pack)
-		f, _ := collection.HashPairAt(hashOf(v).Pack, offs[rand.IntN(len(offs))])
+		f, _ := pick()
 		writeElem(&c.W, f)
 		return nil
 	}
@@ -440,14 +451,13 @@ func (dt *Family) cmdHRandField(c *command.Ctx, args [][]byte) error {
 	}
 	switch {
 	case count < 0 || count == 1: // picks that may repeat, as Redis makes a count of 1 too
-		offs := collection.HashOffsets(nil, hashOf(v).Pack)
 		n := -count
 		if count == 1 {
 			n = 1
 		}
 		header(n)
 		for range n {
-			pair(collection.HashPairAt(hashOf(v).Pack, offs[rand.IntN(len(offs))]))
+			pair(pick())
 		}
 	case count >= v.Num:
 		header(v.Num)
