@@ -98,6 +98,35 @@ func BenchmarkZAddInto1M(b *testing.B) { benchBigWrite(b, "ZADD") }
 // BenchmarkHSetInto1M is HSET of one new field into a hash of 1M fields.
 func BenchmarkHSetInto1M(b *testing.B) { benchBigWrite(b, "HSET") }
 
+// BenchmarkZAddBatchInto1M is ZADD of 10,000 new members, at random scores, into a sorted
+// set of 1M members, in the process: the server's share of BenchmarkZAddBatchBesidePing.
+func BenchmarkZAddBatchInto1M(b *testing.B) {
+	s, c := fuzzServer(b)
+	run := func(args [][]byte) {
+		s.run(c, args)
+		if c.W.B[0] == '-' {
+			b.Fatalf("%q: %s", args[:3], c.W.B)
+		}
+		c.W.B = c.W.B[:0]
+	}
+	fillBig(b, run, "ZADD", "big")
+	rng := rand.New(rand.NewPCG(7, 8))
+	batches := make([][][]byte, b.N)
+	for i := range batches {
+		args := [][]byte{[]byte("ZADD"), []byte("big")}
+		for j := range 10_000 {
+			args = append(args, strconv.AppendInt(nil, rng.Int64N(1e12), 10), []byte("n"+strconv.Itoa(i*10_000+j)))
+		}
+		batches[i] = args
+	}
+	b.ResetTimer()
+	cpu := cpuNanos()
+	defer reportCPU(b, cpu)
+	for i := 0; i < b.N; i++ {
+		run(batches[i])
+	}
+}
+
 // BenchmarkZAddBatchBesidePing is ZADD of 10,000 new members, at random scores, into a
 // sorted set of 1M members, on a server of one event loop, while a second client PINGs
 // without pause: ns/op is the batch's time from the client, ping-max-ms the longest a PING
