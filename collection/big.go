@@ -680,7 +680,13 @@ func (b *Big) zscoreSpan(r ScoreRange) (i, off, n, j, off2, n2, count int) {
 	}
 	i, off, n = b.zseek(&zpred{score: r.Min, orEqual: !r.MinEx})
 	j, off2, n2 = b.zseek(&zpred{score: r.Max, orEqual: r.MaxEx})
-	count = b.rankOf(j, n2) - b.rankOf(i, n)
+	if j < i {
+		return i, off, n, j, off2, n2, 0
+	}
+	count = n2 - n // the counts between, not the ranks: a sliding log's span is at its start
+	for _, r := range b.refs[i:j] {
+		count += r.n
+	}
 	return i, off, n, j, off2, n2, max(count, 0)
 }
 
