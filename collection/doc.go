@@ -6,6 +6,32 @@
 // reads the pack or builds the new one in a scratch buffer of the caller's, and stores the
 // result with SetLocked, which copies it.
 //
+// That costs a copy of the whole at every write, which a small collection (a listpack on
+// Redis: up to 128 or 512 entries of up to 64 bytes) can afford and a big one cannot: a
+// member into a sorted set of a million would move some 20 MB twice. So a hash or sorted
+// set past its listpack limits is a Big (big.go), which the keyspace holds by reference
+// (keyspace.Value.Obj) and its commands change in place, under the shard's lock:
+//
+//   - its pack is cut into chunks of up to 128 entries and 4 KiB (one entry past that is
+//     a chunk of its own), each an allocation of its own: a write walks and rewrites one
+//     chunk, and a full chunk splits in two, an emptied one goes, a thin one merges with
+//     its neighbour;
+//   - the chunks' refs, in order, hold each one's count and first score, so that a place
+//     by score is a binary search of the refs and a walk of one chunk, a rank a sum of
+//     counts; a split moves the refs after it (32 bytes a chunk: some 800 KB in a set of
+//     a million), which is the one cost that grows with the set, once per some 50 inserts;
+//   - a hash table of the members (or fields) names each one's chunk by an id that a
+//     split or merge relabels for the entries it moves only, so that finding a member
+//     walks one chunk, and growing the table reads the hashes it keeps, no member.
+//
+// A write thus costs O(log n) plus a chunk's bytes, and a value of 1 MB costs its size,
+// once. A big set is a Big of empty values, as a big hash. Outside the process (the log,
+// replication, DUMP) a Big is its pack (a set's behind an index of nothing): the bytes
+// the old encoding had, which the data types cut into chunks again when they first read
+// them. The commands by member, rank or score, ZRANGE by rank or score and a set's walks
+// work on the chunks; the others (HGETALL, HSCAN, HRANDFIELD, ZSCAN, ZRANGEBYLEX, DUMP)
+// read a copy of the pack, which costs about what their reply does.
+//
 // A pack is elements back to back, as Redis's listpack, without its header and back-links:
 // a hash is field, value, field, value... in the order fields came (a field set again keeps
 // its place); a sorted set is member, score, member, score... in order of score, then member

@@ -11,8 +11,10 @@ import "iter"
 //     set-max-listpack-entries members, none longer than set-max-listpack-value bytes):
 //     the members in the order they came.
 //   - BigSet: Redis's hashtable past those limits: a hash whose values are empty (one
-//     byte each), with the hash's index in front (index.go), so that a member is found
-//     without walking the pack.
+//     byte each), held in chunks as a big hash is (a Big, which SetOfBig reads): a member
+//     is found without walking the pack, and added or removed in place. Its bytes form
+//     (SetEditor.Bytes, and the Big's outside the process) is that hash's pack behind an
+//     index of no slots and no groups, which tells an older reader to walk.
 //
 // A set goes from Intset to SmallSet at its first member that is no integer or past the
 // intset's limit, and to BigSet past the small one's; never back, as Redis never converts a
@@ -40,7 +42,11 @@ type Set struct {
 	Pack []byte
 	Enc  SetEncoding
 	ix   index
+	big  *Big // a BigSet held in chunks: Pack is empty
 }
+
+// SetOfBig reads b, a big set held in chunks.
+func SetOfBig(b *Big) Set { return Set{Enc: BigSet, big: b} }
 
 // SetOf reads b, a set's bytes in encoding enc.
 func SetOf(b []byte, enc SetEncoding) Set {
@@ -53,6 +59,10 @@ func SetOf(b []byte, enc SetEncoding) Set {
 
 // Has reports whether member is in the set.
 func (s Set) Has(member []byte) bool {
+	if s.big != nil {
+		_, ok := s.big.HashGet(member)
+		return ok
+	}
 	switch s.Enc {
 	case Intset:
 		n, ok := canonicalInt(member)
@@ -127,6 +137,16 @@ func (s Set) step(p []byte) int {
 // Members yields the set's members in order; their bytes alias the set.
 func (s Set) Members() iter.Seq[Elem] {
 	return func(yield func(Elem) bool) {
+		if s.big != nil {
+			for _, r := range s.big.refs {
+				for p := r.c.pack; len(p) > 0; p = p[zskip(p):] {
+					if e, _ := Read(p); !yield(e) {
+						return
+					}
+				}
+			}
+			return
+		}
 		for p := s.Pack; len(p) > 0; {
 			e, _ := Read(p)
 			k := s.step(p)
@@ -141,6 +161,11 @@ func (s Set) Members() iter.Seq[Elem] {
 // Nth returns the member of rank i (from 0), of a set of more than i members: in a big set
 // found by the index's groups, without walking the pack.
 func (s Set) Nth(i int) Elem {
+	if s.big != nil {
+		g, off, _ := s.big.place(i)
+		e, _ := Read(s.big.refs[g].c.pack[off:])
+		return e
+	}
 	off := 0
 	if s.Enc == BigSet {
 		off = ZSet{Pack: s.Pack, ix: s.ix}.Seek(i)
@@ -158,8 +183,14 @@ func (s Set) Nth(i int) Elem {
 }
 
 // Offsets appends where each of the set's members starts to dst, so that At reads any of
-// them at once (SRANDMEMBER's repeated picks).
+// them at once (SRANDMEMBER's repeated picks); in a set held in chunks, their ranks.
 func (s Set) Offsets(dst []int) []int {
+	if s.big != nil {
+		for i := range s.big.Len() {
+			dst = append(dst, i)
+		}
+		return dst
+	}
 	for off := 0; off < len(s.Pack); {
 		k := s.step(s.Pack[off:])
 		if k == 0 {
@@ -173,6 +204,9 @@ func (s Set) Offsets(dst []int) []int {
 
 // At returns the member at off, an offset Offsets returned.
 func (s Set) At(off int) Elem {
+	if s.big != nil {
+		return s.Nth(off)
+	}
 	e, _ := Read(s.Pack[off:])
 	return e
 }
@@ -186,18 +220,20 @@ type SetEditor struct {
 	lim SetLimits
 	// p is a small set's pack: first the one the editor started from, which it never
 	// writes into (the keyspace's memory), then, once owned, its copy in buf.
-	p     []byte
-	buf   []byte
-	owned bool
-	big   HashEditor // a big set's
+	p       []byte
+	buf     []byte
+	owned   bool
+	big     *Big // a big set's, changed in place
+	changed bool // big was
 }
 
 // NewSetEditor starts editing s, a set of num members, under lim, building in buf (its
 // bytes reused).
 func NewSetEditor(s Set, num int64, lim SetLimits, buf []byte) SetEditor {
-	e := SetEditor{Enc: s.Enc, Num: num, lim: lim, p: s.Pack, buf: buf[:0]}
-	if s.Enc == BigSet {
-		e.big = NewHashEditor(Hash{Pack: s.Pack, ix: s.ix}, num, buf)
+	e := SetEditor{Enc: s.Enc, Num: num, lim: lim, p: s.Pack, buf: buf[:0], big: s.big}
+	if s.Enc == BigSet && s.big == nil { // its bytes form: in chunks now
+		e.big, e.p = NewBig(s.Pack, false), nil
+		e.big.setHead = true
 	}
 	return e
 }
@@ -210,7 +246,7 @@ func NewSet(lim SetLimits, buf []byte) SetEditor {
 // Changed reports whether the set is no longer the one the editor started from.
 func (e *SetEditor) Changed() bool {
 	if e.Enc == BigSet {
-		return e.big.Changed()
+		return e.changed
 	}
 	return e.owned
 }
@@ -218,23 +254,23 @@ func (e *SetEditor) Changed() bool {
 // Bytes returns the set as the keyspace keeps it, once Changed.
 func (e *SetEditor) Bytes() []byte {
 	if e.Enc == BigSet {
-		return e.big.Bytes()
+		return e.big.AppendEncoded(nil)
 	}
 	return e.p
 }
 
+// Big returns a big set as the Big that holds it, nil when the set is not big.
+func (e *SetEditor) Big() *Big { return e.big }
+
 // Buf returns the buffer the editor built in, to be kept for the next one.
 func (e *SetEditor) Buf() []byte {
-	if e.Enc == BigSet {
-		return e.big.Buf()
-	}
 	return e.buf
 }
 
 // Set returns the set as it stands (valid until the next change).
 func (e *SetEditor) Set() Set {
 	if e.Enc == BigSet {
-		return Set{Pack: e.big.Z, Enc: BigSet, ix: e.big.ix}
+		return SetOfBig(e.big)
 	}
 	return Set{Pack: e.p, Enc: e.Enc}
 }
@@ -301,8 +337,9 @@ func (e *SetEditor) Add(member []byte) bool {
 	if e.Set().Has(member) { // so that the set is left unchanged, as Redis leaves it
 		return false
 	}
-	e.big.Set(member, nil)
+	e.big.HashSet(member, nil)
 	e.Num++
+	e.changed = true
 	return true
 }
 
@@ -335,10 +372,9 @@ func (e *SetEditor) toBig() {
 		pairs = append(append(pairs, p[:k]...), 0)
 		p = p[k:]
 	}
-	b := IndexHash(pairs, e.Num)
-	e.big = HashEditor{indexed: indexed{buf: b, owned: true}, Num: e.Num}
-	e.big.reslice(ixLen(b))
-	e.Enc, e.p, e.owned = BigSet, nil, false
+	e.big = NewBig(pairs, false)
+	e.big.setHead = true
+	e.Enc, e.p, e.owned, e.changed = BigSet, nil, false, true
 }
 
 // Remove removes member and reports whether it was there.
@@ -347,8 +383,9 @@ func (e *SetEditor) Remove(member []byte) bool {
 		return false
 	}
 	if e.Enc == BigSet {
-		if e.big.Del(member) {
+		if e.big.HashDel(member) {
 			e.Num--
+			e.changed = true
 			return true
 		}
 		return false
@@ -384,6 +421,12 @@ func (e *SetEditor) Pop(i int, dst []byte) []byte {
 // SetPack appends to dst the members of s as a pack of members alone, in s's order (a big
 // set's without its index and empty values): a set as a payload carries it (DUMP).
 func SetPack(dst []byte, s Set) []byte {
+	if s.big != nil {
+		for m := range s.Members() {
+			dst = AppendString(dst, m.Bytes(nil))
+		}
+		return dst
+	}
 	for p := s.Pack; len(p) > 0; {
 		k, n := Skip(p), s.step(p)
 		if k == 0 || n == 0 {

@@ -26,7 +26,24 @@ func (dt *Family) kindLocked(c *command.Ctx, sh *keyspace.Shard, key []byte, kin
 	if v.Kind != kind {
 		return v, false, keyspace.ErrWrongType
 	}
-	if v.Num == 0 {
+	if v.Obj == nil && (v.Num2&BigEncoding != 0 && (kind == keyspace.Hash || kind == keyspace.ZSet) ||
+		kind == keyspace.Set && setEncoding(v.Num2) == collection.BigSet) {
+		// A big one's bytes (from the log, a primary, RESTORE or COPY): held in chunks
+		// from now on, so that writes change it in place.
+		switch kind {
+		case keyspace.Hash:
+			v.Obj, v.Num2 = collection.NewBig(hashOf(v).Pack, false), BigEncoding
+		case keyspace.ZSet:
+			v.Obj, v.Num2 = collection.NewBig(zsetOf(v).Pack, true), BigEncoding
+		default:
+			v.Obj = collection.NewBigSet(v.Bytes)
+		}
+		v.Bytes = nil
+		sh.SwapLocked(key, v)
+	}
+	if b := bigOf(v); b != nil {
+		v.Num = int64(b.Len())
+	} else if v.Num == 0 {
 		switch kind {
 		case keyspace.Hash:
 			v.Num = int64(collection.Count(hashOf(v).Pack) / 2)
@@ -46,13 +63,29 @@ func (dt *Family) kindLocked(c *command.Ctx, sh *keyspace.Shard, key []byte, kin
 
 // BigEncoding in a hash's or sorted set's Value.Num2 says it has passed its listpack
 // thresholds (hash-max-listpack-entries and -value, zset-max-...): OBJECT ENCODING then
-// names Redis's hashtable or skiplist, and, as on Redis, it never goes back.
+// names Redis's hashtable or skiplist, and, as on Redis, it never goes back. Such a hash
+// or sorted set is a collection.Big the keyspace holds by reference (Value.Obj), which
+// its writes change in place; its bytes form (outside the process, and in the keyspace
+// until kindLocked first reads it) is its pack.
 const BigEncoding = 1
 
 // IndexedPack in a big hash's or sorted set's Value.Num2 says its bytes start with the
-// index that package collection keeps in front of a big one's pack (one stored big before
-// there was an index has none: it is read by walking and indexed at its next write).
+// index that package collection kept in front of a big one's pack before there was
+// collection.Big: such bytes, read from an older log, are read past their index.
 const IndexedPack = 2
+
+// bigOf returns the collection.Big that v, a hash or sorted set, holds by reference, nil
+// when it is bytes.
+func bigOf(v keyspace.Value) *collection.Big {
+	b, _ := v.Obj.(*collection.Big)
+	return b
+}
+
+// storeBigLocked notes the write of b, the big hash or sorted set at key that v was,
+// changed in place, or deletes the key when b is empty.
+func storeBigLocked(sh *keyspace.Shard, key []byte, v keyspace.Value, b *collection.Big) {
+	storeCollectionLocked(sh, key, keyspace.Value{Kind: v.Kind, Num: int64(b.Len()), Num2: BigEncoding, Obj: b, Expire: v.Expire})
+}
 
 // countedFrom is the least element count a collection keeps in its Value.Num: a smaller
 // one stores 0 there, which the keyspace stores in no bytes, and kindLocked counts its

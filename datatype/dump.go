@@ -76,6 +76,7 @@ func (dt *Family) cmdDump(c *command.Ctx, args [][]byte) error {
 			v.Bytes = collection.SetPack(nil, setOf(v))
 		}
 		v.Num2 &^= IndexedPack
+		v.Obj = nil
 	}
 	v.Expire = 0
 	payload := dumpPayload(v)
@@ -250,7 +251,7 @@ func (dt *Family) restoredCollection(v keyspace.Value) (keyspace.Value, error) {
 	switch v.Kind {
 	case keyspace.Hash:
 		if v.Num2&BigEncoding != 0 || num > dt.cfg.Limits.HashEntries.Load() || int64(longest) > dt.cfg.Limits.HashValue.Load() {
-			v.Num2, v.Bytes = BigEncoding|IndexedPack, collection.IndexHash(pack, num)
+			v.Num2 = BigEncoding // in chunks at its first read (kindLocked)
 		}
 	case keyspace.ZSet:
 		if num > dt.cfg.Limits.ZsetEntries.Load() || int64(longest) > dt.cfg.Limits.ZsetValue.Load() {

@@ -62,9 +62,21 @@ func (dt *Family) hashLocked(c *command.Ctx, sh *keyspace.Shard, key []byte) (ke
 	return v, ok, err
 }
 
-// hashOf reads v, a hash.
+// hashOf reads v, a hash: a big one as a copy of its pack, what its commands that walk
+// the whole of it read.
 func hashOf(v keyspace.Value) collection.Hash {
+	if b := bigOf(v); b != nil {
+		return collection.HashOf(b.AppendEncoded(nil), false)
+	}
 	return collection.HashOf(v.Bytes, v.Num2&IndexedPack != 0)
+}
+
+// hashGet returns the value of field in v, a hash; it aliases v.
+func hashGet(v keyspace.Value, field []byte) (collection.Elem, bool) {
+	if b := bigOf(v); b != nil {
+		return b.HashGet(field)
+	}
+	return hashOf(v).Get(field)
 }
 
 // hashSetLocked sets the fields and values of pairs in the hash v at key, and stores it;
@@ -73,39 +85,40 @@ func hashOf(v keyspace.Value) collection.Hash {
 // here is its pack with an index in front, and keeps it, as Redis never converts a hash
 // back.
 func (dt *Family) hashSetLocked(c *command.Ctx, sh *keyspace.Shard, key []byte, v keyspace.Value, pairs [][]byte, longest int) int {
-	if v.Num2&IndexedPack != 0 {
-		ed := collection.NewHashEditor(hashOf(v), v.Num, c.Scratch)
+	if b := bigOf(v); b != nil {
 		added := 0
 		for i := 0; i+1 < len(pairs); i += 2 {
-			if ed.Set(pairs[i], pairs[i+1]) {
+			if b.HashSet(pairs[i], pairs[i+1]) {
 				added++
 			}
 		}
-		dt.storeHashEdit(c, sh, key, v, &ed)
+		storeBigLocked(sh, key, v, b)
 		return added
 	}
 	var added int
 	c.Scratch, added = collection.HashSet(c.Scratch[:0], v.Bytes, pairs)
 	n := v.Num + int64(added)
-	enc, pack := v.Num2, c.Scratch
-	if enc&BigEncoding != 0 || n > dt.cfg.Limits.HashEntries.Load() || int64(longest) > dt.cfg.Limits.HashValue.Load() {
-		enc, pack = BigEncoding|IndexedPack, collection.IndexHash(pack, n)
+	if n > dt.cfg.Limits.HashEntries.Load() || int64(longest) > dt.cfg.Limits.HashValue.Load() {
+		b := collection.NewBig(c.Scratch, false)
+		storeBigLocked(sh, key, keyspace.Value{Kind: keyspace.Hash, Expire: v.Expire}, b)
+		return added
 	}
-	storeCollectionLocked(sh, key, keyspace.Value{Kind: keyspace.Hash, Num: n, Num2: enc, Bytes: pack, Expire: v.Expire})
+	storeCollectionLocked(sh, key, keyspace.Value{Kind: keyspace.Hash, Num: n, Num2: v.Num2, Bytes: c.Scratch, Expire: v.Expire})
 	return added
 }
 
 // hashDelLocked deletes fields from the hash v at key, and returns how many were there.
 func (dt *Family) hashDelLocked(c *command.Ctx, sh *keyspace.Shard, key []byte, v keyspace.Value, fields [][]byte) int {
-	if v.Num2&IndexedPack != 0 {
-		ed := collection.NewHashEditor(hashOf(v), v.Num, c.Scratch)
+	if b := bigOf(v); b != nil {
 		removed := 0
 		for _, f := range fields {
-			if ed.Num > 0 && ed.Del(f) {
+			if b.HashDel(f) {
 				removed++
 			}
 		}
-		dt.storeHashEdit(c, sh, key, v, &ed)
+		if removed > 0 {
+			storeBigLocked(sh, key, v, b)
+		}
 		return removed
 	}
 	var removed int
@@ -114,14 +127,6 @@ func (dt *Family) hashDelLocked(c *command.Ctx, sh *keyspace.Shard, key []byte, 
 		storeCollectionLocked(sh, key, keyspace.Value{Kind: keyspace.Hash, Num: v.Num - int64(removed), Num2: v.Num2, Bytes: c.Scratch, Expire: v.Expire})
 	}
 	return removed
-}
-
-// storeHashEdit stores what ed built from v, a big hash, at key, and takes back the scratch.
-func (dt *Family) storeHashEdit(c *command.Ctx, sh *keyspace.Shard, key []byte, v keyspace.Value, ed *collection.HashEditor) {
-	if ed.Changed() {
-		storeCollectionLocked(sh, key, keyspace.Value{Kind: keyspace.Hash, Num: ed.Num, Num2: BigEncoding | IndexedPack, Bytes: ed.Bytes(), Expire: v.Expire})
-	}
-	c.Scratch = ed.Buf()
 }
 
 // hsetHandler makes HSET key field value [field value ...], which replies the number of
@@ -162,7 +167,7 @@ func (dt *Family) cmdHSetNX(c *command.Ctx, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := hashOf(v).Get(args[2]); ok {
+	if _, ok := hashGet(v, args[2]); ok {
 		c.W.Int(0)
 		return nil
 	}
@@ -180,7 +185,7 @@ func (dt *Family) cmdHGet(c *command.Ctx, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	if e, ok := hashOf(v).Get(args[2]); ok {
+	if e, ok := hashGet(v, args[2]); ok {
 		writeElem(&c.W, e)
 	} else {
 		c.W.Null()
@@ -199,7 +204,7 @@ func (dt *Family) cmdHMGet(c *command.Ctx, args [][]byte) error {
 	}
 	c.W.Array(len(args) - 2)
 	for _, f := range args[2:] {
-		if e, ok := hashOf(v).Get(f); ok {
+		if e, ok := hashGet(v, f); ok {
 			writeElem(&c.W, e)
 		} else {
 			c.W.Null()
@@ -261,7 +266,7 @@ func (dt *Family) cmdHExists(c *command.Ctx, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	_, ok := hashOf(v).Get(args[2])
+	_, ok := hashGet(v, args[2])
 	c.W.Int(b2i(ok))
 	return nil
 }
@@ -295,7 +300,7 @@ func (dt *Family) cmdHStrLen(c *command.Ctx, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	e, ok := hashOf(v).Get(args[2])
+	e, ok := hashGet(v, args[2])
 	if !ok {
 		c.W.Int(0)
 		return nil
@@ -318,7 +323,7 @@ func (dt *Family) cmdHIncrBy(c *command.Ctx, args [][]byte) error {
 		return err
 	}
 	cur := int64(0)
-	e, exists := hashOf(v).Get(args[2])
+	e, exists := hashGet(v, args[2])
 	switch {
 	case exists && e.Kind == collection.Int:
 		cur = e.Int
@@ -354,7 +359,7 @@ func (dt *Family) cmdHIncrByFloat(c *command.Ctx, args [][]byte) error {
 	}
 	var buf [24]byte
 	cur := []byte("0")
-	e, exists := hashOf(v).Get(args[2])
+	e, exists := hashGet(v, args[2])
 	switch {
 	case exists && e.Kind == collection.Str:
 		if cur = e.Str; !collection.IsLongDouble(cur) {
@@ -404,13 +409,24 @@ func (dt *Family) cmdHRandField(c *command.Ctx, args [][]byte) error {
 	if err != nil {
 		return err
 	}
+	// pick returns a field and its value at random: in a big hash by rank, from its
+	// chunks; in a small one from the offsets of its pairs, found once.
+	var offs []int
+	pick := func() (collection.Elem, collection.Elem) {
+		if b := bigOf(v); b != nil {
+			return b.Pair(rand.IntN(b.Len()))
+		}
+		if offs == nil {
+			offs = collection.HashOffsets(nil, v.Bytes)
+		}
+		return collection.HashPairAt(v.Bytes, offs[rand.IntN(len(offs))])
+	}
 	if len(args) < 3 {
 		if !ok {
 			c.W.Null()
 			return nil
 		}
-		offs := collection.HashOffsets(nil, hashOf(v).Pack)
-		f, _ := collection.HashPairAt(hashOf(v).Pack, offs[rand.IntN(len(offs))])
+		f, _ := pick()
 		writeElem(&c.W, f)
 		return nil
 	}
@@ -435,14 +451,13 @@ func (dt *Family) cmdHRandField(c *command.Ctx, args [][]byte) error {
 	}
 	switch {
 	case count < 0 || count == 1: // picks that may repeat, as Redis makes a count of 1 too
-		offs := collection.HashOffsets(nil, hashOf(v).Pack)
 		n := -count
 		if count == 1 {
 			n = 1
 		}
 		header(n)
 		for range n {
-			pair(collection.HashPairAt(hashOf(v).Pack, offs[rand.IntN(len(offs))]))
+			pair(pick())
 		}
 	case count >= v.Num:
 		header(v.Num)

@@ -427,6 +427,9 @@ func (dt *Family) cmdCopy(c *command.Ctx, args [][]byte) error {
 	if v.Kind == keyspace.String && stringEncoding(v) == "int" {
 		v.Num = strOwnInt // Redis duplicates a shared integer into an object of the copy's own
 	}
+	if v.Obj != nil { // held by reference: the copy is a value of its own, from its bytes form
+		v.Bytes, v.Obj = v.Obj.AppendEncoded(c.Buffer(v.Obj.EncodedLen())), nil
+	}
 	dstSh.SetLocked(dst, v)
 	c.W.Int(1)
 	return nil

@@ -72,6 +72,9 @@ func setFlags(enc collection.SetEncoding) int64 {
 
 // setOf reads v, a set.
 func setOf(v keyspace.Value) collection.Set {
+	if b := bigOf(v); b != nil {
+		return collection.SetOfBig(b)
+	}
 	return collection.SetOf(v.Bytes, setEncoding(v.Num2))
 }
 
@@ -99,7 +102,10 @@ func (dt *Family) editSet(c *command.Ctx, v keyspace.Value) collection.SetEditor
 // storeSetLocked stores what ed built at key, with expire, when it changed anything, and
 // takes back the scratch.
 func (dt *Family) storeSetLocked(c *command.Ctx, sh *keyspace.Shard, key []byte, expire int64, ed *collection.SetEditor) {
-	if ed.Changed() {
+	switch {
+	case ed.Changed() && ed.Big() != nil: // held in chunks, changed in place
+		storeCollectionLocked(sh, key, keyspace.Value{Kind: keyspace.Set, Num: ed.Num, Num2: setFlags(ed.Enc), Obj: ed.Big(), Expire: expire})
+	case ed.Changed():
 		storeCollectionLocked(sh, key, keyspace.Value{Kind: keyspace.Set, Num: ed.Num, Num2: setFlags(ed.Enc), Bytes: ed.Bytes(), Expire: expire})
 	}
 	c.Scratch = ed.Buf()

@@ -74,8 +74,12 @@ func (dt *Family) zsetLocked(c *command.Ctx, sh *keyspace.Shard, key []byte) (ke
 	return dt.kindLocked(c, sh, key, keyspace.ZSet, c.Now())
 }
 
-// zsetOf reads v, a sorted set.
+// zsetOf reads v, a sorted set: a big one as a copy of its pack, what the commands that
+// have no walk of a collection.Big of their own read (by member: ZRANGEBYLEX and the like).
 func zsetOf(v keyspace.Value) collection.ZSet {
+	if b := bigOf(v); b != nil {
+		return collection.ZSetOf(b.AppendEncoded(nil), false)
+	}
 	return collection.ZSetOf(v.Bytes, v.Num2&IndexedPack != 0)
 }
 
@@ -87,12 +91,11 @@ func (dt *Family) zeditor(c *command.Ctx, v keyspace.Value) collection.ZEditor {
 
 // zstoreLocked stores what ed built at key, keeping v's expiry, and takes back the scratch.
 func (dt *Family) zstoreLocked(c *command.Ctx, sh *keyspace.Shard, key []byte, v keyspace.Value, ed *collection.ZEditor) {
-	if ed.Changed() {
-		var num2 int64
-		if ed.Big {
-			num2 = BigEncoding | IndexedPack
-		}
-		storeCollectionLocked(sh, key, keyspace.Value{Kind: keyspace.ZSet, Num: ed.Num, Num2: num2, Bytes: ed.Bytes(), Expire: v.Expire})
+	switch {
+	case ed.Changed() && ed.Big: // it just passed its listpack limits
+		storeBigLocked(sh, key, keyspace.Value{Kind: keyspace.ZSet, Expire: v.Expire}, collection.NewBig(ed.Z, true))
+	case ed.Changed():
+		storeCollectionLocked(sh, key, keyspace.Value{Kind: keyspace.ZSet, Num: ed.Num, Bytes: ed.Bytes(), Expire: v.Expire})
 	}
 	c.Scratch = ed.Buf()
 }
@@ -157,14 +160,28 @@ options:
 	processed := false
 	var score float64
 	if exists || !f.XX {
-		ed := dt.zeditor(c, v)
+		b := bigOf(v)
+		var ed collection.ZEditor
+		if b == nil {
+			ed = dt.zeditor(c, v)
+		}
 		for j := 0; j < len(pairs); j += 2 {
 			s, _ := collection.ParseScore(pairs[j])
 			var out collection.ZAddOutcome
-			score, out = ed.Add(pairs[j+1], s, f)
-			switch out {
-			case collection.ZNaN:
+			if b == nil && ed.Big { // it just passed its listpack limits: in chunks from here on
+				b = collection.NewBig(ed.Z, true)
 				c.Scratch = ed.Buf()
+			}
+			if b != nil {
+				score, out = b.ZAdd(pairs[j+1], s, f)
+			} else {
+				score, out = ed.Add(pairs[j+1], s, f)
+			}
+			switch out {
+			case collection.ZNaN: // INCR's single pair: nothing changed
+				if b == nil {
+					c.Scratch = ed.Buf()
+				}
 				return errZNaN
 			case collection.ZAdded:
 				added++
@@ -173,7 +190,12 @@ options:
 			}
 			processed = processed || out != collection.ZNop
 		}
-		dt.zstoreLocked(c, sh, key, v, &ed)
+		switch {
+		case b == nil:
+			dt.zstoreLocked(c, sh, key, v, &ed)
+		case added+updated > 0 || !exists:
+			storeBigLocked(sh, key, keyspace.Value{Kind: keyspace.ZSet, Expire: v.Expire}, b)
+		}
 	}
 	switch {
 	case !f.Incr && ch:
@@ -200,6 +222,19 @@ func (dt *Family) cmdZRem(c *command.Ctx, args [][]byte) error {
 	}
 	if !ok {
 		c.W.Int(0)
+		return nil
+	}
+	if b := bigOf(v); b != nil {
+		var removed int64
+		for _, m := range args[2:] {
+			if b.ZRemove(m) {
+				removed++
+			}
+		}
+		if removed > 0 {
+			storeBigLocked(sh, key, v, b)
+		}
+		c.W.Int(removed)
 		return nil
 	}
 	ed := dt.zeditor(c, v)
@@ -243,6 +278,10 @@ func (dt *Family) cmdZCount(c *command.Ctx, args [][]byte) error {
 	if err != nil {
 		return err
 	}
+	if b := bigOf(v); b != nil {
+		c.W.Int(int64(b.ZCount(r)))
+		return nil
+	}
 	_, _, n, _ := zsetOf(v).ScoreSpan(r)
 	c.W.Int(n)
 	return nil
@@ -275,12 +314,21 @@ func (dt *Family) cmdZScore(c *command.Ctx, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	if loc := zsetOf(v).Find(args[2]); loc.Found {
-		c.W.Double(loc.Score)
+	if s, ok := zscore(v, args[2]); ok {
+		c.W.Double(s)
 	} else {
 		c.W.Null()
 	}
 	return nil
+}
+
+// zscore returns member's score in v, a sorted set.
+func zscore(v keyspace.Value, member []byte) (float64, bool) {
+	if b := bigOf(v); b != nil {
+		return b.ZScore(member)
+	}
+	loc := zsetOf(v).Find(member)
+	return loc.Score, loc.Found
 }
 
 // ZMSCORE key member [member ...]
@@ -294,8 +342,8 @@ func (dt *Family) cmdZMScore(c *command.Ctx, args [][]byte) error {
 	}
 	c.W.Array(len(args) - 2)
 	for _, m := range args[2:] {
-		if loc := zsetOf(v).Find(m); loc.Found {
-			c.W.Double(loc.Score)
+		if s, ok := zscore(v, m); ok {
+			c.W.Double(s)
 		} else {
 			c.W.Null()
 		}
@@ -313,7 +361,12 @@ func (dt *Family) zrankHandler(rev bool) command.Handler {
 		if err != nil {
 			return err
 		}
-		loc := zsetOf(v).Find(args[2])
+		var loc collection.ZLoc
+		if b := bigOf(v); b != nil {
+			loc.Score, loc.Rank, loc.Found = b.ZFind(args[2])
+		} else {
+			loc = zsetOf(v).Find(args[2])
+		}
 		switch {
 		case !loc.Found:
 			c.W.Null()
@@ -469,6 +522,14 @@ func zrangeByRank(w *resp.Writer, v keyspace.Value, start, stop int64, withScore
 	}
 	n := stop - start + 1
 	zentriesHeader(w, n, withScores)
+	if b := bigOf(v); b != nil {
+		b.ZWalk(int(start), rev, func(m collection.Elem, s float64) bool {
+			zentry(w, m, s, withScores)
+			n--
+			return n > 0
+		})
+		return
+	}
 	set := zsetOf(v)
 	z := set.Pack
 	if !rev {
@@ -494,6 +555,10 @@ func zrangeByRank(w *resp.Writer, v keyspace.Value, start, stop int64, withScore
 func zrangeByScore(w *resp.Writer, v keyspace.Value, r collection.ScoreRange, offset, limit int64, withScores, rev bool) {
 	if offset < 0 || offset > 0 && offset >= v.Num {
 		w.Array(0)
+		return
+	}
+	if b := bigOf(v); b != nil {
+		zrangeBigByScore(w, b, r, offset, limit, withScores, rev)
 		return
 	}
 	set := zsetOf(v)
@@ -542,6 +607,32 @@ func zrangeByScore(w *resp.Writer, v keyspace.Value, r collection.ScoreRange, of
 		zentry(w, m, s, withScores)
 		n++
 	}
+	zentriesHeaderAt(w, mark, n, withScores)
+}
+
+// zrangeBigByScore is zrangeByScore of a big set: a walk from the first entry in range,
+// or the last one when rev.
+func zrangeBigByScore(w *resp.Writer, b *collection.Big, r collection.ScoreRange, offset, limit int64, withScores, rev bool) {
+	rank, count := b.ZScoreRank(r)
+	if count == 0 {
+		w.Array(0)
+		return
+	}
+	mark := len(w.B)
+	var n int64
+	from, in := rank+int(offset), r.LteMax
+	if rev {
+		from, in = b.Len()-rank-count+int(offset), r.GteMin
+	}
+	b.ZWalk(from, rev, func(m collection.Elem, s float64) bool {
+		if limit == 0 || !in(s) {
+			return false
+		}
+		zentry(w, m, s, withScores)
+		n++
+		limit--
+		return true
+	})
 	zentriesHeaderAt(w, mark, n, withScores)
 }
 
@@ -634,6 +725,26 @@ func (dt *Family) zremrangeHandler(kind zrangeKind) command.Handler {
 			c.W.Int(0)
 			return nil
 		}
+		if b := bigOf(v); b != nil {
+			var n int
+			switch kind {
+			case zrangeRank:
+				if first, last, in := collection.IndexRange(v.Num, start, stop); in {
+					n = b.DeleteRanks(int(first), int(last-first+1))
+				}
+			case zrangeScore:
+				n = b.ZDeleteScores(scores)
+			default: // by member: found in a copy of the pack, by Redis's listpack walk
+				z := b.AppendEncoded(nil)
+				from, _, count := collection.ZLexSpan(z, lex)
+				n = b.DeleteRanks(collection.Count(z[:from])/2, int(count))
+			}
+			if n > 0 {
+				storeBigLocked(sh, key, v, b)
+			}
+			c.W.Int(int64(n))
+			return nil
+		}
 		set := zsetOf(v)
 		z := set.Pack
 		var from, to int
@@ -701,6 +812,21 @@ func (dt *Family) zpopHandler(fromMax bool) command.Handler {
 			}
 			writeElem(&c.W, m)
 			c.W.Double(s)
+		}
+		if b := bigOf(v); b != nil {
+			left := n
+			b.ZWalk(0, fromMax, func(m collection.Elem, s float64) bool {
+				entry(m, s)
+				left--
+				return left > 0
+			})
+			first := 0
+			if fromMax {
+				first = b.Len() - int(n)
+			}
+			b.DeleteRanks(first, int(n))
+			storeBigLocked(sh, key, v, b)
+			return nil
 		}
 		z := zsetOf(v).Pack
 		var from, to int

@@ -28,9 +28,12 @@ const (
 // ErrBadValue wraps what DecodeValue finds wrong with an encoded value.
 var ErrBadValue = errors.New("bad value")
 
-// valueLen returns the encoded size of v.
+// EncodedLen returns the encoded size of v.
 func EncodedLen(v Value) int {
 	n := valueHeader + len(v.Bytes)
+	if v.Obj != nil {
+		n = valueHeader + v.Obj.EncodedLen()
+	}
 	for _, x := range [...]int64{v.Expire, v.Num, v.Num2} {
 		if x != 0 {
 			n += 8
@@ -39,7 +42,7 @@ func EncodedLen(v Value) int {
 	return n
 }
 
-// encodeValue writes v into dst, which is EncodedLen(v) long.
+// Encode writes v into dst, which is EncodedLen(v) long; an Obj in its bytes form.
 func Encode(dst []byte, v Value) {
 	dst[0], dst[1], dst[2] = valueVersion, byte(v.Kind), 0
 	at := valueHeader
@@ -49,6 +52,10 @@ func Encode(dst []byte, v Value) {
 			binary.LittleEndian.PutUint64(dst[at:], uint64(x))
 			at += 8
 		}
+	}
+	if v.Obj != nil {
+		v.Obj.AppendEncoded(dst[at:at]) // EncodedLen bytes: within dst
+		return
 	}
 	copy(dst[at:], v.Bytes)
 }

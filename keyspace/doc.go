@@ -40,6 +40,9 @@
 //     ids stay dense. Scan walks ids, which gives Redis's guarantee that a key present for a
 //     whole SCAN is returned at least once.
 //   - vals: byte values longer than 512 bytes (strings, long logs), in a map from record id.
+//   - objs: values held by reference (Value.Obj: big collections, which their commands
+//     change in place instead of handing SetLocked a new copy to store), in a map from
+//     record id. Encode writes such a value in its bytes form.
 //
 // A 14-byte GCRA key with an expiry thus costs a 39-byte entry, 4 bytes of ids and about
 // 12 bytes of index: about 57 bytes on the heap, against about 134 for a map[string]*entry

@@ -96,6 +96,11 @@ func (s *Shard) check() error {
 		if e[0]&hdrBytes != 0 {
 			at := keyEnd(e)
 			switch vlen, n := uvarint(e[at:]); {
+			case vlen == 0 && s.objs[uint32(id)] != nil:
+				flagged++
+				if s.vals[uint32(id)] != nil {
+					return fmt.Errorf("id %d: an object and bytes in vals", id)
+				}
 			case vlen == 0:
 				flagged++
 				if n := len(s.vals[uint32(id)]); n <= maxInlineValue {
@@ -139,8 +144,8 @@ func (s *Shard) check() error {
 			return fmt.Errorf("free word %d: summary bit %v", w, sum)
 		}
 	}
-	if len(s.vals) != flagged {
-		return fmt.Errorf("%d values in vals, %d entries say so", len(s.vals), flagged)
+	if len(s.vals)+len(s.objs) != flagged {
+		return fmt.Errorf("%d values in vals and objs, %d entries say so", len(s.vals)+len(s.objs), flagged)
 	}
 	if len(s.big) != big {
 		return fmt.Errorf("%d big keys, %d entries say big", len(s.big), big)

@@ -84,6 +84,22 @@ type Value struct {
 	// released or the key is written (writes to other keys leave it alone); an empty value
 	// comes back nil. SetLocked copies it.
 	Bytes []byte
+	// Obj, when not nil, is the state held by reference instead of Bytes: a big
+	// collection, which its commands change in place under the shard's lock rather than
+	// rebuild. SetLocked stores the reference, not a copy: a value read from one key and
+	// set at another must not share it (COPY stores Obj's bytes form instead). Outside the
+	// process (Encode) it takes its bytes form, which DecodeValue gives back as Bytes.
+	Obj Object
+}
+
+// Object is a state the keyspace holds by reference (Value.Obj).
+type Object interface {
+	// EncodedLen returns the length of the bytes AppendEncoded appends.
+	EncodedLen() int
+	// AppendEncoded appends the object's bytes form to dst and returns it.
+	AppendEncoded(dst []byte) []byte
+	// Footprint returns the bytes of heap memory the object holds.
+	Footprint() int
 }
 
 // ErrWrongType is what callers return when a key holds another kind of state than the

@@ -148,6 +148,7 @@ type Shard struct {
 	compacting bool // a compaction is running: further ones queue up
 
 	vals map[uint32][]byte // byte values longer than maxInlineValue, by record id
+	objs map[uint32]Object // values held by reference (Value.Obj), by record id
 	big  map[uint32][]byte // keys longer than maxInlineKey, by record id
 
 	// sweep is where active expiry goes on in the index, as a position in hash order:
@@ -204,12 +205,16 @@ func (s *Shard) GetLocked(key []byte, now int64) (Value, bool) {
 	// As in value, inlined: returning value's result costs a copy through memory.
 	hdr := e[0]
 	var b []byte
+	var obj Object
 	if hdr&hdrBytes != 0 {
 		b = s.bytesOf(e)
+		if b == nil {
+			obj = s.objs[getID(e)]
+		}
 		s.loan |= loanBytes
 	}
 	touchClock(e, s.clock.Load())
-	return Value{Kind: Kind(hdr & hdrKind), Expire: exp, Num: num, Num2: num2, Bytes: b}, true
+	return Value{Kind: Kind(hdr & hdrKind), Expire: exp, Num: num, Num2: num2, Bytes: b, Obj: obj}, true
 }
 
 // SetLocked stores v at key, replacing what was there (an expired key is replaced too).
@@ -238,7 +243,7 @@ func (s *Shard) SetLocked(key []byte, v Value) {
 		s.resize(targetIndex(s.count + 1))
 		pos, _, _ = s.find(key, h)
 	}
-	off, e := s.appendEntry(entrySize(len(key), len(v.Bytes), 0, v)) // may compact: only then take the id
+	off, e := s.appendEntry(entrySize(len(key), vlenOf(v), 0, v)) // may compact: only then take the id
 	id := s.allocID()
 	writeEntry(e, id, key, v, 0, s.clock.Load())
 	s.ids[id] = off
@@ -248,8 +253,8 @@ func (s *Shard) SetLocked(key []byte, v Value) {
 		}
 		s.big[id] = bytes.Clone(key)
 	}
-	if len(v.Bytes) > maxInlineValue {
-		s.setBig(id, v.Bytes)
+	if vlenOf(v) > maxInlineValue {
+		s.putOut(id, v)
 	}
 	s.index[pos] = uint64(h)<<32 | uint64(off+1)
 	if s.tracking {
@@ -263,6 +268,19 @@ func (s *Shard) SetLocked(key []byte, v Value) {
 	if v.Expire != 0 {
 		s.expires.Add(1)
 	}
+}
+
+// SwapLocked stores v, which must hold an Obj, at key in place of its live value, which
+// holds the same state in another form (bytes read from the log, or sent by a primary). It
+// is no write: nothing is noted for persistence, replication or watches. A missing key is
+// left alone.
+func (s *Shard) SwapLocked(key []byte, v Value) {
+	pos, off, ok := s.find(key, s.hash(key))
+	if !ok || v.Obj == nil {
+		return
+	}
+	v.Bytes = nil
+	s.replaceSized(pos, off, key, v)
 }
 
 // DeleteLocked removes key and reports whether it was stored. A key that has expired but was
@@ -458,7 +476,7 @@ func writeEntry(e []byte, id uint32, key []byte, v Value, room int, clock uint32
 		at += copy(e[at:], key)
 	}
 	switch b := v.Bytes; {
-	case len(b) > maxInlineValue:
+	case len(b) > maxInlineValue || v.Obj != nil:
 		e[0] |= hdrBytes
 		e[at] = 0
 	case len(b) > 0:
@@ -505,10 +523,13 @@ func (s *Shard) value(e []byte) Value {
 	hdr := e[0]
 	exp, num, num2 := fields(e)
 	var b []byte
+	var obj Object
 	if hdr&hdrBytes != 0 {
-		b = s.bytesOf(e)
+		if b = s.bytesOf(e); b == nil {
+			obj = s.objs[getID(e)]
+		}
 	}
-	return Value{Kind: Kind(hdr & hdrKind), Expire: exp, Num: num, Num2: num2, Bytes: b}
+	return Value{Kind: Kind(hdr & hdrKind), Expire: exp, Num: num, Num2: num2, Bytes: b, Obj: obj}
 }
 
 // find returns the index slot holding key and its entry's offset, or the empty slot where
@@ -613,6 +634,7 @@ func (s *Shard) removeKeepingIndex(pos int, off uint32) {
 	}
 	if inVals(e) {
 		delete(s.vals, id)
+		delete(s.objs, id)
 	}
 	if klen, _ := uvarint(e[fixedLen(e):]); klen > maxInlineKey {
 		delete(s.big, id)
@@ -675,13 +697,13 @@ func (s *Shard) replaceSized(pos int, off uint32, key []byte, v Value) uint32 {
 	if e[0]&hdrBytes != 0 {
 		vlen, field = valueField(e, at)
 	}
-	wasBig, big := e[0]&hdrBytes != 0 && vlen == 0, len(v.Bytes) > maxInlineValue
+	wasBig, big := e[0]&hdrBytes != 0 && vlen == 0, vlenOf(v) > maxInlineValue
 	size, room := at+field, 0
 	if sameLayout(e, v) {
 		switch {
 		case wasBig && big:
 			setFields(e, v)
-			s.setBig(id, v.Bytes)
+			s.putOut(id, v)
 			return off
 		case vlen > 0 && len(v.Bytes) > 0 && !big: // inline before and after
 			if putInline(e, at, field, vlen, v.Bytes) {
@@ -696,7 +718,7 @@ func (s *Shard) replaceSized(pos int, off uint32, key []byte, v Value) uint32 {
 	// v.Bytes may alias the old entry, which appendEntry may move: its bytes stay intact
 	// all the same, since GetLocked lent them (see loanSpare).
 	tail := s.tail
-	newOff, ne := s.appendEntry(entrySize(len(key), len(v.Bytes), room, v))
+	newOff, ne := s.appendEntry(entrySize(len(key), vlenOf(v), room, v))
 	if s.tail != tail {
 		off = s.ids[id] // compacting the old tail block may have moved the entry
 	}
@@ -717,9 +739,10 @@ func (s *Shard) replaceSized(pos int, off uint32, key []byte, v Value) uint32 {
 	}
 	switch {
 	case big:
-		s.setBig(id, v.Bytes)
+		s.putOut(id, v)
 	case wasBig:
 		delete(s.vals, id)
+		delete(s.objs, id)
 	}
 	return s.ids[id] // kill may have compacted the block the entry went to
 }
@@ -771,6 +794,30 @@ func putInline(e []byte, at, field, vlen int, b []byte) bool {
 		e[eID+3] &^= idRoom >> 24
 	}
 	return true
+}
+
+// vlenOf returns the length an entry's value field takes v's value for: an Obj is kept
+// out of the entry, as a byte value longer than maxInlineValue.
+func vlenOf(v Value) int {
+	if v.Obj != nil {
+		return maxInlineValue + 1
+	}
+	return len(v.Bytes)
+}
+
+// putOut stores the value of v kept out of its entry (vlenOf past maxInlineValue) for
+// record id: an Obj in objs, bytes in vals.
+func (s *Shard) putOut(id uint32, v Value) {
+	if v.Obj != nil {
+		delete(s.vals, id)
+		if s.objs == nil {
+			s.objs = make(map[uint32]Object)
+		}
+		s.objs[id] = v.Obj
+		return
+	}
+	delete(s.objs, id)
+	s.setBig(id, v.Bytes)
 }
 
 // setBig stores b, longer than maxInlineValue, as the byte value of record id in vals,
@@ -1084,7 +1131,7 @@ func (s *Shard) resetLocked() {
 	s.index, s.count = nil, 0
 	s.ids, s.freeIDs, s.freeSum = nil, nil, nil
 	s.blocks, s.meta, s.freeBlocks, s.tail, s.spare, s.queue = nil, nil, nil, -1, nil, nil
-	s.vals, s.big = nil, nil
+	s.vals, s.big, s.objs = nil, nil, nil
 	s.sweep = 0
 	for f := range s.trk {
 		s.trk[f].forget()
@@ -1111,6 +1158,9 @@ func (s *Shard) memoryLocked() int64 {
 	}
 	for _, b := range s.big {
 		n += cap(b) + (4+24+1)*8/7
+	}
+	for _, o := range s.objs {
+		n += o.Footprint() + (4+16+1)*8/7
 	}
 	return int64(n)
 }

@@ -19,10 +19,15 @@ import (
 // same data in each, and of small sets (an allow list of names, an intset of ids).
 
 // logBase is the first timestamp (Unix ms) of the sliding logs; logWindow their window.
+// The long logs are bigKeys sets of bigMembers timestamps over bigWindow: a limit of
+// 100,000 requests an hour, each admission a write to a big sorted set (issue 40).
 const (
 	logBase    = 1732512345000
 	logWindow  = 60000
 	logMembers = 100
+	bigKeys    = 8
+	bigMembers = 100000
+	bigWindow  = 3600000
 )
 
 // collRun is what the collections part measured.
@@ -76,6 +81,9 @@ func (r *runner) collections() (collRun, error) {
 		if err := s.pipe(func(i int) []byte { return loadtest.Encode(zlog(fmt.Sprintf("zs:%09d", i))...) }, r.cfg.keys); err != nil {
 			return run, fmt.Errorf("sliding logs on %s: %w", s.name, err)
 		}
+		if err := s.pipe(func(i int) []byte { return loadtest.Encode(bigLog(fmt.Sprintf("zb:%d", i))...) }, bigKeys); err != nil {
+			return run, fmt.Errorf("long sliding logs on %s: %w", s.name, err)
+		}
 	}
 	hmget := func(k string) []string { return []string{"HMGET", k, "tokens", "last_refill"} }
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -86,12 +94,23 @@ func (r *runner) collections() (collRun, error) {
 			loadtest.Encode("ZREMRANGEBYSCORE", k, "-inf", "("+strconv.FormatInt(now-logWindow, 10))...),
 			loadtest.Encode("ZCARD", k)...)
 	}
+	admitBig := func(k string) []byte { // the same on one of the long logs, whatever key k the load names
+		n, _ := strconv.Atoi(k[strings.LastIndexByte(k, ':')+1:])
+		k = "zb:" + strconv.Itoa(n%bigKeys)
+		now := logBase + bigWindow + rng.Int64N(bigWindow)
+		ts := strconv.FormatInt(now, 10)
+		return append(append(loadtest.Encode("ZADD", k, ts, ts),
+			loadtest.Encode("ZREMRANGEBYSCORE", k, "-inf", "("+strconv.FormatInt(now-bigWindow, 10))...),
+			loadtest.Encode("ZCARD", k)...)
+	}
 	pairsAt := func(p int, suffix string) []pair {
 		return []pair{
 			{prefix: "hs", pipeline: p, a: side{label: "throttled HSET 2 fields" + suffix, srv: t, args: hset}, b: side{label: "redis HSET 2 fields", srv: redis, args: hset}},
 			{prefix: "hs", pipeline: p, a: side{label: "throttled HMGET 2 fields" + suffix, srv: t, args: hmget}, b: side{label: "redis HMGET 2 fields", srv: redis, args: hmget}},
 			{prefix: "zs", pipeline: p, a: side{label: "throttled ZADD+ZREMRANGEBYSCORE+ZCARD" + suffix, srv: t, request: admit, commands: 3},
 				b: side{label: "redis ZADD+ZREMRANGEBYSCORE+ZCARD", srv: redis, request: admit, commands: 3}},
+			{prefix: "zb", pipeline: p, a: side{label: "throttled ZADD+ZREMRANGEBYSCORE+ZCARD, 100,000 timestamps" + suffix, srv: t, request: admitBig, commands: 3},
+				b: side{label: "redis ZADD+ZREMRANGEBYSCORE+ZCARD, 100,000 timestamps", srv: redis, request: admitBig, commands: 3}},
 		}
 	}
 	run.pairs = append(pairsAt(1, ""), pairsAt(16, "")...)
@@ -135,6 +154,16 @@ func slidingLog(k string) []string {
 	return args
 }
 
+// bigLog returns a ZADD of a full long sliding log: bigMembers admissions over bigWindow.
+func bigLog(k string) []string {
+	args := []string{"ZADD", k}
+	for j := range bigMembers {
+		ts := strconv.FormatInt(logBase+int64(j)*bigWindow/bigMembers, 10)
+		args = append(args, ts, ts)
+	}
+	return args
+}
+
 func collectionsSection(cfg config, run collRun) string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
@@ -144,6 +173,8 @@ func collectionsSection(cfg config, run collRun) string {
 	p("timestamps (one admission: ZADD, ZREMRANGEBYSCORE of what left the window, ZCARD; a request is the\n")
 	p("three). Paired rounds over %d random keys, as above; memory over %d hashes and %d sorted sets.\n",
 		cfg.keys, cfg.memKeys, cfg.memKeys/10)
+	p("The rows of 100,000 timestamps admit to %d long logs of an hour's window instead (a limit of\n", bigKeys)
+	p("100,000 requests an hour): each write is to a big sorted set (Redis's skip list).\n")
 	p("The rows marked \"own core\" ran with each server pinned to CPU 1 (one loaded at a time) and the load on CPU 0.\n\n")
 	p("| comparison | P | throttled, req/s | redis, req/s | ratio per round | median |\n|---|--:|---|---|---|--:|\n")
 	for _, c := range run.pairs {
