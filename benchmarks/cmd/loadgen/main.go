@@ -16,6 +16,7 @@
 //	go run ./benchmarks/cmd/loadgen -only scripts [-duration 2s]
 //	go run ./benchmarks/cmd/loadgen -only latency [-duration 2s]
 //	go run ./benchmarks/cmd/loadgen -only everysec [-before old/throttled]
+//	go run ./benchmarks/cmd/loadgen -only bigvalues
 package main
 
 import (
@@ -56,7 +57,7 @@ func main() {
 	flag.DurationVar(&cfg.duration, "duration", 2*time.Second, "time of each measurement")
 	flag.IntVar(&cfg.durableKeys, "durablekeys", 1000000, "new keys for the memory measurement with and without persistence")
 	flag.DurationVar(&cfg.churn, "churn", 16*time.Second, "time of each churn measurement")
-	flag.StringVar(&cfg.only, "only", "", "run only this part: churn, collections, durable, everysec, policies, replication, scripts or upstream (the report goes to -out only if that is given)")
+	flag.StringVar(&cfg.only, "only", "", "run only this part: bigvalues, churn, collections, durable, everysec, policies, replication, scripts or upstream (the report goes to -out only if that is given)")
 	flag.StringVar(&cfg.before, "before", "", "with -only everysec: a throttled binary (an earlier build) to measure everysec against as well")
 	flag.Parse()
 	outSet := false
@@ -156,11 +157,14 @@ func (r *runner) run() (string, error) {
 	case "replication":
 		run, err := r.replication()
 		return replicationSection(r.cfg, run), err
+	case "bigvalues":
+		rows, err := r.bigValuesRun()
+		return bigValuesSection(rows), err
 	case "upstream":
 		rows, err := r.upstreamRun()
 		return targetTable(upstreamTargets(rows)) + upstreamSection(rows), err
 	default:
-		return "", fmt.Errorf("-only %q: the parts that run alone are churn, collections, durable, everysec, latency, policies, replication, scripts and upstream", r.cfg.only)
+		return "", fmt.Errorf("-only %q: the parts that run alone are bigvalues, churn, collections, durable, everysec, latency, policies, replication, scripts and upstream", r.cfg.only)
 	}
 	tNo, err := r.track(startThrottled("throttled (appendonly no)", r.cfg.bin, tmp+"/no", "--appendonly", "no"))
 	if err != nil {
@@ -232,10 +236,14 @@ func (r *runner) run() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	big, err := r.bigValuesRun()
+	if err != nil {
+		return "", err
+	}
 	log.Print("Go benchmarks of the server's verbs")
 	micro, err := micro()
 	if err != nil {
 		return "", err
 	}
-	return render(r.cfg, machine(tNo, redis), checks, rows, alwaysRows, ps, mem, durable, churn, repl, pol, up, coll, ev, lat, micro), nil
+	return render(r.cfg, machine(tNo, redis), checks, rows, alwaysRows, ps, mem, durable, churn, repl, pol, up, coll, ev, lat, micro) + bigValuesSection(big), nil
 }
