@@ -118,3 +118,32 @@ func appendDouble(dst []byte, f float64) []byte {
 	}
 	return strconv.AppendFloat(dst, f, 'g', 17, 64)
 }
+
+// AppendRepr appends a quoted, escaped argument as Redis's sdscatrepr writes it.
+func AppendRepr(b, s []byte) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for _, ch := range s {
+		switch ch {
+		case '\\', '"':
+			b = append(b, '\\', ch)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		case '\a':
+			b = append(b, '\\', 'a')
+		case '\b':
+			b = append(b, '\\', 'b')
+		default:
+			if ch >= 0x20 && ch < 0x7f {
+				b = append(b, ch)
+			} else {
+				b = append(b, '\\', 'x', hex[ch>>4], hex[ch&0xf])
+			}
+		}
+	}
+	return append(b, '"')
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/throttledhq/throttled/acl"
 	"github.com/throttledhq/throttled/command"
+	"github.com/throttledhq/throttled/conffile"
 )
 
 // The ACL users (package acl) as the server uses them: the catalogue of commands with their
@@ -214,7 +215,7 @@ func cmdACLSave(c *client, args [][]byte) error {
 			b.WriteString(line + "\n")
 		}
 	}
-	if err := writeFileAtomic(c.s.cfg.ACLFile, []byte(b.String())); err != nil {
+	if err := conffile.WriteAtomic(c.s.cfg.ACLFile, []byte(b.String())); err != nil {
 		return fmt.Errorf("There was an error trying to save the ACLs. Please check the server logs for more information: %v", err)
 	}
 	c.W.OK()

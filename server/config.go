@@ -510,62 +510,6 @@ func validReplicaOf(v string) error {
 	return nil
 }
 
-// ParseSize reads a number with an optional Redis memory unit, as redis.conf's sizes: 1k is
-// 1000 and 1kb 1024; m, mb, g and gb likewise.
-func ParseSize(v string) (int64, error) {
-	units := []struct {
-		suffix string
-		mult   int64
-	}{{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1000}, {"m", 1000 * 1000}, {"g", 1000 * 1000 * 1000}}
-	lower := strings.ToLower(v)
-	for _, u := range units {
-		if n, ok := strings.CutSuffix(lower, u.suffix); ok {
-			x, err := strconv.ParseInt(n, 10, 64)
-			if err != nil {
-				return 0, err
-			}
-			if x > math.MaxInt64/u.mult || x < math.MinInt64/u.mult {
-				return 0, strconv.ErrRange
-			}
-			return x * u.mult, nil
-		}
-	}
-	return strconv.ParseInt(v, 10, 64)
-}
-
-// formatSize writes n as CONFIG REWRITE does: in the largest of gb, mb and kb that divides it.
-func formatSize(n int64) string {
-	for _, u := range []struct {
-		suffix string
-		size   int64
-	}{{"gb", 1 << 30}, {"mb", 1 << 20}, {"kb", 1 << 10}} {
-		if n != 0 && n%u.size == 0 {
-			return strconv.FormatInt(n/u.size, 10) + u.suffix
-		}
-	}
-	return strconv.FormatInt(n, 10)
-}
-
-// SplitConfigLine splits a config file line into words as redis.conf's are read, with the
-// parser of inline requests: blanks separate words, "double quotes" take C escapes (\n,
-// \x41), 'single quotes' take \'.
-func SplitConfigLine(line string) ([]string, error) {
-	var r resp.Reader
-	args, err := r.SplitInline([]byte(line))
-	if err != nil {
-		return nil, errors.New("unbalanced quotes")
-	}
-	out := make([]string, len(args))
-	for i, a := range args {
-		out[i] = string(a)
-	}
-	return out, nil
-}
-
-// quoteConfig writes s as a double-quoted config value that SplitConfigLine reads back: as
-// MONITOR quotes an argument (appendRepr), whose escapes the config reader undoes.
-func quoteConfig(s string) string { return string(appendRepr(nil, []byte(s))) }
-
 // logLevels maps Redis's log levels onto slog's.
 var logLevels = map[string]slog.Level{
 	"debug":   slog.LevelDebug,

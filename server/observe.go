@@ -13,6 +13,7 @@ import (
 
 	"github.com/throttledhq/throttled/acl"
 	"github.com/throttledhq/throttled/command"
+	"github.com/throttledhq/throttled/resp"
 	"github.com/throttledhq/throttled/topk"
 )
 
@@ -303,7 +304,7 @@ func (s *Server) feedMonitors(c *client, cmd *cmdEntry, args [][]byte) {
 		if i > 0 {
 			line = append(line, ' ')
 		}
-		line = appendRepr(line, a)
+		line = resp.AppendRepr(line, a)
 	}
 	line = append(line, "\r\n"...)
 	o := &s.obs
@@ -329,35 +330,6 @@ func (c *client) queueRaw(b []byte) {
 	if !ok {
 		c.hangup()
 	}
-}
-
-// appendRepr appends a quoted, escaped argument as Redis's sdscatrepr writes it.
-func appendRepr(b, s []byte) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for _, ch := range s {
-		switch ch {
-		case '\\', '"':
-			b = append(b, '\\', ch)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\a':
-			b = append(b, '\\', 'a')
-		case '\b':
-			b = append(b, '\\', 'b')
-		default:
-			if ch >= 0x20 && ch < 0x7f {
-				b = append(b, ch)
-			} else {
-				b = append(b, '\\', 'x', hex[ch>>4], hex[ch&0xf])
-			}
-		}
-	}
-	return append(b, '"')
 }
 
 // TOPDENIED [count]: the most denied keys of the recent window, most first, each with its

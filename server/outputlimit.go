@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/throttledhq/throttled/conffile"
 )
 
 // client-output-buffer-limit, as Redis's: for each class of client (normal, replica,
@@ -46,8 +48,8 @@ func parseOutputLimits(v string, base outputLimits) (outputLimits, error) {
 	}
 	out := base
 	for i := 0; i < len(f); i += 4 {
-		hard, err1 := ParseSize(f[i+1])
-		soft, err2 := ParseSize(f[i+2])
+		hard, err1 := conffile.ParseSize(f[i+1])
+		soft, err2 := conffile.ParseSize(f[i+2])
 		secs, err3 := strconv.ParseInt(f[i+3], 10, 64)
 		if err1 != nil || err2 != nil || err3 != nil || hard < 0 || soft < 0 || secs < 0 {
 			return base, errors.New("Error in hard, soft or soft_seconds setting in buffer limit configuration.")

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/throttledhq/throttled/command"
+	"github.com/throttledhq/throttled/conffile"
 	"github.com/throttledhq/throttled/glob"
 	"github.com/throttledhq/throttled/keyspace"
 	"github.com/throttledhq/throttled/persistence"
@@ -115,7 +116,7 @@ func (s *Server) paramTable() []*param {
 			}
 			return func() { s.level.Set(level); s.levelName.Store(&name) }, nil
 		}},
-		{name: "maxmemory", get: num(&s.mem.max), def: "0", file: bytesValue, set: setNum("maxmemory", &s.mem.max, ParseSize)},
+		{name: "maxmemory", get: num(&s.mem.max), def: "0", file: bytesValue, set: setNum("maxmemory", &s.mem.max, conffile.ParseSize)},
 		{name: "maxmemory-policy", get: s.policyName, def: def.MaxMemoryPolicy, file: plainValue, set: func(v string) (func(), error) {
 			p, err := keyspace.ParsePolicy(v)
 			if err != nil {
@@ -151,7 +152,7 @@ func (s *Server) paramTable() []*param {
 		{name: "replicaof", aliases: []string{"slaveof"}, get: s.replicaOf, file: words},
 		{name: "masterauth", get: str(&r.masterAuth), file: quoted, set: setStr(&r.masterAuth)},
 		{name: "masteruser", get: str(&r.masterUser), file: quoted, set: setStr(&r.masterUser)},
-		{name: "repl-backlog-size", get: num(&r.backlogSize), def: itoaInt(def.ReplBacklogSize), file: bytesValue, set: setNum("repl-backlog-size", &r.backlogSize, ParseSize)},
+		{name: "repl-backlog-size", get: num(&r.backlogSize), def: itoaInt(def.ReplBacklogSize), file: bytesValue, set: setNum("repl-backlog-size", &r.backlogSize, conffile.ParseSize)},
 		{name: "replica-priority", aliases: []string{"slave-priority"}, get: num(&r.priority), def: itoaInt(def.ReplicaPriority), file: plainValue, set: setNum("replica-priority", &r.priority, integer)},
 		{name: "replica-announce-ip", aliases: []string{"slave-announce-ip"}, get: str(&r.announceIP), file: quoted, set: setStr(&r.announceIP)},
 		{name: "replica-announce-port", aliases: []string{"slave-announce-port"}, get: num(&r.announcePort), def: itoaInt(def.ReplicaAnnouncePort), file: plainValue, set: setNum("replica-announce-port", &r.announcePort, integer)},

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/throttledhq/throttled/conffile"
 )
 
 func TestConfigReplicationParams(t *testing.T) {
@@ -110,7 +111,7 @@ func TestWriteFileAtomic(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "throttled.conf")
 	require.NoError(t, os.WriteFile(path, []byte("old"), 0o640))
-	require.NoError(t, writeFileAtomic(path, []byte("new\n")))
+	require.NoError(t, conffile.WriteAtomic(path, []byte("new\n")))
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	require.Equal(t, "new\n", string(b))

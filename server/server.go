@@ -16,6 +16,7 @@ import (
 
 	"github.com/throttledhq/throttled/acl"
 	"github.com/throttledhq/throttled/command"
+	"github.com/throttledhq/throttled/conffile"
 	"github.com/throttledhq/throttled/datatype"
 	"github.com/throttledhq/throttled/internal/sdnotify"
 	"github.com/throttledhq/throttled/keyspace"
@@ -190,7 +191,7 @@ func New(cfg Config) (*Server, error) {
 	s.replCfg.init(cfg)
 	s.http.init(cfg)
 	s.rl = ratelimit.New(ratelimit.Config{Keys: s.ks, Now: s.nowNano, Log: log, ConfigFile: cfg.ConfigFile,
-		SplitLine: SplitConfigLine, Upstream: cfg.Upstream != "" || len(cfg.UpstreamCluster) > 0,
+		SplitLine: conffile.SplitLine, Upstream: cfg.Upstream != "" || len(cfg.UpstreamCluster) > 0,
 		Decided: func(c *command.Ctx, limited bool) { s.decided(c.Conn.(*client), limited) },
 		Denied: func(c *command.Ctx, key []byte, retryMs, now int64) {
 			s.denial(c.Conn.(*client).lastCmd.Load(), key, retryMs, now)

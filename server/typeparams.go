@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync/atomic"
 
+	"github.com/throttledhq/throttled/conffile"
 	"github.com/throttledhq/throttled/datatype"
 )
 
@@ -40,7 +41,7 @@ func (s *Server) collectionParams() []*param {
 					}
 					return func() { n.Store(x) }, nil
 				}
-				x, err := ParseSize(v) // a memory value, as Redis takes these
+				x, err := conffile.ParseSize(v) // a memory value, as Redis takes these
 				if err != nil || x < 0 {
 					return nil, errors.New("argument must be a memory value")
 				}

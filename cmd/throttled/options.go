@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/throttledhq/throttled/conffile"
 	"github.com/throttledhq/throttled/internal/version"
 	"github.com/throttledhq/throttled/policy"
 	"github.com/throttledhq/throttled/server"
@@ -155,7 +156,7 @@ func integer(name, help string, field func(*server.Config) *int) option {
 			if err != nil {
 				return err
 			}
-			n, err := server.ParseSize(v)
+			n, err := conffile.ParseSize(v)
 			if err != nil || n != int64(int(n)) {
 				return fmt.Errorf("%s: %q is not a number", name, v)
 			}
@@ -300,7 +301,7 @@ func optionTable() []option {
 				if err != nil {
 					return err
 				}
-				n, err := server.ParseSize(v)
+				n, err := conffile.ParseSize(v)
 				if err != nil {
 					return fmt.Errorf("%s: %q is not a size (64mb, 1gb)", name, v)
 				}
@@ -566,7 +567,7 @@ func (l *loader) loadEnv(lookupEnv func(string) (string, bool)) error {
 		values := []string{v}
 		if o.many {
 			var err error
-			if values, err = server.SplitConfigLine(v); err != nil {
+			if values, err = conffile.SplitLine(v); err != nil {
 				return fmt.Errorf("%s: %w", env, err)
 			}
 		}
@@ -602,7 +603,7 @@ func (l *loader) loadReader(r io.Reader, path string) error {
 			continue
 		}
 		at := path + ":" + strconv.Itoa(n)
-		words, err := server.SplitConfigLine(line)
+		words, err := conffile.SplitLine(line)
 		if err != nil {
 			return fmt.Errorf("%s: %w", at, err)
 		}
