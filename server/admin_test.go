@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/throttledhq/throttled/command"
 )
 
 func TestInfo(t *testing.T) {
@@ -109,21 +110,21 @@ func TestShutdown(t *testing.T) {
 // reads them for its hints: a known type, a name, and children for oneof and block.
 func TestCommandDocsWellFormed(t *testing.T) {
 	ts := startServer(t)
-	var check func(path string, args []argument)
-	check = func(path string, args []argument) {
+	var check func(path string, args []command.Argument)
+	check = func(path string, args []command.Argument) {
 		for _, a := range args {
-			require.NotEmpty(t, a.name, path)
-			require.Contains(t, []string{"key", "string", "integer", "pure-token", "oneof", "block"}, a.typ, path)
-			if a.typ == "oneof" || a.typ == "block" {
-				require.NotEmpty(t, a.children, "%s %s", path, a.name)
-				check(path+" "+a.name, a.children)
+			require.NotEmpty(t, a.Name, path)
+			require.Contains(t, []string{"key", "string", "integer", "pure-token", "oneof", "block"}, a.Type, path)
+			if a.Type == "oneof" || a.Type == "block" {
+				require.NotEmpty(t, a.Children, "%s %s", path, a.Name)
+				check(path+" "+a.Name, a.Children)
 			}
 		}
 	}
 	for _, cmd := range ts.sortedCommands() {
-		check(cmd.name, parseSyntax(cmd.syntax))
+		check(cmd.name, command.ParseSyntax(cmd.syntax))
 		for _, sub := range sortedSubcommands(cmd) {
-			check(sub.name, parseSyntax(sub.syntax))
+			check(sub.name, command.ParseSyntax(sub.syntax))
 		}
 	}
 }

@@ -395,129 +395,13 @@ func writeCommandDocs(c *client, cmd *cmdEntry) {
 	c.W.BulkString("group")
 	c.W.BulkString(cmd.group)
 	c.W.BulkString("arguments")
-	writeArguments(c, parseSyntax(cmd.syntax))
+	command.WriteArguments(&c.W, command.ParseSyntax(cmd.syntax))
 	if len(subs) > 0 {
 		c.W.BulkString("subcommands")
 		c.W.Map(len(subs))
 		for _, sub := range subs {
 			c.W.BulkString(sub.name)
 			writeCommandDocs(c, sub)
-		}
-	}
-}
-
-// argument is one argument of a command's syntax, for COMMAND DOCS.
-type argument struct {
-	name     string
-	typ      string // key, string, integer, pure-token, oneof, block
-	token    string // the keyword before a value: COST in "[COST n]"
-	optional bool
-	multiple bool
-	children []argument
-}
-
-// parseSyntax turns "key value [NX|XX] [EX seconds] [COST n] [PEEK] [key ...]"
-// into arguments. It understands what the table's syntax lines use:
-// words, [optional] groups, a|b alternatives and "..." repetition.
-func parseSyntax(syntax string) []argument {
-	var out []argument
-	for _, group := range command.SplitGroups(syntax) {
-		if group == "..." && len(out) > 0 { // "a|b ...": the argument before repeats
-			out[len(out)-1].multiple = true
-			continue
-		}
-		optional := strings.HasPrefix(group, "[")
-		body := strings.TrimSuffix(strings.TrimPrefix(group, "["), "]")
-		multiple := strings.HasSuffix(body, "...")
-		body = strings.TrimSpace(strings.TrimSuffix(body, "..."))
-		arg := groupArgument(body)
-		arg.optional, arg.multiple = optional, multiple
-		out = append(out, arg)
-	}
-	return out
-}
-
-func groupArgument(body string) argument {
-	if strings.Contains(body, "|") {
-		arg := argument{name: strings.ToLower(strings.ReplaceAll(body, "|", "-")), typ: "oneof"}
-		for _, alt := range strings.Split(body, "|") {
-			arg.children = append(arg.children, groupArgument(alt))
-		}
-		if len(arg.name) > 40 {
-			arg.name = "condition"
-		}
-		return arg
-	}
-	words := strings.Fields(body)
-	switch {
-	case len(words) == 1 && isToken(words[0]):
-		return argument{name: strings.ToLower(words[0]), typ: "pure-token", token: words[0]}
-	case len(words) == 2 && isToken(words[0]):
-		arg := valueArgument(words[1])
-		arg.token = words[0]
-		return arg
-	case len(words) == 1:
-		return valueArgument(words[0])
-	}
-	arg := argument{name: strings.ReplaceAll(body, " ", "-"), typ: "block"}
-	for _, w := range words {
-		arg.children = append(arg.children, groupArgument(w))
-	}
-	return arg
-}
-
-func valueArgument(name string) argument {
-	switch name {
-	case "key":
-		return argument{name: name, typ: "key"}
-	case "n", "count", "max_burst", "count_per_period", "tokens_per_period", "seconds", "milliseconds",
-		"unix-time-seconds", "unix-time-milliseconds", "increment", "decrement", "cursor", "quantity", "index":
-		return argument{name: name, typ: "integer"}
-	}
-	return argument{name: name, typ: "string"}
-}
-
-func isToken(w string) bool { return w == strings.ToUpper(w) && strings.ToLower(w) != w }
-
-func writeArguments(c *client, args []argument) {
-	c.W.Array(len(args))
-	for _, a := range args {
-		fields := 2
-		if a.token != "" {
-			fields++
-		}
-		var flags []string
-		if a.optional {
-			flags = append(flags, "optional")
-		}
-		if a.multiple {
-			flags = append(flags, "multiple")
-		}
-		if len(flags) > 0 {
-			fields++
-		}
-		if len(a.children) > 0 {
-			fields++
-		}
-		c.W.Map(fields)
-		c.W.BulkString("name")
-		c.W.BulkString(a.name)
-		c.W.BulkString("type")
-		c.W.BulkString(a.typ)
-		if a.token != "" {
-			c.W.BulkString("token")
-			c.W.BulkString(a.token)
-		}
-		if len(flags) > 0 {
-			c.W.BulkString("flags")
-			c.W.SetHeader(len(flags))
-			for _, f := range flags {
-				c.W.Simple(f)
-			}
-		}
-		if len(a.children) > 0 {
-			c.W.BulkString("arguments")
-			writeArguments(c, a.children)
 		}
 	}
 }
