@@ -156,7 +156,7 @@ func registerFamily(table map[string]*cmdEntry, specs []*command.Spec) {
 			register(table, parent, subs)
 			if parent.handler == nil {
 				upper := strings.ToUpper(parent.name)
-				parent.handler = func(c *client, args [][]byte) error { return unknownSubcommand(args[1], upper) }
+				parent.handler = func(c *client, args [][]byte) error { return command.UnknownSubcommand(args[1], upper) }
 			}
 		}
 	}
@@ -208,7 +208,7 @@ func (s *Server) commandTable() map[string]*cmdEntry {
 		register(table, cmd, parent.subs)
 		if cmd.handler == nil {
 			upper := strings.ToUpper(cmd.name)
-			cmd.handler = func(c *client, args [][]byte) error { return unknownSubcommand(args[1], upper) }
+			cmd.handler = func(c *client, args [][]byte) error { return command.UnknownSubcommand(args[1], upper) }
 		}
 	}
 	initScripting(table)
@@ -240,7 +240,7 @@ func commandSubcommands() []*cmdEntry {
 // COMMAND
 func cmdCommand(c *client, args [][]byte) error {
 	if len(args) > 1 {
-		return unknownSubcommand(args[1], "COMMAND")
+		return command.UnknownSubcommand(args[1], "COMMAND")
 	}
 	cmds := c.s.sortedCommands()
 	c.W.Array(len(cmds))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/throttledhq/throttled/httpapi"
 	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/latency"
 	"github.com/throttledhq/throttled/listen"
 	"github.com/throttledhq/throttled/persistence"
 	"github.com/throttledhq/throttled/resp"
@@ -348,7 +349,7 @@ func (c Config) Validate() error {
 	if _, ok := logLevels[strings.ToLower(c.LogLevel)]; !ok {
 		return fmt.Errorf("loglevel: %q is not one of debug, verbose, notice, warning", c.LogLevel)
 	}
-	if _, err := parsePercentiles(c.LatencyTrackingInfoPercentiles); err != nil {
+	if _, err := latency.ParsePercentiles(c.LatencyTrackingInfoPercentiles); err != nil {
 		return fmt.Errorf("latency-tracking-info-percentiles: %q: %w", c.LatencyTrackingInfoPercentiles, err)
 	}
 	if c.BusyReplyThreshold < 0 {

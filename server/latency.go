@@ -46,7 +46,7 @@ func (s *Server) initLatency() {
 	}
 	t.on.Store(s.cfg.LatencyTracking)
 	t.wait = latencyReadWait
-	p, _ := parsePercentiles(s.cfg.LatencyTrackingInfoPercentiles)
+	p, _ := latency.ParsePercentiles(s.cfg.LatencyTrackingInfoPercentiles)
 	t.percentiles.Store(&p)
 }
 
@@ -89,27 +89,6 @@ func (s *Server) resetLatency(c *client) {
 	s.loopLatencies(c, nil, true)
 }
 
-// parsePercentiles reads latency-tracking-info-percentiles: numbers from 0 to 100, apart.
-func parsePercentiles(v string) ([]float64, error) {
-	var out []float64
-	for _, f := range strings.Fields(v) {
-		p, err := strconv.ParseFloat(f, 64)
-		if err != nil || p < 0 || p > 100 {
-			return nil, errors.New("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]")
-		}
-		out = append(out, p)
-	}
-	return out, nil
-}
-
-func formatPercentiles(ps []float64) string {
-	parts := make([]string, len(ps))
-	for i, p := range ps {
-		parts[i] = strconv.FormatFloat(p, 'f', -1, 64)
-	}
-	return strings.Join(parts, " ")
-}
-
 // latencyParams are latency-tracking and latency-tracking-info-percentiles.
 func (s *Server) latencyParams() []*param {
 	t := &s.latency
@@ -127,9 +106,9 @@ func (s *Server) latencyParams() []*param {
 				return nil, errors.New("argument must be 'yes' or 'no'")
 			}},
 		{name: "latency-tracking-info-percentiles", def: def.LatencyTrackingInfoPercentiles, file: quoted,
-			get: func() string { return formatPercentiles(*t.percentiles.Load()) },
+			get: func() string { return latency.FormatPercentiles(*t.percentiles.Load()) },
 			set: func(v string) (func(), error) {
-				p, err := parsePercentiles(v)
+				p, err := latency.ParsePercentiles(v)
 				if err != nil {
 					return nil, err
 				}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/throttledhq/throttled/acl"
 	"github.com/throttledhq/throttled/command"
+	"github.com/throttledhq/throttled/latency"
 	"github.com/throttledhq/throttled/resp"
 	"github.com/throttledhq/throttled/topk"
 )
@@ -33,10 +34,6 @@ const (
 	defaultDeniedEventsRate  = 1000 // per second
 	topDeniedCounters        = 4096
 	topDeniedPeriod          = time.Minute
-	// slowlogMaxArgs and slowlogMaxString bound what SLOWLOG keeps of a request, as Redis's
-	// SLOWLOG_ENTRY_MAX_ARGC and SLOWLOG_ENTRY_MAX_STRING.
-	slowlogMaxArgs   = 32
-	slowlogMaxString = 128
 )
 
 // observer holds the tools' state.
@@ -45,9 +42,7 @@ type observer struct {
 
 	slowerThan atomic.Int64 // slowlog-log-slower-than, µs; negative turns SLOWLOG off
 	slowMaxLen atomic.Int64 // slowlog-max-len
-	slowMu     sync.Mutex   // guards slowlog, slowNextID
-	slowlog    []slowEntry  // oldest first
-	slowNextID int64
+	slowlog    latency.Slowlog
 
 	monitoring atomic.Int32 // len(monitors), read without the lock at each command
 	monMu      sync.Mutex   // guards monitors
@@ -56,16 +51,6 @@ type observer struct {
 	denied    *topk.Top
 	deniedAll []byte // deniedChannel
 	events    denyEvents
-}
-
-// slowEntry is one SLOWLOG entry.
-type slowEntry struct {
-	id   int64
-	at   int64 // Unix seconds
-	usec int64
-	args []string
-	peer string
-	name string
 }
 
 func (o *observer) init(cfg Config, base time.Time) {
@@ -128,35 +113,11 @@ func (s *Server) logSlow(c *client, cmd *cmdEntry, args [][]byte, d int64) {
 	case cmd.detach, cmd.name == "exec":
 		return
 	}
-	args = acl.Redact(args)
-	n := min(len(args), slowlogMaxArgs)
-	e := slowEntry{at: time.Now().Unix(), usec: d / 1000, peer: c.raddr, args: make([]string, n)}
-	for i := 0; i < n; i++ {
-		switch a := args[i]; {
-		case i == slowlogMaxArgs-1 && len(args) > slowlogMaxArgs:
-			e.args[i] = fmt.Sprintf("... (%d more arguments)", len(args)-slowlogMaxArgs+1)
-		case len(a) > slowlogMaxString:
-			e.args[i] = fmt.Sprintf("%s... (%d more bytes)", a[:slowlogMaxString], len(a)-slowlogMaxString)
-		default:
-			e.args[i] = string(a)
-		}
-	}
 	c.mu.Lock()
-	e.name = c.name
+	name := c.name
 	c.mu.Unlock()
-	o := &s.obs
-	o.slowMu.Lock()
-	defer o.slowMu.Unlock()
-	e.id = o.slowNextID
-	o.slowNextID++
-	o.slowlog = append(o.slowlog, e)
-	o.trimSlowLocked()
-}
-
-func (o *observer) trimSlowLocked() {
-	if over := len(o.slowlog) - int(o.slowMaxLen.Load()); over > 0 {
-		o.slowlog = append(o.slowlog[:0], o.slowlog[over:]...)
-	}
+	e := latency.NewSlowEntry(acl.Redact(args), time.Now().Unix(), d/1000, c.raddr, name)
+	s.obs.slowlog.Add(e, int(s.obs.slowMaxLen.Load()))
 }
 
 func observeCommands() []*cmdEntry {
@@ -190,43 +151,29 @@ func cmdSlowlogGet(c *client, args [][]byte) error {
 		}
 		count = n
 	}
-	o := &c.s.obs
-	o.slowMu.Lock()
-	entries := append([]slowEntry(nil), o.slowlog...)
-	o.slowMu.Unlock()
-	if count == -1 || count > int64(len(entries)) {
-		count = int64(len(entries))
-	}
-	c.W.Array(int(count))
-	for i := len(entries) - 1; i >= len(entries)-int(count); i-- {
-		e := entries[i]
+	entries := c.s.obs.slowlog.Latest(int(count))
+	c.W.Array(len(entries))
+	for _, e := range entries {
 		c.W.Array(6)
-		c.W.Int(e.id)
-		c.W.Int(e.at)
-		c.W.Int(e.usec)
-		c.W.StringArray(e.args)
-		c.W.BulkString(e.peer)
-		c.W.BulkString(e.name)
+		c.W.Int(e.ID)
+		c.W.Int(e.At)
+		c.W.Int(e.Usec)
+		c.W.StringArray(e.Args)
+		c.W.BulkString(e.Peer)
+		c.W.BulkString(e.Name)
 	}
 	return nil
 }
 
 // SLOWLOG LEN
 func cmdSlowlogLen(c *client, args [][]byte) error {
-	o := &c.s.obs
-	o.slowMu.Lock()
-	n := len(o.slowlog)
-	o.slowMu.Unlock()
-	c.W.Int(int64(n))
+	c.W.Int(int64(c.s.obs.slowlog.Len()))
 	return nil
 }
 
 // SLOWLOG RESET
 func cmdSlowlogReset(c *client, args [][]byte) error {
-	o := &c.s.obs
-	o.slowMu.Lock()
-	o.slowlog = nil
-	o.slowMu.Unlock()
+	c.s.obs.slowlog.Reset()
 	c.W.OK()
 	return nil
 }
@@ -432,9 +379,7 @@ func (s *Server) observeParams() []*param {
 			return func() {
 				n.Store(x)
 				if name == "slowlog-max-len" {
-					o.slowMu.Lock()
-					o.trimSlowLocked()
-					o.slowMu.Unlock()
+					o.slowlog.Trim(int(x))
 				}
 			}, nil
 		}

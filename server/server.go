@@ -501,7 +501,7 @@ func (s *Server) expireFor(budget time.Duration) bool {
 func (s *Server) dispatch(c *client, args [][]byte) {
 	cmd := s.lookup(c, args[0])
 	if cmd == nil {
-		s.reject(c, unknownCommand(args))
+		s.reject(c, command.UnknownCommand(args))
 		return
 	}
 	if len(cmd.subcommands) > 0 && len(args) > 1 {
