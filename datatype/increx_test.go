@@ -1,7 +1,10 @@
 package datatype_test
 
 import (
+	"context"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/stretchr/testify/require"
 	"github.com/throttledhq/throttled/internal/testserver"
@@ -137,4 +140,87 @@ func TestIncrExRedisVectors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestIncrExReplies: integers in both protocols; in BYFLOAT mode bulk strings in RESP2 and
+// doubles in RESP3, on the wire as Valkey's tests read them.
+func TestIncrExReplies(t *testing.T) {
+	ts := testserver.Start(t)
+	r2, r3 := ts.Client(t, 2), ts.Client(t, 3)
+	require.Equal(t, []any{int64(5), int64(5)}, do(t, r3, "INCREX", "i", "BYINT", 5))
+	require.Equal(t, []any{2.5, 2.5}, do(t, r3, "INCREX", "f", "BYFLOAT", 2.5))
+	require.Equal(t, []any{"5", "2.5"}, do(t, r2, "INCREX", "f", "BYFLOAT", 2.5))
+
+	raw := ts.Raw(t)
+	require.Equal(t, "*2\r\n:6\r\n:1\r\n", raw.Do(t, "INCREX", "i"))
+	require.Equal(t, "*2\r\n$3\r\n7.5\r\n$3\r\n2.5\r\n", raw.Do(t, "INCREX", "f", "BYFLOAT", "2.5"))
+	require.Equal(t, "*2\r\n$1\r\n0\r\n$1\r\n0\r\n", raw.Do(t, "INCREX", "nope", "XX", "BYFLOAT", "1.5"))
+	raw.Do(t, "HELLO", "3")
+	require.Equal(t, "*2\r\n,10\r\n,2.5\r\n", raw.Do(t, "INCREX", "f", "BYFLOAT", "2.5"))
+	require.Equal(t, "*2\r\n,0\r\n,0\r\n", raw.Do(t, "INCREX", "nope", "XX", "BYFLOAT", "1.5"))
+	require.Equal(t, "*2\r\n:0\r\n:0\r\n", raw.Do(t, "INCREX", "nope", "XX"))
+}
+
+// TestIncrExSurface: COMMAND INFO and DOCS, the ACL categories, MULTI, WATCH and scripts.
+func TestIncrExSurface(t *testing.T) {
+	ts := testserver.Start(t)
+	ctx := context.Background()
+	a, b := ts.Client(t, 2), ts.Client(t, 2)
+
+	info := do(t, a, "COMMAND", "INFO", "increx").([]any)[0].([]any)
+	require.Equal(t, []any{"increx", int64(-2), []any{"write", "denyoom", "fast"}, int64(1), int64(1), int64(1)}, info[:6])
+	require.ElementsMatch(t, []any{"@write", "@string", "@fast"}, info[6])
+	specs := info[8].([]any)
+	require.Len(t, specs, 1)
+	require.Equal(t, "RW", specs[0].([]any)[1].([]any)[0])
+	require.Equal(t, []any{"k"}, do(t, a, "COMMAND", "GETKEYS", "INCREX", "k", "BYINT", 1, "EX", 10))
+	docs := toMap(do(t, a, "COMMAND", "DOCS", "increx").([]any)[1])
+	require.Equal(t, "8.8.0", docs["since"])
+	require.Equal(t, "string", docs["group"])
+
+	require.Equal(t, "OK", do(t, a, "ACL", "SETUSER", "nostr", "on", "nopass", "+@all", "-@string", "~*"))
+	require.Equal(t, "OK", do(t, a, "ACL", "SETUSER", "fast", "on", "nopass", "-@all", "+@fast", "~*"))
+	c := ts.Client(t, 2)
+	require.Equal(t, "OK", do(t, c, "AUTH", "nostr", "x"))
+	require.Contains(t, doErr(t, c, "INCREX", "k"), "NOPERM")
+	require.Equal(t, "OK", do(t, c, "AUTH", "fast", "x"))
+	require.Equal(t, []any{int64(1), int64(1)}, do(t, c, "INCREX", "k"))
+
+	cmds, err := a.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Do(ctx, "INCREX", "m", "BYINT", 3, "EX", 60)
+		p.Do(ctx, "INCREX", "m", "BYINT", 3, "UBOUND", 5, "SATURATE")
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, []any{int64(3), int64(3)}, cmds[0].(*redis.Cmd).Val())
+	require.Equal(t, []any{int64(5), int64(2)}, cmds[1].(*redis.Cmd).Val())
+	require.Equal(t, int64(60), do(t, a, "TTL", "m"))
+
+	for _, tc := range []struct {
+		name    string
+		args    []any
+		changed bool
+	}{
+		{"skipped past UBOUND", []any{"INCREX", "w", "UBOUND", 5}, false},
+		{"skipped by NX", []any{"INCREX", "w", "NX"}, false},
+		{"applied", []any{"INCREX", "w", "UBOUND", 6}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, "OK", do(t, a, "SET", "w", 5))
+			err := a.Watch(ctx, func(tx *redis.Tx) error {
+				require.NoError(t, b.Do(ctx, tc.args...).Err())
+				_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error { return p.Ping(ctx).Err() })
+				return err
+			}, "w")
+			if tc.changed {
+				require.ErrorIs(t, err, redis.TxFailedErr)
+			} else {
+				require.NoError(t, err)
+			}
+		})
+	}
+
+	require.Equal(t, []any{int64(8), int64(8)}, do(t, a, "EVAL", "return redis.call('INCREX', KEYS[1], 'BYINT', 10, 'UBOUND', 8, 'SATURATE')", "1", "s"))
+	require.Equal(t, []any{"8.5", "0.5"}, do(t, a, "EVAL", "return redis.call('INCREX', KEYS[1], 'BYFLOAT', '0.5')", "1", "s"))
+	require.Contains(t, doErr(t, a, "EVAL", "return redis.call('INCREX', KEYS[1], 'ENX')", "1", "s"), "ENX flag requires an expiration")
 }
