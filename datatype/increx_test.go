@@ -54,6 +54,8 @@ func TestIncrExRedisVectors(t *testing.T) {
 		{"underflow saturates to LLONG_MIN", []step{s("OK", "SET", "k", "-9223372036854775800"), s(ints(-9223372036854775808, -8), "INCREX", "k", "BYINT", "-9223372036854775800", "SATURATE"), s(minInt, "GET", "k")}},
 		{"underflow saturates to LBOUND", []step{s("OK", "SET", "k", "-9223372036854775800"), s(ints(-9223372036854775808, -8), "INCREX", "k", "BYINT", "-9223372036854775800", "LBOUND", minInt, "SATURATE")}},
 		{"applied increment overflows", []step{s("OK", "SET", "k", "9223372036854775800"), e("ERR applied increment would overflow", "INCREX", "k", "BYINT", 1, "SATURATE", "UBOUND", minInt), s("9223372036854775800", "GET", "k")}},
+		{"int encoding", []step{s(ints(1, 1), "INCREX", "k"), s("int", "OBJECT", "ENCODING", "k"), s("OK", "SET", "k", 2000000000), s(ints(2000000100, 100), "INCREX", "k", "BYINT", 100), s("int", "OBJECT", "ENCODING", "k"),
+			s("OK", "SET", "k", 1), s(int64(2), "APPEND", "k", 2), s("raw", "OBJECT", "ENCODING", "k"), s(ints(13, 1), "INCREX", "k"), s("int", "OBJECT", "ENCODING", "k")}},
 		{"BYFLOAT", []step{s("OK", "SET", "k", 1.5), s(floats("1.75", "0.25"), "INCREX", "k", "BYFLOAT", 0.25), s(floats("2.75", "1"), "INCREX", "k", "BYFLOAT", 1)}},
 		{"BYFLOAT saturates", []step{s("OK", "SET", "k", 10), s(floats("42.5", "32.5"), "INCREX", "k", "BYFLOAT", 100, "UBOUND", 42.5, "SATURATE"), s("OK", "SET", "k", 0), s(floats("-5.5", "-5.5"), "INCREX", "k", "BYFLOAT", -100, "LBOUND", -5.5, "SATURATE")}},
 		{"BYFLOAT infinities", []step{s("OK", "SET", "k", 0), e("ERR BYFLOAT increment cannot be Infinity", "INCREX", "k", "BYFLOAT", "+inf"), e("ERR BYFLOAT increment cannot be Infinity", "INCREX", "k", "BYFLOAT", "-inf"),
