@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -116,4 +117,35 @@ func fuzzFloat(t *testing.T, ctx context.Context, rdb *redis.Client, args []any,
 		require.NoError(t, err)
 		require.InDelta(t, want, next, math.Abs(want)*1e-12, "%v", args)
 	}
+}
+
+// FuzzIncrExOptions sends INCREX arbitrary words after the key: it answers a reply or one
+// of its errors, never an internal error, and a key it leaves is a number.
+func FuzzIncrExOptions(f *testing.F) {
+	for _, seed := range []string{
+		"BYINT 5 UBOUND 8 SATURATE EX 10 ENX", "BYFLOAT 0.5 LBOUND -inf UBOUND inf", "BYFLOAT 1e308 SATURATE",
+		"NX PXAT 1", "XX PERSIST", "LBOUND 9 UBOUND 1", "ENX", "BYINT -9223372036854775808 SATURATE UBOUND 0",
+		"BYFLOAT 0x1p-3 EXAT 99999999999", "EX 9223372036854775807",
+	} {
+		f.Add("7", seed)
+	}
+	ctx := context.Background()
+	ts := testserver.Start(f)
+	rdb := ts.Client(f, 3)
+	f.Fuzz(func(t *testing.T, start, input string) {
+		do(t, rdb, "SET", "k", start)
+		args := []any{"INCREX", "k"}
+		for _, w := range strings.Fields(input) {
+			args = append(args, w)
+		}
+		_, err := rdb.Do(ctx, args...).Result()
+		if err != nil {
+			require.NotContains(t, err.Error(), "internal", "%q", args)
+			return
+		}
+		if got, err := rdb.Get(ctx, "k").Result(); err == nil && got != start {
+			_, perr := strconv.ParseFloat(got, 64)
+			require.NoError(t, perr, "%q left %q", args, got)
+		}
+	})
 }
