@@ -110,6 +110,17 @@ func BenchmarkThrottle(b *testing.B)     { benchVerb(b, "THROTTLE", "k", "100", 
 func BenchmarkIncr(b *testing.B)         { benchVerb(b, "INCR", "k") }
 func BenchmarkGet(b *testing.B)          { benchVerb(b, "GET", "k") }
 
+// BenchmarkIncrEx is INCREX as a window counter uses it, beside BenchmarkIncr: bounded,
+// saturated, its expiry set where the key has none.
+func BenchmarkIncrEx(b *testing.B) {
+	benchVerb(b, "INCREX", "k", "BYINT", "1", "UBOUND", "1000000000", "SATURATE", "EX", "60", "ENX")
+}
+
+// BenchmarkIncrExFloat is INCREX in BYFLOAT mode, beside BenchmarkIncrEx.
+func BenchmarkIncrExFloat(b *testing.B) {
+	benchVerb(b, "INCREX", "k", "BYFLOAT", "0.5", "LBOUND", "0", "UBOUND", "1e12")
+}
+
 // BenchmarkReader parses a pipeline of requests.
 func BenchmarkReader(b *testing.B) {
 	req := []byte("*6\r\n$11\r\nCL.THROTTLE\r\n$5\r\nk:123\r\n$3\r\n100\r\n$2\r\n10\r\n$2\r\n60\r\n$1\r\n1\r\n")

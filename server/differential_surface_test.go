@@ -29,7 +29,7 @@ func genSurface(r *rand.Rand) diffCmd {
 		return cmd("COMMAND", difftest.Pick(r, "GETKEYSANDFLAGS", "GETKEYS"), difftest.Pick(r, "nosuch", "ping", "echo", "client"), "x")
 	case 7:
 		return diffCmd{Args: []string{"COMMAND", "LIST", "FILTERBY", "PATTERN",
-			difftest.Pick(r, "hget*", "l?en", "z*rangeby*", "*incr*", "nosuch*", "h*", "config|*", "script|*", "object|*",
+			difftest.Pick(r, "hget*", "l?en", "z*rangeby*", "*incrby*", "nosuch*", "h*", "config|*", "script|*", "object|*",
 				"slowlog|*", "function|*", "CONFIG|GET", "HGET")}, Unordered: true} // patterns whose commands throttled has all of
 	case 8:
 		return diffCmd{Args: []string{"COMMAND", "LIST", "FILTERBY", difftest.Pick(r, "ACLCAT", "MODULE"),

@@ -35,6 +35,8 @@ func TestHotPathAllocatesNothing(t *testing.T) {
 		{"ALLOF", "THROTTLE", "a", "10", "1000", "1s", "WINDOW", "b", "1000", "1s"},
 		{"CHECK", "api", "subject"},
 		{"INCR", "counter"},
+		{"INCREX", "window", "BYINT", "1", "UBOUND", "1000000000", "SATURATE", "EX", "60", "ENX"},
+		{"INCREX", "tokens", "BYFLOAT", "0.5", "LBOUND", "0", "UBOUND", "1e12", "PX", "60000"},
 		{"GET", "counter"},
 		{"HSET", "h", "tokens", "10", "ts", "1732512345000"},
 		{"ZADD", "z", "1732512345000", "1732512345000"},

@@ -1,0 +1,365 @@
+package datatype
+
+import (
+	"errors"
+	"math"
+	"strconv"
+	"unsafe"
+
+	"github.com/throttledhq/throttled/command"
+	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/resp"
+)
+
+// INCREX is Redis 8.8's counter with bounds and an expiry in one command, with Valkey
+// 9.2's NX and XX. It computes cur + increment (a missing key counts as 0), then:
+//
+//   - a sum that leaves the type's range (int64, or a finite float64) or [LBOUND, UBOUND]
+//     is skipped: the reply is [cur, 0] and nothing changes, not even a missing key;
+//   - with SATURATE it is capped instead: at the type's limit, then at the bound, so that
+//     the applied increment (new - cur) may have the other sign, or be 0 with the key
+//     written;
+//   - NX on a key that exists, XX on one that does not, are skipped the same way.
+//
+// A write keeps the key's expiry unless EX, PX, EXAT, PXAT or PERSIST says otherwise; ENX
+// applies the expiry only to a key that has none, and an expiry in the past deletes the
+// key after the reply was computed. The result is stored as SET would store its text, so
+// persistence and replication carry it as the SET ... KEEPTTL or PXAT it amounts to.
+//
+// BYFLOAT computes in float64, where Redis computes in C's long double: the same bytes
+// for the numbers counters hold, but a value past 1.8e308 is no float here.
+
+var (
+	// errIncrNotInt is a BYINT increment that is not an integer.
+	errIncrNotInt = errors.New("Increment is not an integer or out of range")
+	// errIncrNotFloat is a BYFLOAT increment that is not a float, or NaN.
+	errIncrNotFloat = errors.New("Increment is not a valid float")
+	// errIncrInf is a BYFLOAT increment that is an infinity.
+	errIncrInf = errors.New("BYFLOAT increment cannot be Infinity")
+	// errValueInf is a stored value that is an infinity, in BYFLOAT mode.
+	errValueInf = errors.New("value cannot be Infinity")
+	// errLBoundNotInt, errUBoundNotInt, errLBoundNotFloat and errUBoundNotFloat are bounds
+	// that do not parse in the mode the increment gives.
+	errLBoundNotInt   = errors.New("LBOUND is not an integer or out of range")
+	errUBoundNotInt   = errors.New("UBOUND is not an integer or out of range")
+	errLBoundNotFloat = errors.New("LBOUND is not a valid float")
+	errUBoundNotFloat = errors.New("UBOUND is not a valid float")
+	// errBounds is an LBOUND above the UBOUND (or above the type's maximum).
+	errBounds = errors.New("LBOUND can't be greater than UBOUND")
+	// errENX is ENX without EX, PX, EXAT or PXAT.
+	errENX = errors.New("ENX flag requires an expiration")
+	// errAppliedOverflow is a saturated result whose distance from the value does not fit
+	// an int64.
+	errAppliedOverflow = errors.New("applied increment would overflow")
+	// errAppliedInf is a saturated float result infinitely far from the value.
+	errAppliedInf = errors.New("applied increment would be Infinity")
+)
+
+// increxOptions are INCREX's options, each given at most once.
+type increxOptions struct {
+	float            bool
+	by, lower, upper []byte // the arguments of BYINT or BYFLOAT, LBOUND, UBOUND; nil without
+	saturate, enx    bool
+	nx, xx, persist  bool
+	expire           []byte // EX, PX, EXAT or PXAT's time; nil without one
+	unit             int64
+	absolute         bool
+}
+
+// parseIncrexOptions reads the options after the key in any order. Unlike SET, INCREX
+// refuses an option given twice, and two of a group (BYINT and BYFLOAT, the expiries and
+// PERSIST, PERSIST and ENX, NX and XX): a syntax error.
+func parseIncrexOptions(args [][]byte) (increxOptions, error) {
+	var o increxOptions
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		hasArg := i+1 < len(args)
+		switch {
+		case (command.EqualFold(a, "byint") || command.EqualFold(a, "byfloat")) && hasArg && o.by == nil:
+			o.float = len(a) == 7
+			o.by = args[i+1]
+			i++
+		case command.EqualFold(a, "lbound") && hasArg && o.lower == nil:
+			o.lower = args[i+1]
+			i++
+		case command.EqualFold(a, "ubound") && hasArg && o.upper == nil:
+			o.upper = args[i+1]
+			i++
+		case command.EqualFold(a, "saturate") && !o.saturate:
+			o.saturate = true
+		case command.EqualFold(a, "enx") && !o.enx && !o.persist:
+			o.enx = true
+		case command.EqualFold(a, "persist") && !o.persist && !o.enx && o.expire == nil:
+			o.persist = true
+		case command.EqualFold(a, "nx") && !o.nx && !o.xx:
+			o.nx = true
+		case command.EqualFold(a, "xx") && !o.nx && !o.xx:
+			o.xx = true
+		default:
+			var unit int64
+			var absolute bool
+			switch {
+			case command.EqualFold(a, "ex"):
+				unit = 1e9
+			case command.EqualFold(a, "px"):
+				unit = 1e6
+			case command.EqualFold(a, "exat"):
+				unit, absolute = 1e9, true
+			case command.EqualFold(a, "pxat"):
+				unit, absolute = 1e6, true
+			default:
+				return o, command.ErrSyntax
+			}
+			if !hasArg || o.expire != nil || o.persist {
+				return o, command.ErrSyntax
+			}
+			o.expire, o.unit, o.absolute = args[i+1], unit, absolute
+			i++
+		}
+	}
+	if o.enx && o.expire == nil {
+		return o, errENX
+	}
+	return o, nil
+}
+
+// parseFloat reads a float as Redis's strtold does for INCREX: the whole argument, no
+// blanks, no NaN, nothing that overflows or underflows; an infinity is reported as one.
+func parseFloat(b []byte) (f float64, ok bool) {
+	if len(b) == 0 || b[0] == ' ' || b[len(b)-1] == ' ' {
+		return 0, false
+	}
+	for _, c := range b {
+		if c == '_' {
+			return 0, false // strconv's digit separators, no C syntax
+		}
+	}
+	f, err := strconv.ParseFloat(unsafe.String(&b[0], len(b)), 64) // not kept: no copy
+	if err != nil || math.IsNaN(f) {
+		return 0, false
+	}
+	return f, true
+}
+
+// increxPlan is INCREX's parsed arguments: the increment, the bounds and the expiry.
+type increxPlan struct {
+	increxOptions
+	n, lo, hi   int64   // BYINT mode
+	f, flo, fhi float64 // BYFLOAT mode
+	when        int64   // the expiry in Unix ns, with expire
+}
+
+// plan parses the values of the options: the increment, the bounds in its mode, the time.
+func (o increxOptions) plan(now int64) (increxPlan, error) {
+	p := increxPlan{increxOptions: o, n: 1, lo: math.MinInt64, hi: math.MaxInt64, f: 1, flo: -math.MaxFloat64, fhi: math.MaxFloat64}
+	var ok bool
+	if o.float {
+		if p.f, ok = parseFloat(o.by); !ok {
+			return p, errIncrNotFloat
+		}
+		if math.IsInf(p.f, 0) {
+			return p, errIncrInf
+		}
+		if o.lower != nil {
+			if p.flo, ok = parseFloat(o.lower); !ok {
+				return p, errLBoundNotFloat
+			}
+		}
+		if o.upper != nil {
+			if p.fhi, ok = parseFloat(o.upper); !ok {
+				return p, errUBoundNotFloat
+			}
+		}
+		if p.flo > p.fhi {
+			return p, errBounds
+		}
+	} else {
+		if o.by != nil {
+			if p.n, ok = command.ParseInt(o.by); !ok {
+				return p, errIncrNotInt
+			}
+		}
+		if o.lower != nil {
+			if p.lo, ok = command.ParseInt(o.lower); !ok {
+				return p, errLBoundNotInt
+			}
+		}
+		if o.upper != nil {
+			if p.hi, ok = command.ParseInt(o.upper); !ok {
+				return p, errUBoundNotInt
+			}
+		}
+		if p.lo > p.hi {
+			return p, errBounds
+		}
+	}
+	if o.expire != nil {
+		t, ok := command.ParseInt(o.expire)
+		if !ok {
+			return p, command.ErrNotInteger
+		}
+		when, fits := ExpireAt(t, o.unit, o.absolute, now)
+		if t <= 0 || !fits {
+			return p, ErrInvalidExpire("increx")
+		}
+		p.when = when
+	}
+	return p, nil
+}
+
+// addInt returns cur + n as INCREX decides it: the new value, the increment applied, and
+// whether it applies at all (false: skipped).
+func (p *increxPlan) addInt(cur int64) (next, applied int64, apply bool, err error) {
+	n := p.n
+	next = cur + n
+	if n > 0 && next < cur || n < 0 && next > cur { // out of int64
+		if !p.saturate {
+			return cur, 0, false, nil
+		}
+		next = math.MaxInt64
+		if n < 0 {
+			next = math.MinInt64
+		}
+	}
+	switch {
+	case next < p.lo && p.saturate:
+		next = p.lo
+	case next > p.hi && p.saturate:
+		next = p.hi
+	case next < p.lo || next > p.hi:
+		return cur, 0, false, nil
+	}
+	applied = next - cur
+	if next >= cur && applied < 0 || next < cur && applied >= 0 {
+		return 0, 0, false, errAppliedOverflow
+	}
+	return next, applied, true, nil
+}
+
+// addFloat is addInt in BYFLOAT mode; the type's range is the finite float64s.
+func (p *increxPlan) addFloat(cur float64) (next, applied float64, apply bool, err error) {
+	next = cur + p.f
+	if math.IsInf(next, 0) {
+		if !p.saturate {
+			return cur, 0, false, nil
+		}
+		next = math.Copysign(math.MaxFloat64, next)
+	}
+	switch {
+	case next < p.flo && p.saturate:
+		next = p.flo
+	case next > p.fhi && p.saturate:
+		next = p.fhi
+	case next < p.flo || next > p.fhi:
+		return cur, 0, false, nil
+	}
+	applied = next - cur
+	if math.IsInf(applied, 0) {
+		return 0, 0, false, errAppliedInf
+	}
+	return next + 0, applied + 0, true, nil // + 0: no negative zero
+}
+
+// INCREX key [BYINT n|BYFLOAT f] [LBOUND l] [UBOUND u] [SATURATE] [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|PERSIST] [ENX] [NX|XX]
+func (dt *Family) cmdIncrEx(c *command.Ctx, args [][]byte) error {
+	o, err := parseIncrexOptions(args[2:])
+	if err != nil {
+		return err
+	}
+	now := c.Now()
+	p, err := o.plan(now)
+	if err != nil {
+		return err
+	}
+	key := args[1]
+	sh := c.LockShard(key)
+	defer c.UnlockShard(sh)
+	v, exists := sh.GetLocked(key, now)
+	if exists && v.Kind != keyspace.String {
+		return keyspace.ErrWrongType
+	}
+	var buf [32]byte
+	var text []byte // the new value as stored; nil: skipped
+	var num int64
+	var ni, ai int64
+	var nf, af float64
+	if p.float {
+		cur := 0.0
+		if exists {
+			var ok bool
+			if cur, ok = parseFloat(v.Bytes); !ok {
+				return command.ErrNotFloat
+			}
+			if math.IsInf(cur, 0) {
+				return errValueInf
+			}
+		}
+		nf, af = cur, 0
+		if !(p.nx && exists || p.xx && !exists) {
+			next, applied, apply, err := p.addFloat(cur)
+			if err != nil {
+				return err
+			}
+			if apply {
+				nf, af = next, applied
+				text, num = strconv.AppendFloat(buf[:0], next, 'f', -1, 64), strNoInt
+			}
+		}
+	} else {
+		cur := int64(0)
+		if exists {
+			var ok bool
+			if cur, ok = command.ParseInt(v.Bytes); !ok {
+				return command.ErrNotInteger
+			}
+		}
+		ni, ai = cur, 0
+		if !(p.nx && exists || p.xx && !exists) {
+			next, applied, apply, err := p.addInt(cur)
+			if err != nil {
+				return err
+			}
+			if apply {
+				ni, ai = next, applied
+				text, num = strconv.AppendInt(buf[:0], next, 10), strAsSet
+			}
+		}
+	}
+	if text != nil {
+		when := v.Expire // 0 for a new key
+		switch {
+		case p.persist:
+			when = 0
+		case p.expire != nil && !(p.enx && v.Expire != 0):
+			when = p.when
+		}
+		if when != 0 && when <= now {
+			if exists {
+				sh.DeleteLocked(key)
+			}
+		} else {
+			sh.SetLocked(key, keyspace.Value{Kind: keyspace.String, Bytes: text, Expire: when, Num: num})
+		}
+	}
+	c.W.Array(2)
+	if p.float {
+		writeIncrexFloat(&c.W, nf)
+		writeIncrexFloat(&c.W, af)
+	} else {
+		c.W.Int(ni)
+		c.W.Int(ai)
+	}
+	return nil
+}
+
+// writeIncrexFloat writes one element of a BYFLOAT reply: the shortest text that reads
+// back as f, a bulk string in RESP2 and a double in RESP3.
+func writeIncrexFloat(w *resp.Writer, f float64) {
+	var buf [32]byte
+	b := strconv.AppendFloat(buf[:0], f, 'f', -1, 64)
+	if w.Proto == 3 {
+		w.B = append(append(append(w.B, ','), b...), '\r', '\n')
+		return
+	}
+	w.Bulk(b)
+}
