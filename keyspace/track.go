@@ -10,7 +10,7 @@ import (
 // elsewhere sends the latest state of each changed key once per batch, however often the
 // key changed in between. Each feed has a tracker of its own in every shard and drains it
 // at its own pace: the disk writer every few milliseconds to a second, the replication
-// stream every millisecond.
+// stream every millisecond, the redo log once per event-loop round that changed state.
 
 // A Feed is one consumer of the changes.
 type Feed int
@@ -18,6 +18,7 @@ type Feed int
 const (
 	DiskFeed    Feed = iota // the persistence writer
 	ReplicaFeed             // the replication stream
+	RedoFeed                // the persistence redo log, written at the end of every event-loop round
 	feeds
 )
 
