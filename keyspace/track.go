@@ -52,7 +52,7 @@ type tracker struct {
 	lost      bool     // delLog overflowed: the changes are known only by a full rewrite
 	pending   atomic.Int64
 
-	// A capturing feed (ReplicaFeed) copies each change as it is written, while the entry
+	// A capturing feed (ReplicaFeed, RedoFeed) copies each change as it is written, while the entry
 	// is in the cache, instead of queueing its record id: see capture.go.
 	capture bool
 	log     []byte // the changes' copies, each key once
@@ -145,7 +145,7 @@ func (ks *Keyspace) Track(f Feed, on bool) {
 	for _, s := range ks.shards {
 		s.mu.Lock()
 		t := &s.trk[f]
-		t.track, t.capture, t.maxLog = on, on && f == ReplicaFeed, defaultMaxLog
+		t.track, t.capture, t.maxLog = on, on && f != DiskFeed, defaultMaxLog
 		if !on {
 			t.forget()
 		}

@@ -17,13 +17,14 @@
 // redo log (redo.go), not Pebble: at the end of a round, the latest states of the keys
 // changed since the last flush (the keyspace's RedoFeed) are appended to it with one
 // write(2), and one flush serves every event loop waiting. Pebble's batches keep merging a
-// hot key's changes over the interval. The ordering rule: a redo flush and a batch's drain
-// both hold drainMu, and a batch that rotates the redo log (a synced one, or any with
-// appendfsync no) starts the new file before it drains and stores the new file's
-// generation with its last piece; once committed, the older files are removed. Loading
-// replays, after the store, only the files of that generation on, in order: every record
-// in them was drained after the states that batch stored, so no key goes back past a state
-// a client was answered for. The fsync choice (Redis's appendfsync) says which batches are
+// hot key's changes over the interval. The ordering rule: a batch that rotates the redo log
+// (a synced one, or any with appendfsync no) switches to a new file under redoMu before it
+// drains any shard, and stores the new file's generation with its last piece; once
+// committed, the older files are removed. Loading replays, after the store, only the files
+// of that generation on, in order: a key with no record there was drained by the batch
+// after its last acknowledged change (whose flush wrote to an older file), and a key with
+// records ends at its last one, drained after every change acknowledged before it, so no
+// key goes back past a state a client was answered for (redo.go). The fsync choice (Redis's appendfsync) says which batches are
 // synced:
 //
 //   - always: every batch, and the replies wait for the sync, not the redo log; one sync

@@ -23,14 +23,20 @@ import (
 // the redo log: it starts a new file and stores the new file's generation with the batch
 // (redoKey), after which the older files hold nothing the store lacks and are removed.
 //
-// Order: a flush drains and writes under drainMu, and a batch drains the DiskFeed and rotates
-// under drainMu too, so a flush is wholly before or wholly after a batch's drain. A record in
-// a file of generation >= the stored one was therefore drained after every state the store
-// holds from that batch on, and replaying those files in order after loading the store never
-// turns a key back to an older state than an acknowledged one. Batches that do not rotate
-// may hold states newer than the redo log's last record of a key; replay then sets the key
-// back to that record, which is still at least every state a client was answered for: a
-// client's reply waits for a flush that started after its change.
+// Order: a flush drains the RedoFeed and writes under redoMu, and a rotating batch switches
+// files under redoMu before it drains any shard, so every record of an older file was
+// written before the batch drained: a key with no record in the files replayed (generation
+// >= the stored one) has in the store a state newer than its last acknowledged change,
+// whose flush wrote to an older file. A key with records there ends at its last record,
+// which is newer than the records of older files and, like them, at least the state of
+// every change acknowledged before it: a client's reply waits for a flush that started
+// after its change. The store may hold a newer state than that last record (a batch
+// drained after it, or during the flush): replay then sets the key back to the record,
+// losing only changes nobody was answered for, as a crash a moment earlier would. Flushes
+// therefore need not wait for a batch's drain, only for the file switch.
+//
+// The RedoFeed captures each change as it is written (as the ReplicaFeed does), so that a
+// flush reads copies in order instead of every changed key's entry.
 //
 // A flush that cannot write (the disk fails) or that finds a shard that lost track of its
 // deletions makes the redo log useless until the next rotation: its waiters, and all until
@@ -106,11 +112,11 @@ func (discard) Full() bool                 { return false }
 
 // flushRedo makes sure that a flush of the redo log that started after the call has
 // written, and reports whether every flush since then wrote all it drained. One flush
-// serves every event loop waiting: the others find it done when they get drainMu.
+// serves every event loop waiting: the others find it done when they get redoMu.
 func (s *Store) flushRedo() bool {
 	target := s.redoStarted.Load() + 1
-	s.drainMu.Lock()
-	defer s.drainMu.Unlock()
+	s.redoMu.Lock()
+	defer s.redoMu.Unlock()
 	if s.redoDone < target {
 		s.flushRedoLocked()
 	}
@@ -158,7 +164,7 @@ func (s *Store) flushRedoLocked() {
 // rotateRedoLocked starts a new redo file when the current one holds anything (or failed),
 // and returns its generation, which the batch being drained stores: once that batch is
 // committed, the older files are in the store. It returns 0 when there is nothing to rotate.
-// A batch drains under drainMu after it: every change of an older file is in the batch.
+// The batch drains every shard after it: every change of an older file is in the batch.
 func (s *Store) rotateRedoLocked() uint64 {
 	if !s.redoDirty && !s.redoBad && s.redoFile != nil {
 		return 0

@@ -121,10 +121,10 @@ func TestRedoFlushAll(t *testing.T) {
 	set(ks, "b", keyspace.Value{Kind: keyspace.String, Bytes: []byte("2")})
 	require.NoError(t, s.Wait())
 	// A FLUSHALL recorded in the redo log only, then a key after it.
-	s.drainMu.Lock()
+	s.redoMu.Lock()
 	ks.Flush()
 	s.redoClearing = true
-	s.drainMu.Unlock()
+	s.redoMu.Unlock()
 	set(ks, "c", keyspace.Value{Kind: keyspace.String, Bytes: []byte("3")})
 	require.NoError(t, s.Wait())
 	dir := t.TempDir()

@@ -126,10 +126,12 @@ type Store struct {
 	written  atomic.Pointer[epoch]
 	writing  atomic.Pointer[epoch]
 
-	drainMu      sync.Mutex // guards flushPending and the redo log's fields, and orders FLUSHALL and redo flushes against a batch's drain
+	drainMu      sync.Mutex // guards flushPending and orders FLUSHALL against a batch's drain
 	flushPending bool       // FLUSHALL emptied the keyspace: the next batch empties the store
 
-	// The redo log (redo.go). redoStarted counts the flushes started; the rest is drainMu's.
+	// The redo log (redo.go). redoStarted counts the flushes started; redoMu guards the
+	// rest, and is taken after drainMu when both are.
+	redoMu       sync.Mutex
 	redoFS       vfs.FS
 	redoFile     vfs.File  // the file flushes append to; nil when it could not be created
 	redoGen      uint64    // its generation

@@ -94,8 +94,10 @@ func (s *Store) BGSave() {
 // Changes drained before stay before it in the store, changes made after it after.
 func (s *Store) FlushAll() error {
 	s.drainMu.Lock()
+	s.redoMu.Lock()
 	s.ks.Flush()
 	s.flushPending, s.redoClearing = true, true
+	s.redoMu.Unlock()
 	s.drainMu.Unlock()
 	if s.failing() {
 		return nil // in memory now; on disk when the disk works again
@@ -191,12 +193,16 @@ func (s *Store) write(sync bool) error {
 
 // drain takes the keyspace's changes into r, committing every piece that fills r without
 // a sync, and leaves the last piece in r. With rotate, it first starts a new redo file,
-// whose generation goes with the last piece (see redo.go).
+// whose generation goes with the last piece (see redo.go): every shard is drained after
+// the rotation.
 func (s *Store) drain(r *recorder, rotate bool) error {
 	s.drainMu.Lock()
 	defer s.drainMu.Unlock()
 	if rotate {
-		if gen := s.rotateRedoLocked(); gen != 0 {
+		s.redoMu.Lock()
+		gen := s.rotateRedoLocked()
+		s.redoMu.Unlock()
+		if gen != 0 {
 			defer func() { r.redo = gen }()
 		}
 	}
@@ -520,12 +526,12 @@ func (s *Store) close() error {
 	s.written.Swap(closedEpoch).release(ErrClosed)
 	s.ks.Track(keyspace.DiskFeed, false)
 	s.ks.Track(keyspace.RedoFeed, false)
-	s.drainMu.Lock()
+	s.redoMu.Lock()
 	if s.redoFile != nil {
 		s.redoFile.Close()
 		s.redoFile = nil
 	}
-	s.drainMu.Unlock()
+	s.redoMu.Unlock()
 	if s.abandoned.Load() {
 		// Close has returned: flushing or closing on a disk that still fails
 		// would make Pebble panic (it cannot create a new log), so leave the
