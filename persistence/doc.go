@@ -27,8 +27,8 @@
 // key goes back past a state a client was answered for (redo.go). The fsync choice (Redis's appendfsync) says which batches are
 // synced:
 //
-//   - always: every batch, and the replies wait for the sync, not the redo log; one sync
-//     serves every client waiting.
+//   - always: every batch, and the replies wait for the sync as well as the redo log's
+//     write; one sync serves every client waiting.
 //   - everysec (default): one batch a second, which rotates the redo log, so the redo log
 //     needs no fsync of its own: a machine crash loses at most about a second.
 //   - no: never; the operating system writes back when it likes.

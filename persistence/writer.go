@@ -58,7 +58,8 @@ func (s *Store) nudge() {
 // writes the replies of a client that changed state; one write serves every client
 // waiting. It does not allocate.
 func (s *Store) Wait() error {
-	if s.Fsync() != Always && s.flushRedo() {
+	// With always too, so that the RedoFeed's copies never pile up; a synced batch rotates.
+	if s.flushRedo() && s.Fsync() != Always {
 		return nil
 	}
 	// always, or the redo log failed: a synced batch drained after the changes.
@@ -122,6 +123,9 @@ func (s *Store) run() {
 		case <-s.kick:
 		case <-timer.C:
 		}
+		// Changes no client waits for (expiry, a replica's stream) must not pile up in the
+		// RedoFeed either.
+		s.flushRedo()
 		start := time.Now()
 		mode := s.Fsync()
 		sync := s.wantSync.Swap(false) || mode == Always ||
