@@ -10,7 +10,7 @@ import (
 // elsewhere sends the latest state of each changed key once per batch, however often the
 // key changed in between. Each feed has a tracker of its own in every shard and drains it
 // at its own pace: the disk writer every few milliseconds to a second, the replication
-// stream every millisecond.
+// stream every millisecond, the redo log once per event-loop round that changed state.
 
 // A Feed is one consumer of the changes.
 type Feed int
@@ -18,6 +18,7 @@ type Feed int
 const (
 	DiskFeed    Feed = iota // the persistence writer
 	ReplicaFeed             // the replication stream
+	RedoFeed                // the persistence redo log, written at the end of every event-loop round
 	feeds
 )
 
@@ -51,7 +52,7 @@ type tracker struct {
 	lost      bool     // delLog overflowed: the changes are known only by a full rewrite
 	pending   atomic.Int64
 
-	// A capturing feed (ReplicaFeed) copies each change as it is written, while the entry
+	// A capturing feed (ReplicaFeed, RedoFeed) copies each change as it is written, while the entry
 	// is in the cache, instead of queueing its record id: see capture.go.
 	capture bool
 	log     []byte // the changes' copies, each key once
@@ -144,7 +145,7 @@ func (ks *Keyspace) Track(f Feed, on bool) {
 	for _, s := range ks.shards {
 		s.mu.Lock()
 		t := &s.trk[f]
-		t.track, t.capture, t.maxLog = on, on && f == ReplicaFeed, defaultMaxLog
+		t.track, t.capture, t.maxLog = on, on && f != DiskFeed, defaultMaxLog
 		if !on {
 			t.forget()
 		}

@@ -8,21 +8,37 @@
 // load, at most a second), or at once when a client waits for a sync, drains every shard
 // (deletions, then the latest state of each changed key) into one Pebble batch and
 // commits it: one write per changed key per batch, whatever the number of connections
-// (group commit). A client that changed state gets its replies only once a batch drained
-// after its change is in the log file (Store.Wait; the server waits once per event-loop
-// round), as Redis writes its AOF before it replies: kill -9 loses nothing acknowledged.
-// Every batch is committed with a Pebble sync that walFS turns into a plain write unless
-// a real one is due. The fsync choice (Redis's appendfsync) says which batches are synced:
+// (group commit). Every batch is committed with a Pebble sync that walFS turns into a
+// plain write unless a real one is due.
 //
-//   - always: every batch, and the replies wait for the sync; one sync serves every
-//     client waiting.
-//   - everysec (default): one batch a second: a machine crash loses at most about a second.
+// A client that changed state gets its replies only once its change is written to a file
+// (Store.Wait; the server waits once per event-loop round), as Redis writes its AOF before
+// it replies: kill -9 loses nothing acknowledged. With everysec and no that file is the
+// redo log (redo.go), not Pebble: at the end of a round, the latest states of the keys
+// changed since the last flush (the keyspace's RedoFeed) are appended to it with one
+// write(2), and one flush serves every event loop waiting. Pebble's batches keep merging a
+// hot key's changes over the interval. The ordering rule: a batch that rotates the redo log
+// (a synced one, or any with appendfsync no) switches to a new file under redoMu before it
+// drains any shard, and stores the new file's generation with its last piece; once
+// committed, the older files are removed. Loading replays, after the store, only the files
+// of that generation on, in order: a key with no record there was drained by the batch
+// after its last acknowledged change (whose flush wrote to an older file), and a key with
+// records ends at its last one, drained after every change acknowledged before it, so no
+// key goes back past a state a client was answered for (redo.go). The fsync choice (Redis's appendfsync) says which batches are
+// synced:
+//
+//   - always: every batch, and the replies wait for the sync as well as the redo log's
+//     write; one sync serves every client waiting.
+//   - everysec (default): one batch a second, which rotates the redo log, so the redo log
+//     needs no fsync of its own: a machine crash loses at most about a second.
 //   - no: never; the operating system writes back when it likes.
 //
 // Open reads the write-ahead logs before Pebble replays them (walcheck.go): a torn tail of
 // the newest log is cut off and logged, corruption refuses to start with the file and the
 // offset unless Options.Salvage allows dropping it (Redis's aof-load-truncated and
-// aof-load-broken).
+// aof-load-broken). The redo files are read the same way before the store is opened for
+// writing (checkRedo), and replayed into the keyspace after it is loaded, marked changed so
+// that the next batch writes them.
 //
 // The store holds a marker key (the format version) and one key per live key: 'k' and the
 // user key, and a small versioned encoding of Kind, Expire, Num, Num2 and Bytes (codec.go).

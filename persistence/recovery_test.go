@@ -18,11 +18,12 @@ import (
 
 // crashImage writes n keys, each in a batch of its own, and returns a copy of the directory
 // taken while the store is open, as a kill -9 leaves it: the batches in the newest log, no
-// table written yet. It also returns the newest log's path in the copy.
+// table written yet. It also returns the newest log's path in the copy. It uses
+// appendfsync always, whose replies wait for Pebble's log rather than the redo log.
 func crashImage(t *testing.T, n int) (dir, log string) {
 	t.Helper()
 	live := t.TempDir()
-	s, ks := open(t, live, t0, Options{})
+	s, ks := open(t, live, t0, Options{Fsync: Always})
 	for i := range n {
 		set(ks, fmt.Sprintf("k%04d", i), keyspace.Value{Kind: keyspace.String, Bytes: []byte("value")})
 		require.NoError(t, s.Wait())

@@ -129,6 +129,22 @@ type Store struct {
 	drainMu      sync.Mutex // guards flushPending and orders FLUSHALL against a batch's drain
 	flushPending bool       // FLUSHALL emptied the keyspace: the next batch empties the store
 
+	// The redo log (redo.go). redoStarted counts the flushes started; redoMu guards the
+	// rest, and is taken after drainMu when both are.
+	redoMu       sync.Mutex
+	redoFS       vfs.FS
+	redoFile     vfs.File  // the file flushes append to; nil when it could not be created
+	redoGen      uint64    // its generation
+	redoFrom     uint64    // the generation the store held at Open
+	redoLive     []redoLog // Open's: the files checkRedo found to replay
+	redoRec      redoRecorder
+	redoStarted  atomic.Uint64
+	redoDone     uint64 // the last flush done
+	redoLastFail uint64 // the last flush that could not write all it drained
+	redoDirty    bool   // the file holds records
+	redoBad      bool   // a flush failed since the last rotation: waiters wait for a synced batch
+	redoClearing bool   // FLUSHALL: the next flush starts with a clear record
+
 	mu        sync.Mutex // guards writes to db, closed, unsynced, rec, batch
 	closed    bool
 	unsynced  bool          // a batch was written without a sync since the last one
@@ -201,6 +217,7 @@ func Open(dir string, ks *keyspace.Keyspace, o Options) (*Store, error) {
 	s.written.Store(newEpoch())
 	s.recovery = Recovery{Status: "ok"}
 	s.fs = newRetryFS(o.FS, s.diskFailed, s.diskRecovered)
+	s.redoFS = o.FS
 	s.wal = &walFS{FS: s.fs}
 
 	fresh, err := inspectDir(o.FS, dir)
@@ -217,6 +234,10 @@ func Open(dir string, ks *keyspace.Keyspace, o Options) (*Store, error) {
 			return nil, err
 		}
 		if expired, err = s.load(o.FS, o.Now()); err != nil {
+			ks.Flush()
+			return nil, err
+		}
+		if err := s.checkRedo(o.Salvage); err != nil {
 			ks.Flush()
 			return nil, err
 		}
@@ -243,6 +264,14 @@ func Open(dir string, ks *keyspace.Keyspace, o Options) (*Store, error) {
 	s.lastSave.Store(time.Now().Unix())
 	s.refreshSize(true)
 	ks.Track(keyspace.DiskFeed, true)
+	if err := s.replayRedo(o.Now()); err != nil {
+		ks.Track(keyspace.DiskFeed, false)
+		s.db.Close()
+		ks.Flush()
+		return nil, err
+	}
+	s.removeRedoBelow(s.redoFrom)
+	ks.Track(keyspace.RedoFeed, true)
 	go s.run()
 	return s, nil
 }
@@ -271,7 +300,7 @@ func inspectDir(fs vfs.FS, dir string) (fresh bool, err error) {
 		case n == "LOCK":
 		case n == "CURRENT" || strings.HasPrefix(n, "MANIFEST-") || strings.HasPrefix(n, "marker.manifest."):
 			pebbleFiles = true
-		case strings.HasPrefix(n, "OPTIONS-") || strings.HasPrefix(n, "marker.") ||
+		case strings.HasPrefix(n, "OPTIONS-") || strings.HasPrefix(n, "marker.") || strings.HasPrefix(n, redoPrefix) ||
 			strings.HasSuffix(n, ".log") || strings.HasSuffix(n, ".sst") || strings.HasSuffix(n, ".blob"):
 		default:
 			others = append(others, n)
@@ -315,6 +344,13 @@ func (s *Store) load(fs vfs.FS, now int64) ([][]byte, error) {
 	if v, closer, err := db.Get(markKey); err == nil {
 		s.checkpoint = bytes.Clone(v)
 		closer.Close()
+	}
+	if v, closer, err := db.Get(redoKey); err == nil {
+		s.redoFrom, err = strconv.ParseUint(string(v), 10, 64)
+		closer.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: redo generation %q; %s", ErrDamaged, s.dir, v, untouched)
+		}
 	}
 	it, err := db.NewIter(&pebble.IterOptions{LowerBound: dataStart, UpperBound: dataEnd})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -52,15 +53,18 @@ func (s *Store) nudge() {
 
 // Wait blocks until the changes made before the call are durable as the appendfsync mode
 // promises, or the disk is failing, or the store is closed: with always, synced; with
-// everysec and no, written to the log file, so that they survive the process (kill -9),
-// as Redis writes its AOF before it replies. The server calls it before it writes the
-// replies of a client that changed state; one batch serves every client waiting. It does
-// not allocate.
+// everysec and no, written to the redo log (redo.go), so that they survive the process
+// (kill -9), as Redis writes its AOF before it replies. The server calls it before it
+// writes the replies of a client that changed state; one write serves every client
+// waiting. It does not allocate.
 func (s *Store) Wait() error {
-	e := s.written.Load()
-	if s.Fsync() == Always {
-		e = s.epoch.Load()
+	// With always too, so that the RedoFeed's copies never pile up; a synced batch rotates.
+	if s.flushRedo() && s.Fsync() != Always {
+		return nil
 	}
+	// always, or the redo log failed: a synced batch drained after the changes.
+	e := s.epoch.Load()
+	s.wantSync.Store(true)
 	s.nudge()
 	<-e.done
 	return e.err
@@ -91,8 +95,10 @@ func (s *Store) BGSave() {
 // Changes drained before stay before it in the store, changes made after it after.
 func (s *Store) FlushAll() error {
 	s.drainMu.Lock()
+	s.redoMu.Lock()
 	s.ks.Flush()
-	s.flushPending = true
+	s.flushPending, s.redoClearing = true, true
+	s.redoMu.Unlock()
 	s.drainMu.Unlock()
 	if s.failing() {
 		return nil // in memory now; on disk when the disk works again
@@ -117,6 +123,9 @@ func (s *Store) run() {
 		case <-s.kick:
 		case <-timer.C:
 		}
+		// Changes no client waits for (expiry, a replica's stream) must not pile up in the
+		// RedoFeed either.
+		s.flushRedo()
 		start := time.Now()
 		mode := s.Fsync()
 		sync := s.wantSync.Swap(false) || mode == Always ||
@@ -161,9 +170,10 @@ func (s *Store) write(sync bool) error {
 	}
 	r := &s.rec
 	defer r.reset()
-	if err := s.drain(r); err != nil {
+	if err := s.drain(r, sync || s.Fsync() == No); err != nil {
 		return failed(err)
 	}
+	redo := r.redo
 	if r.empty() && (!sync || !s.unsynced) {
 		// Every batch before is in the operating system already, and synced if it must be.
 		w.release(nil)
@@ -175,6 +185,9 @@ func (s *Store) write(sync bool) error {
 	if err := s.commit(r, sync); err != nil {
 		return failed(err)
 	}
+	if redo != 0 {
+		s.removeRedoBelow(redo)
+	}
 	w.release(nil)
 	if sync {
 		s.saved(e)
@@ -183,10 +196,20 @@ func (s *Store) write(sync bool) error {
 }
 
 // drain takes the keyspace's changes into r, committing every piece that fills r without
-// a sync, and leaves the last piece in r.
-func (s *Store) drain(r *recorder) error {
+// a sync, and leaves the last piece in r. With rotate, it first starts a new redo file,
+// whose generation goes with the last piece (see redo.go): every shard is drained after
+// the rotation.
+func (s *Store) drain(r *recorder, rotate bool) error {
 	s.drainMu.Lock()
 	defer s.drainMu.Unlock()
+	if rotate {
+		s.redoMu.Lock()
+		gen := s.rotateRedoLocked()
+		s.redoMu.Unlock()
+		if gen != 0 {
+			defer func() { r.redo = gen }()
+		}
+	}
 	if s.flushPending {
 		r.clear = true
 		s.flushPending = false
@@ -305,6 +328,7 @@ type recorder struct {
 	puts, dels int
 	clear      bool   // the batch empties the store first (FLUSHALL, a full rewrite)
 	mark       []byte // Options.Checkpoint's value to store with the batch; nil for none
+	redo       uint64 // the redo generation to store with the batch; 0 for none
 }
 
 // record is one change in recorder.buf: the key at off, then vlen bytes of value.
@@ -333,7 +357,7 @@ func (r *recorder) Put(key []byte, v keyspace.Value) {
 func (r *recorder) Full() bool { return len(r.buf)+16*len(r.recs) >= pieceBytes }
 
 // empty reports whether r holds no change.
-func (r *recorder) empty() bool { return len(r.recs) == 0 && !r.clear }
+func (r *recorder) empty() bool { return len(r.recs) == 0 && !r.clear && r.redo == 0 }
 
 func (r *recorder) key(rec record) []byte { return r.buf[rec.off : rec.off+rec.klen] }
 
@@ -426,6 +450,9 @@ func (r *recorder) writeTo(b *pebble.Batch) {
 	default:
 		b.Set(markKey, r.mark, nil)
 	}
+	if r.redo != 0 {
+		b.Set(redoKey, strconv.AppendUint(nil, r.redo, 10), nil)
+	}
 	r.sort()
 	for _, rec := range r.recs {
 		key := r.key(rec)
@@ -446,7 +473,7 @@ func (r *recorder) writeTo(b *pebble.Batch) {
 
 // reset empties r for the next batch, keeping its memory unless a burst made it large.
 func (r *recorder) reset() {
-	r.buf, r.recs, r.puts, r.dels, r.clear, r.mark = r.buf[:0], r.recs[:0], 0, 0, false, nil
+	r.buf, r.recs, r.puts, r.dels, r.clear, r.mark, r.redo = r.buf[:0], r.recs[:0], 0, 0, false, nil, 0
 	if cap(r.buf) > 2*pieceBytes {
 		r.buf, r.recs, r.tmp = nil, nil, nil
 	}
@@ -502,6 +529,13 @@ func (s *Store) close() error {
 	s.epoch.Swap(closedEpoch).release(ErrClosed)
 	s.written.Swap(closedEpoch).release(ErrClosed)
 	s.ks.Track(keyspace.DiskFeed, false)
+	s.ks.Track(keyspace.RedoFeed, false)
+	s.redoMu.Lock()
+	if s.redoFile != nil {
+		s.redoFile.Close()
+		s.redoFile = nil
+	}
+	s.redoMu.Unlock()
 	if s.abandoned.Load() {
 		// Close has returned: flushing or closing on a disk that still fails
 		// would make Pebble panic (it cannot create a new log), so leave the

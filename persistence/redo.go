@@ -1,0 +1,440 @@
+package persistence
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/throttledhq/throttled/keyspace"
+)
+
+// The redo log is what makes a reply safe to send with everysec and no: at the end of every
+// event-loop round that changed state, Store.Wait drains the keyspace's RedoFeed (the latest
+// state of each key changed since the previous flush, and the deletions) and appends it to
+// the redo file with one write(2), without Pebble. Pebble gets the merged batches every
+// interval as before, and a batch that is synced (or any batch with appendfsync no) rotates
+// the redo log: it starts a new file and stores the new file's generation with the batch
+// (redoKey), after which the older files hold nothing the store lacks and are removed.
+//
+// Order: a flush drains the RedoFeed and writes under redoMu, and a rotating batch switches
+// files under redoMu before it drains any shard, so every record of an older file was
+// written before the batch drained: a key with no record in the files replayed (generation
+// >= the stored one) has in the store a state newer than its last acknowledged change,
+// whose flush wrote to an older file. A key with records there ends at its last record,
+// which is newer than the records of older files and, like them, at least the state of
+// every change acknowledged before it: a client's reply waits for a flush that started
+// after its change. The store may hold a newer state than that last record (a batch
+// drained after it, or during the flush): replay then sets the key back to the record,
+// losing only changes nobody was answered for, as a crash a moment earlier would. Flushes
+// therefore need not wait for a batch's drain, only for the file switch.
+//
+// The RedoFeed captures each change as it is written (as the ReplicaFeed does), so that a
+// flush reads copies in order instead of every changed key's entry.
+//
+// A flush that cannot write (the disk fails) or that finds a shard that lost track of its
+// deletions makes the redo log useless until the next rotation: its waiters, and all until
+// then, wait for a synced batch instead, as appendfsync always does.
+//
+// A record is a CRC-32C of the rest, the length of the payload (4 bytes, little-endian) and
+// the payload: an op byte, then for a put the key's length (uvarint), the key and the value
+// as the store encodes it (keyspace.Encode); for a deletion the length and the key; for a
+// clear (FLUSHALL) nothing.
+
+// redoKey holds the generation of the oldest redo file that is not yet in the store.
+var redoKey = []byte("\x00throttled.redo")
+
+// redoPrefix starts the name of a redo file; the generation follows in decimal.
+const redoPrefix = "REDO-"
+
+const (
+	redoPut    = 'P'
+	redoDelete = 'D'
+	redoClear  = 'C'
+)
+
+// redoHeader is the bytes before a record's payload: its CRC and its length.
+const redoHeader = 8
+
+func redoName(gen uint64) string { return fmt.Sprintf("%s%012d", redoPrefix, gen) }
+
+// redoRecorder appends drained changes to buf as redo records.
+type redoRecorder struct{ buf []byte }
+
+// begin starts a record and returns where its header is.
+func (r *redoRecorder) begin(op byte) int {
+	at := len(r.buf)
+	r.buf = append(r.buf, make([]byte, redoHeader)...)
+	r.buf = append(r.buf, op)
+	return at
+}
+
+// end fills in the header of the record at at.
+func (r *redoRecorder) end(at int) {
+	rec := r.buf[at:]
+	binary.LittleEndian.PutUint32(rec[4:], uint32(len(rec)-redoHeader))
+	binary.LittleEndian.PutUint32(rec, crc32.Checksum(rec[4:], castagnoli))
+}
+
+func (r *redoRecorder) Delete(key []byte) {
+	at := r.begin(redoDelete)
+	r.buf = binary.AppendUvarint(r.buf, uint64(len(key)))
+	r.buf = append(r.buf, key...)
+	r.end(at)
+}
+
+func (r *redoRecorder) Put(key []byte, v keyspace.Value) {
+	at := r.begin(redoPut)
+	r.buf = binary.AppendUvarint(r.buf, uint64(len(key)))
+	r.buf = append(r.buf, key...)
+	n := keyspace.EncodedLen(v)
+	r.buf = append(r.buf, make([]byte, n)...)
+	keyspace.Encode(r.buf[len(r.buf)-n:], v)
+	r.end(at)
+}
+
+func (r *redoRecorder) clear() { r.end(r.begin(redoClear)) }
+
+func (r *redoRecorder) Full() bool { return false }
+
+// discard is a Recorder that keeps nothing.
+type discard struct{}
+
+func (discard) Delete([]byte)              {}
+func (discard) Put([]byte, keyspace.Value) {}
+func (discard) Full() bool                 { return false }
+
+// flushRedo makes sure that a flush of the redo log that started after the call has
+// written, and reports whether every flush since then wrote all it drained. One flush
+// serves every event loop waiting: the others find it done when they get redoMu.
+func (s *Store) flushRedo() bool {
+	target := s.redoStarted.Load() + 1
+	s.redoMu.Lock()
+	defer s.redoMu.Unlock()
+	if s.redoDone < target {
+		s.flushRedoLocked()
+	}
+	return s.redoLastFail < target
+}
+
+// flushRedoLocked drains the RedoFeed and appends it to the redo file in one write.
+func (s *Store) flushRedoLocked() {
+	n := s.redoStarted.Add(1)
+	s.redoDone = n
+	if s.redoBad || s.redoFile == nil {
+		s.redoLastFail = n
+		return
+	}
+	r := &s.redoRec
+	r.buf = r.buf[:0]
+	if s.redoClearing {
+		r.clear()
+	}
+	for i := range s.ks.Shards() {
+		if _, ok := s.ks.Drain(keyspace.RedoFeed, i, r); !ok {
+			// The shard lost track of its deletions: only a rotation covers them.
+			s.ks.DrainAll(keyspace.RedoFeed, i, discard{})
+			s.redoBad = true
+		}
+	}
+	if !s.redoBad && len(r.buf) > 0 {
+		if _, err := s.redoFile.Write(r.buf); err != nil {
+			s.log.Error("persistence: write the redo log; replies wait for synced batches until the next one", "dir", s.dir, "err", err)
+			s.redoBad = true
+		} else {
+			s.redoDirty = true
+		}
+	}
+	if s.redoBad {
+		s.redoLastFail = n
+		return
+	}
+	s.redoClearing = false
+	if cap(r.buf) > pieceBytes {
+		r.buf = nil
+	}
+}
+
+// rotateRedoLocked starts a new redo file when the current one holds anything (or failed),
+// and returns its generation, which the batch being drained stores: once that batch is
+// committed, the older files are in the store. It returns 0 when there is nothing to rotate.
+// The batch drains every shard after it: every change of an older file is in the batch.
+func (s *Store) rotateRedoLocked() uint64 {
+	if !s.redoDirty && !s.redoBad && s.redoFile != nil {
+		return 0
+	}
+	if s.redoFile != nil {
+		s.redoFile.Close()
+		s.redoFile = nil
+	}
+	s.redoGen++
+	s.redoDirty, s.redoBad, s.redoClearing = false, false, false
+	if err := s.createRedoLocked(); err != nil {
+		s.log.Error("persistence: create the redo log; replies wait for synced batches until the next one", "dir", s.dir, "err", err)
+		s.redoBad = true
+	}
+	return s.redoGen
+}
+
+// createRedoLocked creates the redo file of generation s.redoGen.
+func (s *Store) createRedoLocked() error {
+	f, err := s.redoFS.Create(s.redoFS.PathJoin(s.dir, redoName(s.redoGen)), vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return err
+	}
+	s.redoFile = f
+	return nil
+}
+
+// redoLog is a redo file in the directory.
+type redoLog struct {
+	name string
+	gen  uint64
+	size int64
+}
+
+// listRedo returns dir's redo files, oldest first.
+func listRedo(fs vfs.FS, dir string) ([]redoLog, error) {
+	names, err := fs.List(dir)
+	if err != nil {
+		return nil, err
+	}
+	var logs []redoLog
+	for _, n := range names {
+		if !strings.HasPrefix(n, redoPrefix) {
+			continue
+		}
+		gen, err := strconv.ParseUint(strings.TrimPrefix(n, redoPrefix), 10, 64)
+		if err != nil {
+			continue
+		}
+		info, err := fs.Stat(fs.PathJoin(dir, n))
+		if err != nil {
+			return nil, err
+		}
+		logs = append(logs, redoLog{name: n, gen: gen, size: info.Size()})
+	}
+	slices.SortFunc(logs, func(a, b redoLog) int {
+		switch {
+		case a.gen < b.gen:
+			return -1
+		case a.gen > b.gen:
+			return 1
+		}
+		return 0
+	})
+	return logs, nil
+}
+
+// removeRedoBelow removes the redo files older than generation gen: a committed batch
+// holds what they held.
+func (s *Store) removeRedoBelow(gen uint64) {
+	logs, err := listRedo(s.redoFS, s.dir)
+	if err != nil {
+		s.log.Warn("persistence: list the redo logs", "dir", s.dir, "err", err)
+		return
+	}
+	for _, l := range logs {
+		if l.gen >= gen {
+			break
+		}
+		if err := s.redoFS.Remove(s.redoFS.PathJoin(s.dir, l.name)); err != nil {
+			s.log.Warn("persistence: remove an old redo log", "file", l.name, "err", err)
+		}
+	}
+}
+
+// checkRedo reads the redo files the store does not cover yet (generation >= the one it
+// stored) before the store is opened for writing, as checkLogs reads Pebble's: a torn tail
+// of the newest file is cut off and logged (unless sv.RefuseTruncated); a record that
+// cannot be read anywhere else refuses to start unless sv.Broken allows dropping what
+// follows it. Refusing, it changes nothing.
+func (s *Store) checkRedo(sv Salvage) error {
+	logs, err := listRedo(s.redoFS, s.dir)
+	if err != nil {
+		return fmt.Errorf("persistence: %s: %w", s.dir, err)
+	}
+	var live []redoLog
+	for _, l := range logs {
+		s.redoGen = max(s.redoGen, l.gen)
+		if l.gen >= s.redoFrom {
+			live = append(live, l)
+		}
+	}
+	s.redoLive = live
+	for i, l := range live {
+		path := s.redoFS.PathJoin(s.dir, l.name)
+		data, err := readAll(s.redoFS, path)
+		if err != nil {
+			return fmt.Errorf("persistence: read %s: %w", path, err)
+		}
+		off, n, torn := s.applyRedo(data, 0, false)
+		if off == len(data) {
+			continue
+		}
+		dropped := int64(len(data) - off)
+		for _, later := range live[i+1:] {
+			dropped += later.size
+		}
+		s.redoLive = live[:i+1]
+		if torn && i == len(live)-1 {
+			if sv.RefuseTruncated {
+				return fmt.Errorf("%w: %s is torn at offset %d after %d records (%d bytes after it; aof-load-truncated no): %s",
+					ErrCorrupt, path, off, n, dropped, untouched)
+			}
+			s.log.Warn("persistence: the redo log ends with a torn write, as a machine crash leaves; dropping it (aof-load-truncated yes)",
+				"file", path, "offset", off, "records_kept", n, "bytes_dropped", dropped)
+			s.recovery = Recovery{Status: "truncated", File: l.name, Offset: int64(off), Dropped: dropped}
+			return cutLogs(s.redoFS, s.dir, path, int64(off), nil)
+		}
+		what := fmt.Sprintf("%s is corrupt at offset %d after %d records, with %d bytes of the redo logs after it", path, off, n, dropped)
+		if !sv.Broken || dropped > sv.BrokenMaxSize {
+			return fmt.Errorf("%w: %s; %s (aof-load-broken with a large enough aof-load-broken-max-size drops them)", ErrCorrupt, what, untouched)
+		}
+		s.log.Warn("persistence: dropping the corrupt end of the redo logs (aof-load-broken yes)",
+			"file", path, "offset", off, "records_kept", n, "bytes_dropped", dropped)
+		s.recovery = Recovery{Status: "broken", File: l.name, Offset: int64(off), Dropped: dropped}
+		later := make([]walLog, 0, len(live)-i-1)
+		for _, l := range live[i+1:] {
+			later = append(later, walLog{name: l.name})
+		}
+		return cutLogs(s.redoFS, s.dir, path, int64(off), later)
+	}
+	return nil
+}
+
+// replayRedo applies the redo files checkRedo kept to the keyspace, in order, with the
+// DiskFeed tracking them so that the next batch writes them, and starts the next file.
+func (s *Store) replayRedo(now int64) error {
+	records := 0
+	for _, l := range s.redoLive {
+		path := s.redoFS.PathJoin(s.dir, l.name)
+		data, err := readAll(s.redoFS, path)
+		if err != nil {
+			return fmt.Errorf("persistence: read %s: %w", path, err)
+		}
+		off, n, _ := s.applyRedo(data, now, true)
+		records += n
+		if off != len(data) {
+			return fmt.Errorf("%w: %s changed at offset %d while loading", ErrCorrupt, path, off)
+		}
+	}
+	if records > 0 {
+		s.log.Info("redo log replayed", "dir", s.dir, "records", records, "files", len(s.redoLive))
+	}
+	// The next synced batch, which writes what was replayed, rotates and removes the files.
+	s.redoDirty = len(s.redoLive) > 0
+	s.redoLive = nil
+	s.redoGen = max(s.redoGen+1, s.redoFrom, 1)
+	return s.createRedoLocked()
+}
+
+// readAll returns the file at path.
+func readAll(fs vfs.FS, path string) ([]byte, error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// applyRedo applies data's whole records to the keyspace, and returns the offset where they
+// end (len(data) when all were whole), how many there were, and whether what follows is a
+// torn write: no whole record follows the bad bytes (a machine crash leaves a record cut
+// short, or zeros). A record found after them means corruption. With apply false, it only
+// reads them.
+func (s *Store) applyRedo(data []byte, now int64, apply bool) (off, n int, torn bool) {
+	for off < len(data) {
+		rec, ok := redoRecordAt(data[off:])
+		if !ok || s.applyRecord(rec[redoHeader:], now, apply) != nil {
+			for p := off + 1; p < len(data); p++ {
+				if _, ok := redoRecordAt(data[p:]); ok {
+					return off, n, false
+				}
+			}
+			return off, n, true
+		}
+		off += len(rec)
+		n++
+	}
+	return off, n, false
+}
+
+// redoRecordAt returns the record b starts with, and whether it is whole and its CRC holds.
+func redoRecordAt(b []byte) ([]byte, bool) {
+	if len(b) < redoHeader {
+		return nil, false
+	}
+	size := binary.LittleEndian.Uint32(b[4:])
+	if uint64(size) > uint64(len(b)-redoHeader) {
+		return nil, false
+	}
+	rec := b[:redoHeader+int(size)]
+	return rec, crc32.Checksum(rec[4:], castagnoli) == binary.LittleEndian.Uint32(rec)
+}
+
+// errBadRecord is a redo record whose CRC holds but whose payload cannot be read.
+var errBadRecord = errors.New("persistence: bad redo record")
+
+// applyRecord applies one record's payload to the keyspace, or with apply false only reads it.
+func (s *Store) applyRecord(p []byte, now int64, apply bool) error {
+	if len(p) == 0 {
+		return errBadRecord
+	}
+	op := p[0]
+	if op == redoClear {
+		if len(p) != 1 {
+			return errBadRecord
+		}
+		if !apply {
+			return nil
+		}
+		s.ks.Flush()
+		s.flushPending = true
+		return nil
+	}
+	klen, w := binary.Uvarint(p[1:])
+	if w <= 0 || klen > uint64(len(p)-1-w) {
+		return errBadRecord
+	}
+	key := p[1+w : 1+w+int(klen)]
+	val := p[1+w+int(klen):]
+	sh := s.ks.Shard(key)
+	switch op {
+	case redoDelete:
+		if len(val) != 0 {
+			return errBadRecord
+		}
+		if !apply {
+			return nil
+		}
+		sh.Lock()
+		sh.DeleteLocked(key)
+		sh.Unlock()
+	case redoPut:
+		v, err := keyspace.DecodeValue(val)
+		if err != nil || v.Kind > keyspace.MaxKind {
+			return errBadRecord
+		}
+		if !apply {
+			return nil
+		}
+		sh.Lock()
+		if v.Expire != 0 && now >= v.Expire {
+			sh.DeleteLocked(key)
+		} else {
+			sh.SetLocked(key, v)
+		}
+		sh.Unlock()
+	default:
+		return errBadRecord
+	}
+	return nil
+}

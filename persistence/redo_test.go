@@ -1,0 +1,148 @@
+package persistence
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/throttledhq/throttled/keyspace"
+)
+
+// redoCrashImage writes n keys and deletes k0000, each followed by a Wait, with an interval
+// so long that no batch is written, and returns a copy of the directory taken while the
+// store is open, as a kill -9 leaves it: the changes only in the redo log. It also returns
+// the redo file's path in the copy.
+func redoCrashImage(t *testing.T, n int) (dir, redo string) {
+	t.Helper()
+	live := t.TempDir()
+	s, ks := open(t, live, t0, Options{Interval: time.Hour})
+	for i := range n {
+		set(ks, fmt.Sprintf("k%04d", i), keyspace.Value{Kind: keyspace.String, Bytes: []byte("value")})
+		require.NoError(t, s.Wait())
+	}
+	sh := ks.Shard([]byte("k0000"))
+	sh.Lock()
+	sh.DeleteLocked([]byte("k0000"))
+	sh.Unlock()
+	require.NoError(t, s.Wait())
+	require.Zero(t, s.Info().Batches, "no batch: the redo log holds every change")
+	dir = t.TempDir()
+	entries, err := os.ReadDir(live)
+	require.NoError(t, err)
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(live, e.Name()))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644))
+	}
+	require.NoError(t, s.Close())
+	logs, err := listRedo(s.redoFS, dir)
+	require.NoError(t, err)
+	require.Len(t, logs, 1)
+	require.NotZero(t, logs[0].size)
+	return dir, filepath.Join(dir, logs[0].name)
+}
+
+func TestRedoReplayedAfterCrash(t *testing.T) {
+	dir, _ := redoCrashImage(t, 300)
+	s, ks, logs, err := tryOpen(t, dir, Salvage{})
+	require.NoError(t, err, logs)
+	require.Equal(t, 299, ks.Len())
+	_, ok := get(ks, "k0000", t0)
+	require.False(t, ok, "the deletion is replayed")
+	v, ok := get(ks, "k0299", t0)
+	require.True(t, ok)
+	require.Equal(t, "value", string(v.Bytes))
+	require.Contains(t, logs, "redo log replayed")
+
+	// The replayed keys are written to the store by the next batch, after which the old
+	// redo file is removed: a clean restart has them without it.
+	require.NoError(t, s.Save())
+	redo, err := listRedo(s.redoFS, dir)
+	require.NoError(t, err)
+	require.Len(t, redo, 1)
+	require.Zero(t, redo[0].size)
+	require.NoError(t, s.Close())
+	_, ks, logs, err = tryOpen(t, dir, Salvage{})
+	require.NoError(t, err, logs)
+	require.Equal(t, 299, ks.Len())
+	require.NotContains(t, logs, "redo log replayed")
+}
+
+func TestRedoTornTail(t *testing.T) {
+	dir, redo := redoCrashImage(t, 300)
+	size := fileSize(t, redo)
+	const cut = 5 // into the last record, the deletion of k0000
+	require.NoError(t, os.Truncate(redo, size-cut))
+
+	t.Run("aof-load-truncated no", func(t *testing.T) {
+		before := dirSums(t, dir)
+		_, _, _, err := tryOpen(t, dir, Salvage{RefuseTruncated: true})
+		require.ErrorIs(t, err, ErrCorrupt)
+		require.Contains(t, err.Error(), redo+" is torn at offset ")
+		require.Equal(t, before, dirSums(t, dir))
+	})
+
+	s, ks, logs, err := tryOpen(t, dir, Salvage{})
+	require.NoError(t, err, logs)
+	require.Equal(t, 300, ks.Len(), "every record but the torn deletion")
+	rec := s.Info().Recovery
+	require.Equal(t, "truncated", rec.Status)
+	require.Equal(t, filepath.Base(redo), rec.File)
+	require.Equal(t, size-cut, rec.Offset+rec.Dropped)
+	require.Contains(t, logs, "the redo log ends with a torn write")
+}
+
+func TestRedoCorruptRefused(t *testing.T) {
+	dir, redo := redoCrashImage(t, 300)
+	size := fileSize(t, redo)
+	flipByte(t, redo, size/2)
+	before := dirSums(t, dir)
+	_, _, logs, err := tryOpen(t, dir, Salvage{})
+	require.ErrorIs(t, err, ErrCorrupt, logs)
+	require.Contains(t, err.Error(), redo+" is corrupt at offset ")
+	require.Equal(t, before, dirSums(t, dir), "a refusal changes nothing")
+
+	s, ks, logs, err := tryOpen(t, dir, Salvage{Broken: true, BrokenMaxSize: size})
+	require.NoError(t, err, logs)
+	require.Equal(t, "broken", s.Info().Recovery.Status)
+	require.Greater(t, ks.Len(), 100)
+	require.Less(t, ks.Len(), 200)
+}
+
+func TestRedoFlushAll(t *testing.T) {
+	live := t.TempDir()
+	s, ks := open(t, live, t0, Options{Interval: time.Hour})
+	set(ks, "a", keyspace.Value{Kind: keyspace.String, Bytes: []byte("1")})
+	require.NoError(t, s.Save())
+	set(ks, "b", keyspace.Value{Kind: keyspace.String, Bytes: []byte("2")})
+	require.NoError(t, s.Wait())
+	// A FLUSHALL recorded in the redo log only, then a key after it.
+	s.redoMu.Lock()
+	ks.Flush()
+	s.redoClearing = true
+	s.redoMu.Unlock()
+	set(ks, "c", keyspace.Value{Kind: keyspace.String, Bytes: []byte("3")})
+	require.NoError(t, s.Wait())
+	dir := t.TempDir()
+	entries, err := os.ReadDir(live)
+	require.NoError(t, err)
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(live, e.Name()))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644))
+	}
+	require.NoError(t, s.Close())
+	s, ks, logs, err := tryOpen(t, dir, Salvage{})
+	require.NoError(t, err, logs)
+	require.Equal(t, 1, ks.Len())
+	_, ok := get(ks, "c", t0)
+	require.True(t, ok)
+	require.NoError(t, s.Close())
+	_, ks, logs, err = tryOpen(t, dir, Salvage{})
+	require.NoError(t, err, logs)
+	require.Equal(t, 1, ks.Len(), "the next batch emptied the store")
+}
