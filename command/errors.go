@@ -66,3 +66,25 @@ func ErrorText(err error) string {
 	}
 	return "ERR " + err.Error()
 }
+
+// UnknownCommand is Redis's error for a name not in the table.
+func UnknownCommand(args [][]byte) error {
+	var b strings.Builder
+	b.WriteString("unknown command '")
+	b.WriteString(Truncate(args[0], 128))
+	b.WriteString("', with args beginning with: ")
+	for _, a := range args[1:] {
+		if b.Len() > 1024 {
+			break
+		}
+		b.WriteString("'")
+		b.WriteString(Truncate(a, 128))
+		b.WriteString("' ")
+	}
+	return errors.New(b.String())
+}
+
+// UnknownSubcommand is Redis's error for CLIENT, CONFIG or COMMAND with an unknown subcommand.
+func UnknownSubcommand(sub []byte, parent string) error {
+	return errors.New("unknown subcommand '" + Truncate(sub, 128) + "'. Try " + parent + " HELP.")
+}
