@@ -24,8 +24,8 @@
 // of that generation on, in order: a key with no record there was drained by the batch
 // after its last acknowledged change (whose flush wrote to an older file), and a key with
 // records ends at its last one, drained after every change acknowledged before it, so no
-// key goes back past a state a client was answered for (redo.go). The fsync choice (Redis's appendfsync) says which batches are
-// synced:
+// key goes back past a state a client was answered for (redo.go). The fsync choice (Redis's
+// appendfsync) says which batches are synced:
 //
 //   - always: every batch, and the replies wait for the sync as well as the redo log's
 //     write; one sync serves every client waiting.
