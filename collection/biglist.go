@@ -109,16 +109,6 @@ func (l *BigList) Footprint() int {
 	return n
 }
 
-// Nodes yields the packs of l's nodes in order; together they are l's pack. They alias
-// l: valid until it changes.
-func (l *BigList) Nodes(yield func(pack []byte) bool) {
-	for _, nd := range l.nodes[l.head:] {
-		if !yield(nd.pack) {
-			return
-		}
-	}
-}
-
 // fits reports whether nd can take sz more bytes as one more element.
 func (l *BigList) fits(nd *lnode, sz int) bool {
 	return nd.n < l.maxN && len(nd.pack)+sz <= maxListNode

@@ -43,7 +43,7 @@ func TestBigListModel(t *testing.T) {
 			}
 			var model []string
 			l := NewBigList(nil, maxN)
-			for step := range 5000 {
+			for step := range 3000 {
 				switch op := rng.IntN(9); op {
 				case 0, 1:
 					v := value()
