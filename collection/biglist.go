@@ -68,7 +68,7 @@ func NewBigList(pack []byte, maxN int) *BigList {
 		if n == 0 {
 			break // a damaged pack: the whole elements before the damage
 		}
-		l.nodes = append(l.nodes, lnode{pack: append(make([]byte, 0, listGrow(end-off)), pack[off:end]...), n: n})
+		l.nodes = append(l.nodes, lnode{pack: append(make([]byte, 0, end-off), pack[off:end]...), n: n})
 		l.n += n
 		l.bytes += end - off
 		off = end
@@ -126,6 +126,9 @@ func (l *BigList) PushRaw(raw []byte, head bool) {
 	l.bytes += len(raw)
 	if head {
 		if l.head == len(l.nodes) || !l.fits(&l.nodes[l.head], len(raw)) {
+			if l.head < len(l.nodes) {
+				l.nodes[l.head].clip()
+			}
 			l.newFront()
 		}
 		nd := &l.nodes[l.head]
@@ -134,6 +137,9 @@ func (l *BigList) PushRaw(raw []byte, head bool) {
 		return
 	}
 	if l.head == len(l.nodes) || !l.fits(&l.nodes[len(l.nodes)-1], len(raw)) {
+		if l.head < len(l.nodes) {
+			l.nodes[len(l.nodes)-1].clip()
+		}
 		l.nodes = append(l.nodes, lnode{})
 	}
 	nd := &l.nodes[len(l.nodes)-1]
@@ -142,6 +148,15 @@ func (l *BigList) PushRaw(raw []byte, head bool) {
 	}
 	nd.pack = append(nd.pack, raw...)
 	nd.n++
+}
+
+// clip gives back the room a node's pack has past its bytes once pushes have moved on to
+// a new node beside it: a copy of at most maxListNode bytes per node filled, so that a
+// list costs about its bytes (the room comes back when an insert needs it).
+func (nd *lnode) clip() {
+	if cap(nd.pack)-len(nd.pack) > len(nd.pack)/16 {
+		nd.pack = append(make([]byte, 0, len(nd.pack)), nd.pack...)
+	}
 }
 
 // insertBytes returns pack with raw inserted at byte offset at, growing it as a node's.
