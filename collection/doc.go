@@ -24,6 +24,13 @@
 //     split or merge relabels for the entries it moves only, so that finding a member
 //     walks one chunk, and growing the table reads the hashes it keeps, no member.
 //
+// A list past one node (more than list-max-listpack-size's elements when that is positive,
+// else 128, or more than 8 KiB) is a BigList (biglist.go), as Redis's quicklist: nodes of
+// up to 128 elements and 4 KiB in a deque, so that a push or pop at either end rewrites
+// one node, and an index (LINDEX, LSET, LRANGE's start) sums the nodes' counts from the
+// nearer end, then walks one node; LINSERT and LREM rewrite the nodes they change, LPOS
+// reads a copy of the pack. Its bytes form is its pack.
+//
 // A write thus costs O(log n) plus a chunk's bytes, and a value of 1 MB costs its size,
 // once. A big set is a Big of empty values, as a big hash. Outside the process (the log,
 // replication, DUMP) a Big is its pack (a set's behind an index of nothing): the bytes

@@ -3,7 +3,7 @@ package collection
 // A list's pack is its elements from head to tail, each as AppendString writes it; its
 // length is the keyspace Value's Num. The pack has no back-links, so an operation at the
 // tail (RPOP, a negative LPOS RANK, LREM with a negative count) walks forward from the
-// head: fine for the small lists scripts keep.
+// head: fine for a small list; a big one is a BigList (biglist.go).
 
 // ListOffset returns the byte offset in pack of element i, 0 <= i, or len(pack) when the
 // pack has i elements or fewer.

@@ -43,6 +43,8 @@ func (dt *Family) kindLocked(c *command.Ctx, sh *keyspace.Shard, key []byte, kin
 	}
 	if b := bigOf(v); b != nil {
 		v.Num = int64(b.Len())
+	} else if l := bigListOf(v); l != nil {
+		v.Num = int64(l.Len())
 	} else if v.Num == 0 {
 		switch kind {
 		case keyspace.Hash:
@@ -56,6 +58,15 @@ func (dt *Family) kindLocked(c *command.Ctx, sh *keyspace.Shard, key []byte, kin
 			if setOf(v).Enc == collection.BigSet {
 				v.Num /= 2
 			}
+		}
+	}
+	if kind == keyspace.List && v.Obj == nil {
+		if size := dt.cfg.Limits.ListSize.Load(); collection.ListIsBig(v.Num, len(v.Bytes), size) {
+			// A big one's bytes (from the log, a primary, RESTORE or COPY): held in
+			// nodes from now on.
+			v.Obj = collection.NewBigList(v.Bytes, collection.ListNodeEntries(size))
+			v.Bytes = nil
+			sh.SwapLocked(key, v)
 		}
 	}
 	return v, true, nil

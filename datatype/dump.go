@@ -74,6 +74,8 @@ func (dt *Family) cmdDump(c *command.Ctx, args [][]byte) error {
 			v.Bytes = zsetOf(v).Pack
 		case v.Kind == keyspace.Set:
 			v.Bytes = collection.SetPack(nil, setOf(v))
+		case bigListOf(v) != nil:
+			v.Bytes = bigListOf(v).AppendEncoded(nil)
 		}
 		v.Num2 &^= IndexedPack
 		v.Obj = nil

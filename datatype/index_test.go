@@ -68,7 +68,10 @@ func (f *family) held(key string) (num2 int64, chunked bool) {
 	defer sh.Unlock()
 	v, ok := sh.GetLocked([]byte(key), f.c.Now())
 	require.True(f.t, ok, key)
-	_, chunked = v.Obj.(*collection.Big)
+	switch v.Obj.(type) {
+	case *collection.Big, *collection.BigList:
+		chunked = true
+	}
 	return v.Num2, chunked
 }
 
@@ -114,6 +117,30 @@ func TestBigCollectionsIndexed(t *testing.T) {
 		f.do("ZADD", "long", "1", "123456789")
 		big(t, f, "long", "a long member")
 	})
+	t.Run("list", func(t *testing.T) {
+		// A list's Num2 stays 0: OBJECT ENCODING says quicklist either way (7.0's).
+		big := func(t *testing.T, f *family, key, why string) {
+			t.Helper()
+			num2, chunked := f.held(key)
+			require.Equal(t, int64(0), num2, "%s: %s", key, why)
+			require.True(t, chunked, "%s: %s", key, why)
+		}
+		f := newFamily(t, func(l *Limits) { l.ListSize.Store(3) })
+		f.do("RPUSH", "l", "a", "b", "c")
+		small(t, f, "l")
+		f.do("LPUSH", "l", "z")
+		big(t, f, "l", "past a node of 3")
+		f.do("LPOP", "l", "3")
+		big(t, f, "l", "never back")
+		f.do("LPOP", "l")
+		require.Equal(t, "$-1\r\n", f.reply("LPOP", "l"), "emptied: gone")
+		f = newFamily(t, func(*Limits) {})
+		f.do("RPUSH", "b", strings.Repeat("x", 5000))
+		small(t, f, "b")
+		f.do("RPUSH", "b", strings.Repeat("y", 5000))
+		big(t, f, "b", "past 8 KiB")
+		require.Equal(t, "$5000\r\nyyyy", f.reply("LINDEX", "b", "-1")[:11])
+	})
 	t.Run("set", func(t *testing.T) {
 		f := newFamily(t, func(l *Limits) { l.SetIntset.Store(3); l.SetEntries.Store(5); l.SetValue.Store(8) })
 		f.do("SADD", "s", "1", "2", "3")
@@ -145,7 +172,12 @@ func (f *family) reply(args ...string) string {
 // original, and a value read back from its bytes form (RESTORE, as from the log or a
 // primary) is held in chunks again and answers as the original did.
 func TestBigCollectionsOwnTheirChunks(t *testing.T) {
-	f := newFamily(t, func(l *Limits) { l.HashEntries.Store(3); l.ZsetEntries.Store(3); l.SetEntries.Store(3) })
+	f := newFamily(t, func(l *Limits) {
+		l.HashEntries.Store(3)
+		l.ZsetEntries.Store(3)
+		l.SetEntries.Store(3)
+		l.ListSize.Store(3)
+	})
 	for _, c := range []struct {
 		kind       string
 		fill, more []string
@@ -154,6 +186,7 @@ func TestBigCollectionsOwnTheirChunks(t *testing.T) {
 		{"zset", []string{"ZADD", "k", "1", "a", "2", "b", "3", "c", "4", "d"}, []string{"ZADD", "k", "5", "e"}, []string{"ZRANGE", "k", "0", "-1", "WITHSCORES"}},
 		{"hash", []string{"HSET", "k", "a", "1", "b", "2", "c", "3", "d", "4"}, []string{"HSET", "k", "e", "5"}, []string{"HGETALL", "k"}},
 		{"set", []string{"SADD", "k", "a", "b", "c", "d"}, []string{"SADD", "k", "e"}, []string{"SMEMBERS", "k"}},
+		{"list", []string{"RPUSH", "k", "a", "b", "c", "d"}, []string{"RPUSH", "k", "e"}, []string{"LRANGE", "k", "0", "-1"}},
 	} {
 		t.Run(c.kind, func(t *testing.T) {
 			f.do("DEL", "k", "copy", "restored", "moved")

@@ -45,9 +45,28 @@ var (
 )
 
 // storeList writes pack, a list of n elements, at key with expire, or deletes the key when
-// n is 0. The shard is locked.
-func storeList(sh *keyspace.Shard, key []byte, pack []byte, n, expire int64) {
+// n is 0; a list past its small size (collection.ListIsBig) becomes a BigList. The shard
+// is locked.
+func (dt *Family) storeList(sh *keyspace.Shard, key []byte, pack []byte, n, expire int64) {
+	if size := dt.cfg.Limits.ListSize.Load(); collection.ListIsBig(n, len(pack), size) {
+		l := collection.NewBigList(pack, collection.ListNodeEntries(size))
+		storeCollectionLocked(sh, key, keyspace.Value{Kind: keyspace.List, Num: n, Obj: l, Expire: expire})
+		return
+	}
 	storeCollectionLocked(sh, key, keyspace.Value{Kind: keyspace.List, Num: n, Bytes: pack, Expire: expire})
+}
+
+// bigListOf returns the collection.BigList that v, a list, holds by reference, nil when
+// it is bytes.
+func bigListOf(v keyspace.Value) *collection.BigList {
+	l, _ := v.Obj.(*collection.BigList)
+	return l
+}
+
+// storeBigListLocked notes the write of l, the big list at key that v was, changed in
+// place, or deletes the key when l is empty.
+func storeBigListLocked(sh *keyspace.Shard, key []byte, v keyspace.Value, l *collection.BigList) {
+	storeCollectionLocked(sh, key, keyspace.Value{Kind: keyspace.List, Num: int64(l.Len()), Obj: l, Expire: v.Expire})
 }
 
 // pushHandler makes LPUSH, RPUSH, LPUSHX and RPUSHX key element [element ...]; with
@@ -66,9 +85,17 @@ func (dt *Family) pushHandler(head, exists bool) command.Handler {
 			return nil
 		}
 		elems := args[2:]
+		if l := bigListOf(v); l != nil {
+			for _, e := range elems {
+				l.Push(e, head)
+			}
+			storeBigListLocked(sh, args[1], v, l)
+			c.W.Int(int64(l.Len()))
+			return nil
+		}
 		c.Scratch = collection.ListPush(c.Scratch[:0], v.Bytes, head, elems)
 		n := v.Num + int64(len(elems))
-		storeList(sh, args[1], c.Scratch, n, v.Expire)
+		dt.storeList(sh, args[1], c.Scratch, n, v.Expire)
 		c.W.Int(n)
 		return nil
 	}
@@ -112,6 +139,15 @@ func (dt *Family) popHandler(head bool) command.Handler {
 		if count == 0 {
 			return nil
 		}
+		if l := bigListOf(v); l != nil {
+			for ; count > 0; count-- {
+				e, _ := collection.Read(l.End(head))
+				writeElem(&c.W, e)
+				l.Pop(head)
+			}
+			storeBigListLocked(sh, args[1], v, l)
+			return nil
+		}
 		// The reply is written before the store replaces the bytes it is read from.
 		pack := v.Bytes
 		var rest []byte
@@ -136,7 +172,7 @@ func (dt *Family) popHandler(head bool) command.Handler {
 			}
 			rest = pack[:off]
 		}
-		storeList(sh, args[1], rest, v.Num-count, v.Expire) // SetLocked copies what aliases it
+		dt.storeList(sh, args[1], rest, v.Num-count, v.Expire) // SetLocked copies what aliases it
 		return nil
 	}
 }
@@ -174,6 +210,13 @@ func (dt *Family) cmdLRange(c *command.Ctx, args [][]byte) error {
 		return nil
 	}
 	c.W.Array(int(to - from + 1))
+	if l := bigListOf(v); l != nil {
+		l.Range(from, to, func(e collection.Elem) bool {
+			writeElem(&c.W, e)
+			return true
+		})
+		return nil
+	}
 	b := v.Bytes[collection.ListOffset(v.Bytes, from):]
 	for i := from; i <= to; i++ {
 		e, n := collection.Read(b)
@@ -199,6 +242,14 @@ func (dt *Family) cmdLIndex(c *command.Ctx, args [][]byte) error {
 	i, ok := command.ParseInt(args[2])
 	if !ok {
 		return command.ErrNotInteger
+	}
+	if l := bigListOf(v); l != nil {
+		if e, ok := l.Index(i); ok {
+			writeElem(&c.W, e)
+		} else {
+			c.W.Null()
+		}
+		return nil
 	}
 	if e, ok := collection.ListIndex(v.Bytes, v.Num, i); ok {
 		writeElem(&c.W, e)
@@ -228,12 +279,17 @@ func (dt *Family) cmdLTrim(c *command.Ctx, args [][]byte) error {
 	}
 	from, to, keep := collection.IndexRange(v.Num, start, stop)
 	if !keep {
-		storeList(sh, args[1], nil, 0, 0)
+		dt.storeList(sh, args[1], nil, 0, 0)
+		return nil
+	}
+	if l := bigListOf(v); l != nil {
+		l.Trim(from, to)
+		storeBigListLocked(sh, args[1], v, l)
 		return nil
 	}
 	off := collection.ListOffset(v.Bytes, from)
 	end := off + collection.ListOffset(v.Bytes[off:], to-from+1)
-	storeList(sh, args[1], v.Bytes[off:end], to-from+1, v.Expire)
+	dt.storeList(sh, args[1], v.Bytes[off:end], to-from+1, v.Expire)
 	return nil
 }
 
@@ -255,9 +311,16 @@ func (dt *Family) cmdLRem(c *command.Ctx, args [][]byte) error {
 		return nil
 	}
 	var removed int64
+	if l := bigListOf(v); l != nil {
+		if removed = l.Remove(count, args[3]); removed > 0 {
+			storeBigListLocked(sh, args[1], v, l)
+		}
+		c.W.Int(removed)
+		return nil
+	}
 	c.Scratch, removed = collection.ListRemove(c.Scratch[:0], v.Bytes, count, args[3])
 	if removed > 0 {
-		storeList(sh, args[1], c.Scratch, v.Num-removed, v.Expire)
+		dt.storeList(sh, args[1], c.Scratch, v.Num-removed, v.Expire)
 	}
 	c.W.Int(removed)
 	return nil
@@ -279,10 +342,18 @@ func (dt *Family) cmdLSet(c *command.Ctx, args [][]byte) error {
 	if !ok {
 		return command.ErrNotInteger
 	}
+	if l := bigListOf(v); l != nil {
+		if !l.Set(i, args[3]) {
+			return errIndexRange
+		}
+		storeBigListLocked(sh, args[1], v, l)
+		c.W.OK()
+		return nil
+	}
 	if c.Scratch, ok = collection.ListSet(c.Scratch[:0], v.Bytes, v.Num, i, args[3]); !ok {
 		return errIndexRange
 	}
-	storeList(sh, args[1], c.Scratch, v.Num, v.Expire)
+	dt.storeList(sh, args[1], c.Scratch, v.Num, v.Expire)
 	c.W.OK()
 	return nil
 }
@@ -341,8 +412,14 @@ func (dt *Family) cmdLPos(c *command.Ctx, args [][]byte) error {
 		// from the tail on is taken, and COUNT never stops it.
 		rank, want = -1, 0
 	}
+	pack := v.Bytes
+	if l := bigListOf(v); l != nil {
+		// A walk of a copy of the pack: LPOS is O(n) on Redis too.
+		c.Scratch = l.AppendEncoded(c.Scratch[:0])
+		pack = c.Scratch
+	}
 	var buf [16]int64
-	found := collection.ListPos(v.Bytes, v.Num, args[2], rank, want, maxlen, buf[:0])
+	found := collection.ListPos(pack, v.Num, args[2], rank, want, maxlen, buf[:0])
 	if count < 0 {
 		if len(found) == 0 {
 			c.W.Null()
@@ -380,11 +457,20 @@ func (dt *Family) cmdLInsert(c *command.Ctx, args [][]byte) error {
 		return nil
 	}
 	var found bool
+	if l := bigListOf(v); l != nil {
+		if !l.Insert(before, args[3], args[4]) {
+			c.W.Int(-1)
+			return nil
+		}
+		storeBigListLocked(sh, args[1], v, l)
+		c.W.Int(int64(l.Len()))
+		return nil
+	}
 	if c.Scratch, found = collection.ListInsert(c.Scratch[:0], v.Bytes, before, args[3], args[4]); !found {
 		c.W.Int(-1)
 		return nil
 	}
-	storeList(sh, args[1], c.Scratch, v.Num+1, v.Expire)
+	dt.storeList(sh, args[1], c.Scratch, v.Num+1, v.Expire)
 	c.W.Int(v.Num + 1)
 	return nil
 }
@@ -438,25 +524,51 @@ func (dt *Family) lmove(c *command.Ctx, src, dst []byte, from, to bool) error {
 	if err != nil {
 		return err
 	}
-	off := 0
-	if !from {
-		off = collection.ListOffset(sv.Bytes, sv.Num-1)
+	// raw is the element as encoded, pushed as it is: a copy, as a list moved onto
+	// itself changes under it.
+	var rawBuf [64]byte
+	var raw, rest []byte // rest: what a small src keeps
+	sl := bigListOf(sv)
+	if sl != nil {
+		raw = append(rawBuf[:0], sl.End(from)...)
+	} else {
+		off := 0
+		if !from {
+			off = collection.ListOffset(sv.Bytes, sv.Num-1)
+		}
+		n := collection.Skip(sv.Bytes[off:])
+		raw = append(rawBuf[:0], sv.Bytes[off:off+n]...)
+		rest = sv.Bytes[n:]
+		if !from {
+			rest = sv.Bytes[:off]
+		}
 	}
-	e, n := collection.Read(sv.Bytes[off:])
-	raw := sv.Bytes[off : off+n] // the element as encoded: pushed as it is
-	rest := sv.Bytes[n:]         // what src keeps
-	if !from {
-		rest = sv.Bytes[:off]
-	}
+	e, _ := collection.Read(raw)
 	writeElem(&c.W, e)
 	if string(src) == string(dst) {
+		if sl != nil {
+			sl.Pop(from)
+			sl.PushRaw(raw, to)
+			storeBigListLocked(ssh, src, sv, sl)
+			return nil
+		}
 		c.Scratch = collection.ListPushRaw(c.Scratch[:0], rest, to, raw)
-		storeList(ssh, src, c.Scratch, sv.Num, sv.Expire)
+		dt.storeList(ssh, src, c.Scratch, sv.Num, sv.Expire)
 		return nil
 	}
 	// dst first: src's bytes stay valid while another key is written.
-	c.Scratch = collection.ListPushRaw(c.Scratch[:0], dv.Bytes, to, raw)
-	storeList(dsh, dst, c.Scratch, dv.Num+1, dv.Expire)
-	storeList(ssh, src, rest, sv.Num-1, sv.Expire)
+	if dl := bigListOf(dv); dl != nil {
+		dl.PushRaw(raw, to)
+		storeBigListLocked(dsh, dst, dv, dl)
+	} else {
+		c.Scratch = collection.ListPushRaw(c.Scratch[:0], dv.Bytes, to, raw)
+		dt.storeList(dsh, dst, c.Scratch, dv.Num+1, dv.Expire)
+	}
+	if sl != nil {
+		sl.Pop(from)
+		storeBigListLocked(ssh, src, sv, sl)
+		return nil
+	}
+	dt.storeList(ssh, src, rest, sv.Num-1, sv.Expire)
 	return nil
 }

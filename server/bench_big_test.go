@@ -26,19 +26,24 @@ var bigCollection = func() int {
 	return 1_000_000
 }()
 
-// fillBig makes key a sorted set (ZADD) or a hash (HSET) of bigCollection entries,
-// 1,000 to a command: member or field "m<i>", a random score or the value "v<i>".
+// fillBig makes key a sorted set (ZADD), a hash (HSET) or a list (RPUSH) of bigCollection
+// entries, 1,000 to a command: member, field or element "m<i>", a random score or the
+// value "v<i>".
 func fillBig(b *testing.B, run func(args [][]byte), verb, key string) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	args := [][]byte{[]byte(verb), []byte(key)}
 	for i := 0; i < bigCollection; i++ {
 		m := []byte("m" + strconv.Itoa(i))
-		if verb == "ZADD" {
+		per := 2
+		switch verb {
+		case "ZADD":
 			args = append(args, strconv.AppendInt(nil, rng.Int64N(1e12), 10), m)
-		} else {
+		case "RPUSH":
+			args, per = append(args, m), 1
+		default:
 			args = append(args, m, []byte("v"+strconv.Itoa(i)))
 		}
-		if len(args) == 2+2*1000 {
+		if len(args) == 2+per*1000 {
 			run(args)
 			args = args[:2]
 		}
@@ -97,6 +102,33 @@ func BenchmarkZAddInto1M(b *testing.B) { benchBigWrite(b, "ZADD") }
 
 // BenchmarkHSetInto1M is HSET of one new field into a hash of 1M fields.
 func BenchmarkHSetInto1M(b *testing.B) { benchBigWrite(b, "HSET") }
+
+// BenchmarkRPushLPop1M is RPUSH of one element onto a list of 1M elements and LPOP of
+// one from it: a queue (one op is both commands).
+func BenchmarkRPushLPop1M(b *testing.B) {
+	s, c := fuzzServer(b)
+	run := func(args [][]byte) {
+		s.run(c, args)
+		if c.W.B[0] == '-' {
+			b.Fatalf("%q: %s", args[:2], c.W.B)
+		}
+		c.W.B = c.W.B[:0]
+	}
+	fillBig(b, run, "RPUSH", "big")
+	push := [][]byte{[]byte("RPUSH"), []byte("big"), nil}
+	pop := [][]byte{[]byte("LPOP"), []byte("big")}
+	var m []byte
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := cpuNanos()
+	defer reportCPU(b, cpu)
+	for i := 0; i < b.N; i++ {
+		m = strconv.AppendInt(append(m[:0], 'n'), int64(i), 10)
+		push[2] = m
+		run(push)
+		run(pop)
+	}
+}
 
 // BenchmarkZAddBatchInto1M is ZADD of 10,000 new members, at random scores, into a sorted
 // set of 1M members, in the process: the server's share of BenchmarkZAddBatchBesidePing.
