@@ -278,7 +278,7 @@ func (dt *Family) cmdIncrEx(c *command.Ctx, args [][]byte) error {
 	if exists && v.Kind != keyspace.String {
 		return keyspace.ErrWrongType
 	}
-	var buf [32]byte
+	buf := sh.NumBuf()
 	var text []byte // the new value as stored; nil: skipped
 	var num int64
 	var ni, ai int64
@@ -302,7 +302,7 @@ func (dt *Family) cmdIncrEx(c *command.Ctx, args [][]byte) error {
 			}
 			if apply {
 				nf, af = next, applied
-				text, num = strconv.AppendFloat(buf[:0], next, 'f', -1, 64), strNoInt
+				text, num = strconv.AppendFloat(buf, next, 'f', -1, 64), strNoInt
 			}
 		}
 	} else {
@@ -321,7 +321,7 @@ func (dt *Family) cmdIncrEx(c *command.Ctx, args [][]byte) error {
 			}
 			if apply {
 				ni, ai = next, applied
-				text, num = strconv.AppendInt(buf[:0], next, 10), strAsSet
+				text, num = strconv.AppendInt(buf, next, 10), strAsSet
 			}
 		}
 	}

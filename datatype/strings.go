@@ -344,8 +344,7 @@ func IncrLocked(sh *keyspace.Shard, key []byte, by, now int64) (int64, error) {
 		return 0, command.ErrOverflow
 	}
 	cur += by
-	var buf [20]byte
-	sh.SetLocked(key, keyspace.Value{Kind: keyspace.String, Bytes: strconv.AppendInt(buf[:0], cur, 10), Expire: v.Expire})
+	sh.SetLocked(key, keyspace.Value{Kind: keyspace.String, Bytes: strconv.AppendInt(sh.NumBuf(), cur, 10), Expire: v.Expire})
 	return cur, nil
 }
 

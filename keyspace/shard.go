@@ -121,6 +121,8 @@ type Shard struct {
 	mu   sync.Mutex // guards the fields below; the counters are written under it and read without
 	loan uint8      // loanBytes, loanSpare: what the byte values lent under the lock held now pin
 
+	numBuf [48]byte // NumBuf's
+
 	seed maphash.Seed
 	ord  int // position in Keyspace.shards: the order LockKeys locks in
 
@@ -216,6 +218,12 @@ func (s *Shard) GetLocked(key []byte, now int64) (Value, bool) {
 	touchClock(e, s.clock.Load())
 	return Value{Kind: Kind(hdr & hdrKind), Expire: exp, Num: num, Num2: num2, Bytes: b, Obj: obj}, true
 }
+
+// NumBuf returns an empty buffer of the shard's, with room for a number's text, valid while
+// the lock is held: INCR's new value is formatted there, then copied by SetLocked. A buffer on
+// the caller's stack would move to the heap at each call, since SetLocked keeps Value.Obj and
+// escape analysis cannot tell Obj's pointer from Bytes'.
+func (s *Shard) NumBuf() []byte { return s.numBuf[:0] }
 
 // SetLocked stores v at key, replacing what was there (an expired key is replaced too).
 // It copies key and v.Bytes, which may alias bytes GetLocked returned. A Value of Kind None
