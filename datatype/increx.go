@@ -61,9 +61,7 @@ type increxOptions struct {
 	by, lower, upper []byte // the arguments of BYINT or BYFLOAT, LBOUND, UBOUND; nil without
 	saturate, enx    bool
 	nx, xx, persist  bool
-	expire           []byte // EX, PX, EXAT or PXAT's time; nil without one
-	unit             int64
-	absolute         bool
+	expiry
 }
 
 // parseIncrexOptions reads the options after the key in any order. Unlike SET, INCREX
@@ -96,21 +94,8 @@ func parseIncrexOptions(args [][]byte) (increxOptions, error) {
 		case command.EqualFold(a, "xx") && !o.nx && !o.xx:
 			o.xx = true
 		default:
-			var unit int64
-			var absolute bool
-			switch {
-			case command.EqualFold(a, "ex"):
-				unit = 1e9
-			case command.EqualFold(a, "px"):
-				unit = 1e6
-			case command.EqualFold(a, "exat"):
-				unit, absolute = 1e9, true
-			case command.EqualFold(a, "pxat"):
-				unit, absolute = 1e6, true
-			default:
-				return o, command.ErrSyntax
-			}
-			if !hasArg || o.expire != nil || o.persist {
+			unit, absolute, ok := expiryOption(a)
+			if !ok || !hasArg || o.expire != nil || o.persist {
 				return o, command.ErrSyntax
 			}
 			o.expire, o.unit, o.absolute = args[i+1], unit, absolute
@@ -193,18 +178,9 @@ func (o increxOptions) plan(now int64) (increxPlan, error) {
 			return p, errBounds
 		}
 	}
-	if o.expire != nil {
-		t, ok := command.ParseInt(o.expire)
-		if !ok {
-			return p, command.ErrNotInteger
-		}
-		when, fits := ExpireAt(t, o.unit, o.absolute, now)
-		if t <= 0 || !fits {
-			return p, ErrInvalidExpire("increx")
-		}
-		p.when = when
-	}
-	return p, nil
+	var err error
+	p.when, err = o.when("increx", now)
+	return p, err
 }
 
 // addInt returns cur + n as INCREX decides it: the new value, the increment applied, and

@@ -115,10 +115,30 @@ func (dt *Family) cmdSet(c *command.Ctx, args [][]byte) error {
 // stringOptions are SET's and GETEX's options.
 type stringOptions struct {
 	nx, xx, get, keepTTL, persist bool
+	expiry
+}
 
-	expire   []byte // the time given to EX, PX, EXAT or PXAT; nil without one
+// expiry is an EX, PX, EXAT or PXAT option, as SET, GETEX and INCREX take it.
+type expiry struct {
+	expire   []byte // the time given; nil without one
 	unit     int64  // its unit, in ns
 	absolute bool   // EXAT, PXAT
+}
+
+// expiryOption reports the unit of the expiry option a names, and whether it is absolute;
+// ok is false for any other word.
+func expiryOption(a []byte) (unit int64, absolute, ok bool) {
+	switch {
+	case command.EqualFold(a, "ex"):
+		return 1e9, false, true
+	case command.EqualFold(a, "px"):
+		return 1e6, false, true
+	case command.EqualFold(a, "exat"):
+		return 1e9, true, true
+	case command.EqualFold(a, "pxat"):
+		return 1e6, true, true
+	}
+	return 0, false, false
 }
 
 // parseStringOptions reads SET's options (set) or GETEX's as Redis 7.0 does: an option may
@@ -140,21 +160,8 @@ func parseStringOptions(args [][]byte, set bool) (stringOptions, error) {
 		case !set && command.EqualFold(a, "persist") && o.expire == nil:
 			o.persist = true
 		default:
-			var unit int64
-			var absolute bool
-			switch {
-			case command.EqualFold(a, "ex"):
-				unit = 1e9
-			case command.EqualFold(a, "px"):
-				unit = 1e6
-			case command.EqualFold(a, "exat"):
-				unit, absolute = 1e9, true
-			case command.EqualFold(a, "pxat"):
-				unit, absolute = 1e6, true
-			default:
-				return o, command.ErrSyntax
-			}
-			if i+1 == len(args) || o.keepTTL || o.persist || o.expire != nil && (unit != o.unit || absolute != o.absolute) {
+			unit, absolute, ok := expiryOption(a)
+			if !ok || i+1 == len(args) || o.keepTTL || o.persist || o.expire != nil && (unit != o.unit || absolute != o.absolute) {
 				return o, command.ErrSyntax
 			}
 			o.expire, o.unit, o.absolute = args[i+1], unit, absolute
@@ -164,10 +171,10 @@ func parseStringOptions(args [][]byte, set bool) (stringOptions, error) {
 	return o, nil
 }
 
-// when returns the expiry the options give in Unix ns, 0 without one. Times beyond the
-// year 2262 do not fit the keyspace's nanoseconds: they are invalid here, as those Redis
-// finds overflowing its milliseconds are there.
-func (o stringOptions) when(name string, now int64) (int64, error) {
+// when returns the expiry in Unix ns, 0 without one. Times beyond the year 2262 do not fit
+// the keyspace's nanoseconds: they are invalid here, as those Redis finds overflowing its
+// milliseconds are there.
+func (o expiry) when(name string, now int64) (int64, error) {
 	if o.expire == nil {
 		return 0, nil
 	}

@@ -113,19 +113,6 @@ func yesNo(b bool) string {
 	return "no"
 }
 
-// formatSize writes n in the largest of gb, mb and kb that divides it, as CONFIG REWRITE.
-func formatSize(n int64) string {
-	for _, u := range []struct {
-		suffix string
-		size   int64
-	}{{"gb", 1 << 30}, {"mb", 1 << 20}, {"kb", 1 << 10}} {
-		if n != 0 && n%u.size == 0 {
-			return strconv.FormatInt(n/u.size, 10) + u.suffix
-		}
-	}
-	return strconv.FormatInt(n, 10)
-}
-
 func str(name, arg, help string, field func(*server.Config) *string) option {
 	return option{name: name, arg: arg, help: help,
 		set: func(s *settings, name string, values []string) error {
@@ -171,7 +158,7 @@ func integer(name, help string, field func(*server.Config) *int) option {
 func size(name, help string, field func(*server.Config) *int) option {
 	o := integer(name, help, field)
 	o.arg = "bytes"
-	o.get = func(s *settings) string { return formatSize(int64(*field(&s.Config))) }
+	o.get = func(s *settings) string { return conffile.FormatSize(int64(*field(&s.Config))) }
 	return o
 }
 
@@ -308,7 +295,7 @@ func optionTable() []option {
 				s.MaxMemory = n
 				return nil
 			},
-			get: func(s *settings) string { return formatSize(s.MaxMemory) }},
+			get: func(s *settings) string { return conffile.FormatSize(s.MaxMemory) }},
 		str("maxmemory-policy", "policy", "what goes over maxmemory: volatile-ttl, noeviction, allkeys-lru, volatile-lru, allkeys-random, volatile-random; volatile-ttl by default, not Redis's noeviction: every rate-limit key expires, the one nearest expiry is the least use, and a flood of new subjects evicts those rather than fail decisions", func(c *C) *string { return &c.MaxMemoryPolicy }),
 		integer("maxmemory-samples", "keys compared to choose each one evicted", func(c *C) *int { return &c.MaxMemorySamples }),
 
