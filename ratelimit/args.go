@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/throttledhq/throttled/algorithms"
 	"github.com/throttledhq/throttled/command"
@@ -113,6 +114,7 @@ type nativeOptions struct {
 	// share is the share of the limit the call's tier may consume, set by resolveTier;
 	// 0 or algorithms.Whole: all of it.
 	share algorithms.Share
+	loc   *time.Location // WINDOW's TZ; nil: none given (zone.go)
 	// tiers are the TIERS name=share arguments, unparsed: a policy keeps them for CHECK's
 	// PRIORITY to name.
 	tiers [][]byte
@@ -128,6 +130,7 @@ var (
 type nativeOptionSet struct {
 	approx bool // SLIDE's APPROX
 	tiers  bool // TIERS: not CHECK's, whose policy has them
+	zone   bool // WINDOW's TZ
 }
 
 // parse reads [COST n] [PEEK] [REFUND n] [TIERS name=share ...] [PRIORITY name] in any
@@ -213,6 +216,8 @@ func (o *nativeOptions) parseRare(args [][]byte, set nativeOptionSet, priority *
 		}
 		o.tiers, o.rare = args[1:j], true
 		return j, nil
+	case command.EqualFold(args[0], "tz"):
+		return o.parseZone(args, set)
 	}
 	return 0, fmt.Errorf("unknown option '%s'", command.Truncate(args[0], 64))
 }
