@@ -62,7 +62,7 @@ func TestCalendarWindows(t *testing.T) {
 		}},
 		{"a year, and 1y in Tokyo", []step{
 			{"2024-12-31T23:00:00Z", []any{"yr", 5, "1y"}, ints(0, 5, 4, -1, hourMs), hourMs},
-			{"2024-12-31T23:00:00Z", []any{"yr:tokyo", 5, "1y", "TZ", "Asia/Tokyo"}, ints(0, 5, 4, -1, 365*24*hourMs - 8*hourMs), 0},
+			{"2024-12-31T23:00:00Z", []any{"yr:tokyo", 5, "1y", "TZ", "Asia/Tokyo"}, ints(0, 5, 4, -1, 365*24*hourMs-8*hourMs), 0},
 		}},
 		{"1d without TZ is the fixed UTC day", []step{
 			{"2024-03-10T12:00:00-04:00", []any{"utcday", 5, "1d"}, ints(0, 5, 4, -1, 8*hourMs), 8 * hourMs},
