@@ -60,7 +60,13 @@ func (p FixedWindow) Take(now int64, st State, exists bool, cost int64, _ []byte
 		}
 		t = max(now, st.Num)
 	}
-	start, end := p.bounds(t)
+	var start, end int64
+	if p.Calendar == Fixed { // bounds, by hand: a call costs a fixed window's call its time
+		start = t - t%p.Window
+		end = start + p.Window
+	} else {
+		start, end = p.Calendar.Bounds(t, p.Loc)
+	}
 	if exists && st.Num >= start {
 		count = st.Num2
 	}
