@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strings"
 	"testing"
 	"time"
 	_ "time/tzdata" // the tests' zones, whatever the host has
@@ -33,4 +34,36 @@ func TestCalendarWindowSurvivesRestart(t *testing.T) {
 	_, rdb = r.start(t)
 	require.Equal(t, int64(0), do(t, rdb, "EXISTS", "quota"), "expired with its month")
 	require.Equal(t, []any{int64(0), int64(3), int64(2), int64(-1), int64(30 * 24 * 3600 * 1000)}, do(t, rdb, call...))
+}
+
+// TestCalendarWindowUpstream: in upstream mode a calendar window's state lives in the
+// upstream Redis and answers as the local one does, through a week's and a month's end in
+// Berlin: the same maths on the same state.
+func TestCalendarWindowUpstream(t *testing.T) {
+	local, remote, clk, _ := upstreamPair(t)
+	l, r := dialReplies(t, local.addr), dialReplies(t, remote.addr)
+	denied := 0
+	for step := 0; step < 40; step++ {
+		reqs := [][]string{
+			{"WINDOW", "week", "5", "1w", "TZ", "Europe/Berlin"},
+			{"WINDOW", "month", "12", "1mo", "TZ", "Europe/Berlin", "COST", "2"},
+			{"WINDOW", "month", "12", "1mo", "TZ", "Europe/Berlin", "PEEK"},
+			{"ALLOF", "WINDOW", "{u}a", "3", "1y", "TZ", "America/New_York", "WINDOW", "{u}b", "9", "1d", "TZ", "Australia/Lord_Howe"},
+		}
+		if step%7 == 3 {
+			reqs = append(reqs, []string{"WINDOW", "week", "5", "1w", "TZ", "Europe/Berlin", "REFUND", "2"})
+		}
+		want, got := l.do(t, reqs...), r.do(t, reqs...)
+		require.Equal(t, want, got, "step %d at %v", step, clk.Now())
+		for _, w := range want {
+			if strings.HasPrefix(w, "*5\r\n:1\r\n") {
+				denied++
+			}
+		}
+		clk.Advance(19 * time.Hour)
+	}
+	require.Greater(t, denied, 10, "the windows fill and reset")
+	info := dialReplies(t, remote.addr).do(t, []string{"INFO", "upstream"})[0]
+	require.Contains(t, info, "upstream_breaker:closed")
+	require.Contains(t, info, "upstream_degraded_decisions:0")
 }
