@@ -134,7 +134,7 @@ type nativeOptionSet struct {
 }
 
 // parse reads [COST n] [PEEK] [REFUND n] [TIERS name=share ...] [PRIORITY name] in any
-// order, and [APPROX] when allowed, into o, which is zero, and returns PRIORITY's name for
+// order, and [APPROX] and [TZ name] when allowed, into o, which is zero, and returns PRIORITY's name for
 // the caller to resolve once the limit's tiers are known (resolveTier). (o is filled in
 // place: returning the options copies them, and that copy is most of what they cost a call.)
 func (o *nativeOptions) parse(args [][]byte, set nativeOptionSet) (priority []byte, err error) {
@@ -175,9 +175,9 @@ func (o *nativeOptions) parse(args [][]byte, set nativeOptionSet) (priority []by
 	return priority, nil
 }
 
-// parseRare reads one of REFUND n, PRIORITY name (into priority) and TIERS name=share ...
-// at the start of args into o, and returns the count of arguments it used; anything else
-// is an unknown option.
+// parseRare reads one of REFUND n, PRIORITY name (into priority), TIERS name=share ... and
+// WINDOW's TZ name (zone.go) at the start of args into o, and returns the count of arguments
+// it used; anything else is an unknown option.
 func (o *nativeOptions) parseRare(args [][]byte, set nativeOptionSet, priority *[]byte) (int, error) {
 	switch {
 	case command.EqualFold(args[0], "refund") && len(args) > 1:
