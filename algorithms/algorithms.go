@@ -84,6 +84,8 @@ var (
 	ErrApproxLimit = errors.New("limit must be at most 4294967295 with APPROX")
 	// ErrWindow is a window outside (0, MaxDuration].
 	ErrWindow = errors.New("window must be positive and at most 73 years")
+	// ErrCalendar is a FixedWindow Calendar that is none of Fixed, Day, Week, Month, Year.
+	ErrCalendar = errors.New("window's calendar period must be 1d, 1w, 1mo or 1y")
 	// ErrLease is a lease outside (0, MaxDuration].
 	ErrLease = errors.New("lease must be positive and at most 73 years")
 	// ErrIDLength is a Concurrency id longer than MaxIDLength.

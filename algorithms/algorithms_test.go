@@ -10,7 +10,7 @@ import (
 func TestTakeArguments(t *testing.T) {
 	algos := []Algorithm{
 		TokenBucket{10, 1, sec}, LeakyBucket{10, 1, sec}, SlidingLog{10, sec},
-		SlidingCounter{10, sec}, FixedWindow{10, sec}, Concurrency{10, sec, []byte("a")},
+		SlidingCounter{10, sec}, FixedWindow{Limit: 10, Window: sec}, Concurrency{10, sec, []byte("a")},
 	}
 	cases := []struct {
 		name string
@@ -53,7 +53,7 @@ func TestLargestLimits(t *testing.T) {
 		a, other Algorithm
 	}{
 		{"sliding log", SlidingLog{math.MaxInt64, MaxDuration}, nil},
-		{"fixed window", FixedWindow{math.MaxInt64, MaxDuration}, nil},
+		{"fixed window", FixedWindow{Limit: math.MaxInt64, Window: MaxDuration}, nil},
 		{"concurrency", Concurrency{math.MaxInt64, MaxDuration, []byte("a")}, Concurrency{math.MaxInt64, MaxDuration, []byte("b")}},
 		{"token bucket", TokenBucket{maxUnits, maxUnits, MaxDuration}, nil},
 		{"leaky bucket", LeakyBucket{maxUnits, maxUnits, MaxDuration}, nil},

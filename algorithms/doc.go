@@ -94,7 +94,11 @@
 // Fixed window (WINDOW limit window). Burst: limit per window aligned to the
 // epoch, so up to twice the limit across a boundary (limit at 11:59:59.9,
 // limit at 12:00:00.0). State: 16 bytes. Accuracy: exact per window. The
-// cheapest, and the easiest to explain ("1000 per calendar hour").
+// cheapest, and the easiest to explain ("1000 per calendar hour"). With a
+// Calendar (WINDOW limit 1mo TZ Europe/Berlin) the windows are the days,
+// ISO weeks, months or years of a time zone, of their real lengths: quotas
+// as they are billed. The caller passes the *time.Location; the calendar
+// maths (calendar.go) reads only it and now.
 //
 // Concurrency (CONCURRENCY.ACQUIRE limit lease id, CONCURRENCY.RELEASE id).
 // Not a rate: at most limit slots held at once, each by an id for at most

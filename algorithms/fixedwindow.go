@@ -1,5 +1,7 @@
 package algorithms
 
+import "time"
+
 // FixedWindow is WINDOW's limit: windows of Window ns aligned to multiples
 // of Window since the Unix epoch, and at most Limit units admitted in each.
 // The count starts again at 0 when a window begins, so up to 2*Limit units
@@ -14,14 +16,28 @@ package algorithms
 // New parameters adapt the state and never refill it: the count stays and
 // counts against the new Limit in the new window that holds the last
 // admission (for the same Window, the window it was counted in).
-type FixedWindow struct{ Limit, Window int64 } // Window in ns
+//
+// With a Calendar the windows are instead that calendar's periods in Loc
+// (nil: UTC), and Window is not read: WINDOW key 10000 1mo TZ Europe/Berlin
+// counts from the first of each month at midnight in Berlin, and its
+// ResetAfter runs to the next first, however long the month is and whatever
+// daylight saving time does in it. The state is the same: a key's windows
+// may change between fixed and calendar ones, and the count carries over
+// when its last admission lies in the window that holds now.
+type FixedWindow struct {
+	Limit, Window int64 // Window in ns
+	Calendar      Calendar
+	Loc           *time.Location
+}
 
 // Validate reports the first bad parameter.
 func (p FixedWindow) Validate() error {
 	switch {
 	case p.Limit < 1:
 		return ErrLimit
-	case !validDuration(p.Window):
+	case p.Calendar > Year:
+		return ErrCalendar
+	case p.Calendar == Fixed && !validDuration(p.Window):
 		return ErrWindow
 	}
 	return nil
@@ -43,11 +59,17 @@ func (p FixedWindow) Take(now int64, st State, exists bool, cost int64, _ []byte
 			return Decision{}, st, false, ErrCorrupt
 		}
 		t = max(now, st.Num)
-		if t/p.Window == st.Num/p.Window {
-			count = st.Num2
-		}
 	}
-	end := t - t%p.Window + p.Window
+	var start, end int64
+	if p.Calendar == Fixed { // bounds, by hand: a call costs a fixed window's call its time
+		start = t - t%p.Window
+		end = start + p.Window
+	} else {
+		start, end = p.Calendar.Bounds(t, p.Loc)
+	}
+	if exists && st.Num >= start {
+		count = st.Num2
+	}
 
 	d := Decision{Limit: p.Limit, RetryAfter: -1}
 	after := count
@@ -68,4 +90,13 @@ func (p FixedWindow) Take(now int64, st State, exists bool, cost int64, _ []byte
 		return d, st, false, nil
 	}
 	return d, State{Num: t, Num2: after, Expire: end}, true, nil
+}
+
+// bounds returns the start and the end of the window that holds t (Unix ns).
+func (p FixedWindow) bounds(t int64) (start, end int64) {
+	if p.Calendar != Fixed {
+		return p.Calendar.Bounds(t, p.Loc)
+	}
+	start = t - t%p.Window
+	return start, start + p.Window
 }

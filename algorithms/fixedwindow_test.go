@@ -52,11 +52,11 @@ func TestFixedWindowAdaptsNeverRefills(t *testing.T) {
 		want [6]int64 // a probe's reply at 7s
 	}{
 		{"same parameters", old, [6]int64{0, 10, 4, -1, 3 * sec, 0}},
-		{"limit shrinks below the count", FixedWindow{5, 10 * sec}, [6]int64{1, 5, 0, 3 * sec, 3 * sec, 0}},
-		{"limit grows: the count stays", FixedWindow{100, 10 * sec}, [6]int64{0, 100, 94, -1, 3 * sec, 0}},
+		{"limit shrinks below the count", FixedWindow{Limit: 5, Window: 10 * sec}, [6]int64{1, 5, 0, 3 * sec, 3 * sec, 0}},
+		{"limit grows: the count stays", FixedWindow{Limit: 100, Window: 10 * sec}, [6]int64{0, 100, 94, -1, 3 * sec, 0}},
 		// Windows of 4s: the last admission (6s) is in [4s, 8s).
-		{"shorter window: counted where the last admission was", FixedWindow{10, 4 * sec}, [6]int64{0, 10, 4, -1, sec, 0}},
-		{"longer window", FixedWindow{10, 60 * sec}, [6]int64{0, 10, 4, -1, 53 * sec, 0}},
+		{"shorter window: counted where the last admission was", FixedWindow{Limit: 10, Window: 4 * sec}, [6]int64{0, 10, 4, -1, sec, 0}},
+		{"longer window", FixedWindow{Limit: 10, Window: 60 * sec}, [6]int64{0, 10, 4, -1, 53 * sec, 0}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

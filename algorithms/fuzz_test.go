@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"slices"
 	"testing"
+	"time"
 )
 
 // The fuzz tests drive one key through a run of calls (ops: 4 bytes each,
@@ -558,7 +559,7 @@ func FuzzFixedWindow(f *testing.F) {
 	f.Add(int64(3), int64(1e9), uint8(0), []byte{0, 32, 2, 0, 0, 25, 1, 0, 0, 0, 1, 0, 0, 7, 3, 0})
 	f.Add(int64(1), int64(1e6), uint8(2), []byte{0, 0, 1, 0, 255, 0, 1, 0, 1, 0, 1, 0})
 	f.Fuzz(func(t *testing.T, limit, window int64, flags uint8, in []byte) {
-		if err := (FixedWindow{limit, window}).Validate(); err != nil {
+		if err := (FixedWindow{Limit: limit, Window: window}).Validate(); err != nil {
 			requireOneOf(t, err, ErrLimit, ErrWindow)
 		}
 		p := FixedWindow{Limit: 1 + abs64(limit)%1000, Window: 1 + abs64(window)%1e12}
@@ -743,7 +744,7 @@ func FuzzState(f *testing.F) {
 	f.Add(uint8(1), int64(-1), int64(math.MaxInt64), int64(math.MinInt64), int64(-1), int64(-1), []byte{0xff, 0xff}, int64(-1), int64(1e18))
 	f.Fuzz(func(t *testing.T, which uint8, a, b, c, num, num2 int64, bs []byte, cost, dt int64) {
 		var algo Algorithm
-		switch which % 6 {
+		switch which % 7 {
 		case 0:
 			algo = TokenBucket{a, b, c}
 		case 1:
@@ -753,9 +754,11 @@ func FuzzState(f *testing.F) {
 		case 3:
 			algo = SlidingCounter{a, b}
 		case 4:
-			algo = FixedWindow{a, b}
+			algo = FixedWindow{Limit: a, Window: b}
 		case 5:
 			algo = Concurrency{a, b, bs[:min(len(bs), int(uint64(c)%300))]}
+		case 6:
+			algo = FixedWindow{Limit: a, Window: b, Calendar: Calendar(uint64(c) % 6), Loc: fuzzZone(t, c)}
 		}
 		now := base + dt%(1<<60)
 		st := State{Num: num, Num2: num2, Bytes: bs}
@@ -766,7 +769,7 @@ func FuzzState(f *testing.F) {
 					t.Fatal("a new key is corrupt")
 				}
 				requireOneOf(t, err, ErrCorrupt, ErrCost, ErrClock, ErrHolders, ErrCapacity, ErrRefill, ErrLeak,
-					ErrPeriod, ErrRefillCapacity, ErrLeakCapacity, ErrLimit, ErrApproxLimit, ErrWindow, ErrLease, ErrIDLength)
+					ErrPeriod, ErrRefillCapacity, ErrLeakCapacity, ErrLimit, ErrApproxLimit, ErrWindow, ErrLease, ErrIDLength, ErrCalendar)
 				if store || !sameState(next, st) {
 					t.Fatal("an error stores")
 				}
@@ -789,7 +792,7 @@ func FuzzState(f *testing.F) {
 				d, next, store, got, err := r.Refund(now, st, exists, cost, nil)
 				if err != nil {
 					requireOneOf(t, err, ErrCorrupt, ErrCost, ErrClock, ErrCapacity, ErrRefill, ErrLeak,
-						ErrPeriod, ErrRefillCapacity, ErrLeakCapacity, ErrLimit, ErrApproxLimit, ErrWindow)
+						ErrPeriod, ErrRefillCapacity, ErrLeakCapacity, ErrLimit, ErrApproxLimit, ErrWindow, ErrCalendar)
 					if store {
 						t.Fatal("an error stores")
 					}
@@ -830,4 +833,54 @@ func requireOneOf(t *testing.T, err error, want ...error) {
 		}
 	}
 	t.Fatalf("unexpected error %v", err)
+}
+
+// fuzzZone is one of calendarZones, or nil (UTC), picked by n.
+func fuzzZone(t *testing.T, n int64) *time.Location {
+	i := int(uint64(n) / 6 % uint64(len(calendarZones)+1))
+	if i == len(calendarZones) {
+		return nil
+	}
+	return zone(t, calendarZones[i])
+}
+
+// FuzzCalendar checks every calendar period at any time in any of the test
+// zones (calendarZones): it holds the time, starts on its first day's first
+// instant, and the periods tile. A calendar window never admits more than
+// its limit in one period: the count of a key is the model's, summed per
+// period, whatever the clock does.
+func FuzzCalendar(f *testing.F) {
+	f.Add(int64(1711846800e9), uint8(2), int64(3), []byte{0, 32, 2, 0, 0, 25, 1, 0, 0, 0, 1, 0, 0, 7, 3, 0})
+	f.Add(int64(1325239200e9), uint8(1), int64(8), []byte{0, 0, 1, 0, 255, 0, 1, 0, 1, 0, 1, 0})
+	f.Add(int64(0), uint8(3), int64(0), []byte{1, 2, 3})
+	f.Fuzz(func(t *testing.T, ts int64, cal uint8, zoneAndLimit int64, in []byte) {
+		c := Calendar(1 + cal%4)
+		loc := fuzzZone(t, zoneAndLimit)
+		ts = int64(uint64(ts) % MaxTime)
+		checkBounds(t, c, ts, loc)
+
+		p := FixedWindow{Limit: 1 + int64(uint64(zoneAndLimit)%7), Calendar: c, Loc: loc}
+		var k key
+		counts := map[int64]int64{} // by the period's start
+		clk := clock{now: ts, back: cal&8 != 0}
+		unit := c.Nominal() / 64
+		for _, o := range ops(in) {
+			now := clk.move(o, unit)
+			if now < 0 || now >= MaxTime {
+				return
+			}
+			cost := o.cost % (p.Limit + 2)
+			d, err := k.try(p, now, cost)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !d.Limited && cost > 0 {
+				start, _ := c.Bounds(max(now, k.st.Num), loc)
+				counts[start] += cost
+				if counts[start] > p.Limit {
+					t.Fatalf("%v in %v: %d admitted in the period from %v", c, loc, counts[start], time.Unix(0, start).In(loc))
+				}
+			}
+		}
+	})
 }

@@ -110,13 +110,13 @@ func (p FixedWindow) Refund(now int64, st State, exists bool, n int64, _ []byte)
 	if !validTime(st.Num) || st.Num2 < 0 {
 		return Decision{}, st, false, 0, ErrCorrupt
 	}
-	t := max(now, st.Num)
-	if t/p.Window != st.Num/p.Window || st.Num2 == 0 || n == 0 {
+	start, end := p.bounds(max(now, st.Num))
+	if st.Num < start || st.Num2 == 0 || n == 0 {
 		return p.probe(now, st, exists, nil) // the count is of a window gone
 	}
 	refunded = min(n, st.Num2)
 	if count := st.Num2 - refunded; count > 0 {
-		next = State{Num: st.Num, Num2: count, Expire: t - t%p.Window + p.Window}
+		next = State{Num: st.Num, Num2: count, Expire: end}
 	}
 	d, _, _, err = p.Take(now, next, next.Expire > 0, 0, nil)
 	return asRefund(d), next, true, refunded, err

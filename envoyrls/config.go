@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"gopkg.in/yaml.v3"
@@ -50,7 +51,8 @@ var Algorithms = map[string]string{
 }
 
 // units are the rate_limit units and their seconds (a month 30 days, a year 365, as
-// envoyproxy/ratelimit counts them).
+// envoyproxy/ratelimit counts them). A fixed window (algorithm: window) of one week, month
+// or year is instead the calendar's (calendarArgs).
 var units = map[string]int64{
 	"second": 1, "minute": 60, "hour": 3600, "day": 86400,
 	"week": 7 * 86400, "month": 30 * 86400, "year": 365 * 86400,
@@ -126,6 +128,7 @@ type yamlLimit struct {
 	} `yaml:"replaces"`
 	Algorithm string            `yaml:"algorithm"`
 	Tiers     map[string]string `yaml:"tiers"`
+	TimeZone  string            `yaml:"time_zone"`
 }
 
 type yamlFile struct {
@@ -339,6 +342,9 @@ func (c *Config) rule(where, name string, yd *yamlDescriptor) (*Rule, error) {
 			r.Args = append(r.Args, "APPROX")
 		}
 	}
+	if err := calendarArgs(where, r, verb, mult, yl.TimeZone); err != nil {
+		return nil, err
+	}
 	if len(yl.Tiers) > 0 {
 		// TIERS name=share, the shares as CHECK reads them, the names in a fixed order.
 		names := make([]string, 0, len(yl.Tiers))
@@ -389,7 +395,7 @@ func checkKeys(doc *yaml.Node) error {
 		"domain": true, "descriptors": true, "response_headers": true, "key": true, "value": true,
 		"rate_limit": true, "shadow_mode": true, "detailed_metric": true, "name": true, "unit": true,
 		"requests_per_unit": true, "unit_multiplier": true, "unlimited": true, "replaces": true, "algorithm": true,
-		"tiers": true, "priority_key": true,
+		"tiers": true, "priority_key": true, "time_zone": true,
 	}
 	var walk func(n *yaml.Node) error
 	walk = func(n *yaml.Node) error {
@@ -442,4 +448,35 @@ func lines(doc *yaml.Node, ds []*yamlDescriptor) {
 		root = root.Content[0]
 	}
 	list(field(root, "descriptors"), ds)
+}
+
+// calendars are the units whose fixed window (algorithm: window, unit_multiplier 1) is a
+// calendar period, WINDOW's: the ISO week, the month and the year, in UTC or in the
+// rate_limit's time_zone (throttled's addition), which also makes a day the zone's.
+// envoyproxy/ratelimit counts them as 7, 30 and 365 days since the epoch (its weeks start
+// on Thursday), or, with USE_CALENDAR_MONTH_RATE_LIMIT, the UTC calendar month for a month.
+var calendars = map[string]string{"day": "1d", "week": "1w", "month": "1mo", "year": "1y"}
+
+// calendarArgs makes r's WINDOW count in calendar periods where its unit is one, and adds
+// TZ time_zone; time_zone on a limit that has no calendar period is an error.
+func calendarArgs(where string, r *Rule, verb string, mult int64, zone string) error {
+	cal, ok := calendars[r.Unit]
+	if verb != "WINDOW" || mult != 1 || !ok || r.Unit == "day" && zone == "" {
+		if zone != "" {
+			return fmt.Errorf("%s: time_zone needs algorithm: window and a unit of day, week, month or year (unit_multiplier 1)", where)
+		}
+		return nil
+	}
+	r.Args[2] = cal
+	if zone == "" {
+		return nil
+	}
+	if zone == "Local" || strings.ContainsAny(zone, ". \\") || strings.Contains(zone, "//") || strings.HasPrefix(zone, "/") {
+		return fmt.Errorf("%s: time_zone '%s' is not an IANA time zone's name (Europe/Berlin, America/New_York, UTC)", where, zone)
+	}
+	if _, err := time.LoadLocation(zone); err != nil {
+		return fmt.Errorf("%s: unknown time_zone '%s': an IANA name such as Europe/Berlin, America/New_York or UTC", where, zone)
+	}
+	r.Args = append(r.Args, "TZ", zone)
+	return nil
 }

@@ -118,3 +118,56 @@ func TestLoadDirectory(t *testing.T) {
 	_, err = Load(dir)
 	require.ErrorContains(t, err, "c.yaml: domain 'one' is declared again (first in "+filepath.Join(dir, "a.yaml")+")")
 }
+
+// TestCalendarUnits: a fixed window of a week, a month or a year counts in the calendar's
+// periods (WINDOW's 1w, 1mo, 1y), in UTC or in time_zone, which also makes a day the
+// zone's; the rate algorithms keep the units' seconds (a month is 30 days), as
+// envoyproxy/ratelimit counts them.
+func TestCalendarUnits(t *testing.T) {
+	c, err := Parse("f.yaml", []byte(`
+domain: billing
+descriptors:
+  - key: week
+    rate_limit: {unit: week, requests_per_unit: 700, algorithm: window}
+  - key: month
+    rate_limit: {unit: month, requests_per_unit: 10000, algorithm: window, time_zone: Europe/Berlin}
+  - key: year
+    rate_limit: {unit: year, requests_per_unit: 100000, algorithm: window}
+  - key: day
+    rate_limit: {unit: day, requests_per_unit: 500, algorithm: window, time_zone: America/New_York}
+  - key: utcday
+    rate_limit: {unit: day, requests_per_unit: 500, algorithm: window}
+  - key: quarter
+    rate_limit: {unit: month, requests_per_unit: 30000, unit_multiplier: 3, algorithm: window}
+  - key: gcra
+    rate_limit: {unit: month, requests_per_unit: 10000}
+`))
+	require.NoError(t, err)
+	args := map[string][]string{}
+	for n, p := range c.Policies {
+		args[n] = p.Args
+	}
+	require.Equal(t, map[string][]string{
+		"rls.billing.week":    {"WINDOW", "700", "1w"},
+		"rls.billing.month":   {"WINDOW", "10000", "1mo", "TZ", "Europe/Berlin"},
+		"rls.billing.year":    {"WINDOW", "100000", "1y"},
+		"rls.billing.day":     {"WINDOW", "500", "1d", "TZ", "America/New_York"},
+		"rls.billing.utcday":  {"WINDOW", "500", "86400"},
+		"rls.billing.quarter": {"WINDOW", "30000", "7776000"}, // 90 days: three months have no calendar period of their own
+		"rls.billing.gcra":    {"THROTTLE", "9999", "10000", "2592000"},
+	}, args)
+
+	for _, tc := range []struct{ name, limit, err string }{
+		{"zone on gcra", "{unit: month, requests_per_unit: 1, time_zone: UTC}", "f.yaml:3: time_zone needs algorithm: window"},
+		{"zone on an hour", "{unit: hour, requests_per_unit: 1, algorithm: window, time_zone: UTC}", "f.yaml:3: time_zone needs algorithm: window"},
+		{"zone on a multiple", "{unit: week, unit_multiplier: 2, requests_per_unit: 1, algorithm: window, time_zone: UTC}", "f.yaml:3: time_zone needs"},
+		{"unknown zone", "{unit: month, requests_per_unit: 1, algorithm: window, time_zone: Mars/Base}", "f.yaml:3: unknown time_zone 'Mars/Base'"},
+		{"a path", "{unit: month, requests_per_unit: 1, algorithm: window, time_zone: ../../etc/passwd}", "f.yaml:3: time_zone '../../etc/passwd' is not"},
+		{"Local", "{unit: month, requests_per_unit: 1, algorithm: window, time_zone: Local}", "f.yaml:3: time_zone 'Local' is not"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("f.yaml", []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: "+tc.limit+"\n"))
+			require.ErrorContains(t, err, tc.err)
+		})
+	}
+}

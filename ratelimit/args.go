@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/throttledhq/throttled/algorithms"
 	"github.com/throttledhq/throttled/command"
@@ -113,6 +114,7 @@ type nativeOptions struct {
 	// share is the share of the limit the call's tier may consume, set by resolveTier;
 	// 0 or algorithms.Whole: all of it.
 	share algorithms.Share
+	loc   *time.Location // WINDOW's TZ; nil: none given (zone.go)
 	// tiers are the TIERS name=share arguments, unparsed: a policy keeps them for CHECK's
 	// PRIORITY to name.
 	tiers [][]byte
@@ -128,10 +130,11 @@ var (
 type nativeOptionSet struct {
 	approx bool // SLIDE's APPROX
 	tiers  bool // TIERS: not CHECK's, whose policy has them
+	zone   bool // WINDOW's TZ
 }
 
 // parse reads [COST n] [PEEK] [REFUND n] [TIERS name=share ...] [PRIORITY name] in any
-// order, and [APPROX] when allowed, into o, which is zero, and returns PRIORITY's name for
+// order, and [APPROX] and [TZ name] when allowed, into o, which is zero, and returns PRIORITY's name for
 // the caller to resolve once the limit's tiers are known (resolveTier). (o is filled in
 // place: returning the options copies them, and that copy is most of what they cost a call.)
 func (o *nativeOptions) parse(args [][]byte, set nativeOptionSet) (priority []byte, err error) {
@@ -172,9 +175,9 @@ func (o *nativeOptions) parse(args [][]byte, set nativeOptionSet) (priority []by
 	return priority, nil
 }
 
-// parseRare reads one of REFUND n, PRIORITY name (into priority) and TIERS name=share ...
-// at the start of args into o, and returns the count of arguments it used; anything else
-// is an unknown option.
+// parseRare reads one of REFUND n, PRIORITY name (into priority), TIERS name=share ... and
+// WINDOW's TZ name (zone.go) at the start of args into o, and returns the count of arguments
+// it used; anything else is an unknown option.
 func (o *nativeOptions) parseRare(args [][]byte, set nativeOptionSet, priority *[]byte) (int, error) {
 	switch {
 	case command.EqualFold(args[0], "refund") && len(args) > 1:
@@ -213,6 +216,8 @@ func (o *nativeOptions) parseRare(args [][]byte, set nativeOptionSet, priority *
 		}
 		o.tiers, o.rare = args[1:j], true
 		return j, nil
+	case command.EqualFold(args[0], "tz"):
+		return o.parseZone(args, set)
 	}
 	return 0, fmt.Errorf("unknown option '%s'", command.Truncate(args[0], 64))
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/throttledhq/throttled/algorithms"
 	"github.com/throttledhq/throttled/command"
 )
 
@@ -66,7 +67,7 @@ func (rl *Family) PolicyWindow(name string, limit int64) time.Duration {
 
 // policyWindow is RateLimit-Policy's w for a policy's verb and limit: the time in which q
 // (the limit) units pass from an idle key. The windows' (SLIDE limit window, WINDOW limit
-// window) is their window; the rates' (THROTTLE max_burst count period, TOKENBUCKET capacity
+// window) is their window (a calendar window's its nominal length: 1mo is 30 days); the rates' (THROTTLE max_burst count period, TOKENBUCKET capacity
 // refill period, LEAKYBUCKET capacity leak period) is the time the rate takes to bring the
 // whole limit back: period * limit / count, so THROTTLE 99 100 1m is q=100;w=60. 0 if none.
 func policyWindow(args []string, limit int64) time.Duration {
@@ -76,6 +77,9 @@ func policyWindow(args []string, limit int64) time.Duration {
 	if strings.EqualFold(args[0], "slide") || strings.EqualFold(args[0], "window") {
 		if len(args) < 3 {
 			return 0
+		}
+		if c := calendarOf([]byte(args[2]), true); c != algorithms.Fixed {
+			return time.Duration(c.Nominal()) // a month's w is 30 days, as Envoy's headers count it
 		}
 		ns, err := parseDuration("window", []byte(args[2]))
 		if err != nil {

@@ -20,6 +20,10 @@ func TestPolicyWindow(t *testing.T) {
 		{[]string{"SLIDE", "10", "1m", "APPROX"}, 10, time.Minute},
 		{[]string{"WINDOW", "10", "1h"}, 10, time.Hour},
 		{[]string{"WINDOW", "10"}, 10, 0},
+		{[]string{"WINDOW", "10", "1mo", "TZ", "Europe/Berlin"}, 10, 30 * 24 * time.Hour}, // nominal, as Envoy's headers
+		{[]string{"WINDOW", "10", "1w"}, 10, 7 * 24 * time.Hour},
+		{[]string{"WINDOW", "10", "1y"}, 10, 365 * 24 * time.Hour},
+		{[]string{"WINDOW", "10", "1d", "TZ", "America/New_York"}, 10, 24 * time.Hour},
 		{[]string{"THROTTLE", "1", "x", "1m"}, 2, 0},
 		{nil, 1, 0},
 	} {

@@ -20,10 +20,12 @@ func FuzzLimitOptions(f *testing.F) {
 		{"THROTTLE", "k1", "9", "10", "1m"}, {"TOKENBUCKET", "k2", "10", "1", "1s"}, {"LEAKYBUCKET", "k3", "10", "1", "1s"},
 		{"SLIDE", "k4", "10", "1m"}, {"SLIDE", "k5", "10", "1m", "APPROX"}, {"WINDOW", "k6", "10", "1m"},
 		{"CONCURRENCY.ACQUIRE", "k7", "3", "1m", "id"}, {"ALLOF", "WINDOW", "k6", "10", "1m"}, {"CHECK", "api", "m7"},
+		{"WINDOW", "k8", "10", "1mo"}, {"WINDOW", "k9", "10", "1d"},
 	}
 	for _, seed := range []string{"REFUND 3", "COST 4", "TIERS a=1 default=0.5 PRIORITY a", "PRIORITY payments REFUND 2",
 		"TIERS a=0.000001 COST 1", "REFUND 9223372036854775807 PEEK", "TIERS =1", "TIERS a=1 a=1", "PRIORITY",
-		"COST 2 REFUND 1", "TIERS a=1 PRIORITY b", "REFUND 1 WINDOW k6 10 1m PRIORITY x TIERS x=0.3"} {
+		"COST 2 REFUND 1", "TIERS a=1 PRIORITY b", "REFUND 1 WINDOW k6 10 1m PRIORITY x TIERS x=0.3",
+		"TZ Europe/Berlin", "TZ America/New_York COST 3", "TZ ../x", "TZ UTC TZ UTC", "REFUND 2 TZ Australia/Lord_Howe", "TZ"} {
 		f.Add(uint8(len(seed)), seed)
 	}
 	f.Fuzz(func(t *testing.T, pick uint8, input string) {

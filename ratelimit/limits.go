@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -27,8 +28,8 @@ func (rl *Family) limitCommands() []*command.Spec {
 			"Leaky bucket as a queue: admits while at most capacity units wait, drains leak per period; replies delay_ms too."),
 		verb("slide", "key limit window [APPROX] [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name]",
 			"Sliding window: an exact log of admissions, or with APPROX the weighted two-window counter."),
-		verb("window", "key limit window [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name]",
-			"Fixed window aligned to multiples of window since the Unix epoch."),
+		verb("window", "key limit window [TZ name] [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name]",
+			"Fixed window aligned to multiples of window since the Unix epoch, or to the calendar (1d, 1w, 1mo, 1y) in the time zone TZ (default UTC)."),
 		verb("concurrency.acquire", "key limit lease id [COST n] [PEEK]",
 			"At most limit holders at once; id holds a slot for at most lease, and renews it by acquiring again."),
 		{Name: "concurrency.release", Arity: 3, Flags: "write fast", FirstKey: 1, LastKey: 1, Group: "ratelimit", Since: "0.1.0",
@@ -115,7 +116,7 @@ func (l *limit) parse(verb string, nparams int, args [][]byte, inAllOf bool) (in
 			}
 		}
 	}
-	priority, err := l.opts.parse(rest[:end], nativeOptionSet{approx: verb == "slide", tiers: true})
+	priority, err := l.opts.parse(rest[:end], nativeOptionSet{approx: verb == "slide", tiers: true, zone: verb == "window"})
 	if err != nil {
 		return 0, err
 	}
@@ -130,10 +131,12 @@ func (l *limit) parse(verb string, nparams int, args [][]byte, inAllOf bool) (in
 	return 1 + nparams + end, nil
 }
 
-// takesValue reports whether arg is an option a value follows: COST, REFUND or PRIORITY.
+// takesValue reports whether arg is an option a value follows: COST, REFUND, PRIORITY or TZ.
 // (One test of the length for most arguments: ALLOF asks it of each.)
 func takesValue(arg []byte) bool {
 	switch len(arg) {
+	case len("tz"):
+		return command.EqualFold(arg, "tz")
 	case len("cost"):
 		return command.EqualFold(arg, "cost")
 	case len("refund"):
@@ -219,10 +222,21 @@ func (l *limit) parseParams(verb string, p [][]byte, approx bool) error {
 		}
 	case "slide", "window":
 		count("limit", p[0], 1, &a)
-		duration("window", p[1], &d)
+		cal := algorithms.Fixed
+		if verb == "window" {
+			cal = calendarOf(p[1], l.opts.loc != nil)
+		}
+		if cal == algorithms.Fixed {
+			duration("window", p[1], &d)
+			if err != nil {
+				err = cmp.Or(calendarError(verb, p[1]), err)
+			} else if l.opts.loc != nil {
+				err = fmt.Errorf("TZ needs a calendar window: 1d, 1w, 1mo or 1y, got '%s'", command.Truncate(p[1], 64))
+			}
+		}
 		switch {
 		case verb == "window":
-			l.kind, l.fw = keyspace.FixedWindow, algorithms.FixedWindow{Limit: a, Window: d}
+			l.kind, l.fw = keyspace.FixedWindow, algorithms.FixedWindow{Limit: a, Window: d, Calendar: cal, Loc: l.opts.loc}
 			if err == nil {
 				err = l.fw.Validate()
 			}

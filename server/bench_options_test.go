@@ -18,6 +18,8 @@ import (
 //   - TIERS: the tier "default" of TIERS payments=1 default=0.8: the call passes only where
 //     cost + 20% of the limit would, so the limit is evaluated twice.
 //   - PRIORITY: the same TIERS with PRIORITY payments (share 1): evaluated once.
+//   - WINDOW/1mo and WINDOW/TZ (issue 38): a calendar window, in UTC and with TZ
+//     Europe/Berlin, beside WINDOW/none, which must not pay for them.
 //
 // Each runs on 1000 keys in turn, as benchVerb; every argument "k" is the key, "k2" a second
 // key of its own.
@@ -42,6 +44,8 @@ func BenchmarkOptions(b *testing.B) {
 		)
 	}
 	cases = append(cases,
+		option{"WINDOW/1mo", "WINDOW k 100 1mo", ""},
+		option{"WINDOW/TZ", "WINDOW k 100 1mo TZ Europe/Berlin", ""},
 		option{"ALLOF/none", "ALLOF THROTTLE k 100 10 1m WINDOW k2 100 1m", ""},
 		option{"ALLOF/REFUND", "ALLOF THROTTLE k 100 10 1m REFUND 1 WINDOW k2 100 1m REFUND 1", "ALLOF THROTTLE k 100 10 1m COST 60 WINDOW k2 100 1m COST 60"},
 		option{"ALLOF/TIERS", "ALLOF THROTTLE k 100 10 1m " + tiers + " WINDOW k2 100 1m " + tiers, ""},

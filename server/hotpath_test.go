@@ -24,6 +24,7 @@ func TestHotPathAllocatesNothing(t *testing.T) {
 		c.W.B = c.W.B[:0]
 	}
 	send("POLICY.SET", "api", "THROTTLE", "10", "1000", "1s")
+	send("POLICY.SET", "monthly", "WINDOW", "1000000", "1mo", "TZ", "America/New_York")
 	send("SCRIPT", "LOAD", rateLimitRedisIncrement)
 	sum := sha1.Sum([]byte(rateLimitRedisIncrement))
 	sha := hex.EncodeToString(sum[:])
@@ -34,6 +35,8 @@ func TestHotPathAllocatesNothing(t *testing.T) {
 		{"TOKENBUCKET", "tb", "10", "1000", "1s"},
 		{"ALLOF", "THROTTLE", "a", "10", "1000", "1s", "WINDOW", "b", "1000", "1s"},
 		{"CHECK", "api", "subject"},
+		{"WINDOW", "quota", "1000000", "1mo", "TZ", "Europe/Berlin"},
+		{"CHECK", "monthly", "subject"},
 		{"INCR", "counter"},
 		{"INCREX", "window", "BYINT", "1", "UBOUND", "1000000000", "SATURATE", "EX", "60", "ENX"},
 		{"INCREX", "tokens", "BYFLOAT", "0.5", "LBOUND", "0", "UBOUND", "1e12", "PX", "60000"},

@@ -86,6 +86,7 @@ func everyKind(t *testing.T, rdb *redis.Client, suffix string) {
 		{"SLIDE", "slide" + suffix, 10, "1m"},
 		{"SLIDE", "approx" + suffix, 10, "1m", "APPROX"},
 		{"WINDOW", "window" + suffix, 10, "1m"},
+		{"WINDOW", "calendar" + suffix, 10, "1mo", "TZ", "Europe/Berlin"},
 		{"CONCURRENCY.ACQUIRE", "conc" + suffix, 3, "30s", "lease"},
 	} {
 		require.NoError(t, rdb.Do(ctx, cmd...).Err(), "%v", cmd)

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"syscall"
+	_ "time/tzdata" // WINDOW's TZ: the container image has no zoneinfo
 
 	"github.com/throttledhq/throttled/server"
 )
