@@ -43,3 +43,16 @@ func (s *Shard) UsageLocked(key []byte, now int64) (int64, bool) {
 	}
 	return int64(n), true
 }
+
+// IndexMemory returns the bytes of the shards' indexes and record ids, what finds a key:
+// MEMORY STATS's overhead.hashtable.main, as Redis's main dict's table and entries. It
+// locks each shard in turn.
+func (ks *Keyspace) IndexMemory() int64 {
+	n := int64(0)
+	for _, s := range ks.shards {
+		s.mu.Lock()
+		n += int64(8*cap(s.index) + 4*cap(s.ids) + 8*cap(s.freeIDs) + 8*cap(s.freeSum))
+		s.Unlock()
+	}
+	return n
+}

@@ -85,3 +85,19 @@ func sizeOfEntry(t *testing.T, sh *Shard, key string) int {
 	require.True(t, ok)
 	return sizeOf(sh.entry(off))
 }
+
+// TestIndexMemory: the index grows with the keys and is part of MemoryUsage.
+func TestIndexMemory(t *testing.T) {
+	ks := New(4)
+	empty := ks.IndexMemory()
+	for i := range 1000 {
+		key := []byte("k" + strconv.Itoa(i))
+		sh := ks.Shard(key)
+		sh.Lock()
+		sh.SetLocked(key, Value{Kind: String, Bytes: []byte("v")})
+		sh.Unlock()
+	}
+	n := ks.IndexMemory()
+	require.Greater(t, n, empty+1000*8)
+	require.Less(t, n, ks.MemoryUsage())
+}
