@@ -82,9 +82,10 @@ const (
 	flagAllowBusy // runs while a script is busy (scripting.go)
 	flagReadonly  // reads keys: its lookups count as keyspace hits or misses (INFO)
 	flagDirect    // takes its key's shard through client.lockShard: a native script may run it under the lock it holds (scripting.go)
+	flagFast      // Redis's fast flag: its slow calls are the latency monitor's fast-command events (latencymon.go)
 )
 
-var flagBits = map[string]uint32{"no-auth": flagNoAuth, "write": flagWrite, "ratelimit": flagRatelimit, "no-multi": flagNoMulti, "denyoom": flagDenyOOM, "noscript": flagNoScript, "readonly": flagReadonly}
+var flagBits = map[string]uint32{"no-auth": flagNoAuth, "write": flagWrite, "ratelimit": flagRatelimit, "no-multi": flagNoMulti, "denyoom": flagDenyOOM, "noscript": flagNoScript, "readonly": flagReadonly, "fast": flagFast}
 
 func (cmd *cmdEntry) has(bit uint32) bool { return cmd.bits&bit != 0 }
 
@@ -200,6 +201,7 @@ func (s *Server) commandTable() map[string]*cmdEntry {
 		{"pubsub", pubsubSubcommands()},
 		{"slowlog", slowlogSubcommands()},
 		{"latency", latencySubcommands()},
+		{"memory", memorySubcommands()},
 		{"acl", aclSubcommands()},
 		{"script", scriptSubcommands()},
 		{"function", functionSubcommands()},

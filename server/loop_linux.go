@@ -458,7 +458,7 @@ func (l *loop) flushSyncing() {
 	if len(l.syncing) == 0 {
 		return
 	}
-	l.s.store.Wait()
+	l.s.waitStore()
 	for i, c := range l.syncing {
 		c.mustSync = false
 		l.finish(c)

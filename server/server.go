@@ -20,6 +20,7 @@ import (
 	"github.com/throttledhq/throttled/datatype"
 	"github.com/throttledhq/throttled/internal/sdnotify"
 	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/latency"
 	"github.com/throttledhq/throttled/listen"
 	"github.com/throttledhq/throttled/persistence"
 	"github.com/throttledhq/throttled/pubsub"
@@ -78,6 +79,7 @@ type Server struct {
 
 	txLocks txLocks  // EXEC's and scripts' stripes by key
 	latency tracking // latency-tracking's histograms (latency.go)
+	latmon  monitor  // the latency monitor's events (latencymon.go)
 
 	scripts luaScripts // the script cache, interpreters and busy scripts (scripting.go)
 
@@ -216,6 +218,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.initLatency()
+	s.latmon.threshold.Store(int64(s.cfg.LatencyMonitorThreshold))
 	if err := s.openTLS(); err != nil {
 		return nil, err
 	}
@@ -230,6 +233,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	// after openStore: appendonly shows whether the store is open
 	s.params = append(append(append(append(append(s.paramTable(), s.observeParams()...), s.tlsParams()...), s.collectionParams()...), s.scriptParams()...), s.latencyParams()...)
+	s.params = append(s.params, s.latencyMonitorParams()...)
 	s.params = append(s.params, s.httpParams()...)
 	s.params = append(s.params, s.edgeParams()...)
 	s.params = append(s.params, s.startupParams()...)
@@ -488,9 +492,11 @@ func (s *Server) expireFor(budget time.Duration) bool {
 	start := time.Now()
 	for {
 		if _, done := s.ks.ExpireStep(s.nowNano(), expireSlice); done {
+			s.latencySpike(latency.EventExpireCycle, time.Since(start))
 			return false
 		}
-		if time.Since(start) >= budget {
+		if d := time.Since(start); d >= budget {
+			s.latencySpike(latency.EventExpireCycle, d)
 			return true
 		}
 	}
