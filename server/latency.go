@@ -175,8 +175,9 @@ func (s *Server) latencies() []metrics.Latency {
 	return out
 }
 
-// LATENCY HISTOGRAM [command ...]: for each command named (every one called, when none
-// is), its calls and the cumulative counts by power of two of µs, as Redis 7 answers.
+// LATENCY HISTOGRAM [command ...]: for each command named (a container with its
+// subcommands; every one called, when none is), its calls and the cumulative counts by
+// power of two of µs, as Redis 7 answers.
 func cmdLatencyHistogram(c *client, args [][]byte) error {
 	t := &c.s.latency
 	var cmds []*cmdEntry
@@ -185,9 +186,16 @@ func cmdLatencyHistogram(c *client, args [][]byte) error {
 	} else {
 		seen := make(map[*cmdEntry]bool)
 		for _, a := range args[2:] {
-			if cmd := c.s.commandNamed(string(a)); cmd != nil && !seen[cmd] {
-				seen[cmd] = true
-				cmds = append(cmds, cmd)
+			cmd := c.s.commandNamed(string(a))
+			if cmd == nil {
+				continue
+			}
+			// A container stands for itself and its subcommands, as on Redis.
+			for _, cc := range append([]*cmdEntry{cmd}, sortedSubcommands(cmd)...) {
+				if !seen[cc] {
+					seen[cc] = true
+					cmds = append(cmds, cc)
+				}
 			}
 		}
 	}
