@@ -80,6 +80,9 @@ type Server struct {
 	txLocks txLocks  // EXEC's and scripts' stripes by key
 	latency tracking // latency-tracking's histograms (latency.go)
 	latmon  monitor  // the latency monitor's events (latencymon.go)
+	// queryBufIdle is how long an event loop's client keeps its empty read buffer while it
+	// sends nothing (trimQueryBuffers): 2 seconds, as Redis frees an idle client's querybuf.
+	queryBufIdle time.Duration
 
 	scripts luaScripts // the script cache, interpreters and busy scripts (scripting.go)
 
@@ -219,6 +222,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.initLatency()
 	s.latmon.threshold.Store(int64(s.cfg.LatencyMonitorThreshold))
+	s.queryBufIdle = 2 * time.Second
 	if err := s.openTLS(); err != nil {
 		return nil, err
 	}
@@ -458,6 +462,7 @@ func (s *Server) expireLoop() {
 	fast.Stop()
 	defer fast.Stop()
 	var fastC <-chan time.Time // nil when no fast cycle is due
+	ticks := 0
 	for {
 		budget := slowExpireTime
 		select {
@@ -466,6 +471,9 @@ func (s *Server) expireLoop() {
 		case <-slow.C:
 			s.ks.SetClock(s.nowNano()) // OBJECT IDLETIME's and the LRU policies' second
 			s.sampleInstants()
+			if ticks++; ticks%10 == 0 {
+				s.trimQueryBuffers()
+			}
 		case <-fastC:
 			budget = fastExpireTime
 		}
