@@ -104,8 +104,17 @@ func (s *Server) timed(c *client, cmd *cmdEntry, args [][]byte, start int64) {
 	if t := s.obs.slowerThan.Load(); t >= 0 && d >= t*1000 {
 		s.logSlow(c, cmd, args, d)
 	}
-	if s.obs.monitoring.Load() != 0 {
+	if s.obs.monitoring.Load() != 0 && !cmd.has(flagSkipMonitor) {
 		s.feedMonitors(c, cmd, args) // after it ran, as Redis: RESET leaves MONITOR unseen
+	}
+}
+
+// monitorScript shows a script's call (EVAL, FCALL and their kin, which skip_monitor keeps
+// from being shown after they ran) to the monitors before it runs, so that the commands it
+// calls follow it, as Redis's evalCommand and fcallCommand feed them.
+func (c *client) monitorScript(args [][]byte) {
+	if c.s.obs.monitoring.Load() != 0 {
+		c.s.feedMonitors(c, nil, args)
 	}
 }
 
@@ -237,7 +246,7 @@ func (s *Server) unmonitor(c *client) {
 // +1700000000.123456 [0 127.0.0.1:1234] "cmd" "arg", passwords redacted. Administrative
 // commands are not shown, as in Redis.
 func (s *Server) feedMonitors(c *client, cmd *cmdEntry, args [][]byte) {
-	if strings.Contains(cmd.flags, "admin") {
+	if cmd != nil && strings.Contains(cmd.flags, "admin") {
 		return
 	}
 	args = acl.Redact(args)
