@@ -165,3 +165,32 @@ func statsShape(t *testing.T, reply string) string {
 	}
 	return b.String()
 }
+
+// TestDifferentialConfigSave: CONFIG SET save checks its value as redis-server 7.0 does and
+// CONFIG GET shows it as Redis does.
+func TestDifferentialConfigSave(t *testing.T) {
+	rs := redistest.Start(t)
+	ts := startServer(t)
+	want, got := difftest.Dial(t, rs.Addr, 2), difftest.Dial(t, ts.addr, 2)
+	for _, v := range []string{"3000 5", "", "0 5", "10 -1", "abc", "1", "1 2 3", "900 1 300 10", " 60  1 ", "60 ", "60 +5", "1 0"} {
+		for _, args := range [][]string{{"CONFIG", "SET", "save", v}, {"CONFIG", "GET", "save"}} {
+			c := difftest.Cmd{Args: args}
+			require.Equal(t, want.Do(t, c), got.Do(t, c), "%q", args)
+		}
+	}
+}
+
+// TestConfigSetUnchanged: a parameter that cannot change at run time takes the value it
+// has, as Redis takes any parameter's own value (its CONFIG sanity test sets them all so),
+// and refuses any other.
+func TestConfigSetUnchanged(t *testing.T) {
+	ts := startServer(t)
+	rdb := ts.client(t, 2)
+	cfgPort := do(t, rdb, "CONFIG", "GET", "port").([]any)[1].(string)
+	require.Equal(t, "OK", do(t, rdb, "CONFIG", "SET", "port", cfgPort, "shards", "16", "maxmemory", "1000000"))
+	require.Equal(t, []any{"maxmemory", "1000000"}, do(t, rdb, "CONFIG", "GET", "maxmemory"))
+	require.Equal(t, "ERR CONFIG SET failed (possibly related to argument 'shards') - can't set immutable config",
+		doErr(t, rdb, "CONFIG", "SET", "shards", "32"))
+	require.Equal(t, "ERR CONFIG SET failed (possibly related to argument 'shards') - duplicate parameter",
+		doErr(t, rdb, "CONFIG", "SET", "shards", "16", "shards", "16"))
+}

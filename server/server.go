@@ -83,6 +83,7 @@ type Server struct {
 	// queryBufIdle is how long an event loop's client keeps its empty read buffer while it
 	// sends nothing (trimQueryBuffers): 2 seconds, as Redis frees an idle client's querybuf.
 	queryBufIdle time.Duration
+	savePoints   atomic.Pointer[string] // CONFIG SET save's value, which changes nothing here (setSavePoints)
 
 	scripts luaScripts // the script cache, interpreters and busy scripts (scripting.go)
 
