@@ -113,10 +113,9 @@ func cmdMemoryUsage(c *client, args [][]byte) error {
 		j++
 	}
 	key := args[2]
-	sh := c.Keys.Shard(key)
-	sh.Lock()
+	sh := c.LockShard(key) // the shard a native script's run holds, if it is key's
 	n, ok := sh.UsageLocked(key, c.Now())
-	sh.Unlock()
+	c.UnlockShard(sh)
 	if !ok {
 		c.W.Null()
 		return nil

@@ -33,6 +33,14 @@ func TestMemoryUsage(t *testing.T) {
 	require.Equal(t, big, do(t, rdb, "MEMORY", "USAGE", "big", "SAMPLES", "0"))
 	require.Equal(t, big, do(t, rdb, "memory", "usage", "big", "samples", "5", "SAMPLES", "1"))
 
+	// From a script and from a transaction, the same figure.
+	require.Equal(t, big, do(t, rdb, "EVAL", "return redis.call('MEMORY', 'USAGE', KEYS[1])", 1, "big"))
+	pipe := rdb.TxPipeline()
+	usage := pipe.MemoryUsage(context.Background(), "big")
+	_, err := pipe.Exec(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, big, usage.Val())
+
 	// A hash past its listpack (an object held by reference) counts its members.
 	args := []any{"HSET", "h"}
 	for i := range 2000 {
