@@ -32,10 +32,13 @@ func TestLatencyMonitor(t *testing.T) {
 	before := time.Now().Unix()
 	do(t, rdb, "EVAL", slowScript, "0")
 	do(t, rdb, "PING") // fast, and not slow enough
-	latest := do(t, rdb, "LATENCY", "LATEST").([]any)
-	require.Len(t, latest, 1)
-	ev := latest[0].([]any)
-	require.Equal(t, "command", ev[0])
+	var ev []any // a busy machine may add a slow fast-command (PING): only command is sure
+	for _, e := range do(t, rdb, "LATENCY", "LATEST").([]any) {
+		if e.([]any)[0] == "command" {
+			ev = e.([]any)
+		}
+	}
+	require.NotNil(t, ev)
 	require.GreaterOrEqual(t, ev[1].(int64), before)
 	require.LessOrEqual(t, ev[1].(int64), time.Now().Unix())
 	require.GreaterOrEqual(t, ev[2].(int64), int64(30))
@@ -46,10 +49,11 @@ func TestLatencyMonitor(t *testing.T) {
 	require.Contains(t, do(t, rdb, "LATENCY", "GRAPH", "command"), "command - high ")
 	doctor := do(t, rdb, "LATENCY", "DOCTOR").(string)
 	require.Contains(t, doctor, "Dave, I have observed latency spikes in this Redis instance.")
-	require.Contains(t, doctor, "1. command: 1 latency spikes")
+	require.Regexp(t, `\d\. command: 1 latency spikes`, doctor)
 	require.Equal(t, "ERR No samples available for event 'fast-command'", doErr(t, rdb, "LATENCY", "GRAPH", "fast-command"))
 
 	require.Equal(t, int64(1), do(t, rdb, "LATENCY", "RESET", "command", "nosuch"))
+	do(t, rdb, "LATENCY", "RESET")
 	require.Equal(t, []any{}, do(t, rdb, "LATENCY", "LATEST"))
 	require.Equal(t, []any{}, do(t, rdb, "LATENCY", "HISTORY", "command"))
 }
