@@ -32,7 +32,7 @@ func TestLatencyMonitor(t *testing.T) {
 	before := time.Now().Unix()
 	do(t, rdb, "EVAL", slowScript, "0")
 	do(t, rdb, "PING") // fast, and not slow enough
-	var ev []any // a busy machine may add a slow fast-command (PING): only command is sure
+	var ev []any       // a busy machine may add a slow fast-command (PING): only command is sure
 	for _, e := range do(t, rdb, "LATENCY", "LATEST").([]any) {
 		if e.([]any)[0] == "command" {
 			ev = e.([]any)
