@@ -10,6 +10,9 @@
 // 1/64 of its lower bound wide, and its middle, which a percentile reports, is within 0.8%
 // of any duration in it. 1,856 buckets cover 0 to 2^34 ns (17 s); longer durations count
 // in the last.
+//
+// Besides: Monitor, Redis's latency monitor (the events that took longer than a threshold,
+// for LATENCY LATEST, HISTORY, GRAPH and DOCTOR), and Slowlog.
 package latency
 
 import (

@@ -36,10 +36,14 @@ func (e ProtocolError) Error() string { return "Protocol error: " + string(e) }
 // (req), so each read parses only the bytes it brought, as Redis's multibulklen and bulklen
 // do, and a request trickled over a million reads costs what it would in one.
 type Reader struct {
-	Src     io.Reader
-	Buf     []byte
-	Start   int // first byte of the request being parsed
-	End     int // end of data read
+	Src   io.Reader
+	Buf   []byte
+	Start int // first byte of the request being parsed
+	End   int // end of data read
+	// Last is where the request Next returned last starts in Buf, until the next call of
+	// Next or Buffered: Buf[Last:End] is what Redis's querybuf holds while that request
+	// runs (CLIENT LIST's qbuf).
+	Last    int
 	MaxBulk int
 	// What was read, for INFO (netstats.go): bytes and reads, since the last takeNet.
 	NRead, Reads int64
@@ -179,11 +183,26 @@ func (r *Reader) shrink() {
 	}
 }
 
+// Release gives the read buffer back when it holds nothing, as Redis frees an idle
+// client's querybuf, and reports whether it did; the next read makes a new one. The last
+// request's arguments are invalid after it.
+func (r *Reader) Release() bool {
+	if r.End != r.Start || r.Buf == nil || r.ready || r.err != nil {
+		return false
+	}
+	clear(r.args[:cap(r.args)]) // no stale argument keeps the buffer alive
+	r.Buf, r.Start, r.End, r.Last = nil, 0, 0, 0
+	return true
+}
+
 // fill reads more bytes, making room first. The buffer grows only for a request that does
 // not fit, to twice what it holds but never past what the argument being read still needs,
 // so that a bulk announced big and sent small costs what was sent (Redis grows a big
 // argument's buffer as its bytes arrive too).
 func (r *Reader) fill() error {
+	if len(r.Buf) == 0 { // released (Release)
+		r.Buf = make([]byte, ReadChunk)
+	}
 	r.shrink()
 	live := r.End - r.Start
 	switch {
@@ -219,12 +238,13 @@ func (r *Reader) move(size int) {
 		clear(r.args[:cap(r.args)]) // no stale argument keeps the old buffer alive
 	}
 	r.End = copy(buf, r.Buf[r.Start:r.End])
-	r.Start, r.Buf = 0, buf
+	r.Start, r.Last, r.Buf = 0, 0, buf
 }
 
 // parse goes on parsing the request at Buf[Start:End] where the last read left it: done when
 // it is whole, with its arguments, and Start moved past it.
 func (r *Reader) parse() ([][]byte, bool, error) {
+	r.Last = r.Start
 	b := r.Buf[r.Start:r.End]
 	q := &r.req
 	if q.pos == 0 && b[0] != '*' {

@@ -3,6 +3,7 @@ package resp
 import (
 	"bytes"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -108,4 +109,31 @@ func TestReplyReader(t *testing.T) {
 			t.Fatalf("%q read as a bulk string", in)
 		}
 	}
+}
+
+// TestReaderRelease: an empty reader gives its buffer back, one holding a request's
+// start keeps it, and reading after a release makes a new buffer.
+func TestReaderRelease(t *testing.T) {
+	pr, pw := io.Pipe()
+	r := NewReader(pr, DefaultMaxBulk)
+	go pw.Write([]byte("*1\r\n$4\r\nPING\r\n*1\r\n$4\r\nPI"))
+	args, err := r.Next()
+	require.NoError(t, err)
+	require.Equal(t, "PING", string(args[0]))
+	require.Equal(t, 0, r.Last)
+	require.False(t, r.Release(), "half a request is buffered")
+
+	go pw.Write([]byte("NG\r\n"))
+	_, err = r.Next()
+	require.NoError(t, err)
+	require.Equal(t, 14, r.Last)
+	require.True(t, r.Release())
+	require.Nil(t, r.Buf)
+	require.False(t, r.Release())
+
+	go pw.Write([]byte("*1\r\n$4\r\nECHO\r\n"))
+	args, err = r.Next()
+	require.NoError(t, err)
+	require.Equal(t, "ECHO", string(args[0]))
+	require.Len(t, r.Buf, ReadChunk)
 }

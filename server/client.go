@@ -218,7 +218,7 @@ func (c *client) flush() bool {
 	}
 	if c.mustSync {
 		c.mustSync = false
-		c.s.store.Wait()
+		c.s.waitStore()
 	}
 	var err error
 	if c.out != nil {

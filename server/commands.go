@@ -75,16 +75,18 @@ const (
 	flagNoAuth uint32 = 1 << iota
 	flagWrite
 	flagRatelimit
-	flagNoMulti   // refused inside MULTI: it cannot run within EXEC (SUBSCRIBE, WAIT, PSYNC)
-	flagNoQueue   // runs at once inside MULTI instead of being queued (MULTI, EXEC, WATCH, QUIT, RESET); set in bits, not a Redis flag
-	flagDenyOOM   // may add data: refused or preceded by evictions over maxmemory (memory.go)
-	flagNoScript  // refused inside scripts (scripting.go)
-	flagAllowBusy // runs while a script is busy (scripting.go)
-	flagReadonly  // reads keys: its lookups count as keyspace hits or misses (INFO)
-	flagDirect    // takes its key's shard through client.lockShard: a native script may run it under the lock it holds (scripting.go)
+	flagNoMulti     // refused inside MULTI: it cannot run within EXEC (SUBSCRIBE, WAIT, PSYNC)
+	flagNoQueue     // runs at once inside MULTI instead of being queued (MULTI, EXEC, WATCH, QUIT, RESET); set in bits, not a Redis flag
+	flagDenyOOM     // may add data: refused or preceded by evictions over maxmemory (memory.go)
+	flagNoScript    // refused inside scripts (scripting.go)
+	flagAllowBusy   // runs while a script is busy (scripting.go)
+	flagReadonly    // reads keys: its lookups count as keyspace hits or misses (INFO)
+	flagDirect      // takes its key's shard through client.lockShard: a native script may run it under the lock it holds (scripting.go)
+	flagFast        // Redis's fast flag: its slow calls are the latency monitor's fast-command events (latencymon.go)
+	flagSkipMonitor // not shown to MONITOR after it ran: the scripts show themselves before their commands (monitorScript)
 )
 
-var flagBits = map[string]uint32{"no-auth": flagNoAuth, "write": flagWrite, "ratelimit": flagRatelimit, "no-multi": flagNoMulti, "denyoom": flagDenyOOM, "noscript": flagNoScript, "readonly": flagReadonly}
+var flagBits = map[string]uint32{"no-auth": flagNoAuth, "write": flagWrite, "ratelimit": flagRatelimit, "no-multi": flagNoMulti, "denyoom": flagDenyOOM, "noscript": flagNoScript, "readonly": flagReadonly, "fast": flagFast, "skip_monitor": flagSkipMonitor}
 
 func (cmd *cmdEntry) has(bit uint32) bool { return cmd.bits&bit != 0 }
 
@@ -200,6 +202,7 @@ func (s *Server) commandTable() map[string]*cmdEntry {
 		{"pubsub", pubsubSubcommands()},
 		{"slowlog", slowlogSubcommands()},
 		{"latency", latencySubcommands()},
+		{"memory", memorySubcommands()},
 		{"acl", aclSubcommands()},
 		{"script", scriptSubcommands()},
 		{"function", functionSubcommands()},

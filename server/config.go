@@ -186,6 +186,10 @@ type Config struct {
 	// ("latency-tracking-info-percentiles", default "50 99 99.9").
 	LatencyTracking                bool
 	LatencyTrackingInfoPercentiles string
+	// LatencyMonitorThreshold is the time in ms from which the latency monitor samples an
+	// event (a command, an expiry or eviction cycle, a wait for the log): LATENCY LATEST,
+	// HISTORY, GRAPH and DOCTOR ("latency-monitor-threshold"); default 0, off.
+	LatencyMonitorThreshold int
 	// BusyReplyThreshold is the time in ms after which a script that still runs makes other
 	// clients' commands answer BUSY ("busy-reply-threshold", "lua-time-limit"); default 5000,
 	// 0 never.
@@ -407,6 +411,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.UpstreamFallbackShare > 0 && c.UpstreamFallbackShare <= 1) {
 		return fmt.Errorf("upstream-fallback-share: %v is not in (0, 1]", c.UpstreamFallbackShare)
+	}
+	if c.LatencyMonitorThreshold < 0 {
+		return fmt.Errorf("latency-monitor-threshold: %d must not be negative", c.LatencyMonitorThreshold)
 	}
 	if c.SlowlogMaxLen < 0 {
 		return fmt.Errorf("slowlog-max-len: %d must not be negative", c.SlowlogMaxLen)

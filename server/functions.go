@@ -202,6 +202,7 @@ func (s *Server) hasFunctionsRecord() bool {
 // fcallHandler makes FCALL and FCALL_RO.
 func fcallHandler(readOnly bool) handler {
 	return func(c *client, args [][]byte) error {
+		c.monitorScript(args)
 		s := c.s
 		f := s.libraries().Function(args[1])
 		if f == nil {

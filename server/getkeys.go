@@ -17,13 +17,14 @@ import (
 // (command.Spec.KeySpecs). A command with neither (the rate-limit verbs) reads and writes
 // its keys: RW access update, or RO access for a read-only one.
 var keySpecs = map[string][]command.KeySpec{
-	"eval":       {{Begin: 2, Flags: "RW access update"}},
-	"eval_ro":    {{Begin: 2, Flags: "RO access"}},
-	"evalsha":    {{Begin: 2, Flags: "RW access update"}},
-	"evalsha_ro": {{Begin: 2, Flags: "RO access"}},
-	"fcall":      {{Begin: 2, Flags: "RW access update"}},
-	"fcall_ro":   {{Begin: 2, Flags: "RO access"}},
-	"watch":      {{Begin: 1, Flags: "RO"}},
+	"eval":         {{Begin: 2, Flags: "RW access update"}},
+	"eval_ro":      {{Begin: 2, Flags: "RO access"}},
+	"evalsha":      {{Begin: 2, Flags: "RW access update"}},
+	"evalsha_ro":   {{Begin: 2, Flags: "RO access"}},
+	"fcall":        {{Begin: 2, Flags: "RW access update"}},
+	"fcall_ro":     {{Begin: 2, Flags: "RO access"}},
+	"watch":        {{Begin: 1, Flags: "RO"}},
+	"memory|usage": {{Begin: 2, Flags: "RO"}},
 }
 
 var (

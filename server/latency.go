@@ -175,8 +175,9 @@ func (s *Server) latencies() []metrics.Latency {
 	return out
 }
 
-// LATENCY HISTOGRAM [command ...]: for each command named (every one called, when none
-// is), its calls and the cumulative counts by power of two of µs, as Redis 7 answers.
+// LATENCY HISTOGRAM [command ...]: for each command named (a container with its
+// subcommands; every one called, when none is), its calls and the cumulative counts by
+// power of two of µs, as Redis 7 answers.
 func cmdLatencyHistogram(c *client, args [][]byte) error {
 	t := &c.s.latency
 	var cmds []*cmdEntry
@@ -185,9 +186,16 @@ func cmdLatencyHistogram(c *client, args [][]byte) error {
 	} else {
 		seen := make(map[*cmdEntry]bool)
 		for _, a := range args[2:] {
-			if cmd := c.s.commandNamed(string(a)); cmd != nil && !seen[cmd] {
-				seen[cmd] = true
-				cmds = append(cmds, cmd)
+			cmd := c.s.commandNamed(string(a))
+			if cmd == nil {
+				continue
+			}
+			// A container stands for itself and its subcommands, as on Redis.
+			for _, cc := range append([]*cmdEntry{cmd}, sortedSubcommands(cmd)...) {
+				if !seen[cc] {
+					seen[cc] = true
+					cmds = append(cmds, cc)
+				}
 			}
 		}
 	}
@@ -231,15 +239,11 @@ func (s *Server) commandNamed(name string) *cmdEntry {
 	return cmd.subcommands[sub]
 }
 
-// LATENCY LATEST, HISTORY and RESET answer as Redis does with latency monitoring off
-// (latency-monitor-threshold 0), which throttled does not have: no events.
-func cmdLatencyLatest(c *client, args [][]byte) error  { c.W.Array(0); return nil }
-func cmdLatencyHistory(c *client, args [][]byte) error { c.W.Array(0); return nil }
-func cmdLatencyReset(c *client, args [][]byte) error   { c.W.Int(0); return nil }
-
 // LATENCY HELP
 func cmdLatencyHelp(c *client, args [][]byte) error {
 	c.WriteHelp("LATENCY", []string{
+		"DOCTOR", "    Return a human readable latency analysis report.",
+		"GRAPH <event>", "    Return an ASCII latency graph for the <event> class.",
 		"HISTORY <event>", "    Return time-latency samples for the <event> class.",
 		"LATEST", "    Return the latest latency samples for all events.",
 		"RESET [<event> ...]", "    Reset latency data of one or more <event> classes.",
@@ -257,6 +261,8 @@ func latencySubcommands() []*cmdEntry {
 		{name: "latest", arity: 2, flags: flags, group: "server", since: "2.8.13", summary: "Returns the latest latency samples for all events.", handler: cmdLatencyLatest},
 		{name: "history", arity: 3, flags: flags, group: "server", since: "2.8.13", summary: "Returns timestamp-latency samples for an event.", syntax: "event", handler: cmdLatencyHistory},
 		{name: "reset", arity: -2, flags: flags, group: "server", since: "2.8.13", summary: "Resets the latency data for one or more events.", syntax: "[event ...]", handler: cmdLatencyReset},
+		{name: "doctor", arity: 2, flags: flags, group: "server", since: "2.8.13", summary: "Returns a human-readable latency analysis report.", handler: cmdLatencyDoctor},
+		{name: "graph", arity: 3, flags: flags, group: "server", since: "2.8.13", summary: "Returns a latency graph for an event.", syntax: "event", handler: cmdLatencyGraph},
 		{name: "help", arity: 2, flags: "loading stale", group: "server", since: "2.8.13", summary: "Returns helpful text about the different subcommands.", handler: cmdLatencyHelp},
 	}
 }

@@ -52,7 +52,8 @@ type loop struct {
 	// (leaveLoop); a goroutine whose generation is past goes on with its command only.
 	gen atomic.Uint64
 
-	mu       sync.Mutex // guards incoming, ready, reads, stopping and latLast
+	mu       sync.Mutex // guards incoming, ready, reads, stopping, trimDue and latLast
+	trimDue  bool       // trimQueryBuffers asked for a look at idle clients' read buffers
 	incoming []*client
 	ready    []*client     // clients whose calls to the upstream are decided (upstream.go)
 	reads    []*latRead    // readers' requests for the loop's latencies
@@ -260,15 +261,46 @@ func (l *loop) runAs(gen uint64) {
 	}
 }
 
+// trimQueryBuffers asks every event loop to give back the read buffers of its clients idle
+// for longer than Server.queryBufIdle (trimIdle), as Redis's clientsCron does: 16 KiB a client
+// that waits. Called once a second.
+func (s *Server) trimQueryBuffers() {
+	s.mu.Lock()
+	loops := s.loops
+	s.mu.Unlock()
+	for _, l := range loops {
+		l.mu.Lock()
+		l.trimDue = true
+		l.wakeLocked()
+		l.mu.Unlock()
+	}
+}
+
+// trimIdle gives back the empty read buffers of the loop's idle clients; on its goroutine.
+func (l *loop) trimIdle() {
+	idle := time.Now().Add(-l.s.queryBufIdle).UnixNano()
+	for _, c := range l.clients {
+		if c == nil || c.blocked || c.leaving || c.lastActive.Load() > idle {
+			continue
+		}
+		if c.rd.Release() {
+			c.noteBufs(0)
+		}
+	}
+}
+
 // admit registers the clients attach queued; false when the loop must stop.
 func (l *loop) admit() bool {
 	var buf [8]byte
 	unix.Read(l.wakefd, buf[:])
 	l.mu.Lock()
-	incoming, stopping, ready := l.incoming, l.stopping, l.ready
-	l.incoming, l.ready = nil, nil
+	incoming, stopping, ready, trim := l.incoming, l.stopping, l.ready, l.trimDue
+	l.incoming, l.ready, l.trimDue = nil, nil, false
 	l.mu.Unlock()
 	l.answerReads()
+	if trim {
+		l.trimIdle()
+	}
 	defer func() {
 		for _, c := range ready {
 			l.resumed(c)
@@ -458,7 +490,7 @@ func (l *loop) flushSyncing() {
 	if len(l.syncing) == 0 {
 		return
 	}
-	l.s.store.Wait()
+	l.s.waitStore()
 	for i, c := range l.syncing {
 		c.mustSync = false
 		l.finish(c)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/latency"
 )
 
 // maxmemory, as Redis's: the keyspace's own accounting (keyspace.UsedMemory) is compared
@@ -86,6 +87,10 @@ func (s *Server) enforceMemory() {
 	}
 	used := s.ks.UsedMemory()
 	p := keyspace.Policy(s.mem.policy.Load())
+	if used > limit {
+		start := time.Now()
+		defer func() { s.latencySpike(latency.EventEvictionCycle, time.Since(start)) }()
+	}
 	for used > limit {
 		s.mem.full.Store(true)
 		if s.ks.Evict(p, evictBatch, int(s.mem.samples.Load()), s.nowNano()) == 0 {

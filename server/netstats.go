@@ -186,7 +186,8 @@ func (m clientMem) total() int64 {
 func (c *client) memory(by *client, args [][]byte) clientMem {
 	var m clientMem
 	if c == by {
-		m.qbuf, m.qbufFree = int64(c.rd.End-c.rd.Start), int64(len(c.rd.Buf)-c.rd.End)
+		// The request running is still in the buffer, as in Redis's querybuf.
+		m.qbuf, m.qbufFree = int64(c.rd.End-min(c.rd.Last, c.rd.Start)), int64(len(c.rd.Buf)-c.rd.End)
 		for _, a := range args {
 			m.argv += int64(len(a))
 		}

@@ -98,11 +98,23 @@ func (s *Server) timed(c *client, cmd *cmdEntry, args [][]byte, start int64) {
 	cmd.calls.Add(1)
 	cmd.nsec.Add(d)
 	s.recordLatency(c, cmd, d)
+	if s.latmon.threshold.Load() > 0 {
+		s.commandSpike(cmd, d)
+	}
 	if t := s.obs.slowerThan.Load(); t >= 0 && d >= t*1000 {
 		s.logSlow(c, cmd, args, d)
 	}
-	if s.obs.monitoring.Load() != 0 {
+	if s.obs.monitoring.Load() != 0 && !cmd.has(flagSkipMonitor) {
 		s.feedMonitors(c, cmd, args) // after it ran, as Redis: RESET leaves MONITOR unseen
+	}
+}
+
+// monitorScript shows a script's call (EVAL, FCALL and their kin, which skip_monitor keeps
+// from being shown after they ran) to the monitors before it runs, so that the commands it
+// calls follow it, as Redis's evalCommand and fcallCommand feed them.
+func (c *client) monitorScript(args [][]byte) {
+	if c.s.obs.monitoring.Load() != 0 {
+		c.s.feedMonitors(c, nil, args)
 	}
 }
 
@@ -123,6 +135,7 @@ func (s *Server) logSlow(c *client, cmd *cmdEntry, args [][]byte, d int64) {
 func observeCommands() []*cmdEntry {
 	return []*cmdEntry{
 		{name: "slowlog", arity: -2, flags: "admin loading stale", group: "server", since: "2.2.12", summary: "A container for slow log commands."},
+		{name: "memory", arity: -2, group: "server", since: "4.0.0", summary: "A container for memory diagnostics commands."},
 		{name: "latency", noScript: true, arity: -2, group: "server", since: "2.8.13", summary: "A container for latency diagnostics commands."},
 		{name: "monitor", noScript: true, arity: 1, flags: "admin noscript loading stale no-multi", group: "server", since: "1.0.0", summary: "Listens for all requests received by the server in real-time.", handler: cmdMonitor, detach: true},
 		{name: "topdenied", arity: -1, flags: "readonly loading stale", group: "ratelimit", since: "0.1.0", summary: "Returns the most denied keys of the last one to two minutes, most denied first, with their estimated denials.", syntax: "[count]", handler: cmdTopDenied},
@@ -233,7 +246,7 @@ func (s *Server) unmonitor(c *client) {
 // +1700000000.123456 [0 127.0.0.1:1234] "cmd" "arg", passwords redacted. Administrative
 // commands are not shown, as in Redis.
 func (s *Server) feedMonitors(c *client, cmd *cmdEntry, args [][]byte) {
-	if strings.Contains(cmd.flags, "admin") {
+	if cmd != nil && strings.Contains(cmd.flags, "admin") {
 		return
 	}
 	args = acl.Redact(args)

@@ -273,3 +273,34 @@ func TestUpstreamDenials(t *testing.T) {
 	require.ElementsMatch(t, []any{"up:1", int64(1), "up:2", int64(1)}, top)
 	require.Contains(t, do(t, rdb, "INFO", "upstream").(string), "upstream_degraded_decisions:0\r\n", "decided by the upstream")
 }
+
+// TestMonitorScripts: a script's call is shown before the commands it calls, as Redis's
+// EVAL and FCALL feed the monitors before they run, and once.
+func TestMonitorScripts(t *testing.T) {
+	ts := startServer(t)
+	mon := ts.raw(t)
+	mon.send(t, "MONITOR\r\n")
+	require.Equal(t, "+OK", mon.line(t))
+	rdb := ts.client(t, 2)
+	require.Equal(t, redis.Nil, rdb.Do(context.Background(), "EVAL", "redis.call('set', KEYS[1], ARGV[1])", 1, "foo", "bar").Err())
+	do(t, rdb, "FUNCTION", "LOAD", "#!lua name=lib\nredis.register_function('f', function() return redis.call('get', 'foo') end)")
+	do(t, rdb, "FCALL", "f", 0)
+	do(t, rdb, "PING")
+	var got []string
+	for len(got) == 0 || got[len(got)-1] != `"PING"` {
+		line := mon.line(t)
+		_, rest, _ := strings.Cut(line, "] ")
+		if strings.HasPrefix(rest, `"hello"`) || strings.HasPrefix(rest, `"client"`) {
+			continue // go-redis's handshake
+		}
+		if strings.Contains(line, " [0 lua] ") {
+			rest = "lua " + rest
+		}
+		got = append(got, rest)
+	}
+	require.Equal(t, []string{
+		`"EVAL" "redis.call('set', KEYS[1], ARGV[1])" "1" "foo" "bar"`, `lua "set" "foo" "bar"`,
+		`"FUNCTION" "LOAD" "#!lua name=lib\nredis.register_function('f', function() return redis.call('get', 'foo') end)"`,
+		`"FCALL" "f" "0"`, `lua "get" "foo"`, `"PING"`,
+	}, got)
+}

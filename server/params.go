@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -66,6 +67,8 @@ var errReadOnlyReplica = errors.New("throttled replicas are always read-only: re
 // paramTable builds the table; names stay in Redis's spelling.
 func (s *Server) paramTable() []*param {
 	def := DefaultConfig()
+	none := ""
+	s.savePoints.Store(&none)
 	constant := func(v string) func() string { return func() string { return v } }
 	itoaInt := func(n int) string { return strconv.Itoa(n) }
 	str := func(p *atomic.Pointer[string]) func() string { return func() string { return *p.Load() } }
@@ -174,8 +177,40 @@ func (s *Server) paramTable() []*param {
 
 		// Shown for clients and tools that read them; not options of throttled's config file.
 		{name: "databases", get: constant("1")},
-		{name: "save", get: constant("")},
+		{name: "save", get: str(&s.savePoints), set: setSavePoints(&s.savePoints)},
 		{name: "hz", get: constant("10")},
+	}
+}
+
+// setSavePoints checks a CONFIG SET save value as Redis 7.0 does (pairs of seconds and
+// changes, or "" for none) and keeps it in the form Redis shows. It has no effect: every
+// write is in the log (persistence.md), there are no snapshots to schedule; it is kept for
+// the tools and tests that set it and read it back.
+func setSavePoints(p *atomic.Pointer[string]) func(string) (func(), error) {
+	return func(v string) (func(), error) {
+		f := strings.Split(v, " ") // as Redis splits a multi-argument value: "" is no point
+		if v == "" {
+			f = nil
+		}
+		if len(f)%2 != 0 {
+			return nil, errors.New("Invalid save parameters")
+		}
+		out := make([]string, len(f))
+		for i, n := range f {
+			x := int64(0) // an empty word is strtoll's 0
+			if n != "" {
+				var err error
+				if x, err = strconv.ParseInt(n, 10, 64); err != nil {
+					return nil, errors.New("Invalid save parameters")
+				}
+			}
+			if x < int64(1-i%2) || x > math.MaxInt32 { // seconds at least 1, changes at least 0
+				return nil, errors.New("Invalid save parameters")
+			}
+			out[i] = strconv.FormatInt(x, 10)
+		}
+		v = strings.Join(out, " ")
+		return func() { p.Store(&v) }, nil
 	}
 }
 
@@ -241,6 +276,12 @@ func cmdConfigSet(c *client, args [][]byte) error {
 			return fmt.Errorf("Unknown option or number of arguments for CONFIG SET - '%s'", command.Truncate(args[i], 128))
 		case seen[p]:
 			return failed("duplicate parameter")
+		case p.set == nil && value == p.get():
+			// What it is already: nothing to change, as CONFIG SET port to the port
+			// Redis listens on changes nothing (Redis's own sanity test sets every
+			// parameter so).
+			seen[p] = true
+			continue
 		case p.set == nil:
 			return failed("can't set immutable config")
 		}

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"io"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -60,4 +62,38 @@ func queryBuffer(t *testing.T, list, addr string) (qbuf, free int) {
 	}
 	t.Fatalf("no client at %s in %q", addr, list)
 	return 0, 0
+}
+
+// TestQueryBufferIdle: CLIENT LIST counts the request running in its client's qbuf, as
+// Redis's querybuf still holds it; an event loop's client that sends nothing for
+// queryBufIdle gives its read buffer back (qbuf 0, qbuf-free 0), and its next request
+// reads into a new one.
+func TestQueryBufferIdle(t *testing.T) {
+	ts := startServerWith(t, func(s *Server) { s.queryBufIdle = 0 }, withIOThreads(1))
+	rdb := ts.client(t, 2)
+	c := ts.raw(t)
+	addr := c.nc.LocalAddr().String()
+
+	c.send(t, "*2\r\n$6\r\nCLIENT\r\n$4\r\nLIST\r\n")
+	n, err := strconv.Atoi(strings.TrimPrefix(c.line(t), "$"))
+	require.NoError(t, err)
+	list := make([]byte, n+2)
+	_, err = io.ReadFull(c.rd, list)
+	require.NoError(t, err)
+	require.Contains(t, string(list), " qbuf=26 ", "the request running, *2 $6 CLIENT $4 LIST")
+
+	c.send(t, "*1\r\n$4\r\nPING\r\n")
+	require.Equal(t, "+PONG", c.line(t))
+	require.Eventually(t, func() bool {
+		ts.trimQueryBuffers()
+		qbuf, free := queryBuffer(t, do(t, rdb, "CLIENT", "LIST").(string), addr)
+		return qbuf == 0 && free == 0
+	}, 5*time.Second, 10*time.Millisecond)
+
+	c.send(t, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2\r\nv1\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n")
+	require.Equal(t, "+OK", c.line(t))
+	require.Equal(t, "$2", c.line(t))
+	require.Equal(t, "v1", c.line(t))
+	_, free := queryBuffer(t, do(t, rdb, "CLIENT", "LIST").(string), addr)
+	require.Equal(t, resp.ReadChunk, free)
 }

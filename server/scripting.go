@@ -150,6 +150,7 @@ var (
 // evalHandler makes EVAL (byDigest false) and EVALSHA, and their read-only variants.
 func evalHandler(byDigest, readOnly bool) handler {
 	return func(c *client, args [][]byte) error {
+		c.monitorScript(args)
 		numkeys, ok := command.ParseInt(args[2])
 		switch {
 		case !ok:

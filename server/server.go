@@ -20,6 +20,7 @@ import (
 	"github.com/throttledhq/throttled/datatype"
 	"github.com/throttledhq/throttled/internal/sdnotify"
 	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/latency"
 	"github.com/throttledhq/throttled/listen"
 	"github.com/throttledhq/throttled/persistence"
 	"github.com/throttledhq/throttled/pubsub"
@@ -78,6 +79,11 @@ type Server struct {
 
 	txLocks txLocks  // EXEC's and scripts' stripes by key
 	latency tracking // latency-tracking's histograms (latency.go)
+	latmon  monitor  // the latency monitor's events (latencymon.go)
+	// queryBufIdle is how long an event loop's client keeps its empty read buffer while it
+	// sends nothing (trimQueryBuffers): 2 seconds, as Redis frees an idle client's querybuf.
+	queryBufIdle time.Duration
+	savePoints   atomic.Pointer[string] // CONFIG SET save's value, which changes nothing here (setSavePoints)
 
 	scripts luaScripts // the script cache, interpreters and busy scripts (scripting.go)
 
@@ -216,6 +222,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.initLatency()
+	s.latmon.threshold.Store(int64(s.cfg.LatencyMonitorThreshold))
+	s.queryBufIdle = 2 * time.Second
 	if err := s.openTLS(); err != nil {
 		return nil, err
 	}
@@ -230,6 +238,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	// after openStore: appendonly shows whether the store is open
 	s.params = append(append(append(append(append(s.paramTable(), s.observeParams()...), s.tlsParams()...), s.collectionParams()...), s.scriptParams()...), s.latencyParams()...)
+	s.params = append(s.params, s.latencyMonitorParams()...)
 	s.params = append(s.params, s.httpParams()...)
 	s.params = append(s.params, s.edgeParams()...)
 	s.params = append(s.params, s.startupParams()...)
@@ -454,6 +463,7 @@ func (s *Server) expireLoop() {
 	fast.Stop()
 	defer fast.Stop()
 	var fastC <-chan time.Time // nil when no fast cycle is due
+	ticks := 0
 	for {
 		budget := slowExpireTime
 		select {
@@ -462,6 +472,9 @@ func (s *Server) expireLoop() {
 		case <-slow.C:
 			s.ks.SetClock(s.nowNano()) // OBJECT IDLETIME's and the LRU policies' second
 			s.sampleInstants()
+			if ticks++; ticks%10 == 0 {
+				s.trimQueryBuffers()
+			}
 		case <-fastC:
 			budget = fastExpireTime
 		}
@@ -488,9 +501,11 @@ func (s *Server) expireFor(budget time.Duration) bool {
 	start := time.Now()
 	for {
 		if _, done := s.ks.ExpireStep(s.nowNano(), expireSlice); done {
+			s.latencySpike(latency.EventExpireCycle, time.Since(start))
 			return false
 		}
-		if time.Since(start) >= budget {
+		if d := time.Since(start); d >= budget {
+			s.latencySpike(latency.EventExpireCycle, d)
 			return true
 		}
 	}

@@ -62,7 +62,7 @@ var ignoredOptions = []string{
 	"aof-timestamp-enabled", "aof-use-rdb-preamble", "appenddirname", "appendfilename",
 	"auto-aof-rewrite-min-size", "auto-aof-rewrite-percentage", "crash-log-enabled",
 	"crash-memcheck-enabled", "databases", "dbfilename", "disable-thp", "dynamic-hz",
-	"hll-sparse-max-bytes", "hz", "jemalloc-bg-thread", "latency-monitor-threshold",
+	"hll-sparse-max-bytes", "hz", "jemalloc-bg-thread",
 	"lazyfree-lazy-eviction", "lazyfree-lazy-expire", "lazyfree-lazy-server-del",
 	"lazyfree-lazy-user-del", "lazyfree-lazy-user-flush", "lfu-decay-time", "lfu-log-factor",
 	"list-compress-depth", "no-appendfsync-on-rewrite", "notify-keyspace-events", "oom-score-adj",
@@ -401,6 +401,7 @@ func optionTable() []option {
 			get: func(s *settings) string { return strconv.FormatInt(s.SlowlogLogSlowerThan, 10) }},
 		integer("slowlog-max-len", "entries SLOWLOG keeps", func(c *C) *int { return &c.SlowlogMaxLen }),
 		boolean("latency-tracking", "keep each command's latency histogram (INFO latencystats, LATENCY HISTOGRAM, /metrics)", func(c *C) *bool { return &c.LatencyTracking }),
+		integer("latency-monitor-threshold", "milliseconds from which the latency monitor samples an event (LATENCY LATEST, HISTORY, DOCTOR); 0 off", func(c *C) *int { return &c.LatencyMonitorThreshold }),
 		{name: "latency-tracking-info-percentiles", arg: "p...", many: true, help: "the percentiles INFO latencystats shows",
 			set: func(s *settings, name string, values []string) error { // quoted as one value, or as several
 				s.LatencyTrackingInfoPercentiles = strings.Join(values, " ")
