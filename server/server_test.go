@@ -73,10 +73,13 @@ func startServerWith(t testing.TB, prepare func(*Server), configure ...func(*Con
 	return &testServer{Server: s, clock: clk, addr: ln.Addr().String()}
 }
 
-// client connects go-redis with RESP version proto (go-redis defaults to 3).
+// client connects go-redis with RESP version proto (go-redis defaults to 3). Its read
+// timeout is a minute, not go-redis's 3 s: a pipeline answered later than its read timeout
+// is sent again whole, and under -race on a loaded machine a thousand EVALSHA of INCR took
+// longer, and counted 2 (TestNativeScriptsUnderMaxMemory).
 func (ts *testServer) client(t testing.TB, proto int) *redis.Client {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: ts.addr, Protocol: proto, PoolSize: 4})
+	rdb := redis.NewClient(&redis.Options{Addr: ts.addr, Protocol: proto, PoolSize: 4, ReadTimeout: time.Minute})
 	t.Cleanup(func() { rdb.Close() })
 	return rdb
 }
