@@ -1,6 +1,8 @@
 package keyspace
 
 import (
+	"github.com/throttledhq/throttled/notify"
+
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -141,6 +143,7 @@ func (s *Shard) evictLocked(p Policy, samples int, now int64) bool {
 	if best < 0 {
 		return false
 	}
+	s.fireEntry(notify.Evicted, "evicted", s.entry(bestOff))
 	s.remove(best, bestOff)
 	s.evicted.Add(1)
 	return true

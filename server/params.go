@@ -12,6 +12,7 @@ import (
 	"github.com/throttledhq/throttled/conffile"
 	"github.com/throttledhq/throttled/glob"
 	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/notify"
 	"github.com/throttledhq/throttled/persistence"
 )
 
@@ -123,6 +124,13 @@ func (s *Server) paramTable() []*param {
 				return nil, errors.New("argument(s) must be one of the following: noeviction, volatile-ttl, allkeys-lru, volatile-lru, allkeys-random, volatile-random")
 			}
 			return func() { s.setPolicy(p) }, nil
+		}},
+		{name: "notify-keyspace-events", get: func() string { return s.env.Events.Flags().String() }, file: quoted, set: func(v string) (func(), error) {
+			c, err := notify.Parse(v)
+			if err != nil {
+				return nil, err
+			}
+			return func() { s.env.Events.Set(c) }, nil
 		}},
 		{name: "maxmemory-samples", get: num(&s.mem.samples), def: itoaInt(def.MaxMemorySamples), file: plainValue, set: setNum("maxmemory-samples", &s.mem.samples, integer)},
 		{name: "aclfile", get: constant(s.cfg.ACLFile), file: quoted},
