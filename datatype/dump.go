@@ -9,6 +9,7 @@ import (
 	"github.com/throttledhq/throttled/collection"
 	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/notify"
 )
 
 // A DUMP payload is throttled's own, built as Redis's is: the value, then a footer of the
@@ -181,7 +182,9 @@ func (dt *Family) cmdRestore(c *command.Ctx, args [][]byte) error {
 			ttl = min(ttl, math.MaxInt64-nowMS) + nowMS // saturating
 		}
 		if ttl <= nowMS {
-			sh.DeleteLocked(key) // replaced by nothing: the deletion replicates
+			if sh.DeleteLocked(key) { // replaced by nothing: the deletion replicates
+				c.Notify(notify.Generic, "del", key)
+			}
 			c.W.OK()
 			return nil
 		}
@@ -201,6 +204,7 @@ func (dt *Family) cmdRestore(c *command.Ctx, args [][]byte) error {
 	if idle >= 0 {
 		sh.SetIdleLocked(key, idle)
 	}
+	c.Notify(notify.Generic, "restore", key)
 	c.W.OK()
 	return nil
 }
