@@ -62,6 +62,7 @@ func (dt *Family) cmdDump(c *command.Ctx, args [][]byte) error {
 	now := c.Now()
 	v, ok := sh.GetLocked(args[1], now)
 	if !ok {
+		notifyMiss(c, args[1], ok)
 		sh.Unlock()
 		c.W.Null()
 		return nil

@@ -428,6 +428,7 @@ func (dt *Family) cmdCopy(c *command.Ctx, args [][]byte) error {
 	srcSh, dstSh := c.Keys.Shard(src), c.Keys.Shard(dst)
 	v, ok := srcSh.GetLocked(src, now)
 	if !ok {
+		notifyMiss(c, src, ok)
 		c.W.Int(0)
 		return nil
 	}

@@ -67,3 +67,12 @@ var setStoreEvents = [...]string{setInter: "sinterstore", setUnion: "sunionstore
 
 // incrEvents are INCREX's events, as INCRBY's and INCRBYFLOAT's, by b2i(float).
 var incrEvents = [2]string{"incrby", "incrbyfloat"}
+
+// notifyMiss fires "keymiss" on key unless found: for a lookup that Redis makes with
+// lookupKeyRead in a command that does not count its lookups (GETDEL, SET's GET, the
+// source of COPY, DUMP, the sources of SINTERSTORE...), where kindLocked fires nothing.
+func notifyMiss(c *command.Ctx, key []byte, found bool) {
+	if !found {
+		c.Notify(notify.KeyMiss, "keymiss", key)
+	}
+}

@@ -395,6 +395,7 @@ func (dt *Family) setsLocked(c *command.Ctx, keys [][]byte, sets []keyspace.Valu
 		if err != nil {
 			return nil, err
 		}
+		notifyMiss(c, k, ok || c.Reading) // a STORE form's read, which kindLocked does not count
 		if !ok {
 			v = keyspace.Value{}
 		}

@@ -87,6 +87,7 @@ func (dt *Family) cmdSet(c *command.Ctx, args [][]byte) error {
 	sh := c.LockShard(args[1])
 	defer c.UnlockShard(sh)
 	old, exists := sh.GetLocked(args[1], now)
+	notifyMiss(c, args[1], exists || !o.get)
 	if o.get {
 		switch {
 		case exists && old.Kind != keyspace.String:
@@ -295,6 +296,7 @@ func (dt *Family) cmdGetSet(c *command.Ctx, args [][]byte) error {
 	sh.Lock()
 	defer sh.Unlock()
 	v, ok, err := dt.stringLocked(c, sh, args[1], c.Now())
+	notifyMiss(c, args[1], ok || err != nil)
 	switch {
 	case err != nil:
 		return err
@@ -406,6 +408,7 @@ func (dt *Family) cmdGetEx(c *command.Ctx, args [][]byte) error {
 		return err
 	}
 	if !ok {
+		notifyMiss(c, args[1], ok)
 		c.W.Null()
 		return nil
 	}
@@ -434,6 +437,7 @@ func (dt *Family) cmdGetDel(c *command.Ctx, args [][]byte) error {
 	sh.Lock()
 	defer sh.Unlock()
 	v, ok, err := dt.stringLocked(c, sh, args[1], c.Now())
+	notifyMiss(c, args[1], ok || err != nil)
 	switch {
 	case err != nil:
 		return err
