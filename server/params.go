@@ -117,7 +117,15 @@ func (s *Server) paramTable() []*param {
 			}
 			return func() { s.level.Set(level); s.levelName.Store(&name) }, nil
 		}},
-		{name: "maxmemory", get: num(&s.mem.max), def: "0", file: bytesValue, set: setNum("maxmemory", &s.mem.max, conffile.ParseSize)},
+		{name: "maxmemory", get: num(&s.mem.max), def: "0", file: bytesValue, set: func(v string) (func(), error) {
+			apply, err := setNum("maxmemory", &s.mem.max, conffile.ParseSize)(v)
+			if err != nil {
+				return nil, err
+			}
+			// Measured at once, as Redis's CONFIG SET maxmemory evicts before it replies: the
+			// next command must not see the old limit's OOM, nor wait for the loop's tick.
+			return func() { apply(); s.enforceMemory() }, nil
+		}},
 		{name: "maxmemory-policy", get: s.policyName, def: def.MaxMemoryPolicy, file: plainValue, set: func(v string) (func(), error) {
 			p, err := keyspace.ParsePolicy(v)
 			if err != nil {
