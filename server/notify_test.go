@@ -136,6 +136,12 @@ func TestKeyspaceEventsByClass(t *testing.T) {
 			{"get", "nope"}, {"set", "a", "1"}, {"get", "a"}, {"hget", "h", "f"}, {"exists", "x"},
 			{"getdel", "y"}, {"set", "z", "1", "get"},
 		}, events("nope keymiss", "h keymiss", "x keymiss", "y keymiss", "z keymiss")},
+		{"scripts and transactions", "$g", [][]any{
+			{"eval", "redis.call('set', KEYS[1], 'v'); return redis.call('incr', KEYS[2])", "2", "s", "n"},
+			{"multi"}, {"set", "m", "1"}, {"del", "m"}, {"exec"},
+			{"function", "load", "#!lua name=lib\nredis.register_function('f', function(keys) return redis.call('append', keys[1], 'x') end)"},
+			{"fcall", "f", "1", "a"},
+		}, events("s set", "n incrby", "m set", "m del", "a append")},
 		// del and the like are generic: the type classes alone leave them out.
 		{"a type alone", "l", [][]any{{"rpush", "l", "a"}, {"lpop", "l"}, {"set", "s", "v"}},
 			events("l rpush", "l lpop")},
@@ -146,8 +152,10 @@ func TestKeyspaceEventsByClass(t *testing.T) {
 			rdb := ts.client(t, 2)
 			do(t, rdb, "config", "set", "notify-keyspace-events", "KE"+tc.class)
 			sub := subscribeEvents(t, ts, 3)
+			conn := rdb.Conn() // one connection: MULTI's commands must come on it
+			defer conn.Close()
 			for _, c := range tc.cmds {
-				if err := rdb.Do(context.Background(), c...).Err(); err != redis.Nil {
+				if err := conn.Do(context.Background(), c...).Err(); err != redis.Nil {
 					require.NoError(t, err, "%v", c)
 				}
 			}
