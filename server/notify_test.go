@@ -155,7 +155,8 @@ func TestKeyspaceEventsByClass(t *testing.T) {
 			conn := rdb.Conn() // one connection: MULTI's commands must come on it
 			defer conn.Close()
 			for _, c := range tc.cmds {
-				if err := conn.Do(context.Background(), c...).Err(); err != redis.Nil {
+				cmd := redis.NewCmd(context.Background(), c...)
+				if err := conn.Process(context.Background(), cmd); err != redis.Nil {
 					require.NoError(t, err, "%v", c)
 				}
 			}
