@@ -1,10 +1,10 @@
 package keyspace
 
 import (
-	"github.com/throttledhq/throttled/notify"
-
 	"encoding/binary"
 	"math/rand/v2"
+
+	"github.com/throttledhq/throttled/notify"
 )
 
 // The access clock serves OBJECT IDLETIME, RESTORE's IDLETIME and the LRU eviction

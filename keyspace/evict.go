@@ -1,12 +1,12 @@
 package keyspace
 
 import (
-	"github.com/throttledhq/throttled/notify"
-
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
+
+	"github.com/throttledhq/throttled/notify"
 )
 
 // Policy is a maxmemory-policy: which keys Evict removes when the keyspace holds more than

@@ -1,8 +1,6 @@
 package keyspace
 
 import (
-	"github.com/throttledhq/throttled/notify"
-
 	"bytes"
 	"encoding/binary"
 	"hash/maphash"
@@ -12,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/throttledhq/throttled/notify"
 )
 
 // An entry holds one key and its state in a block of the shard's arena:
