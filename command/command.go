@@ -13,6 +13,7 @@ package command
 
 import (
 	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/notify"
 	"github.com/throttledhq/throttled/resp"
 )
 
@@ -75,6 +76,9 @@ type Env struct {
 	Clock func() int64
 	// Base is the wall time in Unix ns of the server's monotonic zero.
 	Base int64
+	// Events fires keyspace notifications (notify-keyspace-events); its zero value fires
+	// none.
+	Events notify.Notifier
 }
 
 // Ctx is a connection as its commands see it: where the reply goes, the keyspace, the
@@ -123,6 +127,26 @@ func (c *Ctx) Now() int64 {
 		return c.Clock()
 	}
 	return c.Base + c.Tick
+}
+
+// Notify fires keyspace event event, of class class, on key, as Redis's
+// notifyKeyspaceEvent: a handler calls it after the write it reports, with the key's shard
+// still locked, so that events reach subscribers in the order of the key's writes. While
+// the class is off (notify-keyspace-events) it costs a call, one atomic load and a test.
+func (c *Ctx) Notify(class notify.Class, event string, key []byte) {
+	if c.Events.On(class) {
+		c.Events.Send(event, key)
+	}
+}
+
+// CountLookup counts a read command's lookup of key in sh, found or not (INFO's
+// keyspace_hits and keyspace_misses), and fires "keymiss" (class m) when it was not there,
+// as Redis's lookupKeyRead.
+func (c *Ctx) CountLookup(sh *keyspace.Shard, key []byte, found bool) {
+	sh.CountLookup(found)
+	if !found {
+		c.Notify(notify.KeyMiss, "keymiss", key)
+	}
 }
 
 // LockShard locks and returns the shard of key, or returns the shard a native script's

@@ -6,6 +6,7 @@ import (
 	"github.com/throttledhq/throttled/bitmap"
 	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/notify"
 )
 
 var (
@@ -60,6 +61,9 @@ func (dt *Family) cmdSetBit(c *command.Ctx, args [][]byte) error {
 	b = append(b, make([]byte, n-len(b))...)
 	old := bitmap.Set(b, off, on)
 	sh.SetLocked(args[1], keyspace.Value{Kind: keyspace.String, Bytes: b, Expire: v.Expire, Num: strRaw})
+	if !ok || n != len(v.Bytes) || int64(old) != b2i(on) { // Redis's test: only a change is an event
+		c.Notify(notify.String, "setbit", args[1])
+	}
 	c.W.Int(int64(old))
 	return nil
 }

@@ -18,7 +18,7 @@ import (
 func (dt *Family) kindLocked(c *command.Ctx, sh *keyspace.Shard, key []byte, kind keyspace.Kind, now int64) (keyspace.Value, bool, error) {
 	v, ok := sh.GetLocked(key, now)
 	if c.Reading { // a read-only command's lookups count as keyspace hits and misses
-		sh.CountLookup(ok)
+		c.CountLookup(sh, key, ok)
 	}
 	if !ok {
 		return v, false, nil

@@ -9,6 +9,7 @@ import (
 	"github.com/throttledhq/throttled/collection"
 	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/notify"
 )
 
 // A DUMP payload is throttled's own, built as Redis's is: the value, then a footer of the
@@ -61,6 +62,7 @@ func (dt *Family) cmdDump(c *command.Ctx, args [][]byte) error {
 	now := c.Now()
 	v, ok := sh.GetLocked(args[1], now)
 	if !ok {
+		notifyMiss(c, args[1], ok)
 		sh.Unlock()
 		c.W.Null()
 		return nil
@@ -181,7 +183,9 @@ func (dt *Family) cmdRestore(c *command.Ctx, args [][]byte) error {
 			ttl = min(ttl, math.MaxInt64-nowMS) + nowMS // saturating
 		}
 		if ttl <= nowMS {
-			sh.DeleteLocked(key) // replaced by nothing: the deletion replicates
+			if sh.DeleteLocked(key) { // replaced by nothing: the deletion replicates
+				c.Notify(notify.Generic, "del", key)
+			}
 			c.W.OK()
 			return nil
 		}
@@ -201,6 +205,7 @@ func (dt *Family) cmdRestore(c *command.Ctx, args [][]byte) error {
 	if idle >= 0 {
 		sh.SetIdleLocked(key, idle)
 	}
+	c.Notify(notify.Generic, "restore", key)
 	c.W.OK()
 	return nil
 }

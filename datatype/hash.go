@@ -10,6 +10,7 @@ import (
 	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/glob"
 	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/notify"
 )
 
 // The hash commands. A hash is a keyspace.Value of Kind Hash: Num its fields, Bytes
@@ -149,6 +150,7 @@ func (dt *Family) hsetHandler(name string) command.Handler {
 			longest = max(longest, len(a))
 		}
 		added := dt.hashSetLocked(c, sh, args[1], v, args[2:], longest)
+		c.Notify(notify.Hash, "hset", args[1])
 		if name == "hmset" {
 			c.W.OK()
 		} else {
@@ -172,6 +174,7 @@ func (dt *Family) cmdHSetNX(c *command.Ctx, args [][]byte) error {
 		return nil
 	}
 	dt.hashSetLocked(c, sh, args[1], v, args[2:4], max(len(args[2]), len(args[3])))
+	c.Notify(notify.Hash, "hset", args[1])
 	c.W.Int(1)
 	return nil
 }
@@ -253,7 +256,9 @@ func (dt *Family) cmdHDel(c *command.Ctx, args [][]byte) error {
 		c.W.Int(0)
 		return nil
 	}
-	c.W.Int(int64(dt.hashDelLocked(c, sh, args[1], v, args[2:])))
+	n := dt.hashDelLocked(c, sh, args[1], v, args[2:])
+	notifyRemoved(c, notify.Hash, "hdel", args[1], int64(n), v.Num)
+	c.W.Int(int64(n))
 	return nil
 }
 
@@ -337,6 +342,7 @@ func (dt *Family) cmdHIncrBy(c *command.Ctx, args [][]byte) error {
 	var buf [20]byte
 	pair := [2][]byte{args[2], strconv.AppendInt(buf[:0], cur, 10)}
 	dt.hashSetLocked(c, sh, args[1], v, pair[:], max(len(pair[0]), len(pair[1])))
+	c.Notify(notify.Hash, "hincrby", args[1])
 	c.W.Int(cur)
 	return nil
 }
@@ -375,6 +381,7 @@ func (dt *Family) cmdHIncrByFloat(c *command.Ctx, args [][]byte) error {
 	c.LdBuf = sum[:0]
 	pair := [2][]byte{args[2], sum}
 	dt.hashSetLocked(c, sh, args[1], v, pair[:], max(len(pair[0]), len(pair[1])))
+	c.Notify(notify.Hash, "hincrbyfloat", args[1])
 	c.W.Bulk(sum)
 	return nil
 }

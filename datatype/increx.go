@@ -8,6 +8,7 @@ import (
 
 	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/notify"
 	"github.com/throttledhq/throttled/resp"
 )
 
@@ -312,9 +313,11 @@ func (dt *Family) cmdIncrEx(c *command.Ctx, args [][]byte) error {
 		if when != 0 && when <= now {
 			if exists {
 				sh.DeleteLocked(key)
+				c.Notify(notify.Generic, "del", key)
 			}
 		} else {
 			sh.SetLocked(key, keyspace.Value{Kind: keyspace.String, Bytes: text, Expire: when, Num: num})
+			c.Notify(notify.String, incrEvents[b2i(p.float)], key) // as INCRBY's or INCRBYFLOAT's
 		}
 	}
 	c.W.Array(2)

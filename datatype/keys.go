@@ -9,6 +9,7 @@ import (
 	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/glob"
 	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/notify"
 )
 
 func (dt *Family) keyCommands() []*command.Spec {
@@ -55,6 +56,7 @@ func (dt *Family) cmdDel(c *command.Ctx, args [][]byte) error {
 		sh.Lock()
 		if sh.DeleteAtLocked(key, now) {
 			n++
+			c.Notify(notify.Generic, "del", key)
 		}
 		sh.Unlock()
 	}
@@ -80,7 +82,7 @@ func (dt *Family) countKeys(c *command.Ctx, args [][]byte, touch bool) error {
 		} else {
 			_, ok = sh.PeekLocked(key, now)
 		}
-		sh.CountLookup(ok)
+		c.CountLookup(sh, key, ok)
 		if ok {
 			n++
 		}
@@ -95,7 +97,7 @@ func (dt *Family) cmdType(c *command.Ctx, args [][]byte) error {
 	sh := c.Keys.Shard(args[1])
 	sh.Lock()
 	v, ok := sh.PeekLocked(args[1], c.Now())
-	sh.CountLookup(ok)
+	c.CountLookup(sh, args[1], ok)
 	sh.Unlock()
 	c.W.Simple(v.Kind.String())
 	return nil
@@ -150,8 +152,10 @@ func (dt *Family) expireHandler(unit int64, absolute bool) command.Handler {
 		}
 		if when <= now {
 			sh.DeleteLocked(args[1])
+			c.Notify(notify.Generic, "del", args[1])
 		} else {
 			SetExpireLocked(c, sh, args[1], when, now)
+			c.Notify(notify.Generic, "expire", args[1])
 		}
 		c.W.Int(1)
 		return nil
@@ -215,7 +219,7 @@ func (dt *Family) ttlHandler(unit int64, absolute bool) command.Handler {
 		now := c.Now()
 		sh := c.LockShard(args[1])
 		v, ok := sh.PeekLocked(args[1], now)
-		sh.CountLookup(ok)
+		c.CountLookup(sh, args[1], ok)
 		c.UnlockShard(sh)
 		c.W.Int(TTLOf(v, ok, now, unit, absolute))
 		return nil
@@ -256,6 +260,7 @@ func (dt *Family) cmdPersist(c *command.Ctx, args [][]byte) error {
 		return nil
 	}
 	SetExpireLocked(c, sh, args[1], 0, now)
+	c.Notify(notify.Generic, "persist", args[1])
 	c.W.Int(1)
 	return nil
 }
@@ -359,12 +364,18 @@ func (dt *Family) renameHandler(nx bool) command.Handler {
 			}
 			return nil
 		}
-		if _, exists := dstSh.GetLocked(dst, now); exists && nx {
+		_, exists := dstSh.GetLocked(dst, now)
+		if exists && nx {
 			c.W.Int(0)
 			return nil
 		}
+		if exists && c.Events.On(notify.NewKey) {
+			dstSh.DeleteLocked(dst) // so that newkey is new, as Redis's dbDelete and dbAdd
+		}
 		dstSh.SetLocked(dst, v) // copies the bytes, which alias src's: another key's
 		srcSh.DeleteLocked(src)
+		c.Notify(notify.Generic, "rename_from", src)
+		c.Notify(notify.Generic, "rename_to", dst)
 		if nx {
 			c.W.Int(1)
 		} else {
@@ -417,10 +428,12 @@ func (dt *Family) cmdCopy(c *command.Ctx, args [][]byte) error {
 	srcSh, dstSh := c.Keys.Shard(src), c.Keys.Shard(dst)
 	v, ok := srcSh.GetLocked(src, now)
 	if !ok {
+		notifyMiss(c, src, ok)
 		c.W.Int(0)
 		return nil
 	}
-	if _, exists := dstSh.GetLocked(dst, now); exists && !replace {
+	_, exists := dstSh.GetLocked(dst, now)
+	if exists && !replace {
 		c.W.Int(0)
 		return nil
 	}
@@ -430,7 +443,11 @@ func (dt *Family) cmdCopy(c *command.Ctx, args [][]byte) error {
 	if v.Obj != nil { // held by reference: the copy is a value of its own, from its bytes form
 		v.Bytes, v.Obj = v.Obj.AppendEncoded(c.Buffer(v.Obj.EncodedLen())), nil
 	}
+	if exists && c.Events.On(notify.NewKey) {
+		dstSh.DeleteLocked(dst) // so that destination is new, as Redis's dbDelete and dbAdd
+	}
 	dstSh.SetLocked(dst, v)
+	c.Notify(notify.Generic, "copy_to", dst)
 	c.W.Int(1)
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/throttledhq/throttled/collection"
 	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/notify"
 )
 
 // listCommands returns the list commands.
@@ -90,12 +91,14 @@ func (dt *Family) pushHandler(head, exists bool) command.Handler {
 				l.Push(e, head)
 			}
 			storeBigListLocked(sh, args[1], v, l)
+			c.Notify(notify.List, pushEvents[b2i(head)], args[1])
 			c.W.Int(int64(l.Len()))
 			return nil
 		}
 		c.Scratch = collection.ListPush(c.Scratch[:0], v.Bytes, head, elems)
 		n := v.Num + int64(len(elems))
 		dt.storeList(sh, args[1], c.Scratch, n, v.Expire)
+		c.Notify(notify.List, pushEvents[b2i(head)], args[1])
 		c.W.Int(n)
 		return nil
 	}
@@ -146,6 +149,7 @@ func (dt *Family) popHandler(head bool) command.Handler {
 				l.Pop(head)
 			}
 			storeBigListLocked(sh, args[1], v, l)
+			notifyRemoved(c, notify.List, popEvents[b2i(head)], args[1], v.Num-int64(l.Len()), v.Num)
 			return nil
 		}
 		// The reply is written before the store replaces the bytes it is read from.
@@ -173,6 +177,7 @@ func (dt *Family) popHandler(head bool) command.Handler {
 			rest = pack[:off]
 		}
 		dt.storeList(sh, args[1], rest, v.Num-count, v.Expire) // SetLocked copies what aliases it
+		notifyRemoved(c, notify.List, popEvents[b2i(head)], args[1], count, v.Num)
 		return nil
 	}
 }
@@ -280,16 +285,19 @@ func (dt *Family) cmdLTrim(c *command.Ctx, args [][]byte) error {
 	from, to, keep := collection.IndexRange(v.Num, start, stop)
 	if !keep {
 		dt.storeList(sh, args[1], nil, 0, 0)
+		notifyRemoved(c, notify.List, "ltrim", args[1], v.Num, v.Num)
 		return nil
 	}
 	if l := bigListOf(v); l != nil {
 		l.Trim(from, to)
 		storeBigListLocked(sh, args[1], v, l)
+		c.Notify(notify.List, "ltrim", args[1])
 		return nil
 	}
 	off := collection.ListOffset(v.Bytes, from)
 	end := off + collection.ListOffset(v.Bytes[off:], to-from+1)
 	dt.storeList(sh, args[1], v.Bytes[off:end], to-from+1, v.Expire)
+	c.Notify(notify.List, "ltrim", args[1])
 	return nil
 }
 
@@ -315,6 +323,7 @@ func (dt *Family) cmdLRem(c *command.Ctx, args [][]byte) error {
 		if removed = l.Remove(count, args[3]); removed > 0 {
 			storeBigListLocked(sh, args[1], v, l)
 		}
+		notifyRemoved(c, notify.List, "lrem", args[1], removed, v.Num)
 		c.W.Int(removed)
 		return nil
 	}
@@ -322,6 +331,7 @@ func (dt *Family) cmdLRem(c *command.Ctx, args [][]byte) error {
 	if removed > 0 {
 		dt.storeList(sh, args[1], c.Scratch, v.Num-removed, v.Expire)
 	}
+	notifyRemoved(c, notify.List, "lrem", args[1], removed, v.Num)
 	c.W.Int(removed)
 	return nil
 }
@@ -347,6 +357,7 @@ func (dt *Family) cmdLSet(c *command.Ctx, args [][]byte) error {
 			return errIndexRange
 		}
 		storeBigListLocked(sh, args[1], v, l)
+		c.Notify(notify.List, "lset", args[1])
 		c.W.OK()
 		return nil
 	}
@@ -354,6 +365,7 @@ func (dt *Family) cmdLSet(c *command.Ctx, args [][]byte) error {
 		return errIndexRange
 	}
 	dt.storeList(sh, args[1], c.Scratch, v.Num, v.Expire)
+	c.Notify(notify.List, "lset", args[1])
 	c.W.OK()
 	return nil
 }
@@ -463,6 +475,7 @@ func (dt *Family) cmdLInsert(c *command.Ctx, args [][]byte) error {
 			return nil
 		}
 		storeBigListLocked(sh, args[1], v, l)
+		c.Notify(notify.List, "linsert", args[1])
 		c.W.Int(int64(l.Len()))
 		return nil
 	}
@@ -471,6 +484,7 @@ func (dt *Family) cmdLInsert(c *command.Ctx, args [][]byte) error {
 		return nil
 	}
 	dt.storeList(sh, args[1], c.Scratch, v.Num+1, v.Expire)
+	c.Notify(notify.List, "linsert", args[1])
 	c.W.Int(v.Num + 1)
 	return nil
 }
@@ -550,10 +564,12 @@ func (dt *Family) lmove(c *command.Ctx, src, dst []byte, from, to bool) error {
 			sl.Pop(from)
 			sl.PushRaw(raw, to)
 			storeBigListLocked(ssh, src, sv, sl)
+			notifyMoved(c, src, dst, from, to, sv.Num)
 			return nil
 		}
 		c.Scratch = collection.ListPushRaw(c.Scratch[:0], rest, to, raw)
 		dt.storeList(ssh, src, c.Scratch, sv.Num, sv.Expire)
+		notifyMoved(c, src, dst, from, to, sv.Num)
 		return nil
 	}
 	// dst first: src's bytes stay valid while another key is written.
@@ -567,8 +583,10 @@ func (dt *Family) lmove(c *command.Ctx, src, dst []byte, from, to bool) error {
 	if sl != nil {
 		sl.Pop(from)
 		storeBigListLocked(ssh, src, sv, sl)
+		notifyMoved(c, src, dst, from, to, sv.Num-1)
 		return nil
 	}
 	dt.storeList(ssh, src, rest, sv.Num-1, sv.Expire)
+	notifyMoved(c, src, dst, from, to, sv.Num-1)
 	return nil
 }

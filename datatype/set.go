@@ -9,6 +9,7 @@ import (
 	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/glob"
 	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/notify"
 )
 
 // The set commands. A set is a keyspace.Value of Kind Set: Num its members, Bytes package
@@ -19,8 +20,8 @@ import (
 
 func (dt *Family) setCommands() []*command.Spec {
 	return []*command.Spec{
-		{Name: "sadd", Arity: -3, Flags: "write denyoom fast", FirstKey: 1, LastKey: 1, KeySpecs: []command.KeySpec{{Begin: 1, Flags: "RW insert"}}, Group: "set", Since: "1.0.0", Summary: "Adds one or more members to a set. Creates the key if it doesn't exist.", Syntax: "key member [member ...]", Handler: dt.setEditHandler((*collection.SetEditor).Add)},
-		{Name: "srem", Arity: -3, Flags: "write fast", FirstKey: 1, LastKey: 1, KeySpecs: []command.KeySpec{{Begin: 1, Flags: "RW delete"}}, Group: "set", Since: "1.0.0", Summary: "Removes one or more members from a set. Deletes the set if the last member was removed.", Syntax: "key member [member ...]", Handler: dt.setEditHandler((*collection.SetEditor).Remove)},
+		{Name: "sadd", Arity: -3, Flags: "write denyoom fast", FirstKey: 1, LastKey: 1, KeySpecs: []command.KeySpec{{Begin: 1, Flags: "RW insert"}}, Group: "set", Since: "1.0.0", Summary: "Adds one or more members to a set. Creates the key if it doesn't exist.", Syntax: "key member [member ...]", Handler: dt.setEditHandler("sadd", (*collection.SetEditor).Add)},
+		{Name: "srem", Arity: -3, Flags: "write fast", FirstKey: 1, LastKey: 1, KeySpecs: []command.KeySpec{{Begin: 1, Flags: "RW delete"}}, Group: "set", Since: "1.0.0", Summary: "Removes one or more members from a set. Deletes the set if the last member was removed.", Syntax: "key member [member ...]", Handler: dt.setEditHandler("srem", (*collection.SetEditor).Remove)},
 		{Name: "sismember", Arity: 3, Flags: "readonly fast", FirstKey: 1, LastKey: 1, KeySpecs: []command.KeySpec{{Begin: 1, Flags: "RO"}}, Group: "set", Since: "1.0.0", Summary: "Determines whether a member belongs to a set.", Syntax: "key member", Handler: dt.cmdSIsMember},
 		{Name: "smismember", Arity: -3, Flags: "readonly fast", FirstKey: 1, LastKey: 1, KeySpecs: []command.KeySpec{{Begin: 1, Flags: "RO access"}}, Group: "set", Since: "6.2.0", Summary: "Determines whether multiple members belong to a set.", Syntax: "key member [member ...]", Handler: dt.cmdSMIsMember},
 		{Name: "smembers", Arity: 2, Flags: "readonly", FirstKey: 1, LastKey: 1, KeySpecs: []command.KeySpec{{Begin: 1, Flags: "RO access"}}, Group: "set", Since: "1.0.0", Summary: "Returns all members of a set.", Syntax: "key", Handler: dt.cmdSMembers},
@@ -112,8 +113,8 @@ func (dt *Family) storeSetLocked(c *command.Ctx, sh *keyspace.Shard, key []byte,
 }
 
 // SADD key member [member ...] and SREM key member [member ...]: edit is Add or Remove,
-// and the reply counts the members it changed.
-func (dt *Family) setEditHandler(edit func(*collection.SetEditor, []byte) bool) command.Handler {
+// and the reply counts the members it changed; event is the keyspace event of a change.
+func (dt *Family) setEditHandler(event string, edit func(*collection.SetEditor, []byte) bool) command.Handler {
 	return func(c *command.Ctx, args [][]byte) error {
 		sh := c.Keys.Shard(args[1])
 		sh.Lock()
@@ -130,6 +131,7 @@ func (dt *Family) setEditHandler(edit func(*collection.SetEditor, []byte) bool) 
 			}
 		}
 		dt.storeSetLocked(c, sh, args[1], v.Expire, &ed)
+		notifyRemoved(c, notify.Set, event, args[1], int64(changed), int64(changed)+ed.Num) // "del" when SREM left none
 		c.W.Int(int64(changed))
 		return nil
 	}
@@ -222,6 +224,7 @@ func (dt *Family) cmdSPop(c *command.Ctx, args [][]byte) error {
 		var buf [64]byte
 		c.W.Bulk(ed.Pop(rand.IntN(int(ed.Num)), buf[:0]))
 		dt.storeSetLocked(c, sh, args[1], v.Expire, &ed)
+		notifyRemoved(c, notify.Set, "spop", args[1], 1, v.Num)
 		return nil
 	}
 	if !ok || count == 0 {
@@ -231,9 +234,11 @@ func (dt *Family) cmdSPop(c *command.Ctx, args [][]byte) error {
 	if count >= v.Num { // the whole set, as SUNION of it replies it
 		dt.replySet(c, setOf(v), v.Num)
 		sh.DeleteLocked(args[1])
+		notifyRemoved(c, notify.Set, "spop", args[1], v.Num, v.Num)
 		return nil
 	}
 	c.W.SetHeader(int(count))
+	c.Notify(notify.Set, "spop", args[1])
 	ed := dt.editSet(c, v)
 	var buf []byte
 	for range count {
@@ -362,10 +367,12 @@ func (dt *Family) cmdSMove(c *command.Ctx, args [][]byte) error {
 		return nil
 	}
 	dt.storeSetLocked(c, ssh, src, sv.Expire, &ed)
+	notifyRemoved(c, notify.Set, "srem", src, 1, sv.Num)
 	// The destination's bytes stay valid while another key is written.
 	ed = dt.editSet(c, dv)
-	ed.Add(member)
+	added := ed.Add(member)
 	dt.storeSetLocked(c, dsh, dst, dv.Expire, &ed)
+	notifyIf(c, added, notify.Set, "sadd", dst)
 	c.W.Int(1)
 	return nil
 }
@@ -388,6 +395,7 @@ func (dt *Family) setsLocked(c *command.Ctx, keys [][]byte, sets []keyspace.Valu
 		if err != nil {
 			return nil, err
 		}
+		notifyMiss(c, k, ok || c.Reading) // a STORE form's read, which kindLocked does not count
 		if !ok {
 			v = keyspace.Value{}
 		}
@@ -434,7 +442,9 @@ func (dt *Family) setOpHandler(op setOp, store bool) command.Handler {
 			nb.AddDiff(sets)
 		}
 		if store {
+			_, existed := c.Keys.Shard(args[1]).PeekLocked(args[1], c.Now())
 			storeCollectionLocked(c.Keys.Shard(args[1]), args[1], keyspace.Value{Kind: keyspace.Set, Num: nb.Num, Num2: setFlags(nb.Enc), Bytes: nb.Bytes()})
+			notifyStored(c, notify.Set, setStoreEvents[op], args[1], nb.Num, existed)
 			c.W.Int(nb.Num)
 			return nil
 		}

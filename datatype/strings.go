@@ -8,6 +8,7 @@ import (
 	"github.com/throttledhq/throttled/collection"
 	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/notify"
 )
 
 // A string's Value.Num says how Redis would hold it, for OBJECT ENCODING and REFCOUNT
@@ -60,7 +61,7 @@ func (dt *Family) cmdGet(c *command.Ctx, args [][]byte) error {
 	sh := c.LockShard(args[1])
 	defer c.UnlockShard(sh)
 	v, ok := sh.GetLocked(args[1], c.Now())
-	sh.CountLookup(ok)
+	c.CountLookup(sh, args[1], ok)
 	switch {
 	case !ok:
 		c.W.Null()
@@ -86,6 +87,7 @@ func (dt *Family) cmdSet(c *command.Ctx, args [][]byte) error {
 	sh := c.LockShard(args[1])
 	defer c.UnlockShard(sh)
 	old, exists := sh.GetLocked(args[1], now)
+	notifyMiss(c, args[1], exists || !o.get)
 	if o.get {
 		switch {
 		case exists && old.Kind != keyspace.String:
@@ -106,6 +108,10 @@ func (dt *Family) cmdSet(c *command.Ctx, args [][]byte) error {
 		when = old.Expire
 	}
 	sh.SetLocked(args[1], keyspace.Value{Kind: keyspace.String, Bytes: args[2], Expire: when})
+	c.Notify(notify.String, "set", args[1])
+	if o.expire != nil {
+		c.Notify(notify.Generic, "expire", args[1])
+	}
 	if !o.get {
 		c.W.OK()
 	}
@@ -199,6 +205,7 @@ func (dt *Family) cmdSetNX(c *command.Ctx, args [][]byte) error {
 		return nil
 	}
 	sh.SetLocked(args[1], keyspace.Value{Kind: keyspace.String, Bytes: args[2]})
+	c.Notify(notify.String, "set", args[1])
 	c.W.Int(1)
 	return nil
 }
@@ -218,6 +225,8 @@ func (dt *Family) setexHandler(unit int64) command.Handler {
 		sh := c.Keys.Shard(args[1])
 		sh.Lock()
 		sh.SetLocked(args[1], keyspace.Value{Kind: keyspace.String, Bytes: args[3], Expire: when})
+		c.Notify(notify.String, "set", args[1])
+		c.Notify(notify.Generic, "expire", args[1])
 		sh.Unlock()
 		c.W.OK()
 		return nil
@@ -232,7 +241,7 @@ func (dt *Family) cmdMGet(c *command.Ctx, args [][]byte) error {
 		sh := c.Keys.Shard(key)
 		sh.Lock()
 		v, ok := sh.GetLocked(key, now)
-		sh.CountLookup(ok)
+		c.CountLookup(sh, key, ok)
 		if ok && v.Kind == keyspace.String {
 			c.W.Bulk(v.Bytes)
 		} else {
@@ -256,6 +265,7 @@ func (dt *Family) cmdMSet(c *command.Ctx, args [][]byte) error {
 	defer keyspace.UnlockShards(shards)
 	for i := 1; i < len(args); i += 2 {
 		c.Keys.Shard(args[i]).SetLocked(args[i], keyspace.Value{Kind: keyspace.String, Bytes: args[i+1]})
+		c.Notify(notify.String, "set", args[i])
 	}
 	c.W.OK()
 	return nil
@@ -281,6 +291,7 @@ func (dt *Family) cmdMSetNX(c *command.Ctx, args [][]byte) error {
 	}
 	for i := 1; i < len(args); i += 2 {
 		c.Keys.Shard(args[i]).SetLocked(args[i], keyspace.Value{Kind: keyspace.String, Bytes: args[i+1]})
+		c.Notify(notify.String, "set", args[i])
 	}
 	c.W.Int(1)
 	return nil
@@ -292,6 +303,7 @@ func (dt *Family) cmdGetSet(c *command.Ctx, args [][]byte) error {
 	sh.Lock()
 	defer sh.Unlock()
 	v, ok, err := dt.stringLocked(c, sh, args[1], c.Now())
+	notifyMiss(c, args[1], ok || err != nil)
 	switch {
 	case err != nil:
 		return err
@@ -301,6 +313,7 @@ func (dt *Family) cmdGetSet(c *command.Ctx, args [][]byte) error {
 		c.W.Null()
 	}
 	sh.SetLocked(args[1], keyspace.Value{Kind: keyspace.String, Bytes: args[2]})
+	c.Notify(notify.String, "set", args[1])
 	return nil
 }
 
@@ -329,6 +342,7 @@ func (dt *Family) incrHandler(sign int64, hasArg bool) command.Handler {
 		if err != nil {
 			return err
 		}
+		c.Notify(notify.String, "incrby", args[1])
 		c.W.Int(n)
 		return nil
 	}
@@ -381,6 +395,7 @@ func (dt *Family) cmdIncrByFloat(c *command.Ctx, args [][]byte) error {
 	}
 	c.Scratch = out[:0] // at most 5 KiB: the longest long double at 17 places
 	sh.SetLocked(args[1], keyspace.Value{Kind: keyspace.String, Bytes: out, Expire: v.Expire, Num: strNoInt})
+	c.Notify(notify.String, "incrbyfloat", args[1])
 	c.W.Bulk(out)
 	return nil
 }
@@ -400,6 +415,7 @@ func (dt *Family) cmdGetEx(c *command.Ctx, args [][]byte) error {
 		return err
 	}
 	if !ok {
+		notifyMiss(c, args[1], ok)
 		c.W.Null()
 		return nil
 	}
@@ -411,10 +427,13 @@ func (dt *Family) cmdGetEx(c *command.Ctx, args [][]byte) error {
 	switch {
 	case o.expire != nil && when <= now:
 		sh.DeleteLocked(args[1]) // EXAT or PXAT in the past
+		c.Notify(notify.Generic, "del", args[1])
 	case o.expire != nil:
 		SetExpireLocked(c, sh, args[1], when, now)
+		c.Notify(notify.Generic, "expire", args[1])
 	case o.persist && v.Expire != 0:
 		SetExpireLocked(c, sh, args[1], 0, now)
+		c.Notify(notify.Generic, "persist", args[1])
 	}
 	return nil
 }
@@ -425,6 +444,7 @@ func (dt *Family) cmdGetDel(c *command.Ctx, args [][]byte) error {
 	sh.Lock()
 	defer sh.Unlock()
 	v, ok, err := dt.stringLocked(c, sh, args[1], c.Now())
+	notifyMiss(c, args[1], ok || err != nil)
 	switch {
 	case err != nil:
 		return err
@@ -433,6 +453,7 @@ func (dt *Family) cmdGetDel(c *command.Ctx, args [][]byte) error {
 	default:
 		c.W.Bulk(v.Bytes)
 		sh.DeleteLocked(args[1])
+		c.Notify(notify.Generic, "del", args[1])
 	}
 	return nil
 }
@@ -448,6 +469,7 @@ func (dt *Family) cmdAppend(c *command.Ctx, args [][]byte) error {
 	}
 	if !ok {
 		sh.SetLocked(args[1], keyspace.Value{Kind: keyspace.String, Bytes: args[2]}) // as SET would
+		c.Notify(notify.String, "append", args[1])
 		c.W.Int(int64(len(args[2])))
 		return nil
 	}
@@ -457,6 +479,7 @@ func (dt *Family) cmdAppend(c *command.Ctx, args [][]byte) error {
 	}
 	b := append(append(c.Buffer(n), v.Bytes...), args[2]...)
 	sh.SetLocked(args[1], keyspace.Value{Kind: keyspace.String, Bytes: b, Expire: v.Expire, Num: strRaw})
+	c.Notify(notify.String, "append", args[1])
 	c.W.Int(int64(n))
 	return nil
 }
@@ -504,6 +527,7 @@ func (dt *Family) cmdSetRange(c *command.Ctx, args [][]byte) error {
 	b = append(b, make([]byte, n-len(b))...)
 	copy(b[off:], val)
 	sh.SetLocked(args[1], keyspace.Value{Kind: keyspace.String, Bytes: b, Expire: v.Expire, Num: strRaw})
+	c.Notify(notify.String, "setrange", args[1])
 	c.W.Int(int64(n))
 	return nil
 }

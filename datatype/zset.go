@@ -10,6 +10,7 @@ import (
 	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/glob"
 	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/notify"
 	"github.com/throttledhq/throttled/resp"
 )
 
@@ -197,6 +198,7 @@ options:
 			storeBigLocked(sh, key, keyspace.Value{Kind: keyspace.ZSet, Expire: v.Expire}, b)
 		}
 	}
+	notifyIf(c, added+updated > 0, notify.ZSet, zaddEvents[b2i(f.Incr)], key)
 	switch {
 	case !f.Incr && ch:
 		c.W.Int(added + updated)
@@ -234,6 +236,7 @@ func (dt *Family) cmdZRem(c *command.Ctx, args [][]byte) error {
 		if removed > 0 {
 			storeBigLocked(sh, key, v, b)
 		}
+		notifyRemoved(c, notify.ZSet, "zrem", key, removed, v.Num)
 		c.W.Int(removed)
 		return nil
 	}
@@ -248,6 +251,7 @@ func (dt *Family) cmdZRem(c *command.Ctx, args [][]byte) error {
 		}
 	}
 	dt.zstoreLocked(c, sh, key, v, &ed)
+	notifyRemoved(c, notify.ZSet, "zrem", key, removed, v.Num)
 	c.W.Int(removed)
 	return nil
 }
@@ -742,6 +746,7 @@ func (dt *Family) zremrangeHandler(kind zrangeKind) command.Handler {
 			if n > 0 {
 				storeBigLocked(sh, key, v, b)
 			}
+			notifyRemoved(c, notify.ZSet, zremrangeEvents[kind], key, int64(n), v.Num)
 			c.W.Int(int64(n))
 			return nil
 		}
@@ -767,6 +772,7 @@ func (dt *Family) zremrangeHandler(kind zrangeKind) command.Handler {
 			ed.DeleteSpan(from, to, n)
 			dt.zstoreLocked(c, sh, key, v, &ed)
 		}
+		notifyRemoved(c, notify.ZSet, zremrangeEvents[kind], key, n, v.Num)
 		c.W.Int(n)
 		return nil
 	}
@@ -826,6 +832,7 @@ func (dt *Family) zpopHandler(fromMax bool) command.Handler {
 			}
 			b.DeleteRanks(first, int(n))
 			storeBigLocked(sh, key, v, b)
+			notifyRemoved(c, notify.ZSet, zpopEvents[b2i(fromMax)], key, n, v.Num)
 			return nil
 		}
 		z := zsetOf(v).Pack
@@ -849,6 +856,7 @@ func (dt *Family) zpopHandler(fromMax bool) command.Handler {
 		ed := dt.zeditor(c, v)
 		ed.DeleteSpan(from, to, n)
 		dt.zstoreLocked(c, sh, key, v, &ed)
+		notifyRemoved(c, notify.ZSet, zpopEvents[b2i(fromMax)], key, n, v.Num)
 		return nil
 	}
 }

@@ -3,6 +3,8 @@ package keyspace
 import (
 	"encoding/binary"
 	"math/rand/v2"
+
+	"github.com/throttledhq/throttled/notify"
 )
 
 // The access clock serves OBJECT IDLETIME, RESTORE's IDLETIME and the LRU eviction
@@ -61,6 +63,7 @@ func (s *Shard) PeekLocked(key []byte, now int64) (Value, bool) {
 	}
 	e := s.entry(off)
 	if exp := expireOf(e); exp != 0 && now >= exp {
+		s.fireEntry(notify.Expired, "expired", e)
 		s.remove(pos, off)
 		s.expired.Add(1)
 		return Value{}, false
@@ -139,6 +142,7 @@ func (s *Shard) randomKeyLocked(now int64) ([]byte, bool) {
 		off := uint32(slot) - 1
 		e := s.entry(off)
 		if exp := expireOf(e); exp != 0 && now >= exp {
+			s.fireEntry(notify.Expired, "expired", e)
 			s.removeKeepingIndex(j, off)
 			s.expired.Add(1)
 			j-- // the slot may hold the next key of its run now

@@ -82,4 +82,10 @@
 //
 // Watches (WatchLocked) serve Redis's WATCH: a write, deletion or expiry of a watched key
 // marks its watches changed. A shard nobody watches pays one nil test per write for them.
+//
+// Keyspace notifications (SetNotifier, notify.go): the keyspace fires the events it causes
+// itself, which no command's handler sees: "expired" where a lookup, DeleteAtLocked, active
+// expiry or RandomKey removes an expired key, "evicted" where Evict removes one, "new" where
+// SetLocked creates one. They fire under the shard's lock, before the removal, through the
+// server's notify.Notifier; with their classes off each costs an atomic load.
 package keyspace

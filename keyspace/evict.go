@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+
+	"github.com/throttledhq/throttled/notify"
 )
 
 // Policy is a maxmemory-policy: which keys Evict removes when the keyspace holds more than
@@ -141,6 +143,7 @@ func (s *Shard) evictLocked(p Policy, samples int, now int64) bool {
 	if best < 0 {
 		return false
 	}
+	s.fireEntry(notify.Evicted, "evicted", s.entry(bestOff))
 	s.remove(best, bestOff)
 	s.evicted.Add(1)
 	return true

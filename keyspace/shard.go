@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/throttledhq/throttled/notify"
 )
 
 // An entry holds one key and its state in a block of the shard's arena:
@@ -171,6 +173,8 @@ type Shard struct {
 	expired atomic.Int64 // Keyspace.ExpiredTotal
 	evicted atomic.Int64 // Keyspace.EvictedTotal
 
+	events *notify.Notifier // Keyspace.SetNotifier's; nil fires nothing
+
 	_ [64]byte // keeps the counters off the next shard's mutex cache line
 }
 
@@ -200,6 +204,7 @@ func (s *Shard) GetLocked(key []byte, now int64) (Value, bool) {
 	e := s.entry(off)
 	exp, num, num2 := fields(e)
 	if exp != 0 && now >= exp {
+		s.fireEntry(notify.Expired, "expired", e)
 		s.remove(pos, off)
 		s.expired.Add(1)
 		return Value{}, false
@@ -276,6 +281,7 @@ func (s *Shard) SetLocked(key []byte, v Value) {
 	if v.Expire != 0 {
 		s.expires.Add(1)
 	}
+	s.fireEntry(notify.NewKey, "new", e)
 }
 
 // SwapLocked stores v, which must hold an Obj, at key in place of its live value, which
@@ -308,7 +314,11 @@ func (s *Shard) DeleteAtLocked(key []byte, now int64) bool {
 	if !ok {
 		return false
 	}
-	exp := expireOf(s.entry(off))
+	e := s.entry(off)
+	exp := expireOf(e)
+	if exp != 0 && now >= exp {
+		s.fireEntry(notify.Expired, "expired", e)
+	}
 	s.remove(pos, off)
 	if exp != 0 && now >= exp {
 		s.expired.Add(1)
@@ -1093,6 +1103,7 @@ func (s *Shard) expireLocked(now int64, budget int, r *expireRound) (removed, wo
 			if exp := expireOf(s.entry(off)); exp != 0 {
 				r.sampled++
 				if gone = now >= exp; gone {
+					s.fireEntry(notify.Expired, "expired", s.entry(off))
 					// The slot then holds the next key of its run, if any: the walk stays.
 					s.removeKeepingIndex(i, off)
 					r.expired++

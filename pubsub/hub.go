@@ -97,6 +97,10 @@ func (h *Hub) Publish(channel, message []byte) int {
 	return n
 }
 
+// Idle reports whether nobody subscribes to anything: a Publish now would reach nobody.
+// It is an atomic load, for publishers that build their messages (keyspace events).
+func (h *Hub) Idle() bool { return h.active.Load() == 0 }
+
 // Listened reports whether a Publish to channel now would reach anyone, so that a caller
 // can skip building a message nobody reads.
 func (h *Hub) Listened(channel []byte) bool {

@@ -14,6 +14,7 @@ import (
 	"github.com/throttledhq/throttled/keyspace"
 	"github.com/throttledhq/throttled/latency"
 	"github.com/throttledhq/throttled/listen"
+	"github.com/throttledhq/throttled/notify"
 	"github.com/throttledhq/throttled/persistence"
 	"github.com/throttledhq/throttled/resp"
 )
@@ -86,6 +87,10 @@ type Config struct {
 	// rate-limit key expires, the one nearest expiry is the least use (a spent limit's runs
 	// longest), and a flood of new subjects must evict those, not fill the keyspace.
 	MaxMemoryPolicy string
+	// NotifyKeyspaceEvents is Redis's notify-keyspace-events: the classes of keyspace
+	// events published on pub/sub, as letters (K, E, g, $, l, s, h, z, x, e, t, m, d, n, A);
+	// "" (the default) publishes none.
+	NotifyKeyspaceEvents string
 	// MaxMemorySamples is how many keys eviction compares to choose each one it removes
 	// ("maxmemory-samples"); default 5.
 	MaxMemorySamples int
@@ -384,6 +389,9 @@ func (c Config) Validate() error {
 	}
 	if _, err := keyspace.ParsePolicy(c.MaxMemoryPolicy); err != nil {
 		return fmt.Errorf("maxmemory-policy: %w", err)
+	}
+	if _, err := notify.Parse(c.NotifyKeyspaceEvents); err != nil {
+		return fmt.Errorf("notify-keyspace-events: %q: %w", c.NotifyKeyspaceEvents, err)
 	}
 	if c.MaxMemorySamples < 1 || c.MaxMemorySamples > 64 {
 		return fmt.Errorf("maxmemory-samples: %d is not between 1 and 64", c.MaxMemorySamples)

@@ -13,6 +13,7 @@ import (
 	"github.com/throttledhq/throttled/conffile"
 	"github.com/throttledhq/throttled/glob"
 	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/notify"
 	"github.com/throttledhq/throttled/persistence"
 )
 
@@ -119,13 +120,28 @@ func (s *Server) paramTable() []*param {
 			}
 			return func() { s.level.Set(level); s.levelName.Store(&name) }, nil
 		}},
-		{name: "maxmemory", get: num(&s.mem.max), def: "0", file: bytesValue, set: setNum("maxmemory", &s.mem.max, conffile.ParseSize)},
+		{name: "maxmemory", get: num(&s.mem.max), def: "0", file: bytesValue, set: func(v string) (func(), error) {
+			apply, err := setNum("maxmemory", &s.mem.max, conffile.ParseSize)(v)
+			if err != nil {
+				return nil, err
+			}
+			// Measured at once, as Redis's CONFIG SET maxmemory evicts before it replies: the
+			// next command must not see the old limit's OOM, nor wait for the loop's tick.
+			return func() { apply(); s.enforceMemory() }, nil
+		}},
 		{name: "maxmemory-policy", get: s.policyName, def: def.MaxMemoryPolicy, file: plainValue, set: func(v string) (func(), error) {
 			p, err := keyspace.ParsePolicy(v)
 			if err != nil {
 				return nil, errors.New("argument(s) must be one of the following: noeviction, volatile-ttl, allkeys-lru, volatile-lru, allkeys-random, volatile-random")
 			}
 			return func() { s.setPolicy(p) }, nil
+		}},
+		{name: "notify-keyspace-events", get: func() string { return s.env.Events.Flags().String() }, file: quoted, set: func(v string) (func(), error) {
+			c, err := notify.Parse(v)
+			if err != nil {
+				return nil, err
+			}
+			return func() { s.env.Events.Set(c) }, nil
 		}},
 		{name: "maxmemory-samples", get: num(&s.mem.samples), def: itoaInt(def.MaxMemorySamples), file: plainValue, set: setNum("maxmemory-samples", &s.mem.samples, integer)},
 		{name: "aclfile", get: constant(s.cfg.ACLFile), file: quoted},

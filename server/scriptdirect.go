@@ -6,6 +6,7 @@ import (
 	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/datatype"
 	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/notify"
 	"github.com/throttledhq/throttled/ratelimit"
 )
 
@@ -73,7 +74,7 @@ func (d *directOps) Get(args [][]byte) (val []byte, found, ok bool) {
 	if found && v.Kind != keyspace.String {
 		return nil, true, false
 	}
-	sh.CountLookup(found)
+	r.c.CountLookup(sh, key, found)
 	d.done(args, false)
 	return v.Bytes, found, true
 }
@@ -82,7 +83,7 @@ func (d *directOps) PTTL(args [][]byte) int64 {
 	r, sh, key := d.on()
 	now := r.c.Now()
 	v, ok := sh.PeekLocked(key, now)
-	sh.CountLookup(ok)
+	r.c.CountLookup(sh, key, ok)
 	d.done(args, false)
 	return datatype.TTLOf(v, ok, now, 1e6, false)
 }
@@ -101,6 +102,8 @@ func (d *directOps) Set(args [][]byte, val []byte, ms int64, nx bool) (bool, err
 		}
 	}
 	sh.SetLocked(key, keyspace.Value{Kind: keyspace.String, Bytes: val, Expire: when})
+	r.c.Notify(notify.String, "set", key)
+	r.c.Notify(notify.Generic, "expire", key) // PX ms, always
 	d.done(args, true)
 	return true, nil
 }
@@ -111,6 +114,7 @@ func (d *directOps) IncrBy(args [][]byte, by int64) (int64, error) {
 	if err != nil {
 		return 0, replyError(err)
 	}
+	r.c.Notify(notify.String, "incrby", key)
 	d.done(args, true)
 	return n, nil
 }
@@ -127,6 +131,7 @@ func (d *directOps) Expire(args [][]byte, seconds int64) (bool, error) {
 		return false, nil
 	}
 	datatype.SetExpireLocked(&r.c.Ctx, sh, key, when, now)
+	r.c.Notify(notify.Generic, "expire", key)
 	d.done(args, true)
 	return true, nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/throttledhq/throttled/keyspace"
 	"github.com/throttledhq/throttled/latency"
 	"github.com/throttledhq/throttled/listen"
+	"github.com/throttledhq/throttled/notify"
 	"github.com/throttledhq/throttled/persistence"
 	"github.com/throttledhq/throttled/pubsub"
 	"github.com/throttledhq/throttled/ratelimit"
@@ -184,6 +185,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now != nil {
 		s.env.Clock = s.nowNano
 	}
+	s.env.Events.Init(s.pubsub)
+	events, _ := notify.Parse(cfg.NotifyKeyspaceEvents) // Validate checked it
+	s.env.Events.Set(events)
+	s.ks.SetNotifier(&s.env.Events)
 	s.ks.SetClock(s.nowNano()) // the access clock; expireLoop keeps it going
 	s.txLocks.seed = maphash.MakeSeed()
 	initLimits(&s.listpack, cfg)

@@ -65,7 +65,7 @@ var ignoredOptions = []string{
 	"hll-sparse-max-bytes", "hz", "jemalloc-bg-thread",
 	"lazyfree-lazy-eviction", "lazyfree-lazy-expire", "lazyfree-lazy-server-del",
 	"lazyfree-lazy-user-del", "lazyfree-lazy-user-flush", "lfu-decay-time", "lfu-log-factor",
-	"list-compress-depth", "no-appendfsync-on-rewrite", "notify-keyspace-events", "oom-score-adj",
+	"list-compress-depth", "no-appendfsync-on-rewrite", "oom-score-adj",
 	"oom-score-adj-values", "proc-title-template", "rdb-del-sync-files", "rdb-key-save-delay",
 	"rdb-save-incremental-fsync", "rdbchecksum", "rdbcompression", "repl-diskless-load",
 	"repl-diskless-sync", "repl-diskless-sync-delay", "repl-diskless-sync-max-replicas",
@@ -298,6 +298,7 @@ func optionTable() []option {
 			get: func(s *settings) string { return conffile.FormatSize(s.MaxMemory) }},
 		str("maxmemory-policy", "policy", "what goes over maxmemory: volatile-ttl, noeviction, allkeys-lru, volatile-lru, allkeys-random, volatile-random; volatile-ttl by default, not Redis's noeviction: every rate-limit key expires, the one nearest expiry is the least use, and a flood of new subjects evicts those rather than fail decisions", func(c *C) *string { return &c.MaxMemoryPolicy }),
 		integer("maxmemory-samples", "keys compared to choose each one evicted", func(c *C) *int { return &c.MaxMemorySamples }),
+		str("notify-keyspace-events", "classes", "keyspace events published on pub/sub, Redis's letters (K E g $ l s h z x e t m d n A, e.g. KEA); empty for none", func(c *C) *string { return &c.NotifyKeyspaceEvents }),
 
 		// Replication.
 		{name: "replicaof", aliases: []string{"slaveof"}, arg: "host port", many: true, help: "the primary to replicate; no one for none",

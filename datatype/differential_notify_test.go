@@ -1,0 +1,35 @@
+package datatype_test
+
+import (
+	"testing"
+
+	"github.com/throttledhq/throttled/internal/difftest"
+	"github.com/throttledhq/throttled/internal/testserver"
+	"github.com/throttledhq/throttled/server"
+)
+
+// TestDifferentialKeyspaceEvents: random commands of every type fire the same keyspace
+// events, in the same order, as on Redis, with notify-keyspace-events KEA.
+func TestDifferentialKeyspaceEvents(t *testing.T) {
+	difftest.RunEvents(t, "KEA", difftest.Keyspace, throttled)
+}
+
+// TestDifferentialKeyspaceEventsAll adds the classes A leaves out: n (a key created) and m
+// (a read that found no key).
+func TestDifferentialKeyspaceEventsAll(t *testing.T) {
+	difftest.RunEvents(t, "KEAnm", difftest.Keyspace, throttled)
+}
+
+// TestDifferentialKeyspaceEventsBig is TestDifferentialKeyspaceEventsAll with every
+// collection past its listpack (or intset) at a few elements, so that the big encodings'
+// paths fire their events too. Events do not depend on encodings: Redis keeps its own.
+func TestDifferentialKeyspaceEventsBig(t *testing.T) {
+	difftest.RunEvents(t, "KEAnm", difftest.Keyspace, func(t *testing.T) string {
+		return testserver.Start(t, func(c *server.Config) {
+			c.Now = nil
+			c.ListMaxListpackSize = 2
+			c.HashMaxListpackEntries, c.ZsetMaxListpackEntries = 2, 2
+			c.SetMaxIntsetEntries, c.SetMaxListpackEntries = 2, 2
+		}).Addr
+	})
+}
