@@ -208,16 +208,15 @@ func (dt *Family) mpopHandler(blocking bool, kind keyspace.Kind, head, tail stri
 		numIdx = 2
 	}
 	return func(c *command.Ctx, args [][]byte) error {
-		var timeout int64
-		if blocking {
-			var err error
-			if timeout, err = parseTimeout(args[1]); err != nil {
-				return err
-			}
-		}
 		keys, fromHead, count, err := parseMPop(args, numIdx, head, tail)
 		if err != nil {
 			return err
+		}
+		var timeout int64
+		if blocking { // read after the rest, as Redis does
+			if timeout, err = parseTimeout(args[1]); err != nil {
+				return err
+			}
 		}
 		c.Shards = c.Keys.LockKeys(keys, c.Shards[:0])
 		served, err := dt.popFirstLocked(c, keys, kind, fromHead, count, popMulti)

@@ -406,9 +406,23 @@ func (dt *Family) cmdZRangeStore(c *command.Ctx, args [][]byte) error {
 		if err != nil {
 			return err
 		}
+		// Redis adds them one by one to a listpack, which holds -0 as 0, until one is past
+		// its limits; a range of indexes past them starts big.
+		byRank := true
+		for _, a := range args[5:] {
+			if command.EqualFold(a, "byscore") || command.EqualFold(a, "bylex") {
+				byRank = false
+			}
+		}
+		maxEntries, maxValue := dt.cfg.Limits.ZsetEntries.Load(), dt.cfg.Limits.ZsetValue.Load()
+		big := byRank && int64(len(members)) > maxEntries
 		es = make([]zent, len(members))
 		for i, m := range members {
 			s, _ := zscore(v, m)
+			big = big || int64(i+1) > maxEntries || int64(len(m)) > maxValue
+			if !big && s == 0 {
+				s = 0
+			}
 			es[i] = zent{m: string(m), s: s}
 		}
 	}
