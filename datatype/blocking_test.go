@@ -2,6 +2,7 @@ package datatype_test
 
 import (
 	"context"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -178,4 +179,21 @@ func TestBlockingSortedSets(t *testing.T) {
 	rdb.Del(ctx, "k")
 	rdb.RPush(ctx, "k", "v")
 	require.Equal(t, []string{"k", "v"}, <-lpop)
+}
+
+// TestBlockedClientGone: a client that closes its connection while it waits stops
+// waiting, and takes nothing a later push brings.
+func TestBlockedClientGone(t *testing.T) {
+	ts := testserver.Start(t)
+	ctx := context.Background()
+	rdb := ts.Client(t, 2)
+	nc, err := net.Dial("tcp", ts.Addr)
+	require.NoError(t, err)
+	_, err = nc.Write([]byte("*3\r\n$5\r\nBLPOP\r\n$1\r\nq\r\n$1\r\n0\r\n"))
+	require.NoError(t, err)
+	waitBlocked(t, rdb, "1")
+	require.NoError(t, nc.Close())
+	waitBlocked(t, rdb, "0")
+	rdb.RPush(ctx, "q", "x")
+	require.Equal(t, []string{"x"}, rdb.LRange(ctx, "q", 0, -1).Val())
 }

@@ -96,7 +96,11 @@ func (s *Server) park(c *client) {
 		defer t.Stop()
 		timeout = t.C
 	}
+	gone, stopWatch := watchHangup(c.nc)
 	select {
+	case <-gone:
+		s.endWait(w, nil)
+		c.closing = true // nobody to reply to
 	case <-w.served:
 	case <-timeout:
 		s.endWait(w, nil)
@@ -109,6 +113,7 @@ func (s *Server) park(c *client) {
 	case <-s.shutdown:
 		s.endWait(w, errors.New("server is shutting down"))
 	}
+	stopWatch()
 
 	bs.mu.Lock()
 	for _, k := range b.Keys {

@@ -174,7 +174,13 @@ func (s *Server) paramTable() []*param {
 
 		// Shown for clients and tools that read them; not options of throttled's config file.
 		{name: "databases", get: constant("1")},
-		{name: "save", get: constant("")},
+		// save: CONFIG SET takes "" (what test suites set), as there is no snapshot to schedule.
+		{name: "save", get: constant(""), set: func(v string) (func(), error) {
+			if strings.TrimSpace(v) != "" {
+				return nil, errors.New("snapshots are not scheduled here: only \"\" is accepted")
+			}
+			return func() {}, nil
+		}},
 		{name: "hz", get: constant("10")},
 	}
 }
