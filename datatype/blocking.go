@@ -116,7 +116,7 @@ const (
 	popMulti                 // LMPOP, ZMPOP: key, then an array of elements (member, score pairs)
 )
 
-// popFirst pops from the first of keys that holds kind, whose shards are locked, as the
+// popFirstLocked pops from the first of keys that holds kind, whose shards are locked, as the
 // multi-key pops do: a missing key is skipped, one of another kind before it is an error.
 // It reports whether it found one and replied.
 func (dt *Family) popFirstLocked(c *command.Ctx, keys [][]byte, kind keyspace.Kind, fromHead bool, count int64, style popStyle) (bool, error) {
@@ -202,6 +202,8 @@ func (dt *Family) zmpopHandler(blocking bool) command.Handler {
 	return dt.mpopHandler(blocking, keyspace.ZSet, "min", "max")
 }
 
+// mpopHandler makes an MPOP of kind, whose ends are named head and tail; blocking, the
+// timeout first and numkeys at 2.
 func (dt *Family) mpopHandler(blocking bool, kind keyspace.Kind, head, tail string) command.Handler {
 	numIdx := 1
 	if blocking {
@@ -244,6 +246,7 @@ func (dt *Family) bzpopHandler(fromMax bool) command.Handler {
 	return dt.bpopHandler(keyspace.ZSet, !fromMax)
 }
 
+// bpopHandler makes a blocking pop of one element (member) from the first of its keys.
 func (dt *Family) bpopHandler(kind keyspace.Kind, fromHead bool) command.Handler {
 	return func(c *command.Ctx, args [][]byte) error {
 		timeout, err := parseTimeout(args[len(args)-1])

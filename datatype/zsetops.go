@@ -31,7 +31,7 @@ func (dt *Family) zsetOpCommands() []*command.Spec {
 		{Name: "zintercard", Arity: -3, Flags: "readonly movablekeys", KeySpecs: readSpecs, KeysOf: zsetOpKeys(1), Group: "sorted-set", Since: "7.0.0", Summary: "Returns the number of members of the intersect of multiple sorted sets.", Syntax: "numkeys key [key ...] [LIMIT limit]", Handler: dt.zsetOpHandler(zsetInterCard, false)},
 		{Name: "zdiff", Arity: -3, Flags: "readonly movablekeys", KeySpecs: readSpecs, KeysOf: zsetOpKeys(1), Group: "sorted-set", Since: "6.2.0", Summary: "Returns the difference between multiple sorted sets.", Syntax: "numkeys key [key ...] [WITHSCORES]", Handler: dt.zsetOpHandler(zsetDiff, false)},
 		{Name: "zrangestore", Arity: -5, Flags: "write denyoom", FirstKey: 1, LastKey: 2, KeySpecs: storeSpecs, Group: "sorted-set", Since: "6.2.0", Summary: "Stores a range of members from sorted set in a key.", Syntax: "dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]", Handler: dt.cmdZRangeStore},
-		{Name: "zrandmember", Arity: -2, Flags: "readonly", FirstKey: 1, LastKey: 1, KeySpecs: readSpecs, ACL: "", Group: "sorted-set", Since: "6.2.0", Summary: "Returns one or more random members from a sorted set.", Syntax: "key [count [WITHSCORES]]", Handler: dt.cmdZRandMember},
+		{Name: "zrandmember", Arity: -2, Flags: "readonly", FirstKey: 1, LastKey: 1, KeySpecs: readSpecs, Group: "sorted-set", Since: "6.2.0", Summary: "Returns one or more random members from a sorted set.", Syntax: "key [count [WITHSCORES]]", Handler: dt.cmdZRandMember},
 	}
 }
 
