@@ -116,9 +116,29 @@ type Ctx struct {
 	// until it first needs it.
 	Ext any
 
+	// Block is set by a blocking command's handler that found nothing to take and replied
+	// nothing: the server then waits for its keys (see Block).
+	Block *Block
+	// NoBlock: the command runs in a transaction or a script, where a blocking command
+	// does not wait but replies as on its timeout.
+	NoBlock bool
+
 	Scratch []byte            // a variable-size value being built
 	LdBuf   []byte            // a second one, while Scratch holds the first
 	Shards  []*keyspace.Shard // the shards a multi-key command locks
+}
+
+// Block is what a blocking command (BLPOP, BZPOPMIN, BLMOVE...) that found nothing to take
+// waits for. The server parks the client, and each time a write makes one of Keys ready
+// (first blocked, first served) calls Serve, on the goroutine of the writer's connection
+// once its command, transaction or script is over, with the client's own Ctx; on timeout,
+// or CLIENT UNBLOCK, it replies a null array (or an error).
+type Block struct {
+	Keys    [][]byte // the keys it waits on: its own copies
+	Timeout int64    // how long it waits, in ns; 0: forever
+	// Serve retries the command on key, just written: it replies and reports true, or
+	// reports false and replies nothing when key holds nothing for it (the wait goes on).
+	Serve func(c *Ctx, key []byte) bool
 }
 
 // Now is the server's time in Unix ns, as of the command's start.

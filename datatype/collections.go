@@ -118,11 +118,13 @@ func storeCollectionLocked(sh *keyspace.Shard, key []byte, v keyspace.Value) {
 
 // Limits are Redis's thresholds past which a small collection takes its big encoding:
 // the most entries, and the longest field, value or member (hash-max-listpack-entries and
-// the rest); and the list's node size, kept for CONFIG's sake. CONFIG SET changes them at
-// any time.
+// the rest); and the list's node size (list-max-listpack-size), which a BigList's nodes
+// follow. ListCompress is list-compress-depth, kept for CONFIG's sake (no node is
+// compressed here). CONFIG SET changes them at any time.
 type Limits struct {
 	HashEntries, HashValue, ZsetEntries, ZsetValue, ListSize atomic.Int64
 	SetIntset, SetEntries, SetValue                          atomic.Int64
+	ListCompress                                             atomic.Int64
 }
 
 // writeElem writes an element of a pack as a bulk string.

@@ -142,44 +142,50 @@ func (dt *Family) popHandler(head bool) command.Handler {
 		if count == 0 {
 			return nil
 		}
-		if l := bigListOf(v); l != nil {
-			for ; count > 0; count-- {
-				e, _ := collection.Read(l.End(head))
-				writeElem(&c.W, e)
-				l.Pop(head)
-			}
-			storeBigListLocked(sh, args[1], v, l)
-			notifyRemoved(c, notify.List, popEvents[b2i(head)], args[1], v.Num-int64(l.Len()), v.Num)
-			return nil
-		}
-		// The reply is written before the store replaces the bytes it is read from.
-		pack := v.Bytes
-		var rest []byte
-		if head {
-			off := collection.ListOffset(pack, count)
-			for b := pack[:off]; len(b) > 0; {
-				e, n := collection.Read(b)
-				if n == 0 {
-					break
-				}
-				writeElem(&c.W, e)
-				b = b[n:]
-			}
-			rest = pack[off:]
-		} else {
-			off := collection.ListOffset(pack, v.Num-count)
-			var buf [16]int
-			offs := collection.ListOffsets(pack[off:], buf[:0])
-			for i := len(offs) - 1; i >= 0; i-- {
-				e, _ := collection.Read(pack[off+offs[i]:])
-				writeElem(&c.W, e)
-			}
-			rest = pack[:off]
-		}
-		dt.storeList(sh, args[1], rest, v.Num-count, v.Expire) // SetLocked copies what aliases it
-		notifyRemoved(c, notify.List, popEvents[b2i(head)], args[1], count, v.Num)
+		dt.listPopLocked(c, sh, args[1], v, count, head)
 		return nil
 	}
+}
+
+// listPopLocked pops count elements of v, the list at key, from its head or tail,
+// replying each. The shard is locked.
+func (dt *Family) listPopLocked(c *command.Ctx, sh *keyspace.Shard, key []byte, v keyspace.Value, count int64, head bool) {
+	if l := bigListOf(v); l != nil {
+		for i := count; i > 0; i-- {
+			e, _ := collection.Read(l.End(head))
+			writeElem(&c.W, e)
+			l.Pop(head)
+		}
+		storeBigListLocked(sh, key, v, l)
+		notifyRemoved(c, notify.List, popEvents[b2i(head)], key, count, v.Num)
+		return
+	}
+	// The reply is written before the store replaces the bytes it is read from.
+	pack := v.Bytes
+	var rest []byte
+	if head {
+		off := collection.ListOffset(pack, count)
+		for b := pack[:off]; len(b) > 0; {
+			e, n := collection.Read(b)
+			if n == 0 {
+				break
+			}
+			writeElem(&c.W, e)
+			b = b[n:]
+		}
+		rest = pack[off:]
+	} else {
+		off := collection.ListOffset(pack, v.Num-count)
+		var buf [16]int
+		offs := collection.ListOffsets(pack[off:], buf[:0])
+		for i := len(offs) - 1; i >= 0; i-- {
+			e, _ := collection.Read(pack[off+offs[i]:])
+			writeElem(&c.W, e)
+		}
+		rest = pack[:off]
+	}
+	dt.storeList(sh, key, rest, v.Num-count, v.Expire) // SetLocked copies what aliases it
+	notifyRemoved(c, notify.List, popEvents[b2i(head)], key, count, v.Num)
 }
 
 // LLEN key

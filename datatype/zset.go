@@ -398,89 +398,97 @@ const (
 // fixed: ZREVRANGE, Z[REV]RANGEBYSCORE and Z[REV]RANGEBYLEX.
 func (dt *Family) zrangeHandler(fixedKind zrangeKind, fixedRev bool) command.Handler {
 	return func(c *command.Ctx, args [][]byte) error {
-		kind := fixedKind
-		rev, revSet := fixedRev, fixedRev || kind != zrangeAuto
-		withScores := false
-		offset, limit := int64(0), int64(-1)
-		for j := 4; j < len(args); j++ {
-			switch a := args[j]; {
-			case command.EqualFold(a, "withscores"):
-				withScores = true
-			case command.EqualFold(a, "limit") && len(args)-j-1 >= 2:
-				var ok bool
-				if offset, ok = command.ParseInt(args[j+1]); !ok {
-					return command.ErrNotInteger
-				}
-				if limit, ok = command.ParseInt(args[j+2]); !ok {
-					return command.ErrNotInteger
-				}
-				j += 2
-			case !revSet && command.EqualFold(a, "rev"):
-				rev, revSet = true, true
-			case kind == zrangeAuto && command.EqualFold(a, "bylex"):
-				kind = zrangeLex
-			case kind == zrangeAuto && command.EqualFold(a, "byscore"):
-				kind = zrangeScore
-			default:
-				return command.ErrSyntax
-			}
-		}
-		if kind == zrangeAuto {
-			kind = zrangeRank
-		}
-		if limit != -1 && kind == zrangeRank {
-			return errZLimit
-		}
-		if withScores && kind == zrangeLex {
-			return errZWithScoresLex
-		}
-		lo, hi := args[2], args[3]
-		if rev && kind != zrangeRank {
-			lo, hi = hi, lo // the range is given as max, min
-		}
-		var start, stop int64
-		var scores collection.ScoreRange
-		var lex collection.LexRange
-		switch kind {
-		case zrangeRank:
-			var ok1, ok2 bool
-			start, ok1 = command.ParseInt(lo)
-			stop, ok2 = command.ParseInt(hi)
-			if !ok1 || !ok2 {
+		return dt.zrange(c, args, fixedKind, fixedRev, false)
+	}
+}
+
+// zrange is ZRANGE and the commands it subsumes; with store, ZRANGESTORE's selection
+// (args from its src on, WITHSCORES refused), its shards locked by the caller.
+func (dt *Family) zrange(c *command.Ctx, args [][]byte, fixedKind zrangeKind, fixedRev, store bool) error {
+	kind := fixedKind
+	rev, revSet := fixedRev, fixedRev || kind != zrangeAuto
+	withScores := false
+	offset, limit := int64(0), int64(-1)
+	for j := 4; j < len(args); j++ {
+		switch a := args[j]; {
+		case !store && command.EqualFold(a, "withscores"):
+			withScores = true
+		case command.EqualFold(a, "limit") && len(args)-j-1 >= 2:
+			var ok bool
+			if offset, ok = command.ParseInt(args[j+1]); !ok {
 				return command.ErrNotInteger
 			}
-		case zrangeScore:
-			var ok bool
-			if scores, ok = collection.ParseScoreRange(lo, hi); !ok {
-				return errZScoreRange
+			if limit, ok = command.ParseInt(args[j+2]); !ok {
+				return command.ErrNotInteger
 			}
-		case zrangeLex:
-			var ok bool
-			if lex, ok = collection.ParseLexRange(lo, hi); !ok {
-				return errZLexRange
-			}
+			j += 2
+		case !revSet && command.EqualFold(a, "rev"):
+			rev, revSet = true, true
+		case kind == zrangeAuto && command.EqualFold(a, "bylex"):
+			kind = zrangeLex
+		case kind == zrangeAuto && command.EqualFold(a, "byscore"):
+			kind = zrangeScore
+		default:
+			return command.ErrSyntax
 		}
-		sh := c.Keys.Shard(args[1])
+	}
+	if kind == zrangeAuto {
+		kind = zrangeRank
+	}
+	if limit != -1 && kind == zrangeRank {
+		return errZLimit
+	}
+	if withScores && kind == zrangeLex {
+		return errZWithScoresLex
+	}
+	lo, hi := args[2], args[3]
+	if rev && kind != zrangeRank {
+		lo, hi = hi, lo // the range is given as max, min
+	}
+	var start, stop int64
+	var scores collection.ScoreRange
+	var lex collection.LexRange
+	switch kind {
+	case zrangeRank:
+		var ok1, ok2 bool
+		start, ok1 = command.ParseInt(lo)
+		stop, ok2 = command.ParseInt(hi)
+		if !ok1 || !ok2 {
+			return command.ErrNotInteger
+		}
+	case zrangeScore:
+		var ok bool
+		if scores, ok = collection.ParseScoreRange(lo, hi); !ok {
+			return errZScoreRange
+		}
+	case zrangeLex:
+		var ok bool
+		if lex, ok = collection.ParseLexRange(lo, hi); !ok {
+			return errZLexRange
+		}
+	}
+	sh := c.Keys.Shard(args[1])
+	if !store {
 		sh.Lock()
 		defer sh.Unlock()
-		v, ok, err := dt.zsetLocked(c, sh, args[1])
-		if err != nil {
-			return err
-		}
-		if !ok {
-			c.W.Array(0)
-			return nil
-		}
-		switch kind {
-		case zrangeRank:
-			zrangeByRank(&c.W, v, start, stop, withScores, rev)
-		case zrangeScore:
-			zrangeByScore(&c.W, v, scores, offset, limit, withScores, rev)
-		default:
-			zrangeByLex(&c.W, v, lex, offset, limit, rev)
-		}
+	}
+	v, ok, err := dt.zsetLocked(c, sh, args[1])
+	if err != nil {
+		return err
+	}
+	if !ok {
+		c.W.Array(0)
 		return nil
 	}
+	switch kind {
+	case zrangeRank:
+		zrangeByRank(&c.W, v, start, stop, withScores, rev)
+	case zrangeScore:
+		zrangeByScore(&c.W, v, scores, offset, limit, withScores, rev)
+	default:
+		zrangeByLex(&c.W, v, lex, offset, limit, rev)
+	}
+	return nil
 }
 
 // zentry writes one entry of a range: the member, and with scores its score, the two a
@@ -812,53 +820,60 @@ func (dt *Family) zpopHandler(fromMax bool) command.Handler {
 		} else {
 			c.W.Array(int(2 * n))
 		}
-		entry := func(m collection.Elem, s float64) {
-			if pairs {
-				c.W.Array(2)
-			}
-			writeElem(&c.W, m)
-			c.W.Double(s)
-		}
-		if b := bigOf(v); b != nil {
-			left := n
-			b.ZWalk(0, fromMax, func(m collection.Elem, s float64) bool {
-				entry(m, s)
-				left--
-				return left > 0
-			})
-			first := 0
-			if fromMax {
-				first = b.Len() - int(n)
-			}
-			b.DeleteRanks(first, int(n))
-			storeBigLocked(sh, key, v, b)
-			notifyRemoved(c, notify.ZSet, zpopEvents[b2i(fromMax)], key, n, v.Num)
-			return nil
-		}
-		z := zsetOf(v).Pack
-		var from, to int
-		if fromMax {
-			var stack [128]int
-			offs := collection.ZOffsets(stack[:0], z)
-			first := len(offs) - int(n)
-			for i := len(offs) - 1; i >= first; i-- {
-				m, s, _ := collection.ZNext(z[offs[i]:])
-				entry(m, s)
-			}
-			from, to = offs[first], len(z)
-		} else {
-			for i := int64(0); i < n; i++ {
-				m, s, k := collection.ZNext(z[to:])
-				entry(m, s)
-				to += k
-			}
-		}
-		ed := dt.zeditor(c, v)
-		ed.DeleteSpan(from, to, n)
-		dt.zstoreLocked(c, sh, key, v, &ed)
-		notifyRemoved(c, notify.ZSet, zpopEvents[b2i(fromMax)], key, n, v.Num)
+		dt.zpopLocked(c, sh, key, v, n, fromMax, pairs)
 		return nil
 	}
+}
+
+// zpopLocked pops n of v's members, the sorted set at key, from its lowest or highest
+// score on, replying each member and score (a pair of their own with pairs). The shard is
+// locked.
+func (dt *Family) zpopLocked(c *command.Ctx, sh *keyspace.Shard, key []byte, v keyspace.Value, n int64, fromMax, pairs bool) {
+	entry := func(m collection.Elem, s float64) {
+		if pairs {
+			c.W.Array(2)
+		}
+		writeElem(&c.W, m)
+		c.W.Double(s)
+	}
+	if b := bigOf(v); b != nil {
+		left := n
+		b.ZWalk(0, fromMax, func(m collection.Elem, s float64) bool {
+			entry(m, s)
+			left--
+			return left > 0
+		})
+		first := 0
+		if fromMax {
+			first = b.Len() - int(n)
+		}
+		b.DeleteRanks(first, int(n))
+		storeBigLocked(sh, key, v, b)
+		notifyRemoved(c, notify.ZSet, zpopEvents[b2i(fromMax)], key, n, v.Num)
+		return
+	}
+	z := zsetOf(v).Pack
+	var from, to int
+	if fromMax {
+		var stack [128]int
+		offs := collection.ZOffsets(stack[:0], z)
+		first := len(offs) - int(n)
+		for i := len(offs) - 1; i >= first; i-- {
+			m, s, _ := collection.ZNext(z[offs[i]:])
+			entry(m, s)
+		}
+		from, to = offs[first], len(z)
+	} else {
+		for i := int64(0); i < n; i++ {
+			m, s, k := collection.ZNext(z[to:])
+			entry(m, s)
+			to += k
+		}
+	}
+	ed := dt.zeditor(c, v)
+	ed.DeleteSpan(from, to, n)
+	dt.zstoreLocked(c, sh, key, v, &ed)
+	notifyRemoved(c, notify.ZSet, zpopEvents[b2i(fromMax)], key, n, v.Num)
 }
 
 // ZSCAN key cursor [MATCH pattern] [COUNT count]: the whole set at once, with cursor 0, as

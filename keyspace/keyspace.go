@@ -115,6 +115,7 @@ type Keyspace struct {
 	seed   maphash.Seed // hashes keys, to their shard (low bits) and in a shard's index (high bits)
 	mask   uint64       // len(shards) - 1
 	shards []*Shard
+	ready  readyList // the keys written that clients wait on (blocked.go)
 
 	expiry expiry
 
@@ -138,7 +139,7 @@ func New(shards int) *Keyspace {
 	n := 1 << bits.Len(uint(shards-1))
 	ks := &Keyspace{seed: maphash.MakeSeed(), mask: uint64(n - 1), shards: make([]*Shard, n)}
 	for i := range ks.shards {
-		ks.shards[i] = newShard(ks.seed, i, &ks.clock)
+		ks.shards[i] = newShard(ks.seed, i, &ks.clock, &ks.ready)
 	}
 	return ks
 }

@@ -163,6 +163,8 @@ type Shard struct {
 	tracking bool           // some feed tracks
 
 	watchers map[string][]*Watch // the keys WATCHed and their watches; nil when none
+	blocked  map[string]int      // the keys clients wait on (blocked.go), and how many; nil when none
+	ready    *readyList          // Keyspace.ready
 
 	clock *atomic.Uint32 // Keyspace.clock: the second entries note as their last access
 
@@ -178,8 +180,8 @@ type Shard struct {
 	_ [64]byte // keeps the counters off the next shard's mutex cache line
 }
 
-func newShard(seed maphash.Seed, ord int, clock *atomic.Uint32) *Shard {
-	return &Shard{seed: seed, ord: ord, tail: -1, clock: clock}
+func newShard(seed maphash.Seed, ord int, clock *atomic.Uint32, ready *readyList) *Shard {
+	return &Shard{seed: seed, ord: ord, tail: -1, clock: clock, ready: ready}
 }
 
 // Lock locks the shard.
@@ -245,6 +247,9 @@ func (s *Shard) SetLocked(key []byte, v Value) {
 	}
 	if v.Kind > maxKind {
 		panic("keyspace: Kind " + strconv.Itoa(int(v.Kind)) + " out of range")
+	}
+	if s.blocked != nil {
+		s.signal(key)
 	}
 	h := s.hash(key)
 	pos, off, ok := s.find(key, h)

@@ -29,6 +29,7 @@ func clientCtlSubcommands() []*cmdEntry {
 		{name: "reply", arity: 3, flags: "noscript loading stale", group: "connection", since: "3.2.0", summary: "Instructs the server whether to reply to commands.", syntax: "ON|OFF|SKIP", handler: cmdClientReply},
 		{name: "no-evict", arity: 3, flags: "admin noscript loading stale", group: "connection", since: "7.0.0", summary: "Sets the client eviction mode of the connection.", syntax: "ON|OFF", handler: cmdClientNoEvict},
 		{name: "pause", arity: -3, flags: "admin noscript loading stale", group: "connection", since: "3.0.0", summary: "Suspends commands processing.", syntax: "timeout [WRITE|ALL]", handler: cmdClientPause},
+		{name: "unblock", arity: -3, flags: "admin noscript loading stale", group: "connection", since: "5.0.0", summary: "Unblocks a client blocked by a blocking command from a different connection.", syntax: "client-id [TIMEOUT|ERROR]", handler: cmdClientUnblock},
 		{name: "unpause", arity: 2, flags: "admin noscript loading stale", group: "connection", since: "6.2.0", summary: "Resumes processing commands from paused clients.", handler: cmdClientUnpause},
 	}
 }
@@ -43,6 +44,9 @@ func (s *Server) run(c *client, args [][]byte) {
 		c.replyMark, c.replyCalls = len(c.W.B), len(c.up.calls)
 	}
 	s.dispatch(c, args)
+	if s.ks.AnyReady() {
+		s.serveReady(c.Tick) // the clients blocked on the keys it wrote (blocking.go)
+	}
 	if (c.reply != replyOn || c.silencing) && !c.handoff { // a handed-off request runs again
 		c.endReplies()
 	}

@@ -254,6 +254,10 @@ type Config struct {
 	// ListMaxListpackSize is "list-max-listpack-size", Redis's size of a quicklist node;
 	// default -2. A list here is one pack whatever it is, so it is kept and shown only.
 	ListMaxListpackSize int
+	// ListCompressDepth is "list-compress-depth", how many nodes at each end of a list
+	// Redis leaves uncompressed; default 0 (none compressed). Nodes are never compressed
+	// here, so it is kept and shown only.
+	ListCompressDepth int
 
 	// Logger receives the server's structured logs; nil builds one on stderr at LogLevel.
 	Logger *slog.Logger
@@ -474,6 +478,7 @@ func (c Config) Validate() error {
 		{"set-max-listpack-entries", c.SetMaxListpackEntries},
 		{"set-max-listpack-value", c.SetMaxListpackValue},
 		{"list-max-listpack-size", c.ListMaxListpackSize},
+		{"list-compress-depth", c.ListCompressDepth},
 		{"prefetch-batch-max-size", c.PrefetchBatch},
 	} {
 		if lo, hi := intRange(o.name); int64(o.v) < lo || int64(o.v) > hi {

@@ -97,7 +97,7 @@ func (s *Server) infoClients() [][2]string {
 		{"maxclients", itoa(s.maxClients.Load())},
 		{"client_recent_max_input_buffer", itoa(maxIn)},
 		{"client_recent_max_output_buffer", itoa(maxOut)},
-		{"blocked_clients", "0"},
+		{"blocked_clients", itoa(s.blocked.n.Load())},
 		{"tracking_clients", "0"},
 		{"clients_in_timeout_table", "0"},
 	}

@@ -140,9 +140,11 @@ func cmdExec(c *client, args [][]byte) error {
 		return nil
 	}
 	c.W.Array(len(tx.queued))
+	c.NoBlock = true // a blocking command answers as on its timeout
 	for _, q := range tx.queued {
 		s.call(c, q.cmd, q.args)
 	}
+	c.NoBlock = false
 	return nil
 }
 

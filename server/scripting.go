@@ -535,6 +535,7 @@ func (r *scriptRun) Call(dst []byte, args [][]byte, resp int) ([]byte, error) {
 	if cmd.has(flagRatelimit) && sc.lastCmd.Load() != cmd {
 		sc.lastCmd.Store(cmd) // the rate-limit verbs count their decisions by it, as run sets it
 	}
+	sc.NoBlock = true                    // a blocking command answers as on its timeout
 	s.callFrom(sc, cmd, args, r.lastEnd) // timed from the end of the script's command before
 	r.lastEnd = sc.Tick
 	if len(sc.up.calls) > 0 { // with an upstream, a rate-limit verb's reply comes from there

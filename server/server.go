@@ -53,6 +53,8 @@ type Server struct {
 	listpack  datatype.Limits      // hash-max-listpack-entries and the rest (typeparams.go)
 	started   time.Time
 
+	blocked blockedSet // the clients a blocking command parks (blocking.go)
+
 	mu        sync.Mutex // guards ln, clients, closed
 	ln        net.Listener
 	clients   map[int64]*client
@@ -608,9 +610,11 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 		}
 		s.call(c, cmd, args)
 		s.leaveGate(slot, own)
+		s.parkIfBlocked(c)
 		return
 	}
 	s.call(c, cmd, args)
+	s.parkIfBlocked(c)
 }
 
 // reject refuses a request before it runs. Inside MULTI that dooms the transaction, as in

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"math"
 	"strconv"
 	"sync/atomic"
 
@@ -16,6 +17,7 @@ func initLimits(l *datatype.Limits, cfg Config) {
 	l.ZsetEntries.Store(int64(cfg.ZsetMaxListpackEntries))
 	l.ZsetValue.Store(int64(cfg.ZsetMaxListpackValue))
 	l.ListSize.Store(int64(cfg.ListMaxListpackSize))
+	l.ListCompress.Store(int64(cfg.ListCompressDepth))
 	l.SetIntset.Store(int64(cfg.SetMaxIntsetEntries))
 	l.SetEntries.Store(int64(cfg.SetMaxListpackEntries))
 	l.SetValue.Store(int64(cfg.SetMaxListpackValue))
@@ -34,6 +36,16 @@ func (s *Server) collectionParams() []*param {
 		return &param{name: name, aliases: aliases, def: strconv.Itoa(d), file: plainValue,
 			get: func() string { return itoa(n.Load()) },
 			set: func(v string) (func(), error) {
+				if name == "list-compress-depth" {
+					x, err := strconv.ParseInt(v, 10, 64)
+					if err != nil {
+						return nil, errors.New("argument couldn't be parsed into an integer")
+					}
+					if x < 0 || x > math.MaxInt32 {
+						return nil, errors.New("argument must be between 0 and 2147483647 inclusive")
+					}
+					return func() { n.Store(x) }, nil
+				}
 				if name == "list-max-listpack-size" {
 					x, err := strconv.ParseInt(v, 10, 32)
 					if err != nil {
@@ -54,6 +66,7 @@ func (s *Server) collectionParams() []*param {
 		p("zset-max-listpack-entries", "zset-max-ziplist-entries", &l.ZsetEntries, def.ZsetMaxListpackEntries),
 		p("zset-max-listpack-value", "zset-max-ziplist-value", &l.ZsetValue, def.ZsetMaxListpackValue),
 		p("list-max-listpack-size", "list-max-ziplist-size", &l.ListSize, def.ListMaxListpackSize),
+		p("list-compress-depth", "", &l.ListCompress, def.ListCompressDepth),
 		p("set-max-intset-entries", "", &l.SetIntset, def.SetMaxIntsetEntries),
 		p("set-max-listpack-entries", "", &l.SetEntries, def.SetMaxListpackEntries),
 		p("set-max-listpack-value", "", &l.SetValue, def.SetMaxListpackValue),

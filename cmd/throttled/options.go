@@ -65,7 +65,7 @@ var ignoredOptions = []string{
 	"hll-sparse-max-bytes", "hz", "jemalloc-bg-thread",
 	"lazyfree-lazy-eviction", "lazyfree-lazy-expire", "lazyfree-lazy-server-del",
 	"lazyfree-lazy-user-del", "lazyfree-lazy-user-flush", "lfu-decay-time", "lfu-log-factor",
-	"list-compress-depth", "no-appendfsync-on-rewrite", "oom-score-adj",
+	"no-appendfsync-on-rewrite", "oom-score-adj",
 	"oom-score-adj-values", "proc-title-template", "rdb-del-sync-files", "rdb-key-save-delay",
 	"rdb-save-incremental-fsync", "rdbchecksum", "rdbcompression", "repl-diskless-load",
 	"repl-diskless-sync", "repl-diskless-sync-delay", "repl-diskless-sync-max-replicas",
@@ -456,7 +456,8 @@ func optionTable() []option {
 		integer("set-max-intset-entries", "a set of integers keeps the intset encoding up to this many members", func(c *C) *int { return &c.SetMaxIntsetEntries }),
 		integer("set-max-listpack-entries", "a set with more members gets an index", func(c *C) *int { return &c.SetMaxListpackEntries }),
 		integer("set-max-listpack-value", "a set with a longer member gets an index", func(c *C) *int { return &c.SetMaxListpackValue }),
-		alias(integer("list-max-listpack-size", "Redis's quicklist node size, kept and shown only", func(c *C) *int { return &c.ListMaxListpackSize }), "list-max-ziplist-size"),
+		alias(integer("list-max-listpack-size", "Redis's quicklist node size: the elements (or, negative, the bytes) of a big list's node", func(c *C) *int { return &c.ListMaxListpackSize }), "list-max-ziplist-size"),
+		integer("list-compress-depth", "Redis's quicklist nodes left uncompressed at each end, kept and shown only", func(c *C) *int { return &c.ListCompressDepth }),
 	}
 }
 

@@ -1,6 +1,9 @@
 package difftest
 
-import "math/rand/v2"
+import (
+	"math/rand/v2"
+	"strconv"
+)
 
 // listValue is an element: diffValue's, and now and then a string that looks like an
 // integer but is not the canonical form of one, so that the pack's integer elements meet
@@ -31,7 +34,7 @@ func listIndex(r *rand.Rand) string { return Int(r, -12, 12) }
 // same keys (WRONGTYPE), DEL and EXPIRE.
 func List(r *rand.Rand) Cmd {
 	k := Key(r)
-	switch r.IntN(31) {
+	switch r.IntN(35) {
 	case 0, 1, 2:
 		return cmd(append([]string{Pick(r, "RPUSH", "LPUSH")}, append([]string{k}, listValues(r)...)...)...)
 	case 3:
@@ -102,6 +105,42 @@ func List(r *rand.Rand) Cmd {
 		return cmd("LPUSH", k, listValue(r), listValue(r), listValue(r), listValue(r))
 	case 28:
 		return cmd("LTRIM", k, "0", Int(r, 0, 6))
+	case 31, 32:
+		numkeys := 1 + r.IntN(3)
+		args := []string{"LMPOP", Pick(r, strconv.Itoa(numkeys), strconv.Itoa(numkeys), "0", "x", "9")}
+		for range numkeys {
+			args = append(args, Key(r))
+		}
+		args = append(args, Pick(r, "LEFT", "RIGHT", "left", "x"))
+		if r.IntN(2) == 0 {
+			args = append(args, "COUNT", Pick(r, "1", "2", "5", "0", "-1", "x"))
+		}
+		if r.IntN(20) == 0 {
+			args = append(args, Pick(r, "COUNT", "x"))
+		}
+		return cmd(args...)
+	case 33, 34:
+		// The blocking pops answer at once when a key has elements; on empty ones they
+		// wait 1ms and time out (a null array). A bad timeout is an error.
+		timeout := Pick(r, "0.001", "0.001", "0.001", "-1", "x", "nan", "inf", "0x0.1p-8")
+		keys := []string{k}
+		if r.IntN(2) == 0 {
+			keys = append(keys, Key(r))
+		}
+		switch r.IntN(4) {
+		case 0:
+			return cmd("BLMOVE", k, Key(r), Pick(r, "LEFT", "RIGHT", "x"), Pick(r, "LEFT", "RIGHT"), timeout)
+		case 1:
+			return cmd("BRPOPLPUSH", k, Key(r), timeout)
+		case 2:
+			args := append([]string{"BLMPOP", timeout, strconv.Itoa(len(keys))}, keys...)
+			args = append(args, Pick(r, "LEFT", "RIGHT"))
+			if r.IntN(2) == 0 {
+				args = append(args, "COUNT", Pick(r, "1", "3", "0"))
+			}
+			return cmd(args...)
+		}
+		return cmd(append(append([]string{Pick(r, "BLPOP", "BRPOP")}, keys...), timeout)...)
 	}
 	return cmd("LRANGE", k, "0", "-1")
 }

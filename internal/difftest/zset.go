@@ -105,7 +105,7 @@ func zsetLimit(r *rand.Rand) []string {
 func ZSet(r *rand.Rand) Cmd {
 	k := Key(r)
 	mixedBig := k == "{k}5" // lexicographic replies undefined once big
-	switch r.IntN(40) {
+	switch r.IntN(50) {
 	case 0, 1, 2, 3, 4, 5:
 		args := []string{"ZADD", k}
 		for _, opt := range []string{"NX", "XX", "GT", "LT", "CH", "INCR"} {
@@ -257,6 +257,103 @@ func ZSet(r *rand.Rand) Cmd {
 			return cmd("ZCARD", "{k}5")
 		}
 		return cmd("ZRANGE", "{k}5", "0", "0", "WITHSCORES")
+	case 40, 41, 42, 43:
+		return zsetOp(r)
+	case 44:
+		args := []string{"ZRANGESTORE", "{k}5", k} // the one key whose scores may mix once big
+		switch r.IntN(3) {
+		case 0:
+			args = append(args, Int(r, -8, 8), Int(r, -8, 8))
+		case 1:
+			args = append(args, zsetBound(r), zsetBound(r), "BYSCORE")
+		case 2:
+			args = append(args, zsetLexBound(r, k), zsetLexBound(r, k), "BYLEX")
+		}
+		if r.IntN(3) == 0 {
+			args = append(args, "REV")
+		}
+		args = append(args, zsetLimit(r)...)
+		if r.IntN(20) == 0 {
+			args = append(args, Pick(r, "WITHSCORES", "x", "BYSCORE"))
+		}
+		return Cmd{Args: args, Skip: mixedBig}
+	case 45:
+		args := []string{"ZRANDMEMBER", k}
+		if r.IntN(4) > 0 {
+			args = append(args, Pick(r, "0", "1", "-1", "2", "-5", "200", "-200", "x", "-9223372036854775808"))
+			if r.IntN(2) == 0 {
+				// RESP3's scores are doubles, which a shape keeps: compared as an error or not.
+				args = append(args, Pick(r, "WITHSCORES", "WITHSCORES", "x"))
+				return Cmd{Args: args, Skip: true}
+			}
+		}
+		return Cmd{Args: args, Shape: true}
+	case 46, 47:
+		numkeys := 1 + r.IntN(3)
+		args := []string{"ZMPOP", Pick(r, strconv.Itoa(numkeys), strconv.Itoa(numkeys), "0", "x", "9")}
+		for range numkeys {
+			args = append(args, Key(r))
+		}
+		args = append(args, Pick(r, "MIN", "MAX", "min", "x"))
+		if r.IntN(2) == 0 {
+			args = append(args, "COUNT", Pick(r, "1", "2", "5", "0", "-1", "x"))
+		}
+		if r.IntN(20) == 0 {
+			args = append(args, Pick(r, "COUNT", "x"))
+		}
+		return cmd(args...)
+	case 48:
+		// The blocking pops answer at once when a key has members; an empty one waits
+		// 1ms and times out (a null array). A bad timeout is an error.
+		keys := []string{k}
+		if r.IntN(2) == 0 {
+			keys = append(keys, Key(r))
+		}
+		timeout := Pick(r, "0.001", "0.001", "0.001", "-1", "x", "nan", "inf")
+		if r.IntN(3) == 0 {
+			args := append([]string{"BZMPOP", timeout, strconv.Itoa(len(keys))}, keys...)
+			args = append(args, Pick(r, "MIN", "MAX"))
+			if r.IntN(2) == 0 {
+				args = append(args, "COUNT", Pick(r, "1", "3", "0"))
+			}
+			return cmd(args...)
+		}
+		return cmd(append(append([]string{Pick(r, "BZPOPMIN", "BZPOPMAX")}, keys...), timeout)...)
 	}
 	return cmd("ZRANGE", k, "0", "-1", "WITHSCORES")
+}
+
+// zsetOp draws ZUNION, ZINTER, ZDIFF, their STORE forms and ZINTERCARD, over sorted sets
+// and the sets of the same keys, their options and errors.
+func zsetOp(r *rand.Rand) Cmd {
+	name := Pick(r, "ZUNION", "ZINTER", "ZDIFF", "ZUNIONSTORE", "ZINTERSTORE", "ZDIFFSTORE", "ZINTERCARD")
+	store := strings.HasSuffix(name, "STORE")
+	numkeys := 1 + r.IntN(3)
+	args := []string{name}
+	if store {
+		args = append(args, "{k}5") // the one key whose scores may mix once big
+	}
+	args = append(args, Pick(r, strconv.Itoa(numkeys), strconv.Itoa(numkeys), strconv.Itoa(numkeys), "0", "-1", "x", "9"))
+	for range numkeys {
+		args = append(args, Key(r))
+	}
+	if name != "ZDIFF" && name != "ZDIFFSTORE" && name != "ZINTERCARD" && r.IntN(3) == 0 {
+		args = append(args, "WEIGHTS")
+		for range numkeys {
+			args = append(args, Pick(r, "1", "2", "-1", "0", "0.5", "inf", "-inf", "x"))
+		}
+	}
+	if name != "ZDIFF" && name != "ZDIFFSTORE" && name != "ZINTERCARD" && r.IntN(3) == 0 {
+		args = append(args, "AGGREGATE", Pick(r, "SUM", "MIN", "MAX", "max", "x"))
+	}
+	if name == "ZINTERCARD" && r.IntN(2) == 0 {
+		args = append(args, "LIMIT", Pick(r, "0", "1", "2", "-1", "x"))
+	}
+	if !store && r.IntN(2) == 0 {
+		args = append(args, "WITHSCORES")
+	}
+	if r.IntN(25) == 0 {
+		args = append(args, Pick(r, "WEIGHTS", "AGGREGATE", "LIMIT", "x"))
+	}
+	return cmd(args...)
 }
