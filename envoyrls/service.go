@@ -187,7 +187,7 @@ type descriptorState struct {
 	priority string // the value of the domain's priority_key entry
 	cost     int64
 	refund   bool // is_negative_hits: cost units go back
-	item     int // its index in the items; -1 when no policy decides it
+	item     int  // its index in the items; -1 when no policy decides it
 	// tooLong: the subject is longer than ratelimit.MaxSubject. It is not decided (no key
 	// that long is made) and answers OVER_LIMIT: an error would be a pass to an Envoy with
 	// failure_mode_deny false.

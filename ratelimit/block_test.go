@@ -93,7 +93,9 @@ func TestBlockDoesNotStart(t *testing.T) {
 func TestBlockRefund(t *testing.T) {
 	ts := testserver.Start(t)
 	rdb := ts.Client(t, 2)
-	tb := func(opts ...any) []any { return do(t, rdb, append([]any{"TOKENBUCKET", "r", 10, 1, "1m"}, opts...)...).([]any) }
+	tb := func(opts ...any) []any {
+		return do(t, rdb, append([]any{"TOKENBUCKET", "r", 10, 1, "1m"}, opts...)...).([]any)
+	}
 	tb("COST", 10)
 	require.Equal(t, int64(1), tb("BLOCK", "30s")[0])
 	require.Equal(t, ints(0, 10, 0, -1, 360000), tb("REFUND", 4), "a refund is no denial; nothing is left in the block")
@@ -102,7 +104,9 @@ func TestBlockRefund(t *testing.T) {
 	require.Equal(t, ints(0, 10, 4), tb("COST", 0)[:3], "the 4 came back (and half a token refilled in 30 s)")
 
 	// A refund that makes the key idle in its block: the block alone stays, then nothing.
-	tb = func(opts ...any) []any { return do(t, rdb, append([]any{"TOKENBUCKET", "r2", 10, 1, "1m"}, opts...)...).([]any) }
+	tb = func(opts ...any) []any {
+		return do(t, rdb, append([]any{"TOKENBUCKET", "r2", 10, 1, "1m"}, opts...)...).([]any)
+	}
 	tb("COST", 10)
 	require.Equal(t, int64(1), tb("BLOCK", "30s")[0])
 	require.Equal(t, ints(0, 10, 0, -1, 30000), tb("REFUND", 100), "idle but for the block")
