@@ -36,11 +36,21 @@ func hasBlock(v *keyspace.Value) bool {
 	return len(v.Bytes) != 0 && v.Bytes[0]|1 == blockMarkIdle
 }
 
-// Block kinds a decision tells of (decision.block).
+// Block says what a denial has to do with the key's penalty box (decision.block).
+type Block uint8
+
+// The kinds of Block.
 const (
-	blockNone    = iota
-	blockStarted // the call was denied and started the key's block
-	blockHeld    // the call was denied by a block in force
+	BlockNone    Block = iota // none: the algorithm denied
+	BlockStarted              // the call was denied and put the key in its box
+	BlockHeld                 // the call was denied by the box in force
+)
+
+// Shorter names inside the package.
+const (
+	blockNone    = BlockNone
+	blockStarted = BlockStarted
+	blockHeld    = BlockHeld
 )
 
 // blockOf splits v, of l's kind and with hasBlock, into the block's end and the

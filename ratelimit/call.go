@@ -41,7 +41,7 @@ type Call struct {
 	Decided  bool        // the reply is a decision, limited or not
 	Limited  bool
 	retry    int64 // ms, when limited: for the deny event
-	block    uint8 // the denial's block (decision.block)
+	block    Block // the denial's block (decision.block)
 	now      int64 // the time of the last Eval
 	Refunded int64 // units the last Eval's REFUNDs give back, when it writes
 }
@@ -248,17 +248,17 @@ func (u *Call) evalAllOf(now int64) upstream.Outcome {
 func (u *Call) Args() [][]byte { return u.args }
 
 // Denials calls denied for each key the last Eval denied, with the caller's retry in ms and
-// whether the key is in its penalty box (started: the call put it there).
-func (u *Call) Denials(denied func(key []byte, retryMs, now int64, blocked, started bool)) {
+// what the denial has to do with the key's penalty box.
+func (u *Call) Denials(denied func(key []byte, retryMs, now int64, block Block)) {
 	switch {
 	case !u.Decided || !u.Limited:
 	case u.kind == CallAllOf:
 		for i := range u.results {
 			if d := &u.results[i].d; d.limited {
-				denied(u.limits[i].key, d.retry, u.now, d.block != blockNone, d.block == blockStarted)
+				denied(u.limits[i].key, d.retry, u.now, d.block)
 			}
 		}
 	default:
-		denied(u.args[1], u.retry, u.now, u.block != blockNone, u.block == blockStarted)
+		denied(u.args[1], u.retry, u.now, u.block)
 	}
 }

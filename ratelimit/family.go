@@ -40,12 +40,9 @@ type Config struct {
 	// Decided counts a decision of the verb running on c (INFO throttle, commandstats).
 	Decided func(c *command.Ctx, limited bool)
 	// Denied records that the verb running on c denied key at now, whose caller may retry
-	// after retryMs (-1: never): TOPDENIED and the deny events. blocked: the key is in its
-	// penalty box (BLOCK), the call having put it there or found it there.
-	Denied func(c *command.Ctx, key []byte, retryMs, now int64, blocked bool)
-	// Blocked counts a call denied by a key's penalty box: started, the call put it there;
-	// else it found it there (INFO throttle).
-	Blocked func(started bool)
+	// after retryMs (-1: never): TOPDENIED, the deny events and, when the key is in its
+	// penalty box (block is not BlockNone), INFO's counts of blocks.
+	Denied func(c *command.Ctx, key []byte, retryMs, now int64, block Block)
 	// Refunded counts units a REFUND gave back.
 	Refunded func(n int64)
 	// Unstored counts a decision answered without keeping a key's new state, for want of
@@ -99,10 +96,7 @@ func (rl *Family) deniedAll(c *command.Ctx, limits []limit, results []pending, n
 }
 
 // denied records a denial d of key at now: TOPDENIED, the deny events and, for a block's,
-// INFO's counts.
+// INFO's counts. (One indirect call: a denial's path pays nothing for blocks.)
 func (rl *Family) denied(c *command.Ctx, key []byte, d *decision, now int64) {
-	if d.block != blockNone {
-		rl.cfg.Blocked(d.block == blockStarted)
-	}
-	rl.cfg.Denied(c, key, d.retry, now, d.block != blockNone)
+	rl.cfg.Denied(c, key, d.retry, now, d.block)
 }

@@ -72,7 +72,7 @@ type decision struct {
 	limit, remaining, retry, resetM int64
 	delay                           int64 // LEAKYBUCKET's delay_ms
 	hasDelay                        bool
-	block                           uint8 // blockStarted or blockHeld: the denial is a block's (block.go); beside hasDelay, in its padding
+	block                           Block // blockStarted or blockHeld: the denial is a block's (block.go); beside hasDelay, in its padding
 	refunded                        int64 // units a REFUND gave back (not in the reply)
 }
 

@@ -19,16 +19,6 @@ func (s *Server) refunded(n int64) {
 	}
 }
 
-// blockCounted counts a denial by a penalty box (BLOCK), for INFO: started, the call put
-// the key in its box; else it found it there.
-func (s *Server) blockCounted(started bool) {
-	if started {
-		s.stats.blocks.Add(1)
-	} else {
-		s.stats.blocked.Add(1)
-	}
-}
-
 // count counts a decision of cmd.
 func (s *Server) count(cmd *cmdEntry, limited bool) {
 	if limited {

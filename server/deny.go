@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/throttledhq/throttled/acl"
+	"github.com/throttledhq/throttled/ratelimit"
 )
 
 // Each denial is counted in the most-denied keys (TOPDENIED) and published on
@@ -27,8 +28,14 @@ type denyEvents struct {
 }
 
 // denial records that cmd denied key at now (ns), whose caller may retry after retryMs
-// (-1: never); blocked: the key is in its penalty box.
-func (s *Server) denial(cmd *cmdEntry, key []byte, retryMs, now int64, blocked bool) {
+// (-1: never); block says whether the key is in its penalty box (BLOCK), which INFO counts.
+func (s *Server) denial(cmd *cmdEntry, key []byte, retryMs, now int64, block ratelimit.Block) {
+	switch block {
+	case ratelimit.BlockStarted:
+		s.stats.blocks.Add(1)
+	case ratelimit.BlockHeld:
+		s.stats.blocked.Add(1)
+	}
 	s.obs.denied.Record(key, now)
 	hub := s.pubsub
 	if !hub.Listened(s.obs.deniedAll) && !hub.Listened(cmd.deniedChannel) {
@@ -51,7 +58,7 @@ func (s *Server) denial(cmd *cmdEntry, key []byte, retryMs, now int64, blocked b
 	msg = append(msg, key...)
 	msg = append(msg, ' ')
 	msg = strconv.AppendInt(msg, retryMs, 10)
-	if blocked {
+	if block != ratelimit.BlockNone {
 		msg = append(msg, blockedWord...)
 	}
 	hub.Publish(s.obs.deniedAll, msg)

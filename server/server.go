@@ -195,10 +195,9 @@ func New(cfg Config) (*Server, error) {
 	s.rl = ratelimit.New(ratelimit.Config{Keys: s.ks, Now: s.nowNano, Log: log, ConfigFile: cfg.ConfigFile,
 		SplitLine: conffile.SplitLine, Upstream: cfg.Upstream != "" || len(cfg.UpstreamCluster) > 0,
 		Decided: func(c *command.Ctx, limited bool) { s.decided(c.Conn.(*client), limited) },
-		Denied: func(c *command.Ctx, key []byte, retryMs, now int64, blocked bool) {
-			s.denial(c.Conn.(*client).lastCmd.Load(), key, retryMs, now, blocked)
+		Denied: func(c *command.Ctx, key []byte, retryMs, now int64, block ratelimit.Block) {
+			s.denial(c.Conn.(*client).lastCmd.Load(), key, retryMs, now, block)
 		},
-		Blocked:  s.blockCounted,
 		Refunded: s.refunded,
 		Unstored: func() { s.stats.unstored.Add(1) },
 		Readable: func(c *command.Ctx, key []byte) bool {
