@@ -14,7 +14,11 @@
 // tree (match.go: at each level key and value, then the longest wildcard, then the key alone;
 // the rule is the one at the level of the descriptor's last entry), drops the rules that
 // another matched rule replaces, and hands the rest to Decider.Decide, the server's CHECK
-// path, which evaluates them all or nothing and counts them as CHECK's. The decisions become
+// path, which evaluates them all or nothing and counts them as CHECK's. A descriptor with
+// is_negative_hits gives its hits_addend (or the request's) back instead, with REFUND's
+// semantics per algorithm (never past full), and its refund stands whatever the others
+// decide: it settles a request that passed before (an AI gateway's reservation, settled
+// with apply_on_stream_done once the tokens used are known). The decisions become
 // the statuses, the overall code and, when the domain asks, the RateLimit headers. A
 // descriptor whose subject is longer than ratelimit.MaxSubject is OVER_LIMIT without a
 // decision (the others are only looked at), never an error, which an Envoy that fails open

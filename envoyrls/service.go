@@ -29,10 +29,13 @@ import (
 // Item is one policy's part of a decision: the policy, the subject its key names, the units
 // the request takes, and its priority tier (the descriptor's priority_key entry; empty for
 // none). A tier the policy's tiers do not name is no tier: it comes from a request header.
+// With Refund (the descriptor's is_negative_hits) the units go back instead, as REFUND
+// gives them: never past full, and whatever the other items decide.
 type Item struct {
 	Policy, Subject string
 	Cost            int64
 	Priority        string
+	Refund          bool
 }
 
 // Decision is what CHECK answers for one policy.
@@ -183,7 +186,8 @@ type descriptorState struct {
 	subject  string
 	priority string // the value of the domain's priority_key entry
 	cost     int64
-	item     int // its index in the items; -1 when no policy decides it
+	refund   bool // is_negative_hits: cost units go back
+	item     int  // its index in the items; -1 when no policy decides it
 	// tooLong: the subject is longer than ratelimit.MaxSubject. It is not decided (no key
 	// that long is made) and answers OVER_LIMIT: an error would be a pass to an Envoy with
 	// failure_mode_deny false.
@@ -235,6 +239,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		if h := desc.GetHitsAddend(); h != nil {
 			st.cost = int64(min(h.GetValue(), maxCost))
 		}
+		st.refund = desc.GetIsNegativeHits()
 		if st.rule != nil {
 			for _, r := range st.rule.Replaces {
 				if replaced == nil {
@@ -256,19 +261,21 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 			continue
 		}
 		if st.tooLong {
-			denied = denied || !st.rule.Shadow
+			denied = denied || !st.rule.Shadow && !st.refund
 			continue
 		}
 		cost := st.cost
-		if st.rule.PerUnit == 0 {
+		if st.rule.PerUnit == 0 && !st.refund {
 			cost = 2 // more than the one unit the policy holds: denied, and nothing taken
 		}
 		st.item = len(items)
-		items = append(items, Item{Policy: st.rule.Policy, Subject: st.subject, Cost: cost, Priority: st.priority})
+		items = append(items, Item{Policy: st.rule.Policy, Subject: st.subject, Cost: cost, Priority: st.priority, Refund: st.refund})
 	}
 	if denied {
 		for i := range items {
-			items[i].Cost = 0 // all or nothing: the others are only looked at
+			if !items[i].Refund {
+				items[i].Cost = 0 // all or nothing: the others are only looked at; a refund stands
+			}
 		}
 	}
 	var decisions []Decision
@@ -311,7 +318,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 			ds.LimitRemaining = math.MaxUint32
 		case st.tooLong:
 			ds.CurrentLimit = st.rule.current
-			if !st.rule.Shadow {
+			if !st.rule.Shadow && !st.refund {
 				ds.Code = rlsv3.RateLimitResponse_OVER_LIMIT
 				resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
 			}
@@ -319,7 +326,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 			dec := decisions[st.item]
 			ds.CurrentLimit = st.rule.current
 			rem := dec.Remaining
-			if denied && !dec.Limited && dec.Status != "allowlisted" {
+			if denied && !dec.Limited && dec.Status != "allowlisted" && !st.refund {
 				// All or nothing: another descriptor's denial took nothing from this one.
 				rem = min(rem+items[st.item].Cost, dec.Limit)
 			}

@@ -99,18 +99,19 @@ func parseCount(name string, b []byte, min int64) (int64, error) {
 
 // nativeOptions are the options every native verb takes after its parameters. COST, PEEK
 // and APPROX, which most calls use, come first; rare says whether the call has any of
-// REFUND, TIERS and PRIORITY (or its policy has TIERS), and only then are the fields after
-// it read. A call without them pays a test of rare: the options are filled in place, never
+// REFUND, TIERS, PRIORITY and BLOCK (or its policy has TIERS or BLOCK), and only then are
+// the fields after it read. A call without them pays a test of rare: the options are filled in place, never
 // copied whole, the rare paths are functions of their own (takeRare, resolveTier), and the
 // struct stays small, for a limit is zeroed or copied at every call.
 type nativeOptions struct {
 	cost        int64
 	peek        bool
 	approx      bool  // SLIDE's APPROX
-	rare        bool  // REFUND, TIERS or PRIORITY
+	rare        bool  // REFUND, TIERS, PRIORITY or BLOCK
 	refunding   bool  // REFUND n: give back refund units, take nothing
 	prioritized bool  // PRIORITY given (its name is resolved at once: see resolveTier)
 	refund      int64 // REFUND's n
+	block       int64 // BLOCK's duration in ns: a denial keeps the key denied that long; 0: none
 	// share is the share of the limit the call's tier may consume, set by resolveTier;
 	// 0 or algorithms.Whole: all of it.
 	share algorithms.Share
@@ -131,10 +132,12 @@ type nativeOptionSet struct {
 	approx bool // SLIDE's APPROX
 	tiers  bool // TIERS: not CHECK's, whose policy has them
 	zone   bool // WINDOW's TZ
+	block  bool // BLOCK: not CHECK's, whose policy has it
 }
 
-// parse reads [COST n] [PEEK] [REFUND n] [TIERS name=share ...] [PRIORITY name] in any
-// order, and [APPROX] and [TZ name] when allowed, into o, which is zero, and returns PRIORITY's name for
+// parse reads [COST n] [PEEK] [REFUND n] [TIERS name=share ...] [PRIORITY name]
+// [BLOCK duration] in any order, and [APPROX] and [TZ name] when allowed, into o, which is
+// zero, and returns PRIORITY's name for
 // the caller to resolve once the limit's tiers are known (resolveTier). (o is filled in
 // place: returning the options copies them, and that copy is most of what they cost a call.)
 func (o *nativeOptions) parse(args [][]byte, set nativeOptionSet) (priority []byte, err error) {
@@ -175,9 +178,9 @@ func (o *nativeOptions) parse(args [][]byte, set nativeOptionSet) (priority []by
 	return priority, nil
 }
 
-// parseRare reads one of REFUND n, PRIORITY name (into priority), TIERS name=share ... and
-// WINDOW's TZ name (zone.go) at the start of args into o, and returns the count of arguments
-// it used; anything else is an unknown option.
+// parseRare reads one of REFUND n, PRIORITY name (into priority), TIERS name=share ...,
+// BLOCK duration and WINDOW's TZ name (zone.go) at the start of args into o, and returns the
+// count of arguments it used; anything else is an unknown option.
 func (o *nativeOptions) parseRare(args [][]byte, set nativeOptionSet, priority *[]byte) (int, error) {
 	switch {
 	case command.EqualFold(args[0], "refund") && len(args) > 1:
@@ -200,6 +203,21 @@ func (o *nativeOptions) parseRare(args [][]byte, set nativeOptionSet, priority *
 		return 2, nil
 	case command.EqualFold(args[0], "priority"):
 		return 0, errors.New("PRIORITY needs a tier's name")
+	case set.block && command.EqualFold(args[0], "block") && len(args) > 1:
+		if o.block != 0 {
+			return 0, errors.New("BLOCK given twice")
+		}
+		ns, err := parseDuration("BLOCK", args[1])
+		if err != nil {
+			return 0, err
+		}
+		if ns > algorithms.MaxDuration {
+			return 0, errors.New("BLOCK must be at most 73 years")
+		}
+		o.block, o.rare = ns, true
+		return 2, nil
+	case set.block && command.EqualFold(args[0], "block"):
+		return 0, errors.New("BLOCK needs a duration: " + durationForms)
 	case set.tiers && command.EqualFold(args[0], "tiers"):
 		if o.tiers != nil {
 			return 0, errors.New("TIERS given twice")

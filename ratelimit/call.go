@@ -41,6 +41,7 @@ type Call struct {
 	Decided  bool        // the reply is a decision, limited or not
 	Limited  bool
 	retry    int64 // ms, when limited: for the deny event
+	block    Block // the denial's block (decision.block)
 	now      int64 // the time of the last Eval
 	Refunded int64 // units the last Eval's REFUNDs give back, when it writes
 }
@@ -129,7 +130,7 @@ func (u *Call) Fail(err error) upstream.Outcome {
 // Eval evaluates the call at now on its keys' states, with the local verbs' code.
 func (u *Call) Eval(now int64) upstream.Outcome {
 	u.W.B = u.W.B[:0]
-	u.Decided, u.Limited, u.now, u.Refunded = true, false, now, 0
+	u.Decided, u.Limited, u.now, u.Refunded, u.block = true, false, now, 0, blockNone
 	switch u.kind {
 	case CallCell, CallGCRA:
 		return u.evalGCRA(now)
@@ -180,7 +181,7 @@ func (u *Call) evalLimit(now int64) upstream.Outcome {
 	if store {
 		u.scratch[0] = next.Bytes[:0]
 	}
-	u.Limited, u.retry = d.limited, d.retry
+	u.Limited, u.retry, u.block = d.limited, d.retry, d.block
 	writeDecisionTo(&u.W, d)
 	switch {
 	case store && !l.opts.peek:
@@ -231,7 +232,7 @@ func (u *Call) evalAllOf(now int64) upstream.Outcome {
 	out := upstream.Verify
 	for i, r := range results {
 		switch {
-		case allowed && r.store && !u.limits[i].opts.peek:
+		case (allowed || r.d.block == blockStarted) && r.store && !u.limits[i].opts.peek:
 			u.Refunded += r.d.refunded
 			st := &u.states[u.keyOf[i]]
 			st.Next, st.Write = r.next, true // a key named again: the later limit's state, built on the earlier's
@@ -246,17 +247,18 @@ func (u *Call) evalAllOf(now int64) upstream.Outcome {
 // Args returns the request, as Parse kept it.
 func (u *Call) Args() [][]byte { return u.args }
 
-// Denials calls denied for each key the last Eval denied, with the caller's retry in ms.
-func (u *Call) Denials(denied func(key []byte, retryMs, now int64)) {
+// Denials calls denied for each key the last Eval denied, with the caller's retry in ms and
+// what the denial has to do with the key's penalty box.
+func (u *Call) Denials(denied func(key []byte, retryMs, now int64, block Block)) {
 	switch {
 	case !u.Decided || !u.Limited:
 	case u.kind == CallAllOf:
 		for i := range u.results {
-			if u.results[i].d.limited {
-				denied(u.limits[i].key, u.results[i].d.retry, u.now)
+			if d := &u.results[i].d; d.limited {
+				denied(u.limits[i].key, d.retry, u.now, d.block)
 			}
 		}
 	default:
-		denied(u.args[1], u.retry, u.now)
+		denied(u.args[1], u.retry, u.now, u.block)
 	}
 }

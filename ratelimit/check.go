@@ -50,6 +50,9 @@ type checkItem struct {
 	name, subject []byte
 	cost          int64
 	priority      []byte // the item's tier (an Envoy descriptor's), over the options'; nil for theirs
+	// refund: the item gives cost units back (an Envoy descriptor's is_negative_hits), and
+	// its refund stands whatever the other items decide.
+	refund bool
 }
 
 // CHECK name[,name...] subject [COST n|REFUND n] [PEEK] [PRIORITY name]: evaluates each named policy's limit on the
@@ -170,8 +173,11 @@ func (rl *Family) checkPolicies(c *command.Ctx, items []checkItem, opts *nativeO
 		if items[i].priority != nil {
 			pri = items[i].priority // the item's tier, over the options'
 		}
-		if opts.rare || tiers != nil || pri != nil {
+		if opts.rare || tiers != nil || pri != nil || l.opts.block != 0 || items[i].refund {
 			l.opts.rare, l.opts.refunding, l.opts.refund, l.opts.tiers = true, opts.refunding, opts.refund, tiers
+			if items[i].refund {
+				l.opts.refunding, l.opts.refund, l.opts.cost = true, items[i].cost, 0
+			}
 			err := l.resolveTier(pri)
 			if err != nil && c.AnyTier && pri != nil {
 				err = l.resolveTier(nil) // a tier the limit does not name is no tier (edge.go)
@@ -227,7 +233,7 @@ func (rl *Family) checkPolicies(c *command.Ctx, items []checkItem, opts *nativeO
 		if store {
 			sc.scratches[i] = r.next.Bytes[:0]
 		}
-		r.store, r.exists = store, exists
+		r.store, r.exists, r.settles = store, exists, items[i].refund
 		ch := &checks[i]
 		switch {
 		case ch.listed == policy.Deny:
@@ -246,8 +252,8 @@ func (rl *Family) checkPolicies(c *command.Ctx, items []checkItem, opts *nativeO
 		allowed = allowed && !r.d.limited
 	}
 	sc.pending = results
-	if allowed && !c.ReadOnly {
-		rl.keepAll(c, limits, results)
+	if !c.ReadOnly {
+		rl.keepAll(c, limits, results, allowed)
 	}
 	for i := range checks {
 		st := checks[i].cp.stats
@@ -256,7 +262,7 @@ func (rl *Family) checkPolicies(c *command.Ctx, items []checkItem, opts *nativeO
 			st.shadow.Add(1)
 		case results[i].d.limited:
 			st.denied.Add(1)
-			rl.cfg.Denied(c, limits[i].key, results[i].d.retry, now) // TOPDENIED, deny events
+			rl.denied(c, limits[i].key, &results[i].d, now) // TOPDENIED, deny events
 		default:
 			st.allowed.Add(1)
 		}

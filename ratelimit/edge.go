@@ -14,18 +14,22 @@ import (
 // of the family.
 
 // EdgeItem is one policy of an edge decision: its name, the subject, the cost, and the tier
-// ("": none).
+// ("": none). With Refund the cost goes back instead (REFUND's semantics), whatever the
+// other items decide.
 type EdgeItem struct {
 	Policy, Subject string
 	Cost            int64
 	Priority        string
+	Refund          bool
 }
 
-// EdgeResult is one policy's part of an edge decision: its decision and CHECK's status.
+// EdgeResult is one policy's part of an edge decision: its decision and CHECK's status, and
+// the units a refund gave back.
 type EdgeResult struct {
 	Limited                            bool
 	Limit, Remaining, RetryMs, ResetMs int64
 	Status                             string
+	Refunded                           int64
 }
 
 // Edge decides items as one CHECK on c, all or nothing, counted as c's command; out
@@ -37,7 +41,7 @@ func (rl *Family) Edge(c *command.Ctx, items []EdgeItem, out []EdgeResult) ([]Ed
 	sc := scratchOf(c)
 	ci := sc.items[:0]
 	for _, it := range items {
-		ci = append(ci, checkItem{name: []byte(it.Policy), subject: []byte(it.Subject), cost: it.Cost})
+		ci = append(ci, checkItem{name: []byte(it.Policy), subject: []byte(it.Subject), cost: it.Cost, refund: it.Refund})
 		if it.Priority != "" {
 			ci[len(ci)-1].priority = []byte(it.Priority)
 		}
@@ -50,7 +54,7 @@ func (rl *Family) Edge(c *command.Ctx, items []EdgeItem, out []EdgeResult) ([]Ed
 	for i := range items {
 		r := sc.pending[i].d
 		out = append(out, EdgeResult{Limited: r.limited, Limit: r.limit, Remaining: r.remaining,
-			RetryMs: r.retry, ResetMs: r.resetM, Status: statusNames[sc.checks[i].status]})
+			RetryMs: r.retry, ResetMs: r.resetM, Status: statusNames[sc.checks[i].status], Refunded: r.refunded})
 	}
 	return out, nil
 }

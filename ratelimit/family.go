@@ -40,8 +40,9 @@ type Config struct {
 	// Decided counts a decision of the verb running on c (INFO throttle, commandstats).
 	Decided func(c *command.Ctx, limited bool)
 	// Denied records that the verb running on c denied key at now, whose caller may retry
-	// after retryMs (-1: never): TOPDENIED and the deny events.
-	Denied func(c *command.Ctx, key []byte, retryMs, now int64)
+	// after retryMs (-1: never): TOPDENIED, the deny events and, when the key is in its
+	// penalty box (block is not BlockNone), INFO's counts of blocks.
+	Denied func(c *command.Ctx, key []byte, retryMs, now int64, block Block)
 	// Refunded counts units a REFUND gave back.
 	Refunded func(n int64)
 	// Unstored counts a decision answered without keeping a key's new state, for want of
@@ -89,7 +90,13 @@ func scratchOf(c *command.Ctx) *scratch {
 func (rl *Family) deniedAll(c *command.Ctx, limits []limit, results []pending, now int64) {
 	for i := range results {
 		if results[i].d.limited {
-			rl.cfg.Denied(c, limits[i].key, results[i].d.retry, now)
+			rl.denied(c, limits[i].key, &results[i].d, now)
 		}
 	}
+}
+
+// denied records a denial d of key at now: TOPDENIED, the deny events and, for a block's,
+// INFO's counts. (One indirect call: a denial's path pays nothing for blocks.)
+func (rl *Family) denied(c *command.Ctx, key []byte, d *decision, now int64) {
+	rl.cfg.Denied(c, key, d.retry, now, d.block)
 }

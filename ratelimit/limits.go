@@ -19,16 +19,16 @@ func (rl *Family) limitCommands() []*command.Spec {
 			FirstKey: 1, LastKey: 1, Group: "ratelimit", Since: "0.1.0", Summary: summary, Syntax: syntax, Handler: rl.cmdLimit,
 			Upstream: int(CallLimit)}
 	}
-	return []*command.Spec{ // CONCURRENCY.ACQUIRE takes COST and PEEK only
-		verb("throttle", "key max_burst count period [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name]",
+	return []*command.Spec{ // CONCURRENCY.ACQUIRE takes COST and PEEK only (errConcurrencyOptions)
+		verb("throttle", "key max_burst count period [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name] [BLOCK duration]",
 			"GCRA: count per period sustained, max_burst more at once. Replies a decision in milliseconds."),
-		verb("tokenbucket", "key capacity refill period [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name]",
+		verb("tokenbucket", "key capacity refill period [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name] [BLOCK duration]",
 			"Token bucket: starts full with capacity, refills refill tokens per period, continuously."),
-		verb("leakybucket", "key capacity leak period [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name]",
+		verb("leakybucket", "key capacity leak period [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name] [BLOCK duration]",
 			"Leaky bucket as a queue: admits while at most capacity units wait, drains leak per period; replies delay_ms too."),
-		verb("slide", "key limit window [APPROX] [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name]",
+		verb("slide", "key limit window [APPROX] [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name] [BLOCK duration]",
 			"Sliding window: an exact log of admissions, or with APPROX the weighted two-window counter."),
-		verb("window", "key limit window [TZ name] [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name]",
+		verb("window", "key limit window [TZ name] [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name] [BLOCK duration]",
 			"Fixed window aligned to multiples of window since the Unix epoch, or to the calendar (1d, 1w, 1mo, 1y) in the time zone TZ (default UTC)."),
 		verb("concurrency.acquire", "key limit lease id [COST n] [PEEK]",
 			"At most limit holders at once; id holds a slot for at most lease, and renews it by acquiring again."),
@@ -73,6 +73,7 @@ type decision struct {
 	limit, remaining, retry, resetM int64
 	delay                           int64 // LEAKYBUCKET's delay_ms
 	hasDelay                        bool
+	block                           Block // blockStarted or blockHeld: the denial is a block's (block.go); beside hasDelay, in its padding
 	refunded                        int64 // units a REFUND gave back (not in the reply)
 }
 
@@ -116,7 +117,7 @@ func (l *limit) parse(verb string, nparams int, args [][]byte, inAllOf bool) (in
 			}
 		}
 	}
-	priority, err := l.opts.parse(rest[:end], nativeOptionSet{approx: verb == "slide", tiers: true, zone: verb == "window"})
+	priority, err := l.opts.parse(rest[:end], nativeOptionSet{approx: verb == "slide", tiers: true, zone: verb == "window", block: true})
 	if err != nil {
 		return 0, err
 	}
@@ -131,7 +132,8 @@ func (l *limit) parse(verb string, nparams int, args [][]byte, inAllOf bool) (in
 	return 1 + nparams + end, nil
 }
 
-// takesValue reports whether arg is an option a value follows: COST, REFUND, PRIORITY or TZ.
+// takesValue reports whether arg is an option a value follows: COST, REFUND, PRIORITY, BLOCK
+// or TZ.
 // (One test of the length for most arguments: ALLOF asks it of each.)
 func takesValue(arg []byte) bool {
 	switch len(arg) {
@@ -143,13 +145,16 @@ func takesValue(arg []byte) bool {
 		return command.EqualFold(arg, "refund")
 	case len("priority"):
 		return command.EqualFold(arg, "priority")
+	case len("block"):
+		return command.EqualFold(arg, "block")
 	}
 	return false
 }
 
-// errConcurrencyOptions: a concurrency slot is given back by CONCURRENCY.RELEASE, and
-// holders have no tiers.
-var errConcurrencyOptions = errors.New("CONCURRENCY.ACQUIRE takes no REFUND, TIERS nor PRIORITY: CONCURRENCY.RELEASE frees an id's slots")
+// errConcurrencyOptions: a concurrency slot is given back by CONCURRENCY.RELEASE, holders
+// have no tiers, and a denial only says that the slots are busy, not that the caller
+// misbehaves, so it starts no block.
+var errConcurrencyOptions = errors.New("CONCURRENCY.ACQUIRE takes no REFUND, TIERS, PRIORITY nor BLOCK: CONCURRENCY.RELEASE frees an id's slots")
 
 // resolveTier sets the share of the call's tier, the one priority names (nil: the tier
 // "default"), from l's TIERS; for a call whose options are rare.
@@ -267,10 +272,11 @@ func (l *limit) parseParams(verb string, p [][]byte, approx bool) error {
 // are zero to begin with. Bytes of next are built in scratch. (The value and
 // the results go by pointer: large structs passed and returned by value are
 // copied through memory at every call.) A call with rare options (REFUND, a
-// tier) goes to takeRare; the rest of take is the plain evaluation of the whole
-// limit, which a call without them pays for and nothing more.
+// tier, BLOCK) or on a key that may be in its penalty box goes to takeRare; the
+// rest of take is the plain evaluation of the whole limit, which a call without
+// them pays for and nothing more.
 func (l *limit) take(now int64, v *keyspace.Value, exists bool, scratch []byte, d *decision, next *keyspace.Value) (store bool, err error) {
-	if l.opts.rare {
+	if l.opts.rare || hasBlock(v) && v.Kind == l.kind {
 		return l.takeRare(now, v, exists, scratch, d, next)
 	}
 	if l.kind == keyspace.GCRA {
@@ -318,11 +324,27 @@ func (l *limit) take(now int64, v *keyspace.Value, exists bool, scratch []byte, 
 	return store, nil
 }
 
-// takeRare is take for a call with rare options. A call with REFUND gives units
-// back instead (d.refunded says how many); a call of a tier with a reserve
-// passes only when cost + reserve would (takeTier). Either decision speaks for
-// the call's tier (see algorithms.Tier).
+// takeRare is take for a call with rare options, or on a key that may be in
+// its penalty box. A key in its box denies (takeBlocked). A call with REFUND
+// gives units back instead (d.refunded says how many); a call of a tier with a
+// reserve passes only when cost + reserve would (takeTier). Either decision
+// speaks for the call's tier (see algorithms.Tier). A call with BLOCK that is
+// denied puts the key in the box (startBlock).
 func (l *limit) takeRare(now int64, v *keyspace.Value, exists bool, scratch []byte, d *decision, next *keyspace.Value) (store bool, err error) {
+	if exists && v.Kind == l.kind && hasBlock(v) {
+		until, inner, innerExists, err := blockOf(v)
+		if err != nil {
+			return false, err
+		}
+		v, exists = &inner, innerExists // a block that has ended goes at the next write
+		if now < until {
+			store, err = l.takeBlocked(now, v, exists, until, scratch, d, next)
+			if r := l.opts.share.Reserve(l.units()); err == nil && r > 0 {
+				d.limit, _ = algorithms.Tier(d.limit, 0, r)
+			}
+			return store, err
+		}
+	}
 	reserve := l.opts.share.Reserve(l.units())
 	if l.opts.refunding {
 		store, err = l.giveBack(now, v, exists, scratch, d, next)
@@ -331,6 +353,10 @@ func (l *limit) takeRare(now int64, v *keyspace.Value, exists bool, scratch []by
 	}
 	if err == nil && reserve > 0 {
 		d.limit, d.remaining = algorithms.Tier(d.limit, d.remaining, reserve)
+	}
+	if err == nil && exists && v.Kind == l.kind && reserve == 0 && l.blocks(d) {
+		l.startBlock(now, v, scratch, d, next)
+		store = true
 	}
 	return store, err
 }
@@ -442,13 +468,15 @@ func (rl *Family) roomFor(c *command.Ctx, exists bool) bool {
 }
 
 // keepAll writes the new state of each of limits whose result stores, all or nothing
-// having been decided, and counts the units refunded. While the keyspace has no room
-// (Ctx.NoRoom) it creates no key; the decision counts once as unstored.
-func (rl *Family) keepAll(c *command.Ctx, limits []limit, results []pending) {
+// having been decided (allowed: all allow), and counts the units refunded. When they do
+// not all allow, only what stands alone is kept: a block that starts, and the results that
+// settle (an Envoy refund's). While the keyspace has no room (Ctx.NoRoom) it creates no key;
+// the decision counts once as unstored.
+func (rl *Family) keepAll(c *command.Ctx, limits []limit, results []pending, allowed bool) {
 	unstored := false
 	for i := range limits {
 		r := &results[i]
-		if !r.store || limits[i].opts.peek {
+		if !r.store || limits[i].opts.peek || !allowed && !r.settles && r.d.block != blockStarted {
 			continue
 		}
 		if c.NoRoom && !r.exists {
@@ -506,7 +534,7 @@ func (rl *Family) cmdLimit(c *command.Ctx, args [][]byte) error {
 	}
 	rl.cfg.Decided(c, d.limited)
 	if d.limited {
-		rl.cfg.Denied(c, l.key, d.retry, now)
+		rl.denied(c, l.key, &d, now)
 	}
 	writeDecisionTo(&c.W, d)
 	return nil
@@ -545,6 +573,9 @@ type pending struct {
 	next   keyspace.Value
 	store  bool
 	exists bool // the key held a value before the call
+	// settles: the result is kept even when another limit denies (an Envoy descriptor's
+	// refund, which settles a request that passed before).
+	settles bool
 }
 
 // errAllOfSyntax says what ALLOF takes.
@@ -586,8 +617,8 @@ func (rl *Family) cmdAllOf(c *command.Ctx, args [][]byte) error {
 	if err != nil {
 		return err
 	}
-	if allowed && !c.ReadOnly {
-		rl.keepAll(c, limits, results)
+	if !c.ReadOnly {
+		rl.keepAll(c, limits, results, allowed)
 	}
 	rl.cfg.Decided(c, !allowed)
 	if !allowed {

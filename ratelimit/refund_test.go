@@ -65,7 +65,7 @@ func TestRefundErrors(t *testing.T) {
 		{[]any{"WINDOW", "k", 4, "1s", "REFUND"}, "ERR REFUND needs a value"},
 		{[]any{"WINDOW", "k", 4, "1s", "REFUND", -1}, "ERR REFUND must not be negative, got -1"},
 		{[]any{"WINDOW", "k", 4, "1s", "REFUND", "x"}, "ERR REFUND must be an integer, got 'x'"},
-		{[]any{"CONCURRENCY.ACQUIRE", "k", 4, "1s", "id", "REFUND", 1}, "ERR CONCURRENCY.ACQUIRE takes no REFUND, TIERS nor PRIORITY: CONCURRENCY.RELEASE frees an id's slots"},
+		{[]any{"CONCURRENCY.ACQUIRE", "k", 4, "1s", "id", "REFUND", 1}, "ERR CONCURRENCY.ACQUIRE takes no REFUND, TIERS, PRIORITY nor BLOCK: CONCURRENCY.RELEASE frees an id's slots"},
 		{[]any{"CL.THROTTLE", "k", 4, 1, 1, "REFUND"}, "Cell error: Store error: Couldn't parse as integer: REFUND"},
 		{[]any{"ALLOF", "WINDOW", "a", 4, "1s", "REFUND", 1, "COST", 1}, "ERR syntax error: REFUND takes nothing, so it cannot go with COST"},
 	} {

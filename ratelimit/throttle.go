@@ -102,7 +102,7 @@ func (rl *Family) gcraVerb(c *command.Ctx, key []byte, eval func(now, tat int64,
 	}
 	rl.cfg.Decided(c, r.Limited)
 	if r.Limited {
-		rl.cfg.Denied(c, key, secondsToMs(r.RetryAfter), now)
+		rl.cfg.Denied(c, key, secondsToMs(r.RetryAfter), now, BlockNone)
 	}
 	writeGCRA(&c.W, r)
 	return nil

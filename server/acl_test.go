@@ -309,6 +309,10 @@ func TestACLDenyEvents(t *testing.T) {
 	}
 	for _, k := range []string{"other:a", "app:x", "other:b", "app:y"} {
 		do(t, admin, "THROTTLE", k, "0", "1", "1h")
+		if strings.HasSuffix(k, "b") || strings.HasSuffix(k, "y") {
+			do(t, admin, "THROTTLE", k, "0", "1", "1h", "BLOCK", "2h") // denied: "throttle k 7200000 blocked"
+			continue
+		}
 		do(t, admin, "THROTTLE", k, "0", "1", "1h") // denied
 	}
 	for name, ps := range subs {
@@ -324,6 +328,9 @@ func TestACLDenyEvents(t *testing.T) {
 			m, err := ps.ReceiveMessage(ctx)
 			require.NoError(t, err, name)
 			keys = append(keys, strings.Fields(m.Payload)[1])
+			if f := strings.Fields(m.Payload); f[1] == "app:y" || f[1] == "other:b" {
+				require.Equal(t, []string{"throttle", f[1], "7200000", "blocked"}, f, name)
+			}
 		}
 		require.Equal(t, want, keys, name)
 	}

@@ -203,6 +203,8 @@ func (s *Server) infoThrottle() [][2]string {
 		{"throttle_allowed", itoa(s.stats.allowed.Load())},
 		{"throttle_denied", itoa(s.stats.denied.Load())},
 		{"throttle_refunded", itoa(s.stats.refunded.Load())},
+		{"throttle_blocks_started", itoa(s.stats.blocks.Load())},
+		{"throttle_blocked", itoa(s.stats.blocked.Load())},
 	}
 	for _, cmd := range s.sortedCommands() {
 		if cmd.has(flagRatelimit) {
@@ -225,7 +227,7 @@ func (s *Server) infoKeyspace() [][2]string {
 func cmdConfigResetStat(c *client, args [][]byte) error {
 	s := c.s
 	for _, v := range []interface{ Store(int64) }{&s.stats.connections, &s.stats.rejected, &s.stats.commands,
-		&s.stats.errors, &s.stats.allowed, &s.stats.denied, &s.stats.refunded, &s.stats.unexpected, &s.stats.unstored,
+		&s.stats.errors, &s.stats.allowed, &s.stats.denied, &s.stats.refunded, &s.stats.blocks, &s.stats.blocked, &s.stats.unexpected, &s.stats.unstored,
 		&s.instants.expireCapped} {
 		v.Store(0)
 	}

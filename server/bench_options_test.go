@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"net"
+	"strings"
 	"testing"
 )
 
@@ -20,6 +21,9 @@ import (
 //   - PRIORITY: the same TIERS with PRIORITY payments (share 1): evaluated once.
 //   - WINDOW/1mo and WINDOW/TZ (issue 38): a calendar window, in UTC and with TZ
 //     Europe/Berlin, beside WINDOW/none, which must not pay for them.
+//   - BLOCK: BLOCK 1m (issue 38's penalty box) on keys that have room, so that it costs what
+//     an allowed call with it costs; a call without it pays one test of the key's first byte.
+//   - BLOCKED: the same call on keys in their penalty box: denied by the block.
 //
 // Each runs on 1000 keys in turn, as benchVerb; every argument "k" is the key, "k2" a second
 // key of its own.
@@ -41,6 +45,8 @@ func BenchmarkOptions(b *testing.B) {
 			option{v.name + "/REFUND", v.call + " REFUND 1", v.call + " COST 60"},
 			option{v.name + "/TIERS", v.call + " " + tiers, ""},
 			option{v.name + "/PRIORITY", v.call + " " + payments, ""},
+			option{v.name + "/BLOCK", v.call + " BLOCK 1m", ""},
+			option{v.name + "/BLOCKED", v.call + " BLOCK 1m", v.call + " COST 100\n" + v.call + " BLOCK 1m"},
 		)
 	}
 	cases = append(cases,
@@ -50,7 +56,9 @@ func BenchmarkOptions(b *testing.B) {
 		option{"ALLOF/REFUND", "ALLOF THROTTLE k 100 10 1m REFUND 1 WINDOW k2 100 1m REFUND 1", "ALLOF THROTTLE k 100 10 1m COST 60 WINDOW k2 100 1m COST 60"},
 		option{"ALLOF/TIERS", "ALLOF THROTTLE k 100 10 1m " + tiers + " WINDOW k2 100 1m " + tiers, ""},
 		option{"ALLOF/PRIORITY", "ALLOF THROTTLE k 100 10 1m " + payments + " WINDOW k2 100 1m " + payments, ""},
+		option{"ALLOF/BLOCK", "ALLOF THROTTLE k 100 10 1m BLOCK 1m WINDOW k2 100 1m BLOCK 1m", ""},
 		option{"CHECK/none", "CHECK plain k", ""},
+		option{"CHECK/BLOCK", "CHECK blocking k", ""},
 		option{"CHECK/REFUND", "CHECK plain k REFUND 1", "CHECK plain k COST 60"},
 		option{"CHECK/TIERS", "CHECK tiered k", ""},
 		option{"CHECK/PRIORITY", "CHECK tiered k PRIORITY payments", ""},
@@ -58,17 +66,21 @@ func BenchmarkOptions(b *testing.B) {
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
 			s, c := fuzzServer(b)
-			for _, p := range []string{"POLICY.SET plain THROTTLE 100 10 1m", "POLICY.SET tiered THROTTLE 100 10 1m " + tiers} {
+			for _, p := range []string{"POLICY.SET plain THROTTLE 100 10 1m", "POLICY.SET tiered THROTTLE 100 10 1m " + tiers,
+				"POLICY.SET blocking THROTTLE 100 10 1m BLOCK 1m"} {
 				benchDo(b, s, c, fields(p))
 			}
 			keys, keys2 := benchKeyNames(1000), benchKeyNames(1000)
 			for i := range keys2 {
 				keys2[i] = append(keys2[i], ":2"...)
 			}
-			if tc.fill != "" {
-				req := fields(tc.fill)
+			for _, fill := range strings.Split(tc.fill, "\n") {
+				if fill == "" {
+					continue
+				}
+				req := fields(fill)
 				for i := range keys {
-					benchDo(b, s, c, withKeys(req, fields(tc.fill), keys[i], keys2[i]))
+					benchDo(b, s, c, withKeys(req, fields(fill), keys[i], keys2[i]))
 				}
 			}
 			call := fields(tc.call)

@@ -6,10 +6,12 @@ import (
 	"sync/atomic"
 
 	"github.com/throttledhq/throttled/acl"
+	"github.com/throttledhq/throttled/ratelimit"
 )
 
 // Each denial is counted in the most-denied keys (TOPDENIED) and published on
-// __throttled__:denied and __throttled__:denied:<verb> as "verb key retry_after_ms", at most
+// __throttled__:denied and __throttled__:denied:<verb> as "verb key retry_after_ms", with
+// " blocked" after it when the key is in its penalty box (BLOCK), at most
 // denied-events-per-second a second; nothing is built when nobody listens.
 
 // deniedChannel is the channel of every denial; a verb's denials also go to
@@ -26,8 +28,14 @@ type denyEvents struct {
 }
 
 // denial records that cmd denied key at now (ns), whose caller may retry after retryMs
-// (-1: never).
-func (s *Server) denial(cmd *cmdEntry, key []byte, retryMs, now int64) {
+// (-1: never); block says whether the key is in its penalty box (BLOCK), which INFO counts.
+func (s *Server) denial(cmd *cmdEntry, key []byte, retryMs, now int64, block ratelimit.Block) {
+	switch block {
+	case ratelimit.BlockStarted:
+		s.stats.blocks.Add(1)
+	case ratelimit.BlockHeld:
+		s.stats.blocked.Add(1)
+	}
 	s.obs.denied.Record(key, now)
 	hub := s.pubsub
 	if !hub.Listened(s.obs.deniedAll) && !hub.Listened(cmd.deniedChannel) {
@@ -44,12 +52,15 @@ func (s *Server) denial(cmd *cmdEntry, key []byte, retryMs, now int64) {
 	}
 	ev.published.Add(1)
 	verb := cmd.name
-	msg := make([]byte, 0, len(verb)+len(key)+24)
+	msg := make([]byte, 0, len(verb)+len(key)+32)
 	msg = append(msg, verb...)
 	msg = append(msg, ' ')
 	msg = append(msg, key...)
 	msg = append(msg, ' ')
 	msg = strconv.AppendInt(msg, retryMs, 10)
+	if block != ratelimit.BlockNone {
+		msg = append(msg, blockedWord...)
+	}
 	hub.Publish(s.obs.deniedAll, msg)
 	hub.Publish(cmd.deniedChannel, msg)
 }
@@ -66,10 +77,16 @@ func (c *client) seesEvent(channel, message []byte) bool {
 	if p.All {
 		return true
 	}
-	// "verb key retry_after_ms": the key is what lies between the first blank and the last.
+	// "verb key retry_after_ms [blocked]": the key is what lies between the first blank and
+	// the last, once the word that follows the number is cut.
+	message = bytes.TrimSuffix(message, blockedWord)
 	i, j := bytes.IndexByte(message, ' '), bytes.LastIndexByte(message, ' ')
 	return i < 0 || j <= i || p.CanKey(message[i+1:j], acl.Read)
 }
+
+// blockedWord ends the deny event of a key in its penalty box. Its key cannot end so: the
+// event's last word but one is always a number.
+var blockedWord = []byte(" blocked")
 
 // deniedPrefix is deniedChannel's bytes.
 var deniedPrefix = []byte(deniedChannel)

@@ -258,7 +258,7 @@ func (d *edgeDecider) Decide(ctx context.Context, items []envoyrls.Item) ([]envo
 	c.lastCmd.Store(cmd)
 	edge := c.edgeItems[:0]
 	for _, it := range items {
-		edge = append(edge, ratelimit.EdgeItem{Policy: it.Policy, Subject: it.Subject, Cost: it.Cost, Priority: it.Priority})
+		edge = append(edge, ratelimit.EdgeItem{Policy: it.Policy, Subject: it.Subject, Cost: it.Cost, Priority: it.Priority, Refund: it.Refund})
 	}
 	c.edgeItems = edge
 	results, err := s.rl.Edge(&c.Ctx, edge, c.edgeResults)
@@ -289,16 +289,20 @@ func (d *edgeDecider) Decide(ctx context.Context, items []envoyrls.Item) ([]envo
 var checkOnly = [][]byte{bCheck}
 
 // edgeArgs is a gRPC decision as SLOWLOG and MONITOR show it: CHECK, the policies, the
-// subjects, the costs and the tiers, each list joined by ','.
+// subjects, the costs (a refund's negative) and the tiers, each list joined by ','.
 func edgeArgs(items []envoyrls.Item) [][]byte {
 	var names, subjects, costs []string
 	for _, it := range items {
 		names = append(names, it.Policy)
 		subjects = append(subjects, it.Subject)
-		costs = append(costs, strconv.FormatInt(it.Cost, 10))
+		cost := it.Cost
+		if it.Refund {
+			cost = -cost
+		}
+		costs = append(costs, strconv.FormatInt(cost, 10))
 	}
 	args := [][]byte{[]byte("CHECK"), []byte(strings.Join(names, ",")), []byte(strings.Join(subjects, ","))}
-	if slices.ContainsFunc(items, func(it envoyrls.Item) bool { return it.Cost != 1 }) {
+	if slices.ContainsFunc(items, func(it envoyrls.Item) bool { return it.Cost != 1 || it.Refund }) {
 		args = append(args, []byte("COST"), []byte(strings.Join(costs, ",")))
 	}
 	if slices.ContainsFunc(items, func(it envoyrls.Item) bool { return it.Priority != "" }) {

@@ -523,12 +523,21 @@ func TestRLSExamplesEnvoy(t *testing.T) {
 	require.Equal(t, []string{ok, ok}, codesOf(rs.ask(t, "edge", 800, desc("api_key", "k1"))))
 	require.Equal(t, []string{over, over}, codesOf(rs.ask(t, "edge", 1, desc("api_key", "k1"))))
 	require.Equal(t, []string{ok, ok}, codesOf(rs.ask(t, "edge", 200, desc("api_key", "k1", "priority", "payments"))))
+	// The AI gateway's route: 4096 tokens reserved, then the 2896 an answer did not use given back.
+	reserve := desc("llm_key", "k1")
+	reserve.HitsAddend = wrapperspb.UInt64(4096)
+	require.Equal(t, uint32(100000-4096), rs.ask(t, "edge", 1, reserve).Statuses[0].LimitRemaining)
+	settle := rs.ask(t, "edge", 1, refundOf(2896, "llm_key", "k1"))
+	require.Equal(t, []string{ok, ok}, codesOf(settle))
+	require.Equal(t, uint32(100000-1200), settle.Statuses[0].LimitRemaining)
 
 	b, err := os.ReadFile("../examples/envoy/envoy.yaml")
 	require.NoError(t, err)
 	var envoy map[string]any
 	require.NoError(t, yaml.Unmarshal(b, &envoy))
 	require.Contains(t, string(b), "domain: edge")
+	require.Contains(t, string(b), "apply_on_stream_done: true")
+	require.Contains(t, string(b), "is_negative_hits: true")
 }
 
 // TestRLSOverTLS: with grpc-tls the gRPC port speaks TLS with the tls-* files, and asks for a

@@ -33,6 +33,8 @@ func TestHotPathAllocatesNothing(t *testing.T) {
 		{"GCRA", "gcra", "15", "30", "60"},
 		{"THROTTLE", "k", "10", "1000", "1s"},
 		{"TOKENBUCKET", "tb", "10", "1000", "1s"},
+		{"THROTTLE", "kb", "10", "1000", "1s", "BLOCK", "1m"},
+		{"WINDOW", "boxed", "1", "1h", "BLOCK", "1m"}, // denied from the second call: in its penalty box
 		{"ALLOF", "THROTTLE", "a", "10", "1000", "1s", "WINDOW", "b", "1000", "1s"},
 		{"CHECK", "api", "subject"},
 		{"WINDOW", "quota", "1000000", "1mo", "TZ", "Europe/Berlin"},

@@ -224,7 +224,7 @@ func TestDenialAllocs(t *testing.T) {
 	ts := startServer(t)
 	cmd := ts.commands["throttle"]
 	key := []byte("some:key")
-	require.Equal(t, 0.0, testing.AllocsPerRun(1000, func() { ts.denial(cmd, key, 100, ts.nowNano()) }))
+	require.Equal(t, 0.0, testing.AllocsPerRun(1000, func() { ts.denial(cmd, key, 100, ts.nowNano(), 0) }))
 }
 
 // TestCommandTimeExcludesIdle: a command's time starts with its pipeline, not with the

@@ -196,3 +196,20 @@ func TestInfoMemoryCountsPersistence(t *testing.T) {
 	require.Equal(t, want, num("used_memory"))
 	require.Positive(t, num("used_memory_rss"))
 }
+
+// TestBlockSurvivesRestart: a key in its penalty box (BLOCK) is still there after a restart,
+// for the rest of its block, although its algorithm would admit again by then.
+func TestBlockSurvivesRestart(t *testing.T) {
+	r := newRestartable(t)
+	ts, rdb := r.start(t)
+	do(t, rdb, "SLIDE", "login", "3", "1m", "COST", "3")
+	require.Equal(t, []any{int64(1), int64(3), int64(0), int64(900000), int64(900000)},
+		do(t, rdb, "SLIDE", "login", "3", "1m", "BLOCK", "15m"))
+	require.NoError(t, ts.Close())
+
+	r.clock.Advance(5 * time.Minute)
+	_, rdb = r.start(t)
+	require.Equal(t, []any{int64(1), int64(3), int64(0), int64(600000), int64(600000)},
+		do(t, rdb, "SLIDE", "login", "3", "1m"), "still blocked after the restart")
+	require.Equal(t, int64(600000), do(t, rdb, "PTTL", "login"))
+}

@@ -88,6 +88,8 @@ func everyKind(t *testing.T, rdb *redis.Client, suffix string) {
 		{"WINDOW", "window" + suffix, 10, "1m"},
 		{"WINDOW", "calendar" + suffix, 10, "1mo", "TZ", "Europe/Berlin"},
 		{"CONCURRENCY.ACQUIRE", "conc" + suffix, 3, "30s", "lease"},
+		{"WINDOW", "blocked" + suffix, 1, "1m"},
+		{"WINDOW", "blocked" + suffix, 1, "1m", "BLOCK", "1h"}, // denied: the key's penalty box
 	} {
 		require.NoError(t, rdb.Do(ctx, cmd...).Err(), "%v", cmd)
 	}
@@ -115,6 +117,7 @@ func TestReplicationCopiesAndStreams(t *testing.T) {
 		{"SLIDE", "slide-after", 10, "1m", "COST", 0},
 		{"CL.THROTTLE", "cell-after", 5, 10, 60, 0},
 		{"ALLOF", "THROTTLE", "throttle-after", 5, 10, "1m", "PEEK", "WINDOW", "window-after", 10, "1m", "COST", 0},
+		{"WINDOW", "blocked-after", 5, "1m", "PEEK"}, // in its penalty box on the replica too
 	} {
 		want, err := p.Do(ctx, cmd...).Result()
 		require.NoError(t, err, "%v", cmd)
@@ -122,6 +125,8 @@ func TestReplicationCopiesAndStreams(t *testing.T) {
 		require.NoError(t, err, "%v", cmd)
 		require.Equal(t, want, got, "%v", cmd)
 	}
+	require.Equal(t, []any{int64(1), int64(5), int64(0), int64(3600000), int64(3600000)},
+		r.Do(ctx, "WINDOW", "blocked-after", 5, "1m", "PEEK").Val(), "the block replicated")
 	// ... and refuses what would change state.
 	for _, cmd := range [][]any{
 		{"SET", "x", "1"},

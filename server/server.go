@@ -140,6 +140,8 @@ type stats struct {
 	allowed     atomic.Int64 // rate-limit decisions that allowed
 	denied      atomic.Int64 // rate-limit decisions that denied
 	refunded    atomic.Int64 // units REFUND gave back
+	blocks      atomic.Int64 // penalty boxes (BLOCK) started: denials that put a key in its box
+	blocked     atomic.Int64 // calls denied by a key's penalty box in force
 	unstored    atomic.Int64 // decisions answered without keeping their new state, for want of room (memory.go)
 	// byDoor counts the decisions of the edge's doors, allowed [0] and denied [1] (edge.go);
 	// RESP's are the rest.
@@ -206,8 +208,8 @@ func New(cfg Config) (*Server, error) {
 	s.rl = ratelimit.New(ratelimit.Config{Keys: s.ks, Now: s.nowNano, Log: log, ConfigFile: cfg.ConfigFile,
 		SplitLine: conffile.SplitLine, Upstream: cfg.Upstream != "" || len(cfg.UpstreamCluster) > 0,
 		Decided: func(c *command.Ctx, limited bool) { s.decided(c.Conn.(*client), limited) },
-		Denied: func(c *command.Ctx, key []byte, retryMs, now int64) {
-			s.denial(c.Conn.(*client).lastCmd.Load(), key, retryMs, now)
+		Denied: func(c *command.Ctx, key []byte, retryMs, now int64, block ratelimit.Block) {
+			s.denial(c.Conn.(*client).lastCmd.Load(), key, retryMs, now, block)
 		},
 		Refunded: s.refunded,
 		Unstored: func() { s.stats.unstored.Add(1) },

@@ -135,6 +135,8 @@ func sameReplies(t *testing.T, configure func(*Config)) {
 			o = append(o, "REFUND", pick("1", "3", "0"))
 		case 3:
 			o = append(o, "TIERS", "payments=1", "default=0.5", "PRIORITY", pick("payments", "default"))
+		case 4:
+			o = append(o, "BLOCK", pick("1500ms", "3s"))
 		}
 		return o
 	}
