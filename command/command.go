@@ -105,6 +105,10 @@ type Ctx struct {
 	// AnyTier: a tier a limit does not name is no tier (the edge's tier comes from a
 	// request header, not from the caller's knowledge of the limit).
 	AnyTier bool
+	// Slot is the counter slot the call counts in: its event loop's. The counters every
+	// call writes (a family's Config says how many slots) are kept per slot, so that no two
+	// loops write one cache line; a reader sums the slots.
+	Slot int
 	// Conn is the server's own state of the connection, for the hooks a family's Config
 	// declares; a family never looks inside it.
 	Conn any

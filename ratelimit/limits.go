@@ -423,7 +423,7 @@ func (rl *Family) roomFor(c *command.Ctx, exists bool) bool {
 	if exists || !c.NoRoom {
 		return true
 	}
-	rl.cfg.Unstored()
+	rl.cfg.Unstored(c)
 	return false
 }
 
@@ -442,10 +442,10 @@ func (rl *Family) keepAll(c *command.Ctx, limits []limit, results []pending) {
 			continue
 		}
 		keep(c.Keys.Shard(limits[i].key), limits[i].key, r.next)
-		rl.cfg.Refunded(r.d.refunded)
+		rl.cfg.Refunded(c, r.d.refunded)
 	}
 	if unstored {
-		rl.cfg.Unstored()
+		rl.cfg.Unstored(c)
 	}
 }
 
@@ -487,7 +487,7 @@ func (rl *Family) cmdLimit(c *command.Ctx, args [][]byte) error {
 		c.Scratch = next.Bytes[:0] // built in scratch: reuse what it grew to
 		if !l.opts.peek && !c.ReadOnly && rl.roomFor(c, ok) {
 			keep(sh, l.key, next)
-			rl.cfg.Refunded(d.refunded)
+			rl.cfg.Refunded(c, d.refunded)
 		}
 	}
 	rl.cfg.Decided(c, d.limited)

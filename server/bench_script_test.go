@@ -1,14 +1,11 @@
 package server
 
 import (
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net"
 	"strconv"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/throttledhq/throttled/scripting/native"
 )
@@ -27,17 +24,7 @@ func benchScript(b *testing.B, body string, argv func(i int) []string) {
 // benchScriptPath is benchScript, with the scripts package native knows run as Go code
 // (native) or on the interpreter.
 func benchScriptPath(b *testing.B, body string, argv func(i int) []string, native bool) {
-	cfg := DefaultConfig()
-	cfg.AppendOnly = false
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	var clock atomic.Int64
-	clock.Store(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	cfg.Now = func() time.Time { return time.Unix(0, clock.Add(2000)) }
-	s, err := New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { s.Close() })
+	s := benchServer(b) // each goroutine's client has a clock of its own (benchClock)
 	s.scripts.eng.SetNative(native)
 	sc, err := s.scripts.eng.Load([]byte(body))
 	if err != nil {
@@ -57,6 +44,7 @@ func benchScriptPath(b *testing.B, body string, argv func(i int) []string, nativ
 		nc, peer := net.Pipe()
 		defer peer.Close()
 		c := s.newClient(nc)
+		benchClock(c)
 		rng := rand.New(rand.NewPCG(seed.Add(1), 0))
 		head := [][]byte{[]byte("EVALSHA"), []byte(sc.SHA), []byte("1"), nil}
 		var req [][]byte

@@ -118,6 +118,7 @@ func (s *Server) makeClient(nc net.Conn) *client {
 		laddr:   nc.LocalAddr().String(),
 	}
 	c.Conn = c
+	c.Slot = s.slotFor(c.id)
 	c.user.Store(s.acl.Default())
 	c.rd.Open = s.acl.DefaultOpen
 	c.rd.Ahead = c.prefetchKeys
@@ -129,11 +130,22 @@ func (s *Server) makeClient(nc net.Conn) *client {
 	return c
 }
 
+// clock is the server's time now, as c's commands see it: the server's clock, or the one
+// c's Env carries (a benchmark gives each goroutine's client a clock of its own, so that
+// the clock is no line every call writes).
+func (c *client) clock() time.Time {
+	if c.Clock != nil {
+		return time.Unix(0, c.Clock())
+	}
+	return c.s.now()
+}
+
 // bareClient makes a client with no connection, authenticated as the default user: a
 // script's (its commands), or a decision's of the HTTP and gRPC doors.
 func (s *Server) bareClient(raddr, laddr string) *client {
 	c := &client{s: s, raddr: raddr, laddr: laddr, authed: true, Ctx: s.newCtx()}
 	c.Conn = c
+	c.Slot = s.slotFor(int64(s.nextSlot.Add(1))) // its users set their own where they have one
 	return c
 }
 

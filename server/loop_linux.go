@@ -280,6 +280,7 @@ func (l *loop) admit() bool {
 		}
 		l.clients[c.fd] = c
 		c.loop, c.lat = l, l.lat
+		c.Slot = l.id % len(l.s.slots) // it counts where the loop's other clients do
 		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(c.fd)}
 		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
 			l.s.log.Warn("event loop: cannot watch a connection", "client", c.raddr, "err", err)

@@ -215,8 +215,8 @@ func (u *upCall) counted() {
 		return
 	}
 	s := u.c.s
-	s.count(u.cmd, u.Limited)
-	s.refunded(u.Refunded)
+	s.count(u.c, u.cmd, u.Limited)
+	s.refunded(u.c, u.Refunded)
 	u.Denials(func(key []byte, retryMs, now int64) { s.denial(u.cmd, key, retryMs, now) })
 }
 
@@ -230,7 +230,7 @@ func (u *upCall) Done(err error) {
 		u.unavailable = true
 	default:
 		u.Fail(err)
-		u.c.s.stats.errors.Add(1)
+		u.c.stat().errors.Add(1)
 	}
 	c := u.c // u is the client's again once pending reaches 0
 	if c.up.pending.Add(-1) == 0 {
