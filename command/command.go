@@ -82,8 +82,10 @@ type Env struct {
 type Ctx struct {
 	*Env
 	W resp.Writer // the replies
-	// Held is the shard a native script's run holds locked: its commands on the script's
-	// key run under that lock (LockShard); nil otherwise.
+	// Held is the shard held locked for the call: a native script's run's, whose commands
+	// on the script's key run under that lock, or the server's for a pipeline whose
+	// consecutive requests on one shard run under one lock (a hot key's). LockShard returns
+	// it; nil otherwise.
 	Held *keyspace.Shard
 	// Reading: the command running reads keys, and its lookups count as keyspace hits or
 	// misses (INFO stats).

@@ -181,6 +181,11 @@ func newShard(seed maphash.Seed, ord int, clock *atomic.Uint32) *Shard {
 // Lock locks the shard.
 func (s *Shard) Lock() { s.mu.Lock() }
 
+// EndLoans tells the shard that no byte value GetLocked lent is in use any more, as Unlock
+// does, for a caller that keeps the lock for its next command (a pipeline's requests on one
+// shard, run under one lock).
+func (s *Shard) EndLoans() { s.loan = 0 }
+
 // Unlock unlocks the shard.
 func (s *Shard) Unlock() {
 	s.loan = 0

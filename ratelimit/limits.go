@@ -473,9 +473,8 @@ func (rl *Family) cmdLimit(c *command.Ctx, args [][]byte) error {
 		l.share(c.Fallback)
 	}
 	now := c.Now()
-	sh := c.Keys.Shard(l.key)
-	sh.Lock()
-	defer sh.Unlock()
+	sh := c.LockShard(l.key) // or the one the server holds for the pipeline (Ctx.Held)
+	defer c.UnlockShard(sh)
 	v, ok := sh.GetLocked(l.key, now)
 	var d decision
 	var next keyspace.Value

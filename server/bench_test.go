@@ -335,3 +335,47 @@ func benchOn(b *testing.B, s *Server, args ...string) {
 		}
 	})
 }
+
+// BenchmarkHotKey is CL.THROTTLE of one key from every goroutine, each a connection whose
+// reads bring 16 requests at once, run as an event loop runs them: batched, the requests
+// of one read share one acquisition of the key's shard lock (batch.go); one by one, each
+// takes it. Allowed or denied, each is its own decision; the limit admits every call.
+func BenchmarkHotKey(b *testing.B) {
+	b.Run("batched", func(b *testing.B) { benchHotKey(b, true, "1000000000") })
+	b.Run("one-by-one", func(b *testing.B) { benchHotKey(b, false, "1000000000") })
+	// denied: one attacker's address, which the limit denies nearly always.
+	b.Run("denied/batched", func(b *testing.B) { benchHotKey(b, true, "1") })
+	b.Run("denied/one-by-one", func(b *testing.B) { benchHotKey(b, false, "1") })
+}
+
+func benchHotKey(b *testing.B, batched bool, rate string) {
+	s := benchServer(b)
+	req := pipeline(16, "CL.THROTTLE", "hot", rate, rate, "1", "1")
+	b.ResetTimer()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		nc, peer := net.Pipe()
+		defer peer.Close()
+		c := s.newClient(nc)
+		benchClock(c)
+		for pb.Next() {
+			if !c.rd.Buffered() {
+				c.letGo()
+				if len(c.W.B) > 0 && c.W.B[0] == '-' {
+					b.Fatalf("%s", c.W.B)
+				}
+				c.W.B = c.W.B[:0]
+				c.rd.Start, c.rd.End = 0, copy(c.rd.Buf, req)
+			}
+			args, err := c.rd.Next()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if batched {
+				s.hold(c, args)
+			}
+			s.run(c, args)
+		}
+		c.letGo()
+	})
+}

@@ -42,6 +42,9 @@ type cmdEntry struct {
 	// gated: a command with keys that waits for a transaction or script holding their
 	// stripes (multi.go's gate).
 	gated bool
+	// batch: a pipeline's run of it on one shard may share one lock (batch.go): its one
+	// key is args[1], and its handler takes its shard with LockShard.
+	batch bool
 	// holdsStripes: it takes the transaction stripes of its keys for its run (EXEC, the
 	// scripts: multi.go), so it passes no gate, being what the gate waits for.
 	holdsStripes bool
@@ -134,6 +137,8 @@ func register(table map[string]*cmdEntry, parent *cmdEntry, cmds []*cmdEntry) {
 			cmd.keyStep = 1
 		}
 		cmd.gated = (cmd.firstKey > 0 || cmd.keysOf != nil) && !cmd.holdsStripes
+		cmd.batch = cmd.bits&(flagDirect|flagRatelimit) != 0 && cmd.firstKey == 1 && cmd.lastKey == 1 &&
+			cmd.keysOf == nil && !cmd.detach && len(cmd.subcommands) == 0
 	}
 }
 

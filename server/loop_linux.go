@@ -309,6 +309,9 @@ func (l *loop) serve(c *client, events uint32) {
 	c.fr.budget = events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
 	active := false
 	for {
+		if c.held != nil && !c.rd.Buffered() {
+			c.letGo() // Next reads the socket: not while holding a shard (batch.go)
+		}
 		args, err := c.rd.Next()
 		if err == resp.ErrWouldBlock {
 			break
@@ -330,19 +333,22 @@ func (l *loop) serve(c *client, events uint32) {
 			}
 			active = true
 		}
+		l.s.hold(c, args) // a hot key's requests share one lock of its shard (batch.go)
 		l.s.run(c, args)
-		if c.leaving {
-			l.leave(c)
-			return
-		}
-		if c.handoff {
-			l.handOff(c, args)
+		if c.leaving || c.handoff {
+			c.letGo()
+			if c.leaving {
+				l.leave(c)
+			} else {
+				l.handOff(c, args)
+			}
 			return
 		}
 		if c.closing {
 			break
 		}
 		if len(c.W.B) > resp.KeepWriteBuf && !c.mustSync && len(c.up.calls) == 0 {
+			c.letGo()
 			if !l.write(c) {
 				l.close(c)
 				return
@@ -352,6 +358,7 @@ func (l *loop) serve(c *client, events uint32) {
 			}
 		}
 	}
+	c.letGo()
 	if len(c.up.calls) > 0 {
 		if c.up.pending.Load() != 0 {
 			return // parked: resumed writes the replies once the upstream has decided

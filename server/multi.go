@@ -285,6 +285,7 @@ func (s *Server) enterGate(c *client, cmd *cmdEntry, args [][]byte) (slot *gateS
 		return slot, 0, nil
 	}
 	slot.n.Add(-1)
+	c.letGo() // it waits: not holding a shard that the stripes' holder may want (batch.go)
 	for rest := need; rest != 0; rest &= rest - 1 {
 		mu := &t.stripes[bits.TrailingZeros64(rest)]
 		for pause := time.Microsecond; !mu.TryLock(); pause = min(2*pause, 200*time.Microsecond) {

@@ -531,6 +531,7 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 		return
 	}
 	if mode := s.pause.mode.Load(); mode != pauseNone && c.pausedFor(mode, cmd, args) {
+		c.letGo() // nothing waits holding a shard (batch.go)
 		if c.onLoop() {
 			c.handoff = true // it waits on a goroutine of its own, not holding up the loop
 			return
@@ -542,6 +543,7 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 	}
 	c.NoRoom = false
 	if cmd.bits&flagDenyOOM != 0 && s.mem.full.Load() {
+		c.letGo() // evicting locks shards
 		if err := s.makeRoom(); err != nil {
 			if cmd.bits&flagRatelimit == 0 {
 				s.reject(c, err)
@@ -568,6 +570,7 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 		return
 	}
 	if cmd.detach && c.out == nil {
+		c.letGo()
 		if c.nc == nil {
 			c.handoff = true // an event loop serves c: it hands c over, and args run there
 			return
