@@ -69,6 +69,13 @@ func BenchmarkEvalshaGCRA(b *testing.B) {
 	b.Run("interpreter", func(b *testing.B) { benchScriptPath(b, redisRateAllowN, func(int) []string { return args }, false) })
 }
 
+// BenchmarkEvalshaRedisRate is BenchmarkEvalshaGCRA's native run as a benchmark of its own,
+// without sub-benchmarks, so that one -bench pattern selects it beside BenchmarkGet and the
+// rest (benchmarks/cmd/scaling).
+func BenchmarkEvalshaRedisRate(b *testing.B) {
+	benchScriptPath(b, redisRateAllowN, func(int) []string { return []string{"10", "10", "1", "1"} }, true)
+}
+
 // BenchmarkEvalshaGCRAAtMost is redis_rate's AllowAtMost: its other script.
 func BenchmarkEvalshaGCRAAtMost(b *testing.B) {
 	args := []string{"10", "10", "1", "3"}

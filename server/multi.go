@@ -53,7 +53,7 @@ type txLocks struct {
 // gateSlot counts the plain commands in the gate of the clients it serves (Server.gateSlot).
 type gateSlot struct {
 	n atomic.Int64
-	_ [56]byte // a cache line each
+	_ [cacheLine - 8]byte // two cache lines each: the adjacent-line prefetcher fetches pairs
 }
 
 // transaction is a client's requests queued between MULTI and EXEC.
