@@ -84,6 +84,11 @@ type client struct {
 	name    string
 	libName string
 	libVer  string
+
+	// Clients are made one after another by the accepting goroutine, so one's memory ends
+	// where the next's begins, and different event loops serve them: two cache lines
+	// (the prefetcher fetches lines in pairs) keep one's writes off the other's.
+	_ [cacheLine]byte
 }
 
 // clientKind is what a client is to CLIENT LIST's flags and CLIENT KILL TYPE.

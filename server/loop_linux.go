@@ -58,6 +58,8 @@ type loop struct {
 	reads    []*latRead    // readers' requests for the loop's latencies
 	readWake chan struct{} // a request was queued: for a reader on the loop that waits on others
 	stopping bool
+
+	_ [cacheLine]byte // the loops are made one after another: keeps one's writes off the next's lines
 }
 
 // loopID is the place in Server.loops of the loop serving c; -1 for none.
