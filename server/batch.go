@@ -1,6 +1,11 @@
 package server
 
-import "github.com/throttledhq/throttled/keyspace"
+import (
+	"bytes"
+
+	"github.com/throttledhq/throttled/keyspace"
+	"github.com/throttledhq/throttled/topk"
+)
 
 // A hot key (a flash sale's merchant, one attacker's address) brings every connection's
 // pipeline to one shard, and each request there took the shard's lock and gave it back:
@@ -24,6 +29,9 @@ import "github.com/throttledhq/throttled/keyspace"
 // and more of the pipeline is already read: it keeps the shard c holds when it is that one,
 // and lets go of it otherwise.
 func (s *Server) hold(c *client, args [][]byte) {
+	if c.held == nil && c.rd.End <= c.rd.Start {
+		return // the read's last request (a pipeline of one): no other to share a lock with
+	}
 	sh := s.batchShard(c, args)
 	if sh == c.held {
 		if sh != nil {
@@ -32,7 +40,7 @@ func (s *Server) hold(c *client, args [][]byte) {
 		return
 	}
 	c.letGo()
-	if sh != nil && c.rd.End > c.rd.Start { // another request may follow: worth holding
+	if sh != nil && c.rd.End > c.rd.Start { // another request follows: worth holding
 		sh.Lock()
 		c.held, c.Held = sh, sh
 	}
@@ -54,10 +62,47 @@ func (s *Server) batchShard(c *client, args [][]byte) *keyspace.Shard {
 	return s.ks.Shard(args[1])
 }
 
-// letGo unlocks the shard c holds for its pipeline, if any.
+// letGo unlocks the shard c holds for its pipeline, if any, and adds the denials it ran
+// up to TOPDENIED.
 func (c *client) letGo() {
 	if sh := c.held; sh != nil {
 		c.held, c.Held = nil, nil
 		sh.Unlock()
+		c.flushDenied()
+	}
+}
+
+// deniedRun is the denials of one key that c's pipeline ran in a row under a held shard:
+// TOPDENIED's shard lock, which every denial of a key takes, is taken once for them all
+// (topk.RecordN) when the run ends, before c's replies are written.
+type deniedRun struct {
+	key    []byte // a copy: the request's bytes are gone by then; at most topk.MaxKeyLen
+	n, now int64
+}
+
+// recordDenied counts a denial of key at now for TOPDENIED: at once, or, while c holds a
+// shard for its pipeline, in its run of denials of that key.
+func (c *client) recordDenied(key []byte, now int64) {
+	if c.held == nil {
+		c.s.obs.denied.Record(key, now)
+		return
+	}
+	key = key[:min(len(key), topk.MaxKeyLen)]
+	d := &c.deniedRun
+	if d.n > 0 && !bytes.Equal(d.key, key) {
+		c.flushDenied()
+	}
+	if d.n == 0 {
+		d.key = append(d.key[:0], key...)
+	}
+	d.n++
+	d.now = now
+}
+
+// flushDenied records c's run of denials, if any.
+func (c *client) flushDenied() {
+	if d := &c.deniedRun; d.n > 0 {
+		c.s.obs.denied.RecordN(d.key, d.n, d.now)
+		d.n = 0
 	}
 }

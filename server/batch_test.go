@@ -60,6 +60,10 @@ func TestBatchHoldsOneLockPerRun(t *testing.T) {
 	require.Equal(t, 6, strings.Count(got, "*5\r\n:1\r\n"), got)
 	require.True(t, strings.HasPrefix(got, "*5\r\n:0\r\n:10\r\n:9\r\n:-1\r\n"), got)
 	c.W.B = c.W.B[:0]
+	// The six denials went to TOPDENIED at once, when the pipeline let the shard go.
+	s.run(c, [][]byte{[]byte("TOPDENIED")})
+	require.Equal(t, "*2\r\n$3\r\nhot\r\n:6\r\n", string(c.W.B))
+	c.W.B = c.W.B[:0]
 
 	mixed := append(pipeline(3, "INCR", "n"), pipeline(1, "EVAL", "return redis.call('INCR', KEYS[1])", "1", "n")...)
 	mixed = append(mixed, pipeline(3, "INCR", "n")...)

@@ -69,6 +69,7 @@ type client struct {
 	mustSync   bool                   // a write command ran: the replies wait for the store (Server.syncWrites)
 	handoff    bool                   // a command needs c detached: its event loop hands it over
 	held       *keyspace.Shard        // the shard its event loop holds for its pipeline's requests (batch.go); Held too
+	deniedRun  deniedRun              // the denials of one key run under held, not yet in TOPDENIED (batch.go)
 	out        *outbox                // a detached client's output, which others may queue on too; nil before
 	nwritten   int64                  // bytes written since the last takeNet (netstats.go)
 	writes     int64                  // writes since the last takeNet

@@ -143,9 +143,9 @@ type Config struct {
 	// CPUs, answered 1.48M/s (issue 37, the load on 8 other CPUs), and on 16 CPUs the same
 	// holds with twice the loops. The kernel's network work runs in the loops' own
 	// syscalls, and the disk writer, the replication feed and the collector get Ps of their
-	// own on top (Procs), not a share of the loops'. On 2 CPUs, 2 loops and 1 were within
-	// the noise of each other for random keys and a load tool sharing the cores (docs/
-	// performance.md); 2 keep a pipeline on a hot key from waiting behind one busy loop.
+	// own on top (Procs), not a share of the loops'. On 2 CPUs shared with the load tool, 2
+	// loops did more than 1 at pipeline 16 in each of 3 interleaved rounds and were even at
+	// pipeline 1, on a machine too loaded to say by how much (docs/performance.md).
 	IOThreads int
 	// Shards is how many lock-striped shards hold the keys; a power of two.
 	Shards int

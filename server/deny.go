@@ -25,10 +25,10 @@ type denyEvents struct {
 	dropped   atomic.Int64 // events over the cap, not published
 }
 
-// denial records that cmd denied key at now (ns), whose caller may retry after retryMs
-// (-1: never).
-func (s *Server) denial(cmd *cmdEntry, key []byte, retryMs, now int64) {
-	s.obs.denied.Record(key, now)
+// denial records that cmd, run by c, denied key at now (ns), whose caller may retry after
+// retryMs (-1: never).
+func (s *Server) denial(c *client, cmd *cmdEntry, key []byte, retryMs, now int64) {
+	c.recordDenied(key, now)
 	hub := s.pubsub
 	if !hub.Listened(s.obs.deniedAll) && !hub.Listened(cmd.deniedChannel) {
 		return

@@ -188,7 +188,8 @@ func New(cfg Config) (*Server, error) {
 		SplitLine: conffile.SplitLine, Upstream: cfg.Upstream != "" || len(cfg.UpstreamCluster) > 0,
 		Decided: func(c *command.Ctx, limited bool) { s.decided(c.Conn.(*client), limited) },
 		Denied: func(c *command.Ctx, key []byte, retryMs, now int64) {
-			s.denial(c.Conn.(*client).lastCmd.Load(), key, retryMs, now)
+			cc := c.Conn.(*client)
+			s.denial(cc, cc.lastCmd.Load(), key, retryMs, now)
 		},
 		Refunded: func(c *command.Ctx, n int64) { s.refunded(c.Conn.(*client), n) },
 		Unstored: func(c *command.Ctx) { c.Conn.(*client).stat().unstored.Add(1) },

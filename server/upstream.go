@@ -217,7 +217,7 @@ func (u *upCall) counted() {
 	s := u.c.s
 	s.count(u.c, u.cmd, u.Limited)
 	s.refunded(u.c, u.Refunded)
-	u.Denials(func(key []byte, retryMs, now int64) { s.denial(u.cmd, key, retryMs, now) })
+	u.Denials(func(key []byte, retryMs, now int64) { s.denial(u.c, u.cmd, key, retryMs, now) })
 }
 
 // Done takes the upstream's verdict on the call and, once every parked call of the client
