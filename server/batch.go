@@ -49,8 +49,8 @@ func (s *Server) hold(c *client, args [][]byte) {
 // batchShard is the shard of args's key, when its command may run under a lock c holds for
 // its pipeline; nil when not.
 func (s *Server) batchShard(c *client, args [][]byte) *keyspace.Shard {
-	if len(args) < 2 || c.tx != nil || s.up != nil {
-		return nil
+	if len(args) < 2 || c.tx != nil || s.up != nil || !c.authed && s.passwordSet() {
+		return nil // (a client yet to authenticate locks nothing)
 	}
 	cmd := s.lookup(c, args[0])
 	if cmd == nil || !cmd.batch || !cmd.arityOK(len(args)) {

@@ -51,6 +51,7 @@ func benchScriptPath(b *testing.B, body string, argv func(i int) []string, nativ
 	var seed atomic.Uint64
 	b.ResetTimer()
 	b.ReportAllocs()
+	defer reportCPU(b, cpuNanos())
 	b.RunParallel(func(pb *testing.PB) {
 		nc, peer := net.Pipe()
 		defer peer.Close()

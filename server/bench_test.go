@@ -90,6 +90,7 @@ func benchFilled(b *testing.B, nkeys int, random bool, fill []string, args ...st
 	var seed atomic.Uint64
 	b.ResetTimer()
 	b.ReportAllocs()
+	defer reportCPU(b, cpuNanos()) // cpu-ns/op: unlike ns/op, the same at -cpu 2 when nothing is shared, however busy the machine
 	b.RunParallel(func(pb *testing.PB) {
 		nc, peer := net.Pipe()
 		defer peer.Close()
