@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -143,4 +144,45 @@ func TestBatchBesideScriptsAndTransactions(t *testing.T) {
 		sum += n
 	}
 	require.Equal(t, 100, sum, "THROTTLE hot:t 99 1 1h lets 100 through, once each")
+}
+
+// TestBatchCommandsTakeTheHeldShard: every command that may run under a pipeline's held
+// lock takes its shard through LockShard (a handler that locked the shard itself would
+// wait for itself), whatever its arguments make of it.
+func TestBatchCommandsTakeTheHeldShard(t *testing.T) {
+	s, c := fuzzServer(t)
+	var names []string
+	for name, cmd := range s.commands {
+		if cmd.batch {
+			names = append(names, name)
+		}
+	}
+	for _, want := range []string{"get", "set", "incr", "cl.throttle", "gcra", "throttle", "tokenbucket", "concurrency.acquire"} {
+		require.Contains(t, names, want)
+	}
+	for _, not := range []string{"allof", "check", "mget", "eval", "evalsha", "del"} {
+		require.NotContains(t, names, not)
+	}
+	for _, name := range names {
+		cmd := s.commands[name]
+		args := [][]byte{[]byte(name), []byte("k")}
+		for len(args) < max(cmd.arity, -cmd.arity) {
+			args = append(args, []byte("1"))
+		}
+		sh := s.ks.Shard([]byte("k"))
+		sh.Lock()
+		c.held, c.Held = sh, sh
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.run(c, args)
+		}()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s waits for the shard its pipeline holds", name)
+		}
+		c.letGo()
+		c.W.B = c.W.B[:0]
+	}
 }

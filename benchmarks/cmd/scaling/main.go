@@ -14,6 +14,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -65,12 +66,14 @@ func run(count int) (string, error) {
 	pattern := "^Benchmark(" + strings.Join(names, "|") + ")$"
 	cmdline := []string{"test", "-run", "^$", "-bench", pattern, "-benchmem", "-cpu", "1,2", "-count", strconv.Itoa(count), "-timeout", "60m", "./server"}
 	cmd := exec.Command("go", cmdline...)
+	var out bytes.Buffer
+	cmd.Stdout = io.MultiWriter(&out, os.Stderr) // each run's line as it comes, the medians at the end
 	cmd.Stderr = os.Stderr
 	start := time.Now()
-	raw, err := cmd.Output()
-	if err != nil {
+	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("go %s: %w", strings.Join(cmdline, " "), err)
 	}
+	raw := out.Bytes()
 	ns, cpu := parse(raw) // by name and -cpu
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\n", section)
