@@ -146,10 +146,13 @@ deploy-deps:
 # bench measures throttled beside redis-server (Lua scripts and INCR) in one run, with the Go
 # benchmarks of each verb, and writes benchmarks/RESULTS.md (about 10 minutes); then the edge's
 # doors (gRPC ShouldRateLimit, HTTP /v1/auth, RESP CHECK) in one run of their own, written to
-# the section "At the edge" of the same file.
+# the section "At the edge" of the same file; then how the hottest verbs' Go benchmarks scale
+# from -cpu 1 to -cpu 2 (benchmarks/cmd/scaling, a few minutes), to the section "Scaling with
+# cores".
 bench: build deps
 	$(GO) run ./benchmarks/cmd/loadgen
 	$(GO) run ./benchmarks/cmd/edgeload -out benchmarks/RESULTS.md
+	$(GO) run ./benchmarks/cmd/scaling -out benchmarks/RESULTS.md
 
 # bench-go runs every Go benchmark of every package.
 .PHONY: bench-go

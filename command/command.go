@@ -76,9 +76,8 @@ type Env struct {
 	Clock func() int64
 	// Base is the wall time in Unix ns of the server's monotonic zero.
 	Base int64
-	// Events fires keyspace notifications (notify-keyspace-events); its zero value fires
-	// none.
-	Events notify.Notifier
+	// Events fires keyspace notifications (notify-keyspace-events); nil fires none.
+	Events *notify.Notifier
 }
 
 // Ctx is a connection as its commands see it: where the reply goes, the keyspace, the
@@ -86,8 +85,10 @@ type Env struct {
 type Ctx struct {
 	*Env
 	W resp.Writer // the replies
-	// Held is the shard a native script's run holds locked: its commands on the script's
-	// key run under that lock (LockShard); nil otherwise.
+	// Held is the shard held locked for the call: a native script's run's, whose commands
+	// on the script's key run under that lock, or the server's for a pipeline whose
+	// consecutive requests on one shard run under one lock (a hot key's). LockShard returns
+	// it; nil otherwise.
 	Held *keyspace.Shard
 	// Reading: the command running reads keys, and its lookups count as keyspace hits or
 	// misses (INFO stats).
@@ -109,6 +110,10 @@ type Ctx struct {
 	// AnyTier: a tier a limit does not name is no tier (the edge's tier comes from a
 	// request header, not from the caller's knowledge of the limit).
 	AnyTier bool
+	// Slot is the counter slot the call counts in: its event loop's. The counters every
+	// call writes (a family's Config says how many slots) are kept per slot, so that no two
+	// loops write one cache line; a reader sums the slots.
+	Slot int
 	// Conn is the server's own state of the connection, for the hooks a family's Config
 	// declares; a family never looks inside it.
 	Conn any

@@ -11,6 +11,7 @@ import (
 // a call, an atomic load and a test.
 func BenchmarkNotifyOff(b *testing.B) {
 	c := &Ctx{Env: &Env{}}
+	c.Events = &notify.Notifier{}
 	c.Events.Init(pubsub.New())
 	key := []byte("key")
 	b.ReportAllocs()
@@ -22,6 +23,7 @@ func BenchmarkNotifyOff(b *testing.B) {
 // BenchmarkNotifyNobodyListens: the class on, nobody subscribed.
 func BenchmarkNotifyNobodyListens(b *testing.B) {
 	c := &Ctx{Env: &Env{}}
+	c.Events = &notify.Notifier{}
 	c.Events.Init(pubsub.New())
 	c.Events.Set(notify.Keyspace | notify.Keyevent | notify.All)
 	key := []byte("key")
@@ -37,6 +39,7 @@ func BenchmarkNotifySubscribed(b *testing.B) {
 	c := &Ctx{Env: &Env{}}
 	hub := pubsub.New()
 	hub.NewSubscriber(nopReceiver{}).PSubscribe([]byte("__key*__:*"))
+	c.Events = &notify.Notifier{}
 	c.Events.Init(hub)
 	c.Events.Set(notify.Keyspace | notify.Keyevent | notify.All)
 	key := []byte("key")

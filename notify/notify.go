@@ -152,9 +152,10 @@ func (n *Notifier) Set(c Class) {
 func (n *Notifier) Flags() Class { return Class(n.flags.Load()) }
 
 // On reports whether an event of class c would be published: the test callers make
-// before Fire, which is all notifications cost while they are off.
+// before Fire, which is all notifications cost while they are off. A nil Notifier
+// publishes nothing.
 func (n *Notifier) On(c Class) bool {
-	return Class(n.live.Load())&c != 0
+	return n != nil && Class(n.live.Load())&c != 0
 }
 
 // Fire publishes event, of class c, on key, as Redis's notifyKeyspaceEvent. It does

@@ -256,7 +256,7 @@ func (rl *Family) checkPolicies(c *command.Ctx, items []checkItem, opts *nativeO
 		rl.keepAll(c, limits, results, allowed)
 	}
 	for i := range checks {
-		st := checks[i].cp.stats
+		st := checks[i].cp.stats.of(c)
 		switch {
 		case checks[i].status == statusShadow:
 			st.shadow.Add(1)

@@ -43,11 +43,14 @@ type Config struct {
 	// after retryMs (-1: never): TOPDENIED, the deny events and, when the key is in its
 	// penalty box (block is not BlockNone), INFO's counts of blocks.
 	Denied func(c *command.Ctx, key []byte, retryMs, now int64, block Block)
-	// Refunded counts units a REFUND gave back.
-	Refunded func(n int64)
-	// Unstored counts a decision answered without keeping a key's new state, for want of
-	// room (Ctx.NoRoom).
-	Unstored func()
+	// Refunded counts units a REFUND of the call on c gave back.
+	Refunded func(c *command.Ctx, n int64)
+	// Unstored counts a decision of the call on c answered without keeping a key's new
+	// state, for want of room (Ctx.NoRoom).
+	Unstored func(c *command.Ctx)
+	// Slots is how many counter slots the server keeps (Ctx.Slot is below it): the
+	// policies' counters are kept per slot. At least 1.
+	Slots int
 }
 
 // Family is the rate-limit verbs, with what they tell the server.
@@ -58,7 +61,10 @@ type Family struct {
 
 // New returns the family of cfg. Its policies are the config file's and the stored ones
 // once LoadPolicies has run.
-func New(cfg Config) *Family { return &Family{cfg: cfg} }
+func New(cfg Config) *Family {
+	cfg.Slots = max(1, cfg.Slots)
+	return &Family{cfg: cfg}
+}
 
 // Commands are the family's commands, each one literal.
 func (rl *Family) Commands() []*command.Spec {

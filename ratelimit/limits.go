@@ -463,7 +463,7 @@ func (rl *Family) roomFor(c *command.Ctx, exists bool) bool {
 	if exists || !c.NoRoom {
 		return true
 	}
-	rl.cfg.Unstored()
+	rl.cfg.Unstored(c)
 	return false
 }
 
@@ -484,10 +484,10 @@ func (rl *Family) keepAll(c *command.Ctx, limits []limit, results []pending, all
 			continue
 		}
 		keep(c.Keys.Shard(limits[i].key), limits[i].key, r.next)
-		rl.cfg.Refunded(r.d.refunded)
+		rl.cfg.Refunded(c, r.d.refunded)
 	}
 	if unstored {
-		rl.cfg.Unstored()
+		rl.cfg.Unstored(c)
 	}
 }
 
@@ -515,9 +515,8 @@ func (rl *Family) cmdLimit(c *command.Ctx, args [][]byte) error {
 		l.share(c.Fallback)
 	}
 	now := c.Now()
-	sh := c.Keys.Shard(l.key)
-	sh.Lock()
-	defer sh.Unlock()
+	sh := c.LockShard(l.key) // or the one the server holds for the pipeline (Ctx.Held)
+	defer c.UnlockShard(sh)
 	v, ok := sh.GetLocked(l.key, now)
 	var d decision
 	var next keyspace.Value
@@ -529,7 +528,7 @@ func (rl *Family) cmdLimit(c *command.Ctx, args [][]byte) error {
 		c.Scratch = next.Bytes[:0] // built in scratch: reuse what it grew to
 		if !l.opts.peek && !c.ReadOnly && rl.roomFor(c, ok) {
 			keep(sh, l.key, next)
-			rl.cfg.Refunded(d.refunded)
+			rl.cfg.Refunded(c, d.refunded)
 		}
 	}
 	rl.cfg.Decided(c, d.limited)

@@ -85,9 +85,8 @@ func (rl *Family) cmdGCRA(c *command.Ctx, args [][]byte) error {
 // shard's lock, keeps the new state and writes the five integers.
 func (rl *Family) gcraVerb(c *command.Ctx, key []byte, eval func(now, tat int64, ok bool) (gcra.Result, error)) error {
 	now := c.Now()
-	sh := c.Keys.Shard(key)
-	sh.Lock()
-	defer sh.Unlock()
+	sh := c.LockShard(key) // or the one the server holds for the pipeline (Ctx.Held)
+	defer c.UnlockShard(sh)
 	v, exists := sh.GetLocked(key, now)
 	tat, ok, err := tatOf(v, exists)
 	if err != nil {

@@ -141,6 +141,7 @@ func (s *Server) openACL() error {
 		}
 	}
 	s.aclCatalog = acl.NewCatalog(entries)
+	s.initCounters(len(cmds))
 	s.acl = acl.New(s.aclCatalog)
 	s.password.Store(&s.cfg.RequirePass)
 	if err := s.setRequirePass(s.cfg.RequirePass); err != nil {

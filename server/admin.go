@@ -199,17 +199,19 @@ func humanBytes(n uint64) string {
 
 // infoThrottle counts decisions per rate-limit verb.
 func (s *Server) infoThrottle() [][2]string {
+	t := s.totals()
 	out := [][2]string{
-		{"throttle_allowed", itoa(s.stats.allowed.Load())},
-		{"throttle_denied", itoa(s.stats.denied.Load())},
-		{"throttle_refunded", itoa(s.stats.refunded.Load())},
-		{"throttle_blocks_started", itoa(s.stats.blocks.Load())},
-		{"throttle_blocked", itoa(s.stats.blocked.Load())},
+		{"throttle_allowed", itoa(t.allowed)},
+		{"throttle_denied", itoa(t.denied)},
+		{"throttle_refunded", itoa(t.refunded)},
+		{"throttle_blocks_started", itoa(t.blocks)},
+		{"throttle_blocked", itoa(t.blocked)},
 	}
 	for _, cmd := range s.sortedCommands() {
 		if cmd.has(flagRatelimit) {
+			ct := s.cmdTotals(cmd)
 			out = append(out, [2]string{"verb_" + strings.ReplaceAll(cmd.name, ".", "_"),
-				"allowed=" + itoa(cmd.allowed.Load()) + ",denied=" + itoa(cmd.denied.Load())})
+				"allowed=" + itoa(ct.allowed) + ",denied=" + itoa(ct.denied)})
 		}
 	}
 	return append(out, s.rl.InfoPolicies()...)
@@ -226,25 +228,14 @@ func (s *Server) infoKeyspace() [][2]string {
 // CONFIG RESETSTAT
 func cmdConfigResetStat(c *client, args [][]byte) error {
 	s := c.s
-	for _, v := range []interface{ Store(int64) }{&s.stats.connections, &s.stats.rejected, &s.stats.commands,
-		&s.stats.errors, &s.stats.allowed, &s.stats.denied, &s.stats.refunded, &s.stats.blocks, &s.stats.blocked, &s.stats.unexpected, &s.stats.unstored,
+	for _, v := range []interface{ Store(int64) }{&s.stats.connections, &s.stats.rejected, &s.stats.unexpected,
 		&s.instants.expireCapped} {
 		v.Store(0)
 	}
-	for i := range s.stats.byDoor {
-		s.stats.byDoor[i][0].Store(0)
-		s.stats.byDoor[i][1].Store(0)
-	}
+	s.resetCounters()
 	s.errStats.reset()
 	s.ks.ResetLookups()
 	s.resetNet()
-	for _, cmd := range s.commands {
-		for _, cc := range append([]*cmdEntry{cmd}, sortedSubcommands(cmd)...) {
-			cc.calls.Store(0)
-			cc.allowed.Store(0)
-			cc.denied.Store(0)
-		}
-	}
 	s.resetObserved()
 	s.resetLatency(c)
 	c.W.OK()
@@ -264,7 +255,7 @@ func cmdConfigHelp(c *client, args [][]byte) error {
 
 // TIME
 func cmdTime(c *client, args [][]byte) error {
-	now := c.s.now()
+	now := c.clock()
 	c.W.Array(2)
 	c.W.BulkInt(now.Unix())
 	c.W.BulkInt(int64(now.Nanosecond() / 1000))

@@ -32,23 +32,55 @@ func benchVerb(b *testing.B, args ...string) {
 // cmd/throttled starts it (256 shards), whose clock moves 2µs a call, as it
 // does serving about 500,000 calls a second, so that the state a key is left
 // with does not depend on how fast the benchmark runs (a sliding log's deltas
-// are about 0.2s: 3 bytes).
+// are about 0.2s: 3 bytes). Each goroutine has a clock of its own
+// (benchClock): one clock that every call moved would be the one line all
+// goroutines write, and the benchmark would measure itself.
 func benchKeys(b *testing.B, nkeys int, random bool, args ...string) {
+	benchFilled(b, nkeys, random, nil, args...)
+}
+
+// benchStart is where the benchmarks' clocks start.
+var benchStart = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// benchServer is a server as cmd/throttled starts it (256 shards), without persistence,
+// whose own clock stands at benchStart: its clients' clocks are their goroutines' own
+// (benchClock).
+func benchServer(b *testing.B) *Server {
+	cfg := DefaultConfig()
+	cfg.AppendOnly = false
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	start := benchStart.UnixNano()
+	cfg.Now = func() time.Time { return time.Unix(0, start) } // read by all, written by none
+	s, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+// benchClock gives c a clock of its own, which moves 2µs at each reading from benchStart.
+func benchClock(c *client) {
+	env := *c.Env
+	now := benchStart.UnixNano()
+	env.Clock = func() int64 {
+		now += 2000
+		return now
+	}
+	c.Env = &env
+}
+
+// benchFilled is benchKeys, its random keys first set by fill (its "k" each key) when fill
+// is not nil.
+func benchFilled(b *testing.B, nkeys int, random bool, fill []string, args ...string) {
 	var s *Server
 	var shared [][]byte
 	if random {
-		cfg := DefaultConfig()
-		cfg.AppendOnly = false
-		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-		var clock atomic.Int64
-		clock.Store(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-		cfg.Now = func() time.Time { return time.Unix(0, clock.Add(2000)) }
-		var err error
-		if s, err = New(cfg); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { s.Close() })
+		s = benchServer(b)
 		shared = benchKeyNames(nkeys)
+		if fill != nil {
+			benchFill(b, s, shared, fill)
+		}
 	} else {
 		s, _ = fuzzServer(b)
 	}
@@ -58,10 +90,14 @@ func benchKeys(b *testing.B, nkeys int, random bool, args ...string) {
 	var seed atomic.Uint64
 	b.ResetTimer()
 	b.ReportAllocs()
+	defer reportCPU(b, cpuNanos()) // cpu-ns/op: unlike ns/op, the same at -cpu 2 when nothing is shared, however busy the machine
 	b.RunParallel(func(pb *testing.PB) {
 		nc, peer := net.Pipe()
 		defer peer.Close()
 		c := s.newClient(nc)
+		if random {
+			benchClock(c)
+		}
 		if benchClient != nil {
 			benchClient(b, s, c)
 		}
@@ -95,6 +131,28 @@ func benchKeys(b *testing.B, nkeys int, random bool, args ...string) {
 	})
 }
 
+// benchFill runs fill on each of keys, its "k" the key.
+func benchFill(b *testing.B, s *Server, keys [][]byte, fill []string) {
+	nc, peer := net.Pipe()
+	defer peer.Close()
+	c := s.newClient(nc)
+	benchClock(c)
+	req := make([][]byte, len(fill))
+	for _, k := range keys {
+		for i, a := range fill {
+			req[i] = []byte(a)
+			if a == "k" {
+				req[i] = k
+			}
+		}
+		s.run(c, req)
+		if c.W.B[0] == '-' {
+			b.Fatalf("%q: %s", req, c.W.B)
+		}
+		c.W.B = c.W.B[:0]
+	}
+}
+
 // benchKeyNames returns n key names.
 func benchKeyNames(n int) [][]byte {
 	keys := make([][]byte, n)
@@ -104,11 +162,21 @@ func benchKeyNames(n int) [][]byte {
 	return keys
 }
 
-func BenchmarkCellThrottle(b *testing.B) { benchVerb(b, "CL.THROTTLE", "k", "100", "10", "60", "1") }
+// The verbs whose figures at -cpu 1 and -cpu 2 make bench's scaling table shows
+// (benchmarks/cmd/scaling) run over 100,000 random keys, as loadgen's workloads do, each key
+// called once before the timer starts: what is measured is the steady state, not the
+// creation of the keys, which would be most of a short run's calls (GET's keys hold a
+// value first, so that each GET is a hit).
+func BenchmarkCellThrottle(b *testing.B) { benchRandom(b, "CL.THROTTLE", "k", "100", "10", "60", "1") }
 func BenchmarkGCRA(b *testing.B)         { benchVerb(b, "GCRA", "k", "100", "10", "60") }
-func BenchmarkThrottle(b *testing.B)     { benchVerb(b, "THROTTLE", "k", "100", "10", "1m", "COST", "1") }
-func BenchmarkIncr(b *testing.B)         { benchVerb(b, "INCR", "k") }
-func BenchmarkGet(b *testing.B)          { benchVerb(b, "GET", "k") }
+func BenchmarkThrottle(b *testing.B)     { benchRandom(b, "THROTTLE", "k", "100", "10", "1m", "COST", "1") }
+func BenchmarkIncr(b *testing.B)         { benchRandom(b, "INCR", "k") }
+func BenchmarkGet(b *testing.B) {
+	benchFilled(b, 100_000, true, []string{"SET", "k", "12345"}, "GET", "k")
+}
+
+// benchRandom is benchKeys over 100,000 random keys, each called once first.
+func benchRandom(b *testing.B, args ...string) { benchFilled(b, 100_000, true, args, args...) }
 
 // BenchmarkIncrEx is INCREX as a window counter uses it, beside BenchmarkIncr: bounded,
 // saturated, its expiry set where the key has none.
@@ -134,7 +202,7 @@ func BenchmarkReader(b *testing.B) {
 		}
 	}
 }
-func BenchmarkTokenBucket(b *testing.B) { benchVerb(b, "TOKENBUCKET", "k", "100", "10", "1s") }
+func BenchmarkTokenBucket(b *testing.B) { benchRandom(b, "TOKENBUCKET", "k", "100", "10", "1s") }
 func BenchmarkLeakyBucket(b *testing.B) { benchVerb(b, "LEAKYBUCKET", "k", "100", "10", "1s") }
 func BenchmarkSlide(b *testing.B)       { benchVerb(b, "SLIDE", "k", "100", "1m") }
 
@@ -268,5 +336,51 @@ func benchOn(b *testing.B, s *Server, args ...string) {
 			}
 			c.W.B = c.W.B[:0]
 		}
+	})
+}
+
+// BenchmarkHotKey is CL.THROTTLE of one key from every goroutine, each a connection whose
+// reads bring 16 requests at once, run as an event loop runs them: batched, the requests
+// of one read share one acquisition of the key's shard lock (batch.go); one by one, each
+// takes it. Allowed or denied, each is its own decision; the limit admits every call.
+func BenchmarkHotKey(b *testing.B) {
+	// A billion an hour: every call allowed, and the key lives on (a period of a second
+	// would leave it idle, expired and made again at each call, at the benchmark's clock).
+	b.Run("batched", func(b *testing.B) { benchHotKey(b, true, "1000000000", "3600") })
+	b.Run("one-by-one", func(b *testing.B) { benchHotKey(b, false, "1000000000", "3600") })
+	// denied: one attacker's address, which the limit denies nearly always.
+	b.Run("denied/batched", func(b *testing.B) { benchHotKey(b, true, "1", "3600") })
+	b.Run("denied/one-by-one", func(b *testing.B) { benchHotKey(b, false, "1", "3600") })
+}
+
+func benchHotKey(b *testing.B, batched bool, rate, period string) {
+	s := benchServer(b)
+	req := pipeline(16, "CL.THROTTLE", "hot", rate, rate, period, "1")
+	b.ResetTimer()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		nc, peer := net.Pipe()
+		defer peer.Close()
+		c := s.newClient(nc)
+		benchClock(c)
+		for pb.Next() {
+			if !c.rd.Buffered() {
+				c.letGo()
+				if len(c.W.B) > 0 && c.W.B[0] == '-' {
+					b.Fatalf("%s", c.W.B)
+				}
+				c.W.B = c.W.B[:0]
+				c.rd.Start, c.rd.End = 0, copy(c.rd.Buf, req)
+			}
+			args, err := c.rd.Next()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if batched {
+				s.hold(c, args)
+			}
+			s.run(c, args)
+		}
+		c.letGo()
 	})
 }

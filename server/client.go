@@ -68,6 +68,8 @@ type client struct {
 	closing    bool                   // close after the pending replies are written
 	mustSync   bool                   // a write command ran: the replies wait for the store (Server.syncWrites)
 	handoff    bool                   // a command needs c detached: its event loop hands it over
+	held       *keyspace.Shard        // the shard its event loop holds for its pipeline's requests (batch.go); Held too
+	deniedRun  deniedRun              // the denials of one key run under held, not yet in TOPDENIED (batch.go)
 	out        *outbox                // a detached client's output, which others may queue on too; nil before
 	nwritten   int64                  // bytes written since the last takeNet (netstats.go)
 	writes     int64                  // writes since the last takeNet
@@ -83,6 +85,11 @@ type client struct {
 	name    string
 	libName string
 	libVer  string
+
+	// Clients are made one after another by the accepting goroutine, so one's memory ends
+	// where the next's begins, and different event loops serve them: two cache lines
+	// (the prefetcher fetches lines in pairs) keep one's writes off the other's.
+	_ [cacheLine]byte
 }
 
 // clientKind is what a client is to CLIENT LIST's flags and CLIENT KILL TYPE.
@@ -118,6 +125,7 @@ func (s *Server) makeClient(nc net.Conn) *client {
 		laddr:   nc.LocalAddr().String(),
 	}
 	c.Conn = c
+	c.Slot = s.slotFor(c.id)
 	c.user.Store(s.acl.Default())
 	c.rd.Open = s.acl.DefaultOpen
 	c.rd.Ahead = c.prefetchKeys
@@ -129,11 +137,22 @@ func (s *Server) makeClient(nc net.Conn) *client {
 	return c
 }
 
+// clock is the server's time now, as c's commands see it: the server's clock, or the one
+// c's Env carries (a benchmark gives each goroutine's client a clock of its own, so that
+// the clock is no line every call writes).
+func (c *client) clock() time.Time {
+	if c.Clock != nil {
+		return time.Unix(0, c.Clock())
+	}
+	return c.s.now()
+}
+
 // bareClient makes a client with no connection, authenticated as the default user: a
 // script's (its commands), or a decision's of the HTTP and gRPC doors.
 func (s *Server) bareClient(raddr, laddr string) *client {
 	c := &client{s: s, raddr: raddr, laddr: laddr, authed: true, Ctx: s.newCtx()}
 	c.Conn = c
+	c.Slot = s.slotFor(int64(s.nextSlot.Add(1))) // its users set their own where they have one
 	return c
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"sort"
 	"strings"
-	"sync/atomic"
 
 	"github.com/throttledhq/throttled/acl"
 	"github.com/throttledhq/throttled/command"
@@ -43,6 +42,9 @@ type cmdEntry struct {
 	// gated: a command with keys that waits for a transaction or script holding their
 	// stripes (multi.go's gate).
 	gated bool
+	// batch: a pipeline's run of it on one shard may share one lock (batch.go): its one
+	// key is args[1], and its handler takes its shard with LockShard.
+	batch bool
 	// holdsStripes: it takes the transaction stripes of its keys for its run (EXEC, the
 	// scripts: multi.go), so it passes no gate, being what the gate waits for.
 	holdsStripes bool
@@ -55,19 +57,14 @@ type cmdEntry struct {
 	parent      *cmdEntry
 	subcommands map[string]*cmdEntry
 
-	bits    uint32       // flags as bits, for the checks at dispatch
-	aclID   int          // the command's id in the ACL catalogue (acl.go)
-	aclCats uint64       // its ACL categories, as acl.Category's bits
-	keyUse  int          // the access its keys need, acl.Read and/or acl.Write
-	calls   atomic.Int64 // calls since start or CONFIG RESETSTAT
-	allowed atomic.Int64 // rate-limit verbs: decisions that allowed
-	denied  atomic.Int64 // rate-limit verbs: decisions that denied
+	bits    uint32 // flags as bits, for the checks at dispatch
+	aclID   int    // the command's id in the ACL catalogue (acl.go)
+	aclCats uint64 // its ACL categories, as acl.Category's bits
+	keyUse  int    // the access its keys need, acl.Read and/or acl.Write
+	// Its calls, time, rejections, failures and decisions are counted in the counter
+	// slots, by aclID (counters.go).
 
-	// INFO commandstats (observe.go).
-	nsec          atomic.Int64 // time spent running it
-	rejected      atomic.Int64 // calls refused before running: arity, NOAUTH, READONLY...
-	failed        atomic.Int64 // calls that ran and replied an error
-	deniedChannel []byte       // rate-limit verbs: where their denials are published
+	deniedChannel []byte // rate-limit verbs: where their denials are published
 }
 
 // Flag bits checked at dispatch.
@@ -142,6 +139,8 @@ func register(table map[string]*cmdEntry, parent *cmdEntry, cmds []*cmdEntry) {
 			cmd.keyStep = 1
 		}
 		cmd.gated = (cmd.firstKey > 0 || cmd.keysOf != nil) && !cmd.holdsStripes
+		cmd.batch = cmd.bits&(flagDirect|flagRatelimit) != 0 && cmd.firstKey == 1 && cmd.lastKey == 1 &&
+			cmd.keysOf == nil && !cmd.detach && len(cmd.subcommands) == 0
 	}
 }
 

@@ -137,9 +137,20 @@ type Config struct {
 	// ProtoMaxBulkLen is the largest argument a request may carry ("proto-max-bulk-len").
 	ProtoMaxBulkLen int
 	// IOThreads is how many event loops serve the connections, each on a thread of its
-	// own ("io-threads"); default half the CPUs, at least one: the other half is left to the
-	// kernel's network stack, the disk writer and, often, the clients. 0 serves each
-	// connection from a goroutine of its own instead. See Procs.
+	// own ("io-threads"); 0 serves each connection from a goroutine of its own instead.
+	// See Procs.
+	//
+	// The default is one loop per CPU the process may use (GOMAXPROCS as it started, which
+	// the GOMAXPROCS variable and a container's CPU limit set), at least one. The loops share
+	// no line they write (counters per loop, counters.go), and a loop with nothing to do
+	// sleeps in epoll_wait and costs nothing, so a loop per CPU only adds: on 8 CPUs, 8
+	// loops answered CL.THROTTLE at pipeline 16 at 1.96M/s where the old default, half the
+	// CPUs, answered 1.48M/s (issue 37, the load on 8 other CPUs), and on 16 CPUs the same
+	// holds with twice the loops. The kernel's network work runs in the loops' own
+	// syscalls, and the disk writer, the replication feed and the collector get Ps of their
+	// own on top (Procs), not a share of the loops'. On 2 CPUs shared with the load tool, 2
+	// loops did more than 1 at pipeline 16 in each of 3 interleaved rounds and were even at
+	// pipeline 1, on a machine too loaded to say by how much (docs/performance.md).
 	IOThreads int
 	// Shards is how many lock-striped shards hold the keys; a power of two.
 	Shards int
@@ -306,7 +317,7 @@ func DefaultConfig() Config {
 		PrefetchBatch:        defaultPrefetchBatch,
 		ProtoMaxBulkLen:      resp.DefaultMaxBulk,
 		Shards:               256,
-		IOThreads:            max(1, startProcs/2),
+		IOThreads:            max(1, startProcs),
 
 		SlowlogLogSlowerThan:           10000,
 		SlowlogMaxLen:                  128,

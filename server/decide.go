@@ -1,31 +1,33 @@
 package server
 
-// decided counts a rate-limit decision for INFO, in all and per verb.
+// decided counts a rate-limit decision for INFO, in all and per verb, in c's counter slot.
 func (s *Server) decided(c *client, limited bool) {
-	s.count(c.lastCmd.Load(), limited)
+	s.count(c, c.lastCmd.Load(), limited)
 	if c.door != doorRESP {
 		i := 0 // allowed
 		if limited {
 			i = 1
 		}
-		s.stats.byDoor[c.door][i].Add(1)
+		c.stat().byDoor[c.door][i].Add(1)
 	}
 }
 
-// refunded counts units a REFUND gave back, for INFO.
-func (s *Server) refunded(n int64) {
+// refunded counts units a REFUND of c's call gave back, for INFO.
+func (s *Server) refunded(c *client, n int64) {
 	if n > 0 {
-		s.stats.refunded.Add(n)
+		c.stat().refunded.Add(n)
 	}
 }
 
-// count counts a decision of cmd.
-func (s *Server) count(cmd *cmdEntry, limited bool) {
+// count counts a decision of cmd, run by c.
+func (s *Server) count(c *client, cmd *cmdEntry, limited bool) {
+	sl := c.stat()
+	cc := &sl.cmds[cmd.aclID]
 	if limited {
-		s.stats.denied.Add(1)
-		cmd.denied.Add(1)
+		sl.denied.Add(1)
+		cc.denied.Add(1)
 	} else {
-		s.stats.allowed.Add(1)
-		cmd.allowed.Add(1)
+		sl.allowed.Add(1)
+		cc.allowed.Add(1)
 	}
 }

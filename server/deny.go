@@ -27,16 +27,17 @@ type denyEvents struct {
 	dropped   atomic.Int64 // events over the cap, not published
 }
 
-// denial records that cmd denied key at now (ns), whose caller may retry after retryMs
-// (-1: never); block says whether the key is in its penalty box (BLOCK), which INFO counts.
-func (s *Server) denial(cmd *cmdEntry, key []byte, retryMs, now int64, block ratelimit.Block) {
+// denial records that cmd, run by c, denied key at now (ns), whose caller may retry after
+// retryMs (-1: never); block says whether the key is in its penalty box (BLOCK), which INFO
+// counts.
+func (s *Server) denial(c *client, cmd *cmdEntry, key []byte, retryMs, now int64, block ratelimit.Block) {
 	switch block {
 	case ratelimit.BlockStarted:
-		s.stats.blocks.Add(1)
+		c.stat().blocks.Add(1)
 	case ratelimit.BlockHeld:
-		s.stats.blocked.Add(1)
+		c.stat().blocked.Add(1)
 	}
-	s.obs.denied.Record(key, now)
+	c.recordDenied(key, now)
 	hub := s.pubsub
 	if !hub.Listened(s.obs.deniedAll) && !hub.Listened(cmd.deniedChannel) {
 		return

@@ -20,12 +20,17 @@ var doorNames = [doors]string{"resp", "http", "grpc"}
 func (s *Server) transports() []metrics.Transport {
 	out := make([]metrics.Transport, doors)
 	for d := doorHTTP; d < doors; d++ {
-		out[d] = metrics.Transport{Transport: doorNames[d], Allowed: s.stats.byDoor[d][0].Load(), Denied: s.stats.byDoor[d][1].Load()}
+		out[d].Transport = doorNames[d]
+		for _, sl := range s.slots {
+			out[d].Allowed += sl.byDoor[d][0].Load()
+			out[d].Denied += sl.byDoor[d][1].Load()
+		}
 	}
-	// The totals are read after the doors' counts, which decided adds after them: RESP's
-	// never go below the truth, nor back, but across a RESETSTAT.
+	// The totals are read after every slot's doors' counts, which decided adds after
+	// them: RESP's never go below the truth, nor back, but across a RESETSTAT.
 	resp := &out[doorRESP]
-	*resp = metrics.Transport{Transport: doorNames[doorRESP], Allowed: s.stats.allowed.Load(), Denied: s.stats.denied.Load()}
+	t := s.totals()
+	*resp = metrics.Transport{Transport: doorNames[doorRESP], Allowed: t.allowed, Denied: t.denied}
 	for d := doorHTTP; d < doors; d++ {
 		resp.Allowed -= out[d].Allowed
 		resp.Denied -= out[d].Denied

@@ -240,19 +240,19 @@ func (d *edgeDecider) Decide(ctx context.Context, items []envoyrls.Item) ([]envo
 	}
 	c.user.Store(user)
 	if err := s.checkEdgeACL(c, cmd, items); err != nil {
-		cmd.rejected.Add(1)
-		s.stats.errors.Add(1)
+		c.counts(cmd).rejected.Add(1)
+		c.stat().errors.Add(1)
 		return nil, err
 	}
 	if err := s.checkWrite(c, cmd); err != nil {
-		cmd.rejected.Add(1)
-		s.stats.errors.Add(1)
+		c.counts(cmd).rejected.Add(1)
+		c.stat().errors.Add(1)
 		return nil, err
 	}
 	// maxmemory as CHECK's denyoom has it over RESP (memory.go): evict first, or decide
 	// without creating keys.
 	c.NoRoom = s.mem.full.Load() && s.makeRoom() != nil
-	s.stats.commands.Add(1)
+	c.stat().commands.Add(1)
 	c.Tick = s.obs.mono()
 	start := c.Tick
 	c.lastCmd.Store(cmd)
@@ -272,8 +272,8 @@ func (d *edgeDecider) Decide(ctx context.Context, items []envoyrls.Item) ([]envo
 	}
 	s.timed(c, cmd, args, start)
 	if err != nil {
-		cmd.failed.Add(1)
-		s.stats.errors.Add(1)
+		c.counts(cmd).failed.Add(1)
+		c.stat().errors.Add(1)
 		return nil, err
 	}
 	out := make([]envoyrls.Decision, len(items))

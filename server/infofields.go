@@ -160,12 +160,13 @@ func (s *Server) infoStats() [][2]string {
 	in := s.repl.Info()
 	net := s.netTotals()
 	hits, misses := s.ks.Lookups()
+	t := s.totals()
 	kbps := func(v *atomic.Uint64) string {
 		return strconv.FormatFloat(math.Float64frombits(v.Load()), 'f', 2, 64)
 	}
 	return [][2]string{
 		{"total_connections_received", itoa(s.stats.connections.Load())},
-		{"total_commands_processed", itoa(s.stats.commands.Load())},
+		{"total_commands_processed", itoa(t.commands)},
 		{"instantaneous_ops_per_sec", itoa(s.instants.opsPerSec.Load())},
 		{"total_net_input_bytes", itoa(net.in)},
 		{"total_net_output_bytes", itoa(net.out)},
@@ -178,7 +179,7 @@ func (s *Server) infoStats() [][2]string {
 		{"expired_keys", itoa(s.ks.ExpiredTotal())},
 		{"expired_time_cap_reached_count", itoa(s.instants.expireCapped.Load())},
 		{"evicted_keys", itoa(s.ks.EvictedTotal())},
-		{"unstored_decisions", itoa(s.stats.unstored.Load())},
+		{"unstored_decisions", itoa(t.unstored)},
 		{"evicted_clients", "0"},
 		{"keyspace_hits", itoa(hits)},
 		{"keyspace_misses", itoa(misses)},
@@ -195,7 +196,7 @@ func (s *Server) infoStats() [][2]string {
 		{"tracking_total_items", "0"},
 		{"tracking_total_prefixes", "0"},
 		{"unexpected_error_replies", itoa(s.stats.unexpected.Load())},
-		{"total_error_replies", itoa(s.stats.errors.Load())},
+		{"total_error_replies", itoa(t.errors)},
 		{"dump_payload_sanitizations", "0"},
 		{"total_reads_processed", itoa(net.reads)},
 		{"total_writes_processed", itoa(net.writes)},

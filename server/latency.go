@@ -163,10 +163,10 @@ func (s *Server) latencies() []metrics.Latency {
 		switch {
 		case snap == nil || snap.Total == 0:
 		case cmd.has(flagRatelimit) && cmd.parent == nil:
-			add(cmd.name, snap, time.Duration(cmd.nsec.Load()))
+			add(cmd.name, snap, time.Duration(s.cmdTotals(cmd).nsec))
 		default:
 			other.Add(snap)
-			otherSum += time.Duration(cmd.nsec.Load())
+			otherSum += time.Duration(s.cmdTotals(cmd).nsec)
 		}
 	}
 	if other.Total > 0 {

@@ -59,6 +59,8 @@ type loop struct {
 	reads    []*latRead    // readers' requests for the loop's latencies
 	readWake chan struct{} // a request was queued: for a reader on the loop that waits on others
 	stopping bool
+
+	_ [cacheLine]byte // the loops are made one after another: keeps one's writes off the next's lines
 }
 
 // loopID is the place in Server.loops of the loop serving c; -1 for none.
@@ -312,6 +314,7 @@ func (l *loop) admit() bool {
 		}
 		l.clients[c.fd] = c
 		c.loop, c.lat = l, l.lat
+		c.Slot = l.id % len(l.s.slots) // it counts where the loop's other clients do
 		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(c.fd)}
 		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
 			l.s.log.Warn("event loop: cannot watch a connection", "client", c.raddr, "err", err)
@@ -340,6 +343,9 @@ func (l *loop) serve(c *client, events uint32) {
 	c.fr.budget = events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
 	active := false
 	for {
+		if c.held != nil && !c.rd.Buffered() {
+			c.letGo() // Next reads the socket: not while holding a shard (batch.go)
+		}
 		args, err := c.rd.Next()
 		if err == resp.ErrWouldBlock {
 			break
@@ -361,19 +367,22 @@ func (l *loop) serve(c *client, events uint32) {
 			}
 			active = true
 		}
+		l.s.hold(c, args) // a hot key's requests share one lock of its shard (batch.go)
 		l.s.run(c, args)
-		if c.leaving {
-			l.leave(c)
-			return
-		}
-		if c.handoff {
-			l.handOff(c, args)
+		if c.leaving || c.handoff {
+			c.letGo()
+			if c.leaving {
+				l.leave(c)
+			} else {
+				l.handOff(c, args)
+			}
 			return
 		}
 		if c.closing {
 			break
 		}
 		if len(c.W.B) > resp.KeepWriteBuf && !c.mustSync && len(c.up.calls) == 0 {
+			c.letGo()
 			if !l.write(c) {
 				l.close(c)
 				return
@@ -383,6 +392,7 @@ func (l *loop) serve(c *client, events uint32) {
 			}
 		}
 	}
+	c.letGo()
 	if len(c.up.calls) > 0 {
 		if c.up.pending.Load() != 0 {
 			return // parked: resumed writes the replies once the upstream has decided

@@ -70,18 +70,19 @@ func (s *Server) Snapshot() metrics.Snapshot {
 		DeniedEventsPublished: s.obs.events.published.Load(),
 		DeniedEventsDropped:   s.obs.events.dropped.Load(),
 		KeysEvicted:           s.ks.EvictedTotal(),
-		UnstoredDecisions:     s.stats.unstored.Load(),
+		UnstoredDecisions:     s.totals().unstored,
 		TopDeniedWindow:       topDeniedPeriod,
 	}
 	for _, cmd := range s.sortedCommands() {
 		if cmd.has(flagRatelimit) {
-			snap.Decisions = append(snap.Decisions, metrics.Decisions{Verb: cmd.name, Allowed: cmd.allowed.Load(), Denied: cmd.denied.Load()})
+			t := s.cmdTotals(cmd)
+			snap.Decisions = append(snap.Decisions, metrics.Decisions{Verb: cmd.name, Allowed: t.allowed, Denied: t.denied})
 		}
 		for _, cc := range append([]*cmdEntry{cmd}, sortedSubcommands(cmd)...) {
-			calls, rejected, failed := cc.calls.Load(), cc.rejected.Load(), cc.failed.Load()
-			if calls != 0 || rejected != 0 || failed != 0 {
-				snap.Commands = append(snap.Commands, metrics.Command{Name: cc.name, Calls: calls, Rejected: rejected,
-					Failed: failed, Time: time.Duration(cc.nsec.Load())})
+			t := s.cmdTotals(cc)
+			if t.calls != 0 || t.rejected != 0 || t.failed != 0 {
+				snap.Commands = append(snap.Commands, metrics.Command{Name: cc.name, Calls: t.calls, Rejected: t.rejected,
+					Failed: t.failed, Time: time.Duration(t.nsec)})
 			}
 		}
 	}

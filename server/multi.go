@@ -53,7 +53,7 @@ type txLocks struct {
 // gateSlot counts the plain commands in the gate of the clients it serves (Server.gateSlot).
 type gateSlot struct {
 	n atomic.Int64
-	_ [56]byte // a cache line each
+	_ [cacheLine - 8]byte // two cache lines each: the adjacent-line prefetcher fetches pairs
 }
 
 // transaction is a client's requests queued between MULTI and EXEC.
@@ -287,6 +287,7 @@ func (s *Server) enterGate(c *client, cmd *cmdEntry, args [][]byte) (slot *gateS
 		return slot, 0, nil
 	}
 	slot.n.Add(-1)
+	c.letGo() // it waits: not holding a shard that the stripes' holder may want (batch.go)
 	for rest := need; rest != 0; rest &= rest - 1 {
 		mu := &t.stripes[bits.TrailingZeros64(rest)]
 		for pause := time.Microsecond; !mu.TryLock(); pause = min(2*pause, 200*time.Microsecond) {

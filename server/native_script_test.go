@@ -525,9 +525,9 @@ func TestScriptCommandTimes(t *testing.T) {
 			for i := range 2000 {
 				require.NoError(t, sc.Run(ctx, rdb, []string{fmt.Sprint("rl:", i%100)}, 60_000).Err())
 			}
-			nsec := func(name string) int64 { return ts.commands[name].nsec.Load() }
+			nsec := func(name string) int64 { return ts.cmdTotals(ts.commands[name]).nsec }
 			inner := nsec("pttl") + nsec("incr") + nsec("set")
-			require.Equal(t, int64(4000), ts.commands["pttl"].calls.Load()+ts.commands["incr"].calls.Load()+ts.commands["set"].calls.Load())
+			require.Equal(t, int64(4000), ts.cmdTotals(ts.commands["pttl"]).calls+ts.cmdTotals(ts.commands["incr"]).calls+ts.cmdTotals(ts.commands["set"]).calls)
 			require.LessOrEqual(t, inner, nsec("evalsha")+nsec("eval"), "the commands' times overlap") // go-redis sends EVAL after NOSCRIPT
 		})
 	}
@@ -633,8 +633,8 @@ func TestNativeScriptsCountCommands(t *testing.T) {
 		mon := monitored() // before INFO, which the monitor sees too
 		var b strings.Builder
 		for _, name := range []string{"get", "set", "pttl", "incr", "incrby", "expire", "time"} {
-			cmd := s.commands[name]
-			fmt.Fprintf(&b, "%s %d %d %d\n", name, cmd.calls.Load(), cmd.failed.Load(), cmd.rejected.Load())
+			t := s.cmdTotals(s.commands[name])
+			fmt.Fprintf(&b, "%s %d %d %d\n", name, t.calls, t.failed, t.rejected)
 		}
 		c.W.B = c.W.B[:0]
 		s.run(c, [][]byte{[]byte("INFO"), []byte("stats")})

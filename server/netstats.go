@@ -138,7 +138,7 @@ func (s *Server) sampleInstants() {
 	}
 	ins.at = now
 	net := s.netTotals()
-	ins.ops.sample(s.stats.commands.Load(), elapsed)
+	ins.ops.sample(s.totals().commands, elapsed)
 	ins.in.sample(net.in, elapsed)
 	ins.out.sample(net.out, elapsed)
 	ins.opsPerSec.Store(int64(ins.ops.mean()))

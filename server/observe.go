@@ -93,10 +93,10 @@ func (s *Server) timed(c *client, cmd *cmdEntry, args [][]byte, start int64) {
 	}
 	c.Tick = end
 	d := end - start
-	// calls and nsec share a cache line that other cores' calls of cmd take too: adding to
-	// both at once costs one transfer of the line, not two.
-	cmd.calls.Add(1)
-	cmd.nsec.Add(d)
+	// calls and nsec are c's slot's (counters.go): no other loop writes their line.
+	cc := c.counts(cmd)
+	cc.calls.Add(1)
+	cc.nsec.Add(d)
 	s.recordLatency(c, cmd, d)
 	if s.latmon.threshold.Load() > 0 {
 		s.commandSpike(cmd, d)
@@ -346,11 +346,12 @@ func (s *Server) infoCommandStats() [][2]string {
 	var out [][2]string
 	for _, cmd := range s.sortedCommands() {
 		for _, cc := range append([]*cmdEntry{cmd}, sortedSubcommands(cmd)...) {
-			calls, rejected, failed := cc.calls.Load(), cc.rejected.Load(), cc.failed.Load()
+			t := s.cmdTotals(cc)
+			calls, rejected, failed := t.calls, t.rejected, t.failed
 			if calls == 0 && rejected == 0 && failed == 0 {
 				continue
 			}
-			usec := cc.nsec.Load() / 1000
+			usec := t.nsec / 1000
 			perCall := 0.0
 			if calls > 0 {
 				perCall = float64(usec) / float64(calls)
@@ -362,16 +363,9 @@ func (s *Server) infoCommandStats() [][2]string {
 	return out
 }
 
-// resetObserved clears what CONFIG RESETSTAT clears of the tools: commands' times and
-// rejections (and resetLatency their latencies).
+// resetObserved clears what CONFIG RESETSTAT clears of the tools (the commands' counters
+// are resetCounters', their latencies resetLatency's).
 func (s *Server) resetObserved() {
-	for _, cmd := range s.commands {
-		for _, cc := range append([]*cmdEntry{cmd}, sortedSubcommands(cmd)...) {
-			cc.nsec.Store(0)
-			cc.rejected.Store(0)
-			cc.failed.Store(0)
-		}
-	}
 	s.obs.events.published.Store(0)
 	s.obs.events.dropped.Store(0)
 }

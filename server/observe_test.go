@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -224,7 +225,10 @@ func TestDenialAllocs(t *testing.T) {
 	ts := startServer(t)
 	cmd := ts.commands["throttle"]
 	key := []byte("some:key")
-	require.Equal(t, 0.0, testing.AllocsPerRun(1000, func() { ts.denial(cmd, key, 100, ts.nowNano(), 0) }))
+	nc, peer := net.Pipe()
+	t.Cleanup(func() { nc.Close(); peer.Close() })
+	c := ts.newClient(nc)
+	require.Equal(t, 0.0, testing.AllocsPerRun(1000, func() { ts.denial(c, cmd, key, 100, ts.nowNano(), 0) }))
 }
 
 // TestCommandTimeExcludesIdle: a command's time starts with its pipeline, not with the

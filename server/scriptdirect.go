@@ -27,6 +27,7 @@ func (r *scriptRun) offerDirect() {
 		return
 	}
 	r.c.Tick, r.c.lat = r.caller.Tick, r.caller.lat // as Call sets them for each command
+	r.c.Slot, r.c.Env = r.caller.Slot, r.caller.Env
 	r.call.Direct = (*directOps)(r)
 }
 
@@ -54,7 +55,7 @@ func (d *directOps) done(args [][]byte, write bool) {
 			sc.mustSync = true
 		}
 	}
-	s.stats.commands.Add(1)
+	sc.stat().commands.Add(1)
 	s.timed(sc, cmd, args, r.lastEnd)
 	r.lastEnd = sc.Tick
 }
@@ -63,7 +64,7 @@ func (d *directOps) done(args [][]byte, write bool) {
 func replyError(err error) error { return errors.New(command.ErrorText(err)) }
 
 func (d *directOps) Time(args [][]byte) (sec, usec int64) {
-	now := d.s.now()
+	now := (*scriptRun)(d).c.clock()
 	d.done(args, false)
 	return now.Unix(), int64(now.Nanosecond() / 1000)
 }

@@ -289,7 +289,7 @@ func (c *client) runScript(sc *scripting.Script, fn *scripting.Function, args, k
 			return err
 		}
 		if len(out) > mark && out[mark] == '-' {
-			c.s.stats.errors.Add(1) // the script wrote its error reply itself
+			c.stat().errors.Add(1) // the script wrote its error reply itself
 		}
 		return nil
 	}
@@ -339,7 +339,7 @@ func (r *scriptRun) direct(sc *scripting.Script) (done bool, err error) {
 		r.c.mustSync = false
 	}
 	if len(out) > mark && out[mark] == '-' {
-		s.stats.errors.Add(1) // the script wrote its error reply itself
+		c.stat().errors.Add(1) // the script wrote its error reply itself
 	}
 	if r.lastEnd != c.Tick {
 		c.ended = r.lastEnd // what is left, the reply, is the next command's time: one clock read less
@@ -532,6 +532,8 @@ func (r *scriptRun) Call(dst []byte, args [][]byte, resp int) ([]byte, error) {
 	sc.W.B, sc.W.Proto = dst, resp
 	sc.Tick = r.caller.Tick // the script's commands all see the time it started at
 	sc.lat = r.caller.lat   // and count their latency where the caller's commands do
+	sc.Slot = r.caller.Slot // and their calls
+	sc.Env = r.caller.Env   // and read the caller's clock (a benchmark's goroutine has its own)
 	if cmd.has(flagRatelimit) && sc.lastCmd.Load() != cmd {
 		sc.lastCmd.Store(cmd) // the rate-limit verbs count their decisions by it, as run sets it
 	}

@@ -48,6 +48,7 @@ type Server struct {
 	clockBase time.Time
 	now       func() time.Time
 	env       command.Env          // what every command's context reads (newCtx)
+	events    notify.Notifier      // keyspace notifications, env.Events
 	types     *datatype.Family     // the data types' commands
 	commands  map[string]*cmdEntry // by lower-case name
 	listpack  datatype.Limits      // hash-max-listpack-entries and the rest (typeparams.go)
@@ -111,6 +112,8 @@ type Server struct {
 
 	loops    []*loop // event loops serving the clients, round robin; none on other systems
 	nextLoop atomic.Uint64
+	slots    []*statSlot   // the counters the commands' path writes, per event loop (counters.go)
+	nextSlot atomic.Uint64 // the slot of the next client made with no connection
 
 	nextID     atomic.Int64
 	connected  atomic.Int64 // clients connected now
@@ -135,18 +138,8 @@ type Server struct {
 type stats struct {
 	connections atomic.Int64 // connections accepted
 	rejected    atomic.Int64 // connections refused by maxclients
-	commands    atomic.Int64 // commands processed
-	errors      atomic.Int64 // error replies
-	allowed     atomic.Int64 // rate-limit decisions that allowed
-	denied      atomic.Int64 // rate-limit decisions that denied
-	refunded    atomic.Int64 // units REFUND gave back
-	blocks      atomic.Int64 // penalty boxes (BLOCK) started: denials that put a key in its box
-	blocked     atomic.Int64 // calls denied by a key's penalty box in force
-	unstored    atomic.Int64 // decisions answered without keeping their new state, for want of room (memory.go)
-	// byDoor counts the decisions of the edge's doors, allowed [0] and denied [1] (edge.go);
-	// RESP's are the rest.
-	byDoor     [doors][2]atomic.Int64
-	unexpected atomic.Int64 // error replies of a handler's panic (unexpected_error_replies)
+	unexpected  atomic.Int64 // error replies of a handler's panic (unexpected_error_replies)
+	// The counters every call writes are in the counter slots (counters.go).
 }
 
 // New builds a server from cfg; Serve or ListenAndServe runs it.
@@ -189,10 +182,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now != nil {
 		s.env.Clock = s.nowNano
 	}
+	s.env.Events = &s.events
 	s.env.Events.Init(s.pubsub)
 	events, _ := notify.Parse(cfg.NotifyKeyspaceEvents) // Validate checked it
 	s.env.Events.Set(events)
-	s.ks.SetNotifier(&s.env.Events)
+	s.ks.SetNotifier(s.env.Events)
 	s.ks.SetClock(s.nowNano()) // the access clock; expireLoop keeps it going
 	s.txLocks.seed = maphash.MakeSeed()
 	initLimits(&s.listpack, cfg)
@@ -209,10 +203,12 @@ func New(cfg Config) (*Server, error) {
 		SplitLine: conffile.SplitLine, Upstream: cfg.Upstream != "" || len(cfg.UpstreamCluster) > 0,
 		Decided: func(c *command.Ctx, limited bool) { s.decided(c.Conn.(*client), limited) },
 		Denied: func(c *command.Ctx, key []byte, retryMs, now int64, block ratelimit.Block) {
-			s.denial(c.Conn.(*client).lastCmd.Load(), key, retryMs, now, block)
+			cc := c.Conn.(*client)
+			s.denial(cc, cc.lastCmd.Load(), key, retryMs, now, block)
 		},
-		Refunded: s.refunded,
-		Unstored: func() { s.stats.unstored.Add(1) },
+		Refunded: func(c *command.Ctx, n int64) { s.refunded(c.Conn.(*client), n) },
+		Unstored: func(c *command.Ctx) { c.Conn.(*client).stat().unstored.Add(1) },
+		Slots:    statSlots(cfg),
 		Readable: func(c *command.Ctx, key []byte) bool {
 			p := c.Conn.(*client).user.Load().Perms()
 			return p.All || p.CanKey(key, acl.Read)
@@ -534,12 +530,12 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 		}
 	}
 	if !c.authed && s.passwordSet() && !cmd.has(flagNoAuth) {
-		cmd.rejected.Add(1)
+		c.counts(cmd).rejected.Add(1)
 		s.reject(c, errNoAuth)
 		return
 	}
 	if !cmd.arityOK(len(args)) {
-		cmd.rejected.Add(1)
+		c.counts(cmd).rejected.Add(1)
 		s.reject(c, fmt.Errorf("wrong number of arguments for '%s' command", cmd.fullName()))
 		return
 	}
@@ -560,6 +556,7 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 		return
 	}
 	if mode := s.pause.mode.Load(); mode != pauseNone && c.pausedFor(mode, cmd, args) {
+		c.letGo() // nothing waits holding a shard (batch.go)
 		if c.onLoop() {
 			c.handoff = true // it waits on a goroutine of its own, not holding up the loop
 			return
@@ -571,6 +568,7 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 	}
 	c.NoRoom = false
 	if cmd.bits&flagDenyOOM != 0 && s.mem.full.Load() {
+		c.letGo() // evicting locks shards
 		if err := s.makeRoom(); err != nil {
 			if cmd.bits&flagRatelimit == 0 {
 				s.reject(c, err)
@@ -580,7 +578,7 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 		}
 	}
 	if c.sub != nil && c.W.Proto == 2 && !cmd.whileSubscribed && c.subscribed() {
-		cmd.rejected.Add(1)
+		c.counts(cmd).rejected.Add(1)
 		s.replyError(c, fmt.Errorf("Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", cmd.fullName()))
 		return
 	}
@@ -588,7 +586,7 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 		c.lastCmd.Store(cmd)
 		if cmd.bits&flagWrite != 0 {
 			if err := s.checkWrite(c, cmd); err != nil {
-				cmd.rejected.Add(1)
+				c.counts(cmd).rejected.Add(1)
 				s.reject(c, err) // READONLY, NOREPLICAS: at queueing, as Redis
 				return
 			}
@@ -597,6 +595,7 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 		return
 	}
 	if cmd.detach && c.out == nil {
+		c.letGo()
 		if c.nc == nil {
 			c.handoff = true // an event loop serves c: it hands c over, and args run there
 			return
@@ -636,7 +635,7 @@ func (s *Server) call(c *client, cmd *cmdEntry, args [][]byte) { s.callFrom(c, c
 func (s *Server) callFrom(c *client, cmd *cmdEntry, args [][]byte, start int64) {
 	if cmd.bits&flagWrite != 0 {
 		if err := s.checkWrite(c, cmd); err != nil {
-			cmd.rejected.Add(1)
+			c.counts(cmd).rejected.Add(1)
 			s.replyError(c, err)
 			return
 		}
@@ -644,13 +643,14 @@ func (s *Server) callFrom(c *client, cmd *cmdEntry, args [][]byte, start int64) 
 			c.mustSync = true // its replies wait for the store (see syncWrites)
 		}
 	}
-	s.stats.commands.Add(1)
+	c.stat().commands.Add(1)
 	c.Reading = cmd.bits&flagReadonly != 0
 	mark := len(c.W.B)
 	defer func() {
 		if r := recover(); r != nil {
-			cmd.calls.Add(1)
-			cmd.failed.Add(1)
+			cc := c.counts(cmd)
+			cc.calls.Add(1)
+			cc.failed.Add(1)
 			s.log.Error("panic in command", "command", cmd.fullName(), "panic", r, "stack", string(debug.Stack()))
 			s.stats.unexpected.Add(1)
 			c.W.B = c.W.B[:mark] // drop a half-written reply
@@ -658,14 +658,14 @@ func (s *Server) callFrom(c *client, cmd *cmdEntry, args [][]byte, start int64) 
 		}
 	}()
 	if err := cmd.handler(c, args); err != nil {
-		cmd.failed.Add(1)
+		c.counts(cmd).failed.Add(1)
 		s.replyError(c, err)
 	}
 	s.timed(c, cmd, args, start)
 }
 
 func (s *Server) replyError(c *client, err error) {
-	s.stats.errors.Add(1)
+	c.stat().errors.Add(1)
 	text := command.ErrorText(err)
 	s.errStats.count(text)
 	c.W.ErrorText(text)

@@ -215,9 +215,11 @@ func (u *upCall) counted() {
 		return
 	}
 	s := u.c.s
-	s.count(u.cmd, u.Limited)
-	s.refunded(u.Refunded)
-	u.Denials(func(key []byte, retryMs, now int64, block ratelimit.Block) { s.denial(u.cmd, key, retryMs, now, block) })
+	s.count(u.c, u.cmd, u.Limited)
+	s.refunded(u.c, u.Refunded)
+	u.Denials(func(key []byte, retryMs, now int64, block ratelimit.Block) {
+		s.denial(u.c, u.cmd, key, retryMs, now, block)
+	})
 }
 
 // Done takes the upstream's verdict on the call and, once every parked call of the client
@@ -230,7 +232,7 @@ func (u *upCall) Done(err error) {
 		u.unavailable = true
 	default:
 		u.Fail(err)
-		u.c.s.stats.errors.Add(1)
+		u.c.stat().errors.Add(1)
 	}
 	c := u.c // u is the client's again once pending reaches 0
 	if c.up.pending.Add(-1) == 0 {

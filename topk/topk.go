@@ -26,6 +26,7 @@ type Entry struct {
 type Top struct {
 	seed   maphash.Seed
 	period int64 // ns
+	per    int   // counters per shard and period, fixed at New: Capacity reads it without a lock
 	shards [shards]shard
 }
 
@@ -59,7 +60,7 @@ type slot struct {
 // nanoseconds (rounded to whole periods: a query sees between one and two).
 func New(k int, period int64) *Top {
 	per := max(4, (k+shards-1)/shards)
-	t := &Top{seed: maphash.MakeSeed(), period: period}
+	t := &Top{seed: maphash.MakeSeed(), period: period, per: per}
 	for i := range t.shards {
 		t.shards[i].cur.init(per)
 		t.shards[i].prev.init(per)
@@ -68,7 +69,7 @@ func New(k int, period int64) *Top {
 }
 
 // Capacity is the number of counters of one period, across shards.
-func (t *Top) Capacity() int { return cap(t.shards[0].cur.slots) * shards }
+func (t *Top) Capacity() int { return t.per * shards }
 
 func (s *summary) init(k int) {
 	s.slots = make([]slot, 0, k)
@@ -89,7 +90,16 @@ func (s *summary) reset() {
 }
 
 // Record counts one occurrence of key at now (ns).
-func (t *Top) Record(key []byte, now int64) {
+func (t *Top) Record(key []byte, now int64) { t.RecordN(key, 1, now) }
+
+// RecordN counts n occurrences of key at now (ns), as n Records would, under one lock: a
+// caller that sees one key many times in a row (a hot key's pipeline) adds them at once.
+// Space-Saving with weights: a key counted adds n; a new key takes over the smallest counter
+// and counts from its value plus n.
+func (t *Top) RecordN(key []byte, n, now int64) {
+	if n <= 0 {
+		return
+	}
 	if len(key) > MaxKeyLen {
 		key = key[:MaxKeyLen]
 	}
@@ -97,7 +107,7 @@ func (t *Top) Record(key []byte, now int64) {
 	sh := &t.shards[h%shards]
 	sh.mu.Lock()
 	sh.rotateLocked(now, t.period)
-	sh.cur.add(key, h)
+	sh.cur.add(key, h, n)
 	sh.mu.Unlock()
 }
 
@@ -135,15 +145,15 @@ func (s *summary) key(i int) []byte {
 	return s.keys[i*MaxKeyLen : i*MaxKeyLen+int(s.slots[i].keyLen)]
 }
 
-func (s *summary) add(key []byte, h uint64) {
-	s.total++
+func (s *summary) add(key []byte, h uint64, n int64) {
+	s.total += n
 	i, p := s.find(key, h)
 	switch {
 	case i >= 0:
-		s.slots[i].count++
+		s.slots[i].count += n
 	case len(s.slots) < cap(s.slots):
 		i = len(s.slots)
-		s.slots = append(s.slots, slot{hash: h, keyLen: int32(len(key)), pos: int32(len(s.heap)), count: 1})
+		s.slots = append(s.slots, slot{hash: h, keyLen: int32(len(key)), pos: int32(len(s.heap)), count: n})
 		s.heap = append(s.heap, int32(i))
 		copy(s.keys[i*MaxKeyLen:], key)
 		s.table[p] = int32(i + 1)
@@ -155,7 +165,7 @@ func (s *summary) add(key []byte, h uint64) {
 		old := s.slots[i]
 		s.remove(old.hash, s.key(i))
 		_, p = s.find(key, h)
-		s.slots[i] = slot{hash: h, keyLen: int32(len(key)), pos: 0, count: old.count + 1, err: old.count}
+		s.slots[i] = slot{hash: h, keyLen: int32(len(key)), pos: 0, count: old.count + n, err: old.count}
 		copy(s.keys[i*MaxKeyLen:], key)
 		s.table[p] = int32(i + 1)
 	}

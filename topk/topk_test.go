@@ -195,3 +195,19 @@ func FuzzTop(f *testing.F) {
 		}
 	})
 }
+
+// TestRecordN: n occurrences at once count as n Records, for a key counted and a new one.
+func TestRecordN(t *testing.T) {
+	one, many := New(64, 1e12), New(64, 1e12)
+	for i := range 300 {
+		key := []byte("k" + strconv.Itoa(i%7))
+		for range i % 5 {
+			one.Record(key, 1)
+		}
+		many.RecordN(key, int64(i%5), 1)
+	}
+	a, na := one.Top(10, 2)
+	b, nb := many.Top(10, 2)
+	require.Equal(t, a, b)
+	require.Equal(t, na, nb)
+}

@@ -209,7 +209,7 @@ func optionTable() []option {
 		integer("timeout", "close a client idle for this many seconds (never replicas or subscribers); 0 never", func(c *C) *int { return &c.Timeout }),
 		integer("tcp-keepalive", "seconds of silence before the kernel probes a client's connection; 0 for none", func(c *C) *int { return &c.TCPKeepAlive }),
 		integer("maxclients", "connections served at once", func(c *C) *int { return &c.MaxClients }),
-		withDefault(integer("io-threads", "event loops serving the connections, each on a thread of its own; 0 serves each connection from a goroutine", func(c *C) *int { return &c.IOThreads }), "half the CPUs, at least 1"),
+		withDefault(integer("io-threads", "event loops serving the connections, each on a thread of its own; 0 serves each connection from a goroutine", func(c *C) *int { return &c.IOThreads }), "one per CPU, at least 1"),
 		integer("shards", "lock-striped shards of the keyspace, a power of two", func(c *C) *int { return &c.Shards }),
 		integer("prefetch-batch-max-size", "keys of a read's pipelined requests prefetched together before they run; below 2, none", func(c *C) *int { return &c.PrefetchBatch }),
 		size("proto-max-bulk-len", "the largest argument a request may carry", func(c *C) *int { return &c.ProtoMaxBulkLen }),
