@@ -164,7 +164,22 @@ func BenchmarkZAddBatchInto1M(b *testing.B) {
 // without pause: ns/op is the batch's time from the client, ping-max-ms the longest a PING
 // waited meanwhile (it waits for the batch that holds the loop).
 func BenchmarkZAddBatchBesidePing(b *testing.B) {
-	ts := startServer(b, func(c *Config) { c.IOThreads = 1; c.AppendOnly = false })
+	for _, m := range []struct {
+		name    string
+		durable bool // appendfsync everysec
+		replica bool
+	}{{"off", false, false}, {"everysec", true, false}, {"everysec+replica", true, true}} {
+		b.Run(m.name, func(b *testing.B) {
+			ts := startServer(b, func(c *Config) { c.IOThreads = 1; c.AppendOnly = m.durable; c.AppendFsync = "everysec" })
+			if m.replica {
+				startReplica(b, ts)
+			}
+			benchBatchBesidePing(b, ts)
+		})
+	}
+}
+
+func benchBatchBesidePing(b *testing.B, ts *testServer) {
 	ctx := context.Background()
 	rdb := ts.client(b, 2)
 	rng := rand.New(rand.NewPCG(5, 6))

@@ -179,6 +179,7 @@ func New(cfg Config) (*Server, error) {
 		s.env.Clock = s.nowNano
 	}
 	s.ks.SetClock(s.nowNano()) // the access clock; expireLoop keeps it going
+	s.ks.SetObjectify(datatype.Objectify) // big collections read back from the store or a primary
 	s.txLocks.seed = maphash.MakeSeed()
 	initLimits(&s.listpack, cfg)
 	s.types = datatype.New(datatype.Config{Limits: &s.listpack, MaxBulk: cfg.ProtoMaxBulkLen,
