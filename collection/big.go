@@ -22,16 +22,18 @@ import (
 //     each slot the member's chunk id and 31 bits of its hash: finding a member walks only
 //     that chunk. Growing the table reads the hashes from the slots, no member.
 type Big struct {
-	sorted  bool  // a sorted set: entries in order of score, then member; else a hash's, as they came
-	refs    []ref // the chunks, in order
-	byID    []*chunk
-	freeIDs []uint32
-	slots   []uint64
-	used    int                // live slots: the entries
-	gone    int                // deleted slots, which probes pass over
-	bytes   int                // the packs' bytes
-	setHead bool               // a big set's: its bytes form has an empty index in front (set.go)
-	feeds   [Feeds]feedChanges // what each feed copying b has not taken yet (bigchunks.go)
+	sorted   bool  // a sorted set: entries in order of score, then member; else a hash's, as they came
+	refs     []ref // the chunks, in order
+	byID     []*chunk
+	freeIDs  []uint32
+	slots    []uint64
+	used     int                // live slots: the entries
+	gone     int                // deleted slots, which probes pass over
+	bytes    int                // the packs' bytes
+	setHead  bool               // a big set's: its bytes form has an empty index in front (set.go)
+	feeds    [Feeds]feedChanges // what each feed copying b has not taken yet (bigchunks.go)
+	tracked  uint8              // the feeds that copy b (Feeds)
+	opsFeeds uint8              // those of them that take ops rather than chunks
 }
 
 // ref is a chunk's place in Big.refs.
@@ -136,7 +138,7 @@ func (b *Big) AppendEncoded(dst []byte) []byte {
 func (b *Big) Footprint() int {
 	n := 8*cap(b.slots) + 32*cap(b.refs) + 8*cap(b.byID) + 4*cap(b.freeIDs)
 	for _, f := range b.feeds {
-		n += 8 * cap(f.seqs)
+		n += 8*cap(f.seqs) + cap(f.ops)
 	}
 	for _, r := range b.refs {
 		n += 48 + cap(r.c.pack)
@@ -498,6 +500,7 @@ func (b *Big) deleteSpan(i, off, j, off2 int) int {
 			return 0
 		}
 		c := b.refs[i].c
+		b.logDels(c.pack[off:off2])
 		gone := b.forget(c.pack[off:off2], c.id)
 		b.refs[i].n -= gone
 		b.bytes -= off2 - off
@@ -507,14 +510,17 @@ func (b *Big) deleteSpan(i, off, j, off2 int) int {
 		return gone
 	}
 	removed := 0
+	b.logDels(b.refs[i].c.pack[off:])
 	for k := i + 1; k < j; k++ {
 		c := b.refs[k].c
+		b.logDels(c.pack)
 		removed += b.forget(c.pack, c.id)
 		b.bytes -= len(c.pack)
 	}
 	// The head of chunk j, then the tail of chunk i, then the chunks between: each
 	// settle may drop its chunk, which moves those after it.
 	c := b.refs[j].c
+	b.logDels(c.pack[:off2])
 	gone := b.forget(c.pack[:off2], c.id)
 	b.refs[j].n -= gone
 	b.bytes -= off2
@@ -673,6 +679,7 @@ func (b *Big) zinsert(member []byte, score float64, h uint64) {
 	b.bytes += sz
 	b.addSlot(h, b.refs[i].c.id)
 	b.refirst(i)
+	b.logSet(member, score, nil)
 }
 
 // ZRemove removes member, and reports whether it was there.
@@ -685,6 +692,7 @@ func (b *Big) ZRemove(member []byte) bool {
 	}
 	b.deleteSlot(h, c.id)
 	b.deleteAt(b.indexOf(c), at, k+Skip(c.pack[at+k:]))
+	b.logDel(member)
 	return true
 }
 
@@ -807,6 +815,7 @@ func (b *Big) HashSet(field, value []byte) bool {
 		}
 		AppendString(c.pack[at+k:at+k], value)
 		b.touch(c)
+		b.logSet(field, 0, value)
 		if r := b.refs[i]; len(c.pack) > maxChunk && r.n > 1 {
 			mid, n := b.cut(i)
 			b.split(i, mid, n)
@@ -822,6 +831,7 @@ func (b *Big) HashSet(field, value []byte) bool {
 	AppendString(AppendString(room[:0], field), value)
 	b.bytes += sz
 	b.addSlot(h, b.refs[i].c.id)
+	b.logSet(field, 0, value)
 	return true
 }
 
@@ -835,6 +845,7 @@ func (b *Big) HashDel(field []byte) bool {
 	}
 	b.deleteSlot(h, c.id)
 	b.deleteAt(b.indexOf(c), at, k+Skip(c.pack[at+k:]))
+	b.logDel(field)
 	return true
 }
 

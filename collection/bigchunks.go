@@ -3,6 +3,7 @@ package collection
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 	"slices"
 )
 
@@ -27,20 +28,69 @@ import (
 // Feeds is the most feeds a Big tracks its changes for.
 const Feeds = 4
 
-// ErrChunks is what ApplyChanges and NewBigChunks return for bytes that are not the chunk form.
+// ErrChunks is what ApplyChanges and NewBigChunks return for bytes that are not the chunk
+// form, or changes.
 var ErrChunks = errors.New("collection: bad chunk form")
+
+// The changes AppendChanges appends start with their form: chunks (the chunk form of the
+// chunks changed, an empty entry for one dropped), or ops, the members' changes in order:
+// opSet and the member (uvarint length, bytes) and a sorted set's score (8 bytes, its
+// bits) or a hash's value (uvarint length, bytes); opDel and the member. A feed that is a
+// store of chunks (the disk) takes chunks; a feed that is a log replayed in order (the
+// redo log, the replication stream) takes ops, which cost what the write changed even
+// where it touched most chunks (a ZADD of 10,000 members into a set of 1M).
+const (
+	formChunks = 'c'
+	formOps    = 'o'
+	opSet      = 's'
+	opDel      = 'd'
+)
 
 // feedChanges is what a feed has not taken yet of a Big.
 type feedChanges struct {
-	seqs  []uint64 // the chunks changed or dropped since the feed's last call, each once
+	seqs  []uint64 // chunks: the chunks changed or dropped since the feed's last call, each once
+	ops   []byte   // ops: the members' changes since the feed's last call
 	whole bool     // the feed takes the whole Big at its next call
 }
 
-// touch notes that chunk c changed (or is new), for every feed.
+// Feeds says which feeds copy b: b records its changes for those in tracked only (the
+// others take it whole when they start), as ops for those in ops, else as chunks. The
+// keyspace says so at each write.
+func (b *Big) Feeds(tracked, ops uint8) {
+	if tracked == b.tracked && ops == b.opsFeeds {
+		return
+	}
+	for f := range b.feeds {
+		if tracked&(1<<f) == 0 || (ops^b.opsFeeds)&(1<<f) != 0 {
+			b.feeds[f] = feedChanges{whole: true}
+		}
+	}
+	b.tracked, b.opsFeeds = tracked, ops
+}
+
+// recording returns the feeds that take b's changes as ops (ops) or as chunks, and are not
+// to take it whole.
+func (b *Big) recording(ops bool) uint8 {
+	m := b.tracked &^ b.opsFeeds
+	if ops {
+		m = b.tracked & b.opsFeeds
+	}
+	for f := range b.feeds {
+		if b.feeds[f].whole {
+			m &^= 1 << f
+		}
+	}
+	return m
+}
+
+// touch notes that chunk c changed (or is new), for the feeds that take chunks.
 func (b *Big) touch(c *chunk) {
+	if b.tracked&^b.opsFeeds == 0 {
+		return
+	}
 	for f := range b.feeds {
 		bit := uint8(1) << f
-		if c.feeds&bit != 0 || b.feeds[f].whole {
+		if c.feeds&bit != 0 || b.feeds[f].whole || b.tracked&^b.opsFeeds&bit == 0 {
 			continue
 		}
 		c.feeds |= bit
@@ -48,10 +98,14 @@ func (b *Big) touch(c *chunk) {
 	}
 }
 
-// dropped notes that chunk c is dropped, for every feed.
+// dropped notes that chunk c is dropped, for the feeds that take chunks.
 func (b *Big) dropped(c *chunk) {
+	if b.tracked&^b.opsFeeds == 0 {
+		return
+	}
 	for f := range b.feeds {
-		if c.feeds&(1<<f) == 0 && !b.feeds[f].whole {
+		bit := uint8(1) << f
+		if c.feeds&bit == 0 && !b.feeds[f].whole && b.tracked&^b.opsFeeds&bit != 0 {
 			b.note(f, c.seq) // a seq noted and then dropped is found missing: a drop
 		}
 	}
@@ -65,6 +119,70 @@ func (b *Big) note(f int, seq uint64) {
 		return
 	}
 	ch.seqs = append(ch.seqs, seq)
+}
+
+// logSet notes that member now has score (a sorted set's) or value, for the feeds that
+// take ops.
+func (b *Big) logSet(member []byte, score float64, value []byte) {
+	if b.tracked&b.opsFeeds == 0 {
+		return
+	}
+	for f := range b.feeds {
+		if b.tracked&b.opsFeeds&(1<<f) == 0 || b.feeds[f].whole {
+			continue
+		}
+		ch := &b.feeds[f]
+		ch.ops = append(ch.ops, opSet)
+		ch.ops = binary.AppendUvarint(ch.ops, uint64(len(member)))
+		ch.ops = append(ch.ops, member...)
+		if b.sorted {
+			ch.ops = binary.LittleEndian.AppendUint64(ch.ops, math.Float64bits(score))
+		} else {
+			ch.ops = binary.AppendUvarint(ch.ops, uint64(len(value)))
+			ch.ops = append(ch.ops, value...)
+		}
+		b.boundOps(f)
+	}
+}
+
+// logDel notes that member is gone, for the feeds that take ops.
+func (b *Big) logDel(member []byte) {
+	if b.tracked&b.opsFeeds == 0 {
+		return
+	}
+	for f := range b.feeds {
+		if b.tracked&b.opsFeeds&(1<<f) == 0 || b.feeds[f].whole {
+			continue
+		}
+		ch := &b.feeds[f]
+		ch.ops = append(ch.ops, opDel)
+		ch.ops = binary.AppendUvarint(ch.ops, uint64(len(member)))
+		ch.ops = append(ch.ops, member...)
+		b.boundOps(f)
+	}
+}
+
+// logDels notes that the entries of pack are gone, for the feeds that take ops.
+func (b *Big) logDels(pack []byte) {
+	if b.recording(true) == 0 {
+		return
+	}
+	var buf [64]byte
+	for off := 0; off < len(pack); {
+		e, k := Read(pack[off:])
+		if k == 0 {
+			return
+		}
+		b.logDel(e.Append(buf[:0]))
+		off += k + Skip(pack[off+k:])
+	}
+}
+
+// boundOps gives feed f the whole Big instead once its ops outgrow a quarter of it.
+func (b *Big) boundOps(f int) {
+	if ch := &b.feeds[f]; len(ch.ops) > 4096+b.bytes/4 {
+		ch.ops, ch.whole = nil, true
+	}
 }
 
 // Rewrite makes every feed take the whole of b at its next call: b is new to them (a key
@@ -109,19 +227,31 @@ func uvarintLen(x uint64) int {
 	return n
 }
 
-// AppendChanges appends to dst, in the chunk form, the chunks of b that changed since feed
-// f's last call (an empty entry for each one dropped), and forgets them for f. It reports
-// whole, appending nothing, when f must take the whole of b instead (AppendChunks).
+// AppendChanges appends to dst the changes of b since feed f's last call, ops or chunks
+// as Feeds said, and forgets them for f. It reports whole, appending nothing, when f must
+// take the whole of b instead (AppendChunks).
 func (b *Big) AppendChanges(dst []byte, f int) ([]byte, bool) {
 	ch := &b.feeds[f]
 	bit := uint8(1) << f
-	if ch.whole {
-		ch.whole, ch.seqs = false, ch.seqs[:0]
+	if ch.whole || b.tracked&bit == 0 {
+		ch.whole, ch.seqs, ch.ops = false, ch.seqs[:0], ch.ops[:0]
 		for _, r := range b.refs {
 			r.c.feeds &^= bit
 		}
+		if b.tracked&bit == 0 {
+			ch.whole = true // not tracked: nothing recorded for it
+		}
 		return dst, true
 	}
+	if b.opsFeeds&bit != 0 {
+		dst = append(append(dst, formOps), ch.ops...)
+		ch.ops = ch.ops[:0]
+		if cap(ch.ops) > 4096+b.bytes/8 {
+			ch.ops = nil
+		}
+		return dst, false
+	}
+	dst = append(dst, formChunks)
 	for _, seq := range ch.seqs {
 		i, ok := b.seqIndex(seq)
 		switch {
@@ -183,6 +313,60 @@ func validChunk(pack []byte) bool {
 // takes the pack given, or is dropped when it is empty. b notes them as changes of its own,
 // for the feeds that copy it in turn (a replica's store, its replicas).
 func (b *Big) ApplyChanges(changes []byte) error {
+	if len(changes) == 0 {
+		return nil
+	}
+	switch changes[0] {
+	case formChunks:
+		return b.applyChunks(changes[1:])
+	case formOps:
+		return b.applyOps(changes[1:])
+	}
+	return ErrChunks
+}
+
+// applyOps applies ops, in order.
+func (b *Big) applyOps(p []byte) error {
+	for len(p) > 0 {
+		op := p[0]
+		n, w := binary.Uvarint(p[1:])
+		if w <= 0 || n > uint64(len(p)-1-w) {
+			return ErrChunks
+		}
+		member := p[1+w : 1+w+int(n)]
+		p = p[1+w+int(n):]
+		switch {
+		case op == opDel && b.sorted:
+			b.ZRemove(member)
+		case op == opDel:
+			b.HashDel(member)
+		case op == opSet && b.sorted:
+			if len(p) < 8 {
+				return ErrChunks
+			}
+			score := math.Float64frombits(binary.LittleEndian.Uint64(p))
+			p = p[8:]
+			if _, o := b.ZAdd(member, score, ZAddFlags{}); o == ZNaN {
+				return ErrChunks
+			}
+		case op == opSet:
+			n, w := binary.Uvarint(p)
+			if w <= 0 || n > uint64(len(p)-w) {
+				return ErrChunks
+			}
+			b.HashSet(member, p[w:w+int(n)])
+			p = p[w+int(n):]
+		default:
+			return ErrChunks
+		}
+	}
+	b.shrink()
+	return nil
+}
+
+// applyChunks applies chunk entries: each chunk named takes the pack given, or is dropped
+// when it is empty.
+func (b *Big) applyChunks(changes []byte) error {
 	for p := changes; len(p) > 0; {
 		seq, pack, rest, err := nextChunk(p)
 		if err != nil || !validChunk(pack) {

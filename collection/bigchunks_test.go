@@ -22,6 +22,7 @@ func TestBigChangesMirror(t *testing.T) {
 				defer func() { ixGroup = 32 }()
 				rng := rand.New(rand.NewPCG(3, uint64(group)))
 				b := NewBig(nil, sorted)
+				b.Feeds(1<<Feeds-1, 0b1010) // feeds 1 and 3 take ops, 0 and 2 chunks
 				copies := make([]*Big, Feeds)
 				every := []int{1, 7, 50, 1 << 30} // the last feed is never drained until the end
 				sync := func(f int) {
@@ -67,7 +68,9 @@ func TestBigChangesMirror(t *testing.T) {
 						for f, n := range every[:3] {
 							if copies[f] != nil && i%n == 0 {
 								require.Equal(t, b.AppendEncoded(nil), copies[f].AppendEncoded(nil), "feed %d after %d writes", f, i)
-								require.Equal(t, b.AppendChunks(nil), copies[f].AppendChunks(nil), "feed %d's chunks", f)
+								if f%2 == 0 { // a copy by chunks has b's chunks
+									require.Equal(t, b.AppendChunks(nil), copies[f].AppendChunks(nil), "feed %d's chunks", f)
+								}
 							}
 						}
 					}
@@ -76,7 +79,7 @@ func TestBigChangesMirror(t *testing.T) {
 					sync(f)
 					copies[f].check(t)
 					require.Equal(t, b.Len(), copies[f].Len())
-					require.Equal(t, b.AppendChunks(nil), copies[f].AppendChunks(nil), "feed %d", f)
+					require.Equal(t, b.AppendEncoded(nil), copies[f].AppendEncoded(nil), "feed %d", f)
 				}
 				b.check(t)
 			})
@@ -92,6 +95,7 @@ func TestBigChangesBounded(t *testing.T) {
 		pack = AppendString(AppendString(pack, []byte("f"+strconv.Itoa(i))), []byte("v"))
 	}
 	b := NewBig(pack, false)
+	b.Feeds(0b111, 0b100)
 	_, whole := b.AppendChanges(nil, 0)
 	require.True(t, whole, "a new Big goes whole first")
 	b.HashSet([]byte("f1"), []byte("w"))
@@ -104,6 +108,37 @@ func TestBigChangesBounded(t *testing.T) {
 	require.LessOrEqual(t, len(b.feeds[1].seqs), 17+len(b.refs)/4)
 	_, whole = b.AppendChanges(nil, 1)
 	require.True(t, whole)
+	require.LessOrEqual(t, len(b.feeds[2].ops), 4096+b.bytes/4+64)
+	_, whole = b.AppendChanges(nil, 2)
+	require.True(t, whole)
+	_, whole = b.AppendChanges(nil, 3)
+	require.True(t, whole, "a feed not tracked takes the whole")
+	require.Zero(t, len(b.feeds[3].ops)+len(b.feeds[3].seqs), "and costs nothing meanwhile")
+}
+
+// TestBigChangesOps: a feed that is a log takes the members' changes, however many chunks
+// they touch: a ZADD of 1,000 members into a set of 100,000 costs about its own size.
+func TestBigChangesOps(t *testing.T) {
+	b := NewBig(nil, true)
+	for i := range 100000 {
+		b.ZAdd([]byte("m"+strconv.Itoa(i)), float64(i), ZAddFlags{})
+	}
+	b.Feeds(0b11, 0b10)
+	_, whole := b.AppendChanges(nil, 1)
+	require.True(t, whole)
+	c, err := NewBigChunks(b.AppendChunks(nil), true, false)
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := range 1000 {
+		b.ZAdd([]byte("n"+strconv.Itoa(i)), float64(rng.IntN(100000)), ZAddFlags{})
+	}
+	changes, whole := b.AppendChanges(nil, 1)
+	require.False(t, whole)
+	require.Less(t, len(changes), 1000*20)
+	require.NoError(t, c.ApplyChanges(changes))
+	require.Equal(t, b.AppendEncoded(nil), c.AppendEncoded(nil))
+	_, whole = b.AppendChanges(nil, 0)
+	require.True(t, whole, "the feed of chunks takes it whole: most chunks changed")
 }
 
 // TestNewBigChunksRejects: bytes that are not a chunk form are an error, never a panic.
@@ -120,8 +155,9 @@ func TestNewBigChunksRejects(t *testing.T) {
 			require.ErrorIs(t, err, ErrChunks)
 			b := NewBig(nil, true)
 			if name != "empty chunk" {
-				require.ErrorIs(t, b.ApplyChanges(form), ErrChunks)
+				require.ErrorIs(t, b.ApplyChanges(append([]byte{formChunks}, form...)), ErrChunks)
 			}
+			require.ErrorIs(t, b.ApplyChanges(append([]byte{formOps}, form...)), ErrChunks)
 		})
 	}
 }

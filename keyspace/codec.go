@@ -101,6 +101,9 @@ func DecodeValue(b []byte) (Value, error) {
 	return v, nil
 }
 
+// ChangedChunks is the first byte of changes made of chunk entries (Chunked).
+const ChangedChunks = 'c'
+
 // ErrBadChunk is NextChunk's error for bytes that are not a Chunked object's entries.
 var ErrBadChunk = errors.New("keyspace: bad chunk entry")
 

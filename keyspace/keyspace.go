@@ -112,10 +112,11 @@ type Object interface {
 // Patcher) get, for such a value, only its changes since they last took it. Its methods
 // run under its shard's lock.
 //
-// The chunk form (AppendChunks) and the changes (AppendChanges) are entries back to back,
-// each a chunk's seq (8 bytes, little-endian), its length (uvarint) and its bytes; seqs
-// rise along the object, and in changes an empty entry says the chunk is gone
-// (NextChunk reads one). The store keeps each chunk under its seq.
+// The chunk form (AppendChunks) is entries back to back, each a chunk's seq (8 bytes,
+// little-endian), its length (uvarint) and its bytes; seqs rise along the object
+// (NextChunk reads one). The store keeps each chunk under its seq. The changes for a feed
+// that is no log (the disk: Feeds) are ChangedChunks and such entries, an empty one for a
+// chunk gone; the changes for a log are the object's own.
 type Chunked interface {
 	Object
 	// ChunksLen returns the length of the bytes AppendChunks appends.
@@ -131,6 +132,11 @@ type Chunked interface {
 	ApplyChanges(changes []byte) error
 	// Rewrite makes every feed take the whole object at its next AppendChanges.
 	Rewrite()
+	// Feeds says which feeds track changes (a bit per Feed), and which of them are logs
+	// replayed in order (the redo log, the replication stream), where the object's
+	// changes may be its own operations rather than chunks; the object records changes
+	// for those feeds only. It is told at each write.
+	Feeds(tracked, logs uint8)
 }
 
 // ErrWrongType is what callers return when a key holds another kind of state than the

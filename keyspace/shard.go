@@ -822,8 +822,20 @@ func (s *Shard) putOut(id uint32, v Value) {
 		if s.objs == nil {
 			s.objs = make(map[uint32]Object)
 		}
-		if c, ok := v.Obj.(Chunked); ok && s.objs[id] != v.Obj {
-			c.Rewrite() // new at this key: every feed takes it whole (RENAME, a load)
+		if c, ok := v.Obj.(Chunked); ok {
+			if s.objs[id] != v.Obj {
+				c.Rewrite() // new at this key: every feed takes it whole (RENAME, a load)
+			}
+			var tracked, logs uint8
+			for f := range s.trk {
+				if s.trk[f].track {
+					tracked |= 1 << f
+					if s.trk[f].capture {
+						logs |= 1 << f
+					}
+				}
+			}
+			c.Feeds(tracked, logs)
 		}
 		s.objs[id] = v.Obj
 		return

@@ -387,10 +387,13 @@ func (r *recorder) chunk(key []byte) {
 
 // Patch records the changes of key's Chunked value: its head, and the chunks that changed.
 func (r *recorder) Patch(key []byte, head keyspace.Value, changes []byte) {
+	if len(changes) == 0 || changes[0] != keyspace.ChangedChunks {
+		panic("persistence: the disk feed got changes that are not chunks")
+	}
 	head.Chunks = true
 	r.put(key, head)
 	r.chunk(key)
-	for p := changes; len(p) > 0; {
+	for p := changes[1:]; len(p) > 0; {
 		seq, b, rest, err := keyspace.NextChunk(p)
 		if err != nil {
 			break // the object's own changes: cannot be
