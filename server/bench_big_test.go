@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -228,4 +229,37 @@ func benchBatchBesidePing(b *testing.B, ts *testServer) {
 	close(stop)
 	<-done
 	b.ReportMetric(float64(worst.Load())/1e6, "ping-max-ms")
+}
+
+// BenchmarkBigReadWhole reads a collection of bigCollection entries whole (issue 40: no
+// copy of the packed value beyond what the reply needs): B/op is what the read allocates
+// besides the reply, which the connection's buffer holds.
+func BenchmarkBigReadWhole(b *testing.B) {
+	for _, m := range []struct{ fill, read string }{
+		{"ZADD", "ZRANGE big 0 -1 WITHSCORES"},
+		{"HSET", "HGETALL big"},
+		{"RPUSH", "LRANGE big 0 -1"},
+	} {
+		b.Run(m.read[:strings.IndexByte(m.read, ' ')], func(b *testing.B) {
+			s, c := fuzzServer(b)
+			run := func(args [][]byte) {
+				s.run(c, args)
+				if c.W.B[0] == '-' {
+					b.Fatalf("%q: %s", args[:2], c.W.B)
+				}
+				c.W.B = c.W.B[:0]
+			}
+			fillBig(b, run, m.fill, "big")
+			var args [][]byte
+			for _, a := range strings.Fields(m.read) {
+				args = append(args, []byte(a))
+			}
+			run(args) // the reply buffer grown once
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				run(args)
+			}
+		})
+	}
 }
