@@ -178,7 +178,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now != nil {
 		s.env.Clock = s.nowNano
 	}
-	s.ks.SetClock(s.nowNano()) // the access clock; expireLoop keeps it going
+	s.ks.SetClock(s.nowNano())            // the access clock; expireLoop keeps it going
 	s.ks.SetObjectify(datatype.Objectify) // big collections read back from the store or a primary
 	s.txLocks.seed = maphash.MakeSeed()
 	initLimits(&s.listpack, cfg)
