@@ -263,3 +263,54 @@ func BenchmarkBigReadWhole(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBigSlidingLog is one admission of a sliding log of 100,000 timestamps (a limit
+// of 100,000 requests an hour, the Lua limiters' ZADD, ZREMRANGEBYSCORE of what left the
+// window, ZCARD), on 8 such logs in turn, as loadgen's collections part sends it: one op
+// is the three commands.
+func BenchmarkBigSlidingLog(b *testing.B) {
+	const (
+		base, window = 1732512345000, 3600000
+		members      = 100000
+		logs         = 8
+	)
+	s, c := fuzzServer(b)
+	run := func(args [][]byte) {
+		s.run(c, args)
+		if c.W.B[0] == '-' {
+			b.Fatalf("%q: %s", args[:2], c.W.B)
+		}
+		c.W.B = c.W.B[:0]
+	}
+	keys := make([][]byte, logs)
+	for k := range keys {
+		keys[k] = []byte("zb:" + strconv.Itoa(k))
+		args := [][]byte{[]byte("ZADD"), keys[k]}
+		for j := range members {
+			ts := strconv.AppendInt(nil, base+int64(j)*window/members, 10)
+			args = append(args, ts, ts)
+		}
+		run(args)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	zadd := [][]byte{[]byte("ZADD"), nil, nil, nil}
+	zrem := [][]byte{[]byte("ZREMRANGEBYSCORE"), nil, []byte("-inf"), nil}
+	zcard := [][]byte{[]byte("ZCARD"), nil}
+	var ts, lo []byte
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := cpuNanos()
+	defer reportCPU(b, cpu)
+	for i := 0; i < b.N; i++ {
+		k := keys[i%logs]
+		now := base + window + rng.Int64N(window)
+		ts = strconv.AppendInt(ts[:0], now, 10)
+		lo = strconv.AppendInt(append(lo[:0], '('), now-window, 10)
+		zadd[1], zadd[2], zadd[3] = k, ts, ts
+		zrem[1], zrem[3] = k, lo
+		zcard[1] = k
+		run(zadd)
+		run(zrem)
+		run(zcard)
+	}
+}
