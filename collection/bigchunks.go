@@ -16,8 +16,8 @@ import (
 // writes those chunks only: the chunk form below, one entry per chunk changed, an empty
 // one for a chunk dropped. The copy applies them (ApplyChanges) chunk by chunk, keyed by
 // seq, which is why a chunk keeps its seq as long as it lives and seqs rise along the
-// collection. When the seqs are numbered anew, or a feed's list grows past a quarter of
-// the chunks (a feed that is not drained), the feed takes the whole collection instead
+// collection. When the seqs are numbered anew, or a feed's list grows past the number of
+// chunks (chunks dropped and made anew, a feed not drained), the feed takes the whole instead
 // (AppendChanges reports whole, and the feed writes AppendChunks), and its list goes.
 //
 // The chunk form, of a whole Big (AppendChunks) as of a feed's changes: entries back to
@@ -114,7 +114,7 @@ func (b *Big) dropped(c *chunk) {
 // note adds seq to feed f's list, or gives the feed the whole Big once the list is long.
 func (b *Big) note(f int, seq uint64) {
 	ch := &b.feeds[f]
-	if len(ch.seqs) > 16+len(b.refs)/4 {
+	if len(ch.seqs) > 16+len(b.refs) { // each chunk once, and the dropped: past that, whole
 		ch.seqs, ch.whole = nil, true
 		return
 	}

@@ -314,3 +314,40 @@ func BenchmarkBigSlidingLog(b *testing.B) {
 		run(zcard)
 	}
 }
+
+// BenchmarkZAddInto1MDurable is ZADD of one new member into a sorted set of bigCollection
+// members through the server, from a client, with appendfsync everysec, alone and with a
+// replica attached (issue 40: a write to a big collection touches O(1) of it everywhere,
+// the redo log, the store and the stream included). Before big collections went out by
+// their changes, each of these writes wrote the whole set to the redo log.
+func BenchmarkZAddInto1MDurable(b *testing.B) {
+	for _, replica := range []bool{false, true} {
+		name := "everysec"
+		if replica {
+			name += "+replica"
+		}
+		b.Run(name, func(b *testing.B) {
+			ts := startServer(b, func(c *Config) { c.AppendOnly, c.AppendFsync = true, "everysec" })
+			if replica {
+				startReplica(b, ts)
+			}
+			ctx := context.Background()
+			rdb := ts.client(b, 2)
+			rng := rand.New(rand.NewPCG(9, 10))
+			for i := 0; i < bigCollection; i += 10_000 {
+				args := []any{"ZADD", "big"}
+				for j := i; j < i+10_000 && j < bigCollection; j++ {
+					args = append(args, rng.Int64N(1e12), "m"+strconv.Itoa(j))
+				}
+				require.NoError(b, rdb.Do(ctx, args...).Err())
+			}
+			b.ResetTimer()
+			cpu := cpuNanos()
+			for i := 0; i < b.N; i++ {
+				require.NoError(b, rdb.Do(ctx, "ZADD", "big", rng.Int64N(1e12), "n"+strconv.Itoa(i)).Err())
+			}
+			b.StopTimer()
+			reportCPU(b, cpu)
+		})
+	}
+}
