@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -18,6 +19,15 @@ import (
 // bigKeys are the collections bigWrites fills and changes: a sorted set, a hash and a set,
 // each well past its listpack limits.
 var bigKeys = []string{"bz", "bh", "bs"}
+
+// slowClient is a client of ts that waits long for a reply: under the race detector on a
+// loaded machine a write of a few thousand members takes seconds.
+func slowClient(t testing.TB, ts *testServer) *redis.Client {
+	rdb := redis.NewClient(&redis.Options{Addr: ts.addr, Protocol: 2, PoolSize: 4,
+		ReadTimeout: time.Minute, WriteTimeout: time.Minute})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
 
 // fillBigKeys makes each of bigKeys a collection of n members.
 func fillBigKeys(t testing.TB, rdb *redis.Client, n int) {
@@ -94,7 +104,8 @@ func TestBigCollectionsSurviveRestart(t *testing.T) {
 		t.Run(fsync, func(t *testing.T) {
 			r := newRestartable(t)
 			durable := func(c *Config) { c.AppendOnly, c.AppendFsync = true, fsync }
-			ts, rdb := r.start(t, durable)
+			ts, _ := r.start(t, durable)
+			rdb := slowClient(t, ts)
 			rng := rand.New(rand.NewPCG(1, 2))
 			fillBigKeys(t, rdb, 3000)
 			bigWrites(t, rdb, rng, 3000, 3000)
@@ -102,13 +113,15 @@ func TestBigCollectionsSurviveRestart(t *testing.T) {
 			require.Greater(t, len(want["bz"]), 2*1000)
 			require.NoError(t, ts.Close())
 
-			ts, rdb = r.start(t, durable)
+			ts, _ = r.start(t, durable)
+			rdb = slowClient(t, ts)
 			require.Equal(t, want, bigState(t, rdb), "after a restart")
 			// Writes to the collections as loaded, then another restart.
 			bigWrites(t, rdb, rng, 3000, 3000)
 			want = bigState(t, rdb)
 			require.NoError(t, ts.Close())
-			_, rdb = r.start(t, durable)
+			ts, _ = r.start(t, durable)
+			rdb = slowClient(t, ts)
 			require.Equal(t, want, bigState(t, rdb), "after the second restart")
 			require.Equal(t, "skiplist", do(t, rdb, "OBJECT", "ENCODING", "bz"))
 		})
@@ -117,15 +130,15 @@ func TestBigCollectionsSurviveRestart(t *testing.T) {
 
 func TestBigCollectionsReplicate(t *testing.T) {
 	primary := startServer(t)
-	prdb := primary.client(t, 2)
+	prdb := slowClient(t, primary)
 	fillBigKeys(t, prdb, 3000)
 	replica := startReplica(t, primary)
-	rrdb := replica.client(t, 2)
+	rrdb := slowClient(t, replica)
 	rng := rand.New(rand.NewPCG(3, 4))
 	bigWrites(t, prdb, rng, 3000, 3000)
 	// A replica that connects after the writes takes a full copy, then the stream.
 	late := startReplica(t, primary)
-	lrdb := late.client(t, 2)
+	lrdb := slowClient(t, late)
 	bigWrites(t, prdb, rng, 3000, 3000)
 	waitReplicas(t, prdb, 2)
 	want := bigState(t, prdb)
