@@ -3,7 +3,6 @@ package collection
 import (
 	"math"
 	"slices"
-	"sort"
 )
 
 // Big is a sorted set or a hash past its listpack limits as the keyspace holds it: by
@@ -22,15 +21,18 @@ import (
 //     each slot the member's chunk id and 31 bits of its hash: finding a member walks only
 //     that chunk. Growing the table reads the hashes from the slots, no member.
 type Big struct {
-	sorted  bool  // a sorted set: entries in order of score, then member; else a hash's, as they came
-	refs    []ref // the chunks, in order
-	byID    []*chunk
-	freeIDs []uint32
-	slots   []uint64
-	used    int  // live slots: the entries
-	gone    int  // deleted slots, which probes pass over
-	bytes   int  // the packs' bytes
-	setHead bool // a big set's: its bytes form has an empty index in front (set.go)
+	sorted   bool  // a sorted set: entries in order of score, then member; else a hash's, as they came
+	refs     []ref // the chunks, in order
+	byID     []*chunk
+	freeIDs  []uint32
+	slots    []uint64
+	used     int                // live slots: the entries
+	gone     int                // deleted slots, which probes pass over
+	bytes    int                // the packs' bytes
+	setHead  bool               // a big set's: its bytes form has an empty index in front (set.go)
+	feeds    [Feeds]feedChanges // what each feed copying b has not taken yet (bigchunks.go)
+	tracked  uint8              // the feeds that copy b (Feeds)
+	opsFeeds uint8              // those of them that take ops rather than chunks
 }
 
 // ref is a chunk's place in Big.refs.
@@ -43,9 +45,10 @@ type ref struct {
 
 // chunk is a run of a Big's entries, back to back as in a pack.
 type chunk struct {
-	pack []byte
-	id   uint32
-	seq  uint64
+	pack  []byte
+	id    uint32
+	seq   uint64
+	feeds uint8 // bit f: changed since feed f last took b's changes (bigchunks.go)
 }
 
 // chunkMax returns the most entries a chunk holds: a write walks and moves about half
@@ -66,6 +69,7 @@ const (
 // NewBig returns the sorted set (sorted) or hash whose pack is pack, as a Big.
 func NewBig(pack []byte, sorted bool) *Big {
 	b := &Big{sorted: sorted}
+	b.Rewrite() // new to every feed
 	b.rehash(Count(pack) / 2)
 	fill, fillBytes := max(chunkMax()*3/4, 1), maxChunk*3/4
 	for off := 0; off < len(pack); {
@@ -132,6 +136,9 @@ func (b *Big) AppendEncoded(dst []byte) []byte {
 // Footprint returns the heap bytes b holds.
 func (b *Big) Footprint() int {
 	n := 8*cap(b.slots) + 32*cap(b.refs) + 8*cap(b.byID) + 4*cap(b.freeIDs)
+	for _, f := range b.feeds {
+		n += 8*cap(f.seqs) + cap(f.ops)
+	}
 	for _, r := range b.refs {
 		n += 48 + cap(r.c.pack)
 	}
@@ -176,6 +183,7 @@ func (b *Big) newChunk(i int) *chunk {
 		hi = lo + 2*seqStep
 	}
 	if hi-lo < 2 {
+		b.Rewrite() // the feeds know the chunks by their seqs
 		for j := range b.refs {
 			s := uint64(j+1) * seqStep
 			if j >= i {
@@ -188,12 +196,14 @@ func (b *Big) newChunk(i int) *chunk {
 	c := &chunk{id: id, seq: lo + (hi-lo)/2}
 	b.byID[id] = c
 	b.refs = slices.Insert(b.refs, i, ref{c: c, seq: c.seq})
+	b.touch(c)
 	return c
 }
 
 // dropChunks takes refs[i:j] out, freeing their ids; their slots must be gone already.
 func (b *Big) dropChunks(i, j int) {
 	for _, r := range b.refs[i:j] {
+		b.dropped(r.c)
 		b.byID[r.c.id] = nil
 		b.freeIDs = append(b.freeIDs, r.c.id)
 	}
@@ -345,6 +355,7 @@ func (b *Big) room(i, at, sz int) (int, []byte) {
 		r := &b.refs[i]
 		if r.n < chunkMax() && (len(r.c.pack)+sz <= maxChunk || r.n == 0) {
 			r.n++
+			b.touch(r.c)
 			return i, r.c.makeRoom(at, sz)
 		}
 		if r.n == 1 || at == len(r.c.pack) && i == len(b.refs)-1 {
@@ -405,6 +416,7 @@ func (b *Big) split(i, mid, n int) {
 		c.pack = append(make([]byte, 0, grow(mid)), c.pack...)
 	}
 	b.moveSlots(d.pack, c.id, d.id)
+	b.touch(c)
 	b.refirst(i + 1)
 }
 
@@ -413,6 +425,7 @@ func (b *Big) deleteAt(i, at, sz int) {
 	r := &b.refs[i]
 	c := r.c
 	c.pack = c.pack[:at+copy(c.pack[at:], c.pack[at+sz:])]
+	b.touch(c)
 	r.n--
 	b.bytes -= sz
 	b.settle(i)
@@ -447,6 +460,7 @@ func (b *Big) merge(i int) bool {
 	c, d := r.c, s.c
 	c.pack = append(slices.Grow(c.pack[:len(c.pack):len(c.pack)], grow(len(c.pack)+len(d.pack))-len(c.pack)), d.pack...)
 	r.n += s.n
+	b.touch(c)
 	b.moveSlots(d.pack, d.id, c.id)
 	b.dropChunks(i+1, i+2)
 	b.refirst(i)
@@ -485,32 +499,39 @@ func (b *Big) deleteSpan(i, off, j, off2 int) int {
 			return 0
 		}
 		c := b.refs[i].c
+		b.logDels(c.pack[off:off2])
 		gone := b.forget(c.pack[off:off2], c.id)
 		b.refs[i].n -= gone
 		b.bytes -= off2 - off
 		c.pack = c.pack[:off+copy(c.pack[off:], c.pack[off2:])]
+		b.touch(c)
 		b.settle(i)
 		return gone
 	}
 	removed := 0
+	b.logDels(b.refs[i].c.pack[off:])
 	for k := i + 1; k < j; k++ {
 		c := b.refs[k].c
+		b.logDels(c.pack)
 		removed += b.forget(c.pack, c.id)
 		b.bytes -= len(c.pack)
 	}
 	// The head of chunk j, then the tail of chunk i, then the chunks between: each
 	// settle may drop its chunk, which moves those after it.
 	c := b.refs[j].c
+	b.logDels(c.pack[:off2])
 	gone := b.forget(c.pack[:off2], c.id)
 	b.refs[j].n -= gone
 	b.bytes -= off2
 	c.pack = c.pack[:copy(c.pack, c.pack[off2:])]
+	b.touch(c)
 	removed += gone
 	c = b.refs[i].c
 	gone = b.forget(c.pack[off:], c.id)
 	b.refs[i].n -= gone
 	b.bytes -= len(c.pack) - off
 	c.pack = c.pack[:off]
+	b.touch(c)
 	removed += gone
 	b.dropChunks(i+1, j)
 	j = i + 1
@@ -556,13 +577,27 @@ func (p *zpred) past(e []byte, s float64) bool {
 // zseek returns the place of the first entry past p: its chunk, offset and place in the
 // chunk (the end of the last chunk when none is past).
 func (b *Big) zseek(p *zpred) (i, off, n int) {
-	g := sort.Search(len(b.refs), func(i int) bool {
-		r := &b.refs[i]
-		if r.first != p.score || p.member == nil {
-			return p.past(nil, r.first)
+	// The first chunk past p, by a binary search written out: sort.Search's closure
+	// was a tenth of a sliding log's admission.
+	g, hi := 0, len(b.refs)
+	for g < hi {
+		m := int(uint(g+hi) >> 1)
+		r := &b.refs[m]
+		var past bool
+		switch {
+		case r.first != p.score:
+			past = r.first > p.score
+		case p.member == nil:
+			past = p.orEqual
+		default:
+			past = p.past(r.c.pack, r.first)
 		}
-		return p.past(r.c.pack, r.first)
-	})
+		if past {
+			hi = m
+		} else {
+			g = m + 1
+		}
+	}
 	if g == 0 {
 		return 0, 0, 0
 	}
@@ -657,6 +692,7 @@ func (b *Big) zinsert(member []byte, score float64, h uint64) {
 	b.bytes += sz
 	b.addSlot(h, b.refs[i].c.id)
 	b.refirst(i)
+	b.logSet(member, score, nil)
 }
 
 // ZRemove removes member, and reports whether it was there.
@@ -669,6 +705,7 @@ func (b *Big) ZRemove(member []byte) bool {
 	}
 	b.deleteSlot(h, c.id)
 	b.deleteAt(b.indexOf(c), at, k+Skip(c.pack[at+k:]))
+	b.logDel(member)
 	return true
 }
 
@@ -790,6 +827,8 @@ func (b *Big) HashSet(field, value []byte) bool {
 			c.pack = c.pack[:at+k+vl+copy(c.pack[at+k+vl:], c.pack[at+k+old:])]
 		}
 		AppendString(c.pack[at+k:at+k], value)
+		b.touch(c)
+		b.logSet(field, 0, value)
 		if r := b.refs[i]; len(c.pack) > maxChunk && r.n > 1 {
 			mid, n := b.cut(i)
 			b.split(i, mid, n)
@@ -805,6 +844,7 @@ func (b *Big) HashSet(field, value []byte) bool {
 	AppendString(AppendString(room[:0], field), value)
 	b.bytes += sz
 	b.addSlot(h, b.refs[i].c.id)
+	b.logSet(field, 0, value)
 	return true
 }
 
@@ -818,6 +858,7 @@ func (b *Big) HashDel(field []byte) bool {
 	}
 	b.deleteSlot(h, c.id)
 	b.deleteAt(b.indexOf(c), at, k+Skip(c.pack[at+k:]))
+	b.logDel(field)
 	return true
 }
 

@@ -1,6 +1,7 @@
 package datatype
 
 import (
+	"fmt"
 	"sync/atomic"
 
 	"github.com/throttledhq/throttled/collection"
@@ -135,4 +136,31 @@ func writeElem(w *resp.Writer, e collection.Elem) {
 	}
 	var buf [32]byte
 	w.Bulk(e.Append(buf[:0]))
+}
+
+// Objectify turns v, a big sorted set, hash or set in its chunk form (Value.Chunks: read
+// from the store, the redo log or a primary), into the collection.Big it was, with its
+// chunks' seqs, so that the changes that follow it there apply chunk by chunk
+// (keyspace.Keyspace.SetObjectify).
+func Objectify(v keyspace.Value) (keyspace.Value, error) {
+	if !v.Chunks {
+		return v, nil
+	}
+	var b *collection.Big
+	var err error
+	switch v.Kind {
+	case keyspace.Hash:
+		b, err = collection.NewBigChunks(v.Bytes, false, false)
+	case keyspace.ZSet:
+		b, err = collection.NewBigChunks(v.Bytes, true, false)
+	case keyspace.Set:
+		b, err = collection.NewBigChunks(v.Bytes, false, true)
+	default:
+		return v, fmt.Errorf("%w: kind %d in chunk form", keyspace.ErrBadValue, v.Kind)
+	}
+	if err != nil {
+		return v, fmt.Errorf("%w: %v", keyspace.ErrBadValue, err)
+	}
+	v.Obj, v.Bytes, v.Chunks = b, nil, false
+	return v, nil
 }

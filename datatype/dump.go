@@ -110,7 +110,7 @@ func readPayload(b []byte) (keyspace.Value, error) {
 		return keyspace.Value{}, errDumpPayload
 	}
 	v, err := keyspace.DecodeValue(body)
-	if err != nil || v.Expire != 0 {
+	if err != nil || v.Expire != 0 || v.Chunks { // a big one is dumped as its pack
 		return keyspace.Value{}, errBadDump
 	}
 	return v, nil

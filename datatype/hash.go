@@ -2,6 +2,7 @@ package datatype
 
 import (
 	"errors"
+	"iter"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -70,6 +71,24 @@ func hashOf(v keyspace.Value) collection.Hash {
 		return collection.HashOf(b.AppendEncoded(nil), false)
 	}
 	return collection.HashOf(v.Bytes, v.Num2&IndexedPack != 0)
+}
+
+// hashPairs yields the fields and values of v, a hash, where they are: a big one's chunk
+// by chunk, with no copy of the whole (HGETALL of a hash of 1M fields copies nothing).
+func hashPairs(v keyspace.Value) iter.Seq2[collection.Elem, collection.Elem] {
+	b := bigOf(v)
+	if b == nil {
+		return collection.HashPairs(hashOf(v).Pack)
+	}
+	return func(yield func(collection.Elem, collection.Elem) bool) {
+		for pack := range b.Chunks {
+			for f, val := range collection.HashPairs(pack) {
+				if !yield(f, val) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // hashGet returns the value of field in v, a hash; it aliases v.
@@ -231,7 +250,7 @@ func (dt *Family) hashListHandler(fields, values bool) command.Handler {
 		} else {
 			c.W.Array(int(v.Num))
 		}
-		for f, val := range collection.HashPairs(hashOf(v).Pack) {
+		for f, val := range hashPairs(v) {
 			if fields {
 				writeElem(&c.W, f)
 			}
@@ -468,13 +487,13 @@ func (dt *Family) cmdHRandField(c *command.Ctx, args [][]byte) error {
 		}
 	case count >= v.Num:
 		header(v.Num)
-		for f, val := range collection.HashPairs(hashOf(v).Pack) {
+		for f, val := range hashPairs(v) {
 			pair(f, val)
 		}
 	default: // count distinct fields: each kept with the odds that leave count in the end
 		header(count)
 		left, need := v.Num, count
-		for f, val := range collection.HashPairs(hashOf(v).Pack) {
+		for f, val := range hashPairs(v) {
 			if rand.Int64N(left) < need {
 				pair(f, val)
 				need--
@@ -508,7 +527,7 @@ func (dt *Family) cmdHScan(c *command.Ctx, args [][]byte) error {
 	}
 	mark, n := dt.scanStart(c), 0
 	var buf [20]byte
-	for f, val := range collection.HashPairs(hashOf(v).Pack) {
+	for f, val := range hashPairs(v) {
 		if pattern == nil || glob.Match(pattern, f.Bytes(buf[:0])) {
 			writeElem(&c.W, f)
 			writeElem(&c.W, val)

@@ -73,7 +73,7 @@ func (t *tracker) captureDelete(id uint32) {
 
 // drainCaptured is Drain's second part for a capturing tracker t of s, after the deletions:
 // the copies in log order. It reports whether it stopped early.
-func (s *Shard) drainCaptured(t *tracker, r Recorder) (more bool) {
+func (s *Shard) drainCaptured(t *tracker, f Feed, r Recorder) (more bool) {
 	for t.logHead < len(t.log) {
 		c := t.log[t.logHead:]
 		id, state := binary.LittleEndian.Uint32(c), c[4]
@@ -91,7 +91,7 @@ func (s *Shard) drainCaptured(t *tracker, r Recorder) (more bool) {
 		t.pending.Add(-1)
 		if state == copyRef {
 			e := s.entry(s.ids[id])
-			r.Put(s.keyIn(e), s.value(e))
+			s.put(r, f, s.keyIn(e), s.value(e))
 		} else {
 			v, err := DecodeValue(val)
 			if err != nil {

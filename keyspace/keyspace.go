@@ -75,7 +75,11 @@ func (k Kind) String() string {
 
 // Value is the state held at a key.
 type Value struct {
-	Kind   Kind
+	Kind Kind
+	// Chunks says that Bytes are a Chunked object's chunk form, as DecodeValue reads it
+	// from the store or a primary: Keyspace.Objectify turns such a value into its Obj
+	// before it is stored.
+	Chunks bool
 	Expire int64 // Unix ns at which the key expires; 0 means never
 	Num    int64 // GCRA: the TAT in Unix ns; fixed-size states use Num and Num2
 	Num2   int64
@@ -102,6 +106,39 @@ type Object interface {
 	Footprint() int
 }
 
+// Chunked is an Object that goes outside the process chunk by chunk (a big sorted set,
+// hash or set: collection.Big), so that a write to it costs the store and the replicas the
+// chunks it changed, not the whole: the feeds that support it (a Recorder that is a
+// Patcher) get, for such a value, only its changes since they last took it. Its methods
+// run under its shard's lock.
+//
+// The chunk form (AppendChunks) is entries back to back, each a chunk's seq (8 bytes,
+// little-endian), its length (uvarint) and its bytes; seqs rise along the object
+// (NextChunk reads one). The store keeps each chunk under its seq. The changes for a feed
+// that is no log (the disk: Feeds) are ChangedChunks and such entries, an empty one for a
+// chunk gone; the changes for a log are the object's own.
+type Chunked interface {
+	Object
+	// ChunksLen returns the length of the bytes AppendChunks appends.
+	ChunksLen() int
+	// AppendChunks appends the object's chunk form: what Encode writes for it, and what
+	// Objectify reads back.
+	AppendChunks(dst []byte) []byte
+	// AppendChanges appends the changes since feed f last took them (in a form that
+	// ApplyChanges reads), and forgets them; or, appending nothing, reports whole when
+	// the feed must take the whole object (AppendChunks) instead.
+	AppendChanges(dst []byte, f int) (out []byte, whole bool)
+	// ApplyChanges applies changes appended by AppendChanges.
+	ApplyChanges(changes []byte) error
+	// Rewrite makes every feed take the whole object at its next AppendChanges.
+	Rewrite()
+	// Feeds says which feeds track changes (a bit per Feed), and which of them are logs
+	// replayed in order (the redo log, the replication stream), where the object's
+	// changes may be its own operations rather than chunks; the object records changes
+	// for those feeds only. It is told at each write.
+	Feeds(tracked, logs uint8)
+}
+
 // ErrWrongType is what callers return when a key holds another kind of state than the
 // command works on; the server maps it to Redis's WRONGTYPE text.
 var ErrWrongType = errors.New("keyspace: wrong kind of value")
@@ -118,6 +155,10 @@ type Keyspace struct {
 	ready  readyList // the keys written that clients wait on (blocked.go)
 
 	expiry expiry
+
+	// objectify turns a value read in its chunk form (Value.Chunks) into its object
+	// (SetObjectify); set before the keyspace is used.
+	objectify func(Value) (Value, error)
 
 	// clock is the access clock: the second, modulo 2^24, that reads and writes note in
 	// an entry as its last access (SetClock).
@@ -312,4 +353,49 @@ func (ks *Keyspace) ExpireStep(now int64, maxWork int) (removed int, done bool) 
 func (ks *Keyspace) ExpireCycle(now int64, maxWork int) int {
 	removed, _ := ks.ExpireStep(now, maxWork)
 	return removed
+}
+
+// SetObjectify sets the function that Objectify calls.
+func (ks *Keyspace) SetObjectify(fn func(Value) (Value, error)) { ks.objectify = fn }
+
+// ErrNoObjectify is Objectify's error for a value in its chunk form when SetObjectify was
+// never called.
+var ErrNoObjectify = errors.New("keyspace: no objectify function for a value in chunk form")
+
+// Objectify returns v as the keyspace stores it: a value in its chunk form (Value.Chunks,
+// from DecodeValue) turned into its Chunked object, any other value as it is. Whoever
+// stores a decoded value calls it first.
+func (ks *Keyspace) Objectify(v Value) (Value, error) {
+	if !v.Chunks {
+		return v, nil
+	}
+	if ks.objectify == nil {
+		return v, ErrNoObjectify
+	}
+	return ks.objectify(v)
+}
+
+// Patch applies changes, a Patcher's, to the Chunked object at key, and stores head as its
+// Kind, Expire, Num and Num2, a write noted as any other. A key that is missing or holds
+// no such object is left alone: the state it had in the feed's stream was replaced since
+// (a full copy taken meanwhile), and what comes next in the stream sets it right.
+func (ks *Keyspace) Patch(key []byte, head Value, changes []byte) error {
+	sh := ks.Shard(key)
+	sh.Lock()
+	defer sh.Unlock()
+	_, off, ok := sh.find(key, sh.hash(key))
+	if !ok {
+		return nil
+	}
+	v := sh.value(sh.entry(off))
+	c, ok := v.Obj.(Chunked)
+	if !ok || head.Kind != v.Kind {
+		return nil
+	}
+	if err := c.ApplyChanges(changes); err != nil {
+		return err
+	}
+	head.Obj, head.Bytes, head.Chunks = v.Obj, nil, false
+	sh.SetLocked(key, head)
+	return nil
 }

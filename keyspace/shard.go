@@ -123,7 +123,8 @@ type Shard struct {
 	mu   sync.Mutex // guards the fields below; the counters are written under it and read without
 	loan uint8      // loanBytes, loanSpare: what the byte values lent under the lock held now pin
 
-	numBuf [48]byte // NumBuf's
+	numBuf   [48]byte // NumBuf's
+	patchBuf []byte   // put's: a Chunked value's changes for a Patcher
 
 	seed maphash.Seed
 	ord  int // position in Keyspace.shards: the order LockKeys locks in
@@ -252,8 +253,8 @@ func (s *Shard) SetLocked(key []byte, v Value) {
 		s.DeleteLocked(key)
 		return
 	}
-	if v.Kind > maxKind {
-		panic("keyspace: Kind " + strconv.Itoa(int(v.Kind)) + " out of range")
+	if v.Kind > maxKind || v.Chunks {
+		panic("keyspace: Kind " + strconv.Itoa(int(v.Kind)) + " out of range, or a value in chunk form not objectified")
 	}
 	if s.blocked != nil {
 		s.signal(key)
@@ -842,6 +843,21 @@ func (s *Shard) putOut(id uint32, v Value) {
 		delete(s.vals, id)
 		if s.objs == nil {
 			s.objs = make(map[uint32]Object)
+		}
+		if c, ok := v.Obj.(Chunked); ok {
+			if s.objs[id] != v.Obj {
+				c.Rewrite() // new at this key: every feed takes it whole (RENAME, a load)
+			}
+			var tracked, logs uint8
+			for f := range s.trk {
+				if s.trk[f].track {
+					tracked |= 1 << f
+					if s.trk[f].capture {
+						logs |= 1 << f
+					}
+				}
+			}
+			c.Feeds(tracked, logs)
 		}
 		s.objs[id] = v.Obj
 		return

@@ -35,6 +35,35 @@ type Recorder interface {
 	Full() bool
 }
 
+// A Patcher is a Recorder that takes a Chunked value's changes instead of its whole state,
+// where the feed's copy of the key holds the object as of the feed's previous Drain.
+type Patcher interface {
+	Recorder
+	// Patch is called instead of Put for a key that holds a Chunked object: head is the
+	// key's Kind, Expire, Num and Num2 (no Bytes, no Obj), changes what ApplyChanges of
+	// the copy's object takes (Keyspace.Patch). They are valid only during the call.
+	Patch(key []byte, head Value, changes []byte)
+}
+
+// put hands feed f's recorder r the state of key, v: a Patcher the changes of a Chunked
+// value, when it need not take the whole.
+func (s *Shard) put(r Recorder, f Feed, key []byte, v Value) {
+	if c, ok := v.Obj.(Chunked); ok {
+		if p, ok := r.(Patcher); ok {
+			buf, whole := c.AppendChanges(s.patchBuf[:0], int(f))
+			s.patchBuf = buf
+			if cap(buf) > 1<<20 {
+				s.patchBuf = nil
+			}
+			if !whole {
+				p.Patch(key, Value{Kind: v.Kind, Expire: v.Expire, Num: v.Num, Num2: v.Num2}, buf)
+				return
+			}
+		}
+	}
+	r.Put(key, v)
+}
+
 // defaultMaxLog is the most bytes of deleted keys a shard keeps between two drains: a
 // writer that stops draining (a disk that is full) costs bounded memory; past it the
 // shard asks for a full rewrite instead (Drain returns false).
@@ -191,7 +220,7 @@ func (ks *Keyspace) Drain(f Feed, i int, r Recorder) (more, ok bool) {
 	s.delLog = s.delLog[:0]
 	if s.capture {
 		s.pending.Add(-dels)
-		return sh.drainCaptured(s, r), true
+		return sh.drainCaptured(s, f, r), true
 	}
 	for s.head < len(s.dirtyIDs) {
 		id := s.dirtyIDs[s.head]
@@ -201,7 +230,7 @@ func (ks *Keyspace) Drain(f Feed, i int, r Recorder) (more, ok bool) {
 			continue
 		}
 		e := sh.entry(sh.ids[id])
-		r.Put(sh.keyIn(e), sh.value(e))
+		sh.put(r, f, sh.keyIn(e), sh.value(e))
 		if r.Full() && s.head < len(s.dirtyIDs) {
 			s.pending.Store(int64(len(s.dirtyIDs) - s.head))
 			return true, true

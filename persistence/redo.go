@@ -57,6 +57,7 @@ const (
 	redoPut    = 'P'
 	redoDelete = 'D'
 	redoClear  = 'C'
+	redoPatch  = 'X' // a Chunked value's changes: its head's length (uvarint), its head, the changes
 )
 
 // redoHeader is the bytes before a record's payload: its CRC and its length.
@@ -96,6 +97,18 @@ func (r *redoRecorder) Put(key []byte, v keyspace.Value) {
 	n := keyspace.EncodedLen(v)
 	r.buf = append(r.buf, make([]byte, n)...)
 	keyspace.Encode(r.buf[len(r.buf)-n:], v)
+	r.end(at)
+}
+
+func (r *redoRecorder) Patch(key []byte, head keyspace.Value, changes []byte) {
+	at := r.begin(redoPatch)
+	r.buf = binary.AppendUvarint(r.buf, uint64(len(key)))
+	r.buf = append(r.buf, key...)
+	n := keyspace.EncodedLen(head)
+	r.buf = binary.AppendUvarint(r.buf, uint64(n))
+	r.buf = append(r.buf, make([]byte, n)...)
+	keyspace.Encode(r.buf[len(r.buf)-n:], head)
+	r.buf = append(r.buf, changes...)
 	r.end(at)
 }
 
@@ -418,6 +431,27 @@ func (s *Store) applyRecord(p []byte, now int64, apply bool) error {
 		sh.Lock()
 		sh.DeleteLocked(key)
 		sh.Unlock()
+	case redoPatch:
+		n, w := binary.Uvarint(val)
+		if w <= 0 || n > uint64(len(val)-w) {
+			return errBadRecord
+		}
+		head, err := keyspace.DecodeValue(val[w : w+int(n)])
+		if err != nil || head.Kind > keyspace.MaxKind {
+			return errBadRecord
+		}
+		if !apply {
+			return nil
+		}
+		if head.Expire != 0 && now >= head.Expire {
+			sh.Lock()
+			sh.DeleteLocked(key)
+			sh.Unlock()
+			return nil
+		}
+		if err := s.ks.Patch(key, head, val[w+int(n):]); err != nil {
+			return errBadRecord
+		}
 	case redoPut:
 		v, err := keyspace.DecodeValue(val)
 		if err != nil || v.Kind > keyspace.MaxKind {
@@ -425,6 +459,9 @@ func (s *Store) applyRecord(p []byte, now int64, apply bool) error {
 		}
 		if !apply {
 			return nil
+		}
+		if v, err = s.ks.Objectify(v); err != nil {
+			return errBadRecord
 		}
 		sh.Lock()
 		if v.Expire != 0 && now >= v.Expire {

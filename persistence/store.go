@@ -3,6 +3,7 @@ package persistence
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -254,6 +255,11 @@ func Open(dir string, ks *keyspace.Keyspace, o Options) (*Store, error) {
 	}
 	for _, k := range expired {
 		b.Delete(k, nil)
+		if _, ok := s.rec.chunked[string(k[1:])]; ok {
+			delete(s.rec.chunked, string(k[1:]))
+			start, end := chunkRange(k[1:])
+			b.DeleteRange(start, end, nil)
+		}
 	}
 	if err := s.commitBatch(b, true); err != nil {
 		s.db.Close()
@@ -374,9 +380,18 @@ func (s *Store) load(fs vfs.FS, now int64) ([][]byte, error) {
 		}
 		if v.Expire != 0 && now >= v.Expire {
 			expired = append(expired, bytes.Clone(it.Key()))
+			if v.Chunks {
+				s.rec.chunk(it.Key()[1:]) // its chunks go with it (Open's unchunk)
+			}
 			continue
 		}
 		key := it.Key()[1:]
+		if v.Chunks {
+			if v, err = s.loadChunks(db, key, v); err != nil {
+				return nil, fmt.Errorf("%w: %s: key %q: %v; %s", ErrDamaged, s.dir, key, err, untouched)
+			}
+			s.rec.chunk(key)
+		}
 		sh := s.ks.Shard(key)
 		sh.Lock()
 		sh.SetLocked(key, v)
@@ -393,6 +408,34 @@ func (s *Store) load(fs vfs.FS, now int64) ([][]byte, error) {
 	s.log.Info("keyspace loaded", "keys", s.loadedKeys, "expired", len(expired),
 		"took", time.Since(start).Round(time.Millisecond))
 	return expired, nil
+}
+
+// loadChunks returns v, the head of key's value stored in chunks, with its chunks put
+// back together into its object.
+func (s *Store) loadChunks(db *pebble.DB, key []byte, v keyspace.Value) (keyspace.Value, error) {
+	start, end := chunkRange(key)
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: start, UpperBound: end})
+	if err != nil {
+		return v, err
+	}
+	defer it.Close()
+	var form []byte
+	for it.First(); it.Valid(); it.Next() {
+		b, err := it.ValueAndErr()
+		if err != nil {
+			break
+		}
+		k := it.Key()
+		if len(k) != len(start)+8 {
+			return v, fmt.Errorf("a chunk key of %d bytes", len(k))
+		}
+		form = keyspace.AppendChunk(form, binary.BigEndian.Uint64(k[len(start):]), b)
+	}
+	if err := it.Error(); err != nil {
+		return v, err
+	}
+	v.Bytes = form
+	return s.ks.Objectify(v)
 }
 
 // checkMarker checks that db is throttled's, in a format this server reads. An empty store

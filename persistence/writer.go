@@ -212,6 +212,7 @@ func (s *Store) drain(r *recorder, rotate bool) error {
 	}
 	if s.flushPending {
 		r.clear = true
+		clear(r.chunked)
 		s.flushPending = false
 	}
 	if s.mark != nil {
@@ -329,6 +330,81 @@ type recorder struct {
 	clear      bool   // the batch empties the store first (FLUSHALL, a full rewrite)
 	mark       []byte // Options.Checkpoint's value to store with the batch; nil for none
 	redo       uint64 // the redo generation to store with the batch; 0 for none
+
+	chunks  []chunkRec          // the chunk keys' changes (codec.go), in drain order
+	form    []byte              // Put's scratch: a Chunked value's chunk form
+	chunked map[string]struct{} // the keys stored in chunks, for the batches to come too
+}
+
+// chunkRec is one change of chunk keys: the store key of a chunk at off and vlen bytes of
+// value (chunkSet), a chunk's store key (chunkDel), or a user key whose chunks all go
+// (chunkDrop).
+type chunkRec struct {
+	off, klen, vlen uint32
+	op              uint8
+}
+
+const (
+	chunkSet = iota
+	chunkDel
+	chunkDrop
+)
+
+// addChunk records op on key's chunk seq (chunkSet: with b; chunkDrop: all of them).
+func (r *recorder) addChunk(op uint8, key []byte, seq uint64, b []byte) {
+	off := len(r.buf)
+	if op == chunkDrop {
+		r.buf = append(r.buf, key...)
+	} else {
+		r.buf = chunkKey(r.buf, key, seq)
+	}
+	klen := len(r.buf) - off
+	r.buf = append(r.buf, b...)
+	r.chunks = append(r.chunks, chunkRec{off: uint32(off), klen: uint32(klen), vlen: uint32(len(b)), op: op})
+}
+
+// unchunk drops the chunks of key when it was stored in chunks: it is deleted, or now
+// holds a value of another kind.
+func (r *recorder) unchunk(key []byte) {
+	if len(r.chunked) == 0 {
+		return
+	}
+	if _, ok := r.chunked[string(key)]; ok {
+		delete(r.chunked, string(key))
+		r.addChunk(chunkDrop, key, 0, nil)
+	}
+}
+
+// chunk notes that key is stored in chunks.
+func (r *recorder) chunk(key []byte) {
+	if r.chunked == nil {
+		r.chunked = make(map[string]struct{})
+	}
+	if _, ok := r.chunked[string(key)]; !ok {
+		r.chunked[string(key)] = struct{}{}
+	}
+}
+
+// Patch records the changes of key's Chunked value: its head, and the chunks that changed.
+func (r *recorder) Patch(key []byte, head keyspace.Value, changes []byte) {
+	if len(changes) == 0 || changes[0] != keyspace.ChangedChunks {
+		panic("persistence: the disk feed got changes that are not chunks")
+	}
+	head.Chunks = true
+	r.put(key, head)
+	r.chunk(key)
+	for p := changes[1:]; len(p) > 0; {
+		seq, b, rest, err := keyspace.NextChunk(p)
+		if err != nil {
+			break // the object's own changes: cannot be
+		}
+		p = rest
+		if len(b) == 0 {
+			r.addChunk(chunkDel, key, seq, nil)
+		} else {
+			r.addChunk(chunkSet, key, seq, b)
+		}
+	}
 }
 
 // record is one change in recorder.buf: the key at off, then vlen bytes of value.
@@ -339,12 +415,41 @@ type record struct {
 }
 
 func (r *recorder) Delete(key []byte) {
+	r.unchunk(key)
 	r.recs = append(r.recs, record{off: uint32(len(r.buf)), klen: uint32(len(key)), vlen: -1})
 	r.buf = append(r.buf, key...)
 	r.dels++
 }
 
 func (r *recorder) Put(key []byte, v keyspace.Value) {
+	c, ok := v.Obj.(keyspace.Chunked)
+	if !ok {
+		r.unchunk(key)
+		r.put(key, v)
+		return
+	}
+	// The whole value: its head, and every chunk in place of those stored.
+	r.put(key, keyspace.Value{Kind: v.Kind, Expire: v.Expire, Num: v.Num, Num2: v.Num2, Chunks: true})
+	if _, ok := r.chunked[string(key)]; ok {
+		r.addChunk(chunkDrop, key, 0, nil)
+	}
+	r.chunk(key)
+	r.form = c.AppendChunks(r.form[:0])
+	for p := r.form; len(p) > 0; {
+		seq, b, rest, err := keyspace.NextChunk(p)
+		if err != nil {
+			break
+		}
+		p = rest
+		r.addChunk(chunkSet, key, seq, b)
+	}
+	if cap(r.form) > pieceBytes {
+		r.form = nil
+	}
+}
+
+// put records v at key as it is.
+func (r *recorder) put(key []byte, v keyspace.Value) {
 	n := keyspace.EncodedLen(v)
 	r.recs = append(r.recs, record{off: uint32(len(r.buf)), klen: uint32(len(key)), vlen: int32(n)})
 	r.buf = append(r.buf, key...)
@@ -354,10 +459,12 @@ func (r *recorder) Put(key []byte, v keyspace.Value) {
 }
 
 // Full reports whether r holds a piece: keyspace.Drain then stops.
-func (r *recorder) Full() bool { return len(r.buf)+16*len(r.recs) >= pieceBytes }
+func (r *recorder) Full() bool { return len(r.buf)+16*(len(r.recs)+len(r.chunks)) >= pieceBytes }
 
 // empty reports whether r holds no change.
-func (r *recorder) empty() bool { return len(r.recs) == 0 && !r.clear && r.redo == 0 }
+func (r *recorder) empty() bool {
+	return len(r.recs) == 0 && len(r.chunks) == 0 && !r.clear && r.redo == 0
+}
 
 func (r *recorder) key(rec record) []byte { return r.buf[rec.off : rec.off+rec.klen] }
 
@@ -442,6 +549,7 @@ func (r *recorder) less(x, y record, depth int) bool {
 func (r *recorder) writeTo(b *pebble.Batch) {
 	if r.clear {
 		b.DeleteRange(dataStart, dataEnd, nil)
+		b.DeleteRange(chunkStart, chunkEnd, nil)
 	}
 	switch {
 	case r.mark == nil:
@@ -469,13 +577,27 @@ func (r *recorder) writeTo(b *pebble.Batch) {
 		copy(op.Value, r.buf[rec.off+rec.klen:])
 		op.Finish()
 	}
+	// The chunks in drain order: a key's range deletion before the chunks that follow it.
+	for _, c := range r.chunks {
+		key := r.buf[c.off : c.off+c.klen]
+		switch c.op {
+		case chunkSet:
+			b.Set(key, r.buf[c.off+c.klen:c.off+c.klen+c.vlen], nil)
+		case chunkDel:
+			b.Delete(key, nil)
+		default:
+			start, end := chunkRange(key)
+			b.DeleteRange(start, end, nil)
+		}
+	}
 }
 
 // reset empties r for the next batch, keeping its memory unless a burst made it large.
 func (r *recorder) reset() {
 	r.buf, r.recs, r.puts, r.dels, r.clear, r.mark, r.redo = r.buf[:0], r.recs[:0], 0, 0, false, nil, 0
+	r.chunks = r.chunks[:0]
 	if cap(r.buf) > 2*pieceBytes {
-		r.buf, r.recs, r.tmp = nil, nil, nil
+		r.buf, r.recs, r.tmp, r.chunks = nil, nil, nil, nil
 	}
 }
 

@@ -228,7 +228,10 @@ type drainRecorder Node
 
 func (r *drainRecorder) Put(key []byte, v keyspace.Value) { r.drainBuf = appendPut(r.drainBuf, key, v) }
 func (r *drainRecorder) Delete(key []byte)                { r.drainBuf = appendDel(r.drainBuf, key) }
-func (r *drainRecorder) Full() bool                       { return len(r.drainBuf) >= pieceBytes }
+func (r *drainRecorder) Patch(key []byte, head keyspace.Value, changes []byte) {
+	r.drainBuf = appendPatch(r.drainBuf, key, head, changes)
+}
+func (r *drainRecorder) Full() bool { return len(r.drainBuf) >= pieceBytes }
 
 // publish appends b to the stream and wakes the followers.
 func (n *Node) publish(b []byte) {

@@ -323,6 +323,8 @@ func (n *Node) apply(l *link, conn net.Conn, rd *streamReader) error {
 		switch {
 		case string(args[0]) == string(cmdPut) && len(args) == 3:
 			err = n.put(args[1], args[2])
+		case string(args[0]) == string(cmdPatch) && len(args) == 4:
+			err = n.patch(args[1], args[2], args[3])
 		case string(args[0]) == string(cmdDel) && len(args) == 2:
 			sh := n.ks.Shard(args[1])
 			sh.Lock()
@@ -366,9 +368,24 @@ func (n *Node) put(key, enc []byte) error {
 	if v.Kind > keyspace.MaxKind {
 		return fmt.Errorf("%w: kind %d", keyspace.ErrBadValue, v.Kind)
 	}
+	if v, err = n.ks.Objectify(v); err != nil {
+		return err
+	}
 	sh := n.ks.Shard(key)
 	sh.Lock()
 	sh.SetLocked(key, v)
 	sh.Unlock()
 	return nil
+}
+
+// patch applies a PATCH from the stream: a Chunked value's changes.
+func (n *Node) patch(key, enc, changes []byte) error {
+	head, err := keyspace.DecodeValue(enc)
+	if err != nil {
+		return err
+	}
+	if head.Kind > keyspace.MaxKind {
+		return fmt.Errorf("%w: kind %d", keyspace.ErrBadValue, head.Kind)
+	}
+	return n.ks.Patch(key, head, changes)
 }

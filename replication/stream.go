@@ -14,6 +14,10 @@ import (
 // that offsets count bytes as Redis's do and redis-cli can read it (redis-cli --replica):
 //
 //	PUT key value        the key's current state, value as keyspace.Encode writes it
+//	PATCH key head changes  a key holding a keyspace.Chunked value (a big sorted set,
+//	                     hash or set) changed: its Kind, Expire, Num and Num2 as
+//	                     keyspace.Encode writes them, and the chunks that changed
+//	                     (keyspace.Patcher), applied to the replica's copy of it
 //	DEL key              the key was deleted or expired
 //	FLUSHALL             every key was deleted
 //	PING                 the primary is alive (every pingPeriod without changes)
@@ -43,6 +47,7 @@ func appendBulkHeader(dst []byte, n int) []byte {
 var (
 	cmdPut      = []byte("PUT")
 	cmdDel      = []byte("DEL")
+	cmdPatch    = []byte("PATCH")
 	cmdFlushAll = []byte("FLUSHALL")
 	cmdPing     = []byte("PING")
 	cmdReplconf = []byte("REPLCONF")
@@ -50,6 +55,22 @@ var (
 	argGetAck   = []byte("GETACK")
 	argStar     = []byte("*")
 )
+
+// appendPatch appends PATCH key head changes without allocating.
+func appendPatch(dst, key []byte, head keyspace.Value, changes []byte) []byte {
+	dst = append(dst, "*4\r\n$5\r\nPATCH\r\n"...)
+	dst = appendBulkHeader(dst, len(key))
+	dst = append(dst, key...)
+	dst = append(dst, '\r', '\n')
+	n := keyspace.EncodedLen(head)
+	dst = appendBulkHeader(dst, n)
+	dst = append(dst, make([]byte, n)...)
+	keyspace.Encode(dst[len(dst)-n:], head)
+	dst = append(dst, '\r', '\n')
+	dst = appendBulkHeader(dst, len(changes))
+	dst = append(dst, changes...)
+	return append(dst, '\r', '\n')
+}
 
 // appendPut appends PUT key value without allocating.
 func appendPut(dst, key []byte, v keyspace.Value) []byte {

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -164,7 +165,22 @@ func BenchmarkZAddBatchInto1M(b *testing.B) {
 // without pause: ns/op is the batch's time from the client, ping-max-ms the longest a PING
 // waited meanwhile (it waits for the batch that holds the loop).
 func BenchmarkZAddBatchBesidePing(b *testing.B) {
-	ts := startServer(b, func(c *Config) { c.IOThreads = 1; c.AppendOnly = false })
+	for _, m := range []struct {
+		name    string
+		durable bool // appendfsync everysec
+		replica bool
+	}{{"off", false, false}, {"everysec", true, false}, {"everysec+replica", true, true}} {
+		b.Run(m.name, func(b *testing.B) {
+			ts := startServer(b, func(c *Config) { c.IOThreads = 1; c.AppendOnly = m.durable; c.AppendFsync = "everysec" })
+			if m.replica {
+				startReplica(b, ts)
+			}
+			benchBatchBesidePing(b, ts)
+		})
+	}
+}
+
+func benchBatchBesidePing(b *testing.B, ts *testServer) {
 	ctx := context.Background()
 	rdb := ts.client(b, 2)
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -213,4 +229,125 @@ func BenchmarkZAddBatchBesidePing(b *testing.B) {
 	close(stop)
 	<-done
 	b.ReportMetric(float64(worst.Load())/1e6, "ping-max-ms")
+}
+
+// BenchmarkBigReadWhole reads a collection of bigCollection entries whole (issue 40: no
+// copy of the packed value beyond what the reply needs): B/op is what the read allocates
+// besides the reply, which the connection's buffer holds.
+func BenchmarkBigReadWhole(b *testing.B) {
+	for _, m := range []struct{ fill, read string }{
+		{"ZADD", "ZRANGE big 0 -1 WITHSCORES"},
+		{"HSET", "HGETALL big"},
+		{"RPUSH", "LRANGE big 0 -1"},
+	} {
+		b.Run(m.read[:strings.IndexByte(m.read, ' ')], func(b *testing.B) {
+			s, c := fuzzServer(b)
+			run := func(args [][]byte) {
+				s.run(c, args)
+				if c.W.B[0] == '-' {
+					b.Fatalf("%q: %s", args[:2], c.W.B)
+				}
+				c.W.B = c.W.B[:0]
+			}
+			fillBig(b, run, m.fill, "big")
+			var args [][]byte
+			for _, a := range strings.Fields(m.read) {
+				args = append(args, []byte(a))
+			}
+			run(args) // the reply buffer grown once
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				run(args)
+			}
+		})
+	}
+}
+
+// BenchmarkBigSlidingLog is one admission of a sliding log of 100,000 timestamps (a limit
+// of 100,000 requests an hour, the Lua limiters' ZADD, ZREMRANGEBYSCORE of what left the
+// window, ZCARD), on 8 such logs in turn, as loadgen's collections part sends it: one op
+// is the three commands.
+func BenchmarkBigSlidingLog(b *testing.B) {
+	const (
+		base, window = 1732512345000, 3600000
+		members      = 100000
+		logs         = 8
+	)
+	s, c := fuzzServer(b)
+	run := func(args [][]byte) {
+		s.run(c, args)
+		if c.W.B[0] == '-' {
+			b.Fatalf("%q: %s", args[:2], c.W.B)
+		}
+		c.W.B = c.W.B[:0]
+	}
+	keys := make([][]byte, logs)
+	for k := range keys {
+		keys[k] = []byte("zb:" + strconv.Itoa(k))
+		args := [][]byte{[]byte("ZADD"), keys[k]}
+		for j := range members {
+			ts := strconv.AppendInt(nil, base+int64(j)*window/members, 10)
+			args = append(args, ts, ts)
+		}
+		run(args)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	zadd := [][]byte{[]byte("ZADD"), nil, nil, nil}
+	zrem := [][]byte{[]byte("ZREMRANGEBYSCORE"), nil, []byte("-inf"), nil}
+	zcard := [][]byte{[]byte("ZCARD"), nil}
+	var ts, lo []byte
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := cpuNanos()
+	defer reportCPU(b, cpu)
+	for i := 0; i < b.N; i++ {
+		k := keys[i%logs]
+		now := base + window + rng.Int64N(window)
+		ts = strconv.AppendInt(ts[:0], now, 10)
+		lo = strconv.AppendInt(append(lo[:0], '('), now-window, 10)
+		zadd[1], zadd[2], zadd[3] = k, ts, ts
+		zrem[1], zrem[3] = k, lo
+		zcard[1] = k
+		run(zadd)
+		run(zrem)
+		run(zcard)
+	}
+}
+
+// BenchmarkZAddInto1MDurable is ZADD of one new member into a sorted set of bigCollection
+// members through the server, from a client, with appendfsync everysec, alone and with a
+// replica attached (issue 40: a write to a big collection touches O(1) of it everywhere,
+// the redo log, the store and the stream included). Before big collections went out by
+// their changes, each of these writes wrote the whole set to the redo log.
+func BenchmarkZAddInto1MDurable(b *testing.B) {
+	for _, replica := range []bool{false, true} {
+		name := "everysec"
+		if replica {
+			name += "+replica"
+		}
+		b.Run(name, func(b *testing.B) {
+			ts := startServer(b, func(c *Config) { c.AppendOnly, c.AppendFsync = true, "everysec" })
+			if replica {
+				startReplica(b, ts)
+			}
+			ctx := context.Background()
+			rdb := ts.client(b, 2)
+			rng := rand.New(rand.NewPCG(9, 10))
+			for i := 0; i < bigCollection; i += 10_000 {
+				args := []any{"ZADD", "big"}
+				for j := i; j < i+10_000 && j < bigCollection; j++ {
+					args = append(args, rng.Int64N(1e12), "m"+strconv.Itoa(j))
+				}
+				require.NoError(b, rdb.Do(ctx, args...).Err())
+			}
+			b.ResetTimer()
+			cpu := cpuNanos()
+			for i := 0; i < b.N; i++ {
+				require.NoError(b, rdb.Do(ctx, "ZADD", "big", rng.Int64N(1e12), "n"+strconv.Itoa(i)).Err())
+			}
+			b.StopTimer()
+			reportCPU(b, cpu)
+		})
+	}
 }

@@ -29,7 +29,7 @@ func contents(ks *keyspace.Keyspace, now int64) map[string]keyspace.Value {
 }
 
 // startReplica starts a server replicating primary, on primary's clock.
-func startReplica(t *testing.T, primary *testServer, configure ...func(*Config)) *testServer {
+func startReplica(t testing.TB, primary *testServer, configure ...func(*Config)) *testServer {
 	t.Helper()
 	host, port, _ := strings.Cut(primary.addr, ":")
 	return startServer(t, append([]func(*Config){func(c *Config) {

@@ -187,7 +187,8 @@ func New(cfg Config) (*Server, error) {
 	events, _ := notify.Parse(cfg.NotifyKeyspaceEvents) // Validate checked it
 	s.env.Events.Set(events)
 	s.ks.SetNotifier(s.env.Events)
-	s.ks.SetClock(s.nowNano()) // the access clock; expireLoop keeps it going
+	s.ks.SetClock(s.nowNano())            // the access clock; expireLoop keeps it going
+	s.ks.SetObjectify(datatype.Objectify) // big collections read back from the store or a primary
 	s.txLocks.seed = maphash.MakeSeed()
 	initLimits(&s.listpack, cfg)
 	s.types = datatype.New(datatype.Config{Limits: &s.listpack, MaxBulk: cfg.ProtoMaxBulkLen,
