@@ -476,6 +476,9 @@ func (dt *Family) zrange(c *command.Ctx, args [][]byte, fixedKind zrangeKind, fi
 	if err != nil {
 		return err
 	}
+	if store { // ZRANGESTORE, a write, reads its source with lookupKeyRead too
+		notifyMiss(c, args[1], ok)
+	}
 	if !ok {
 		c.W.Array(0)
 		return nil

@@ -122,7 +122,8 @@ func (s *zsrc) find(member []byte) (float64, bool) {
 }
 
 // zsrcLocked reads the input at key, whose shard is locked: a sorted set or a set, an
-// empty input when missing, keyspace.ErrWrongType for another kind.
+// empty input when missing, keyspace.ErrWrongType for another kind. Redis reads every
+// input with lookupKeyRead, the STORE forms' too: a missing one fires "keymiss".
 func (dt *Family) zsrcLocked(c *command.Ctx, key []byte, now int64) (zsrc, error) {
 	sh := c.Keys.Shard(key)
 	kind := keyspace.ZSet
@@ -130,6 +131,9 @@ func (dt *Family) zsrcLocked(c *command.Ctx, key []byte, now int64) (zsrc, error
 		kind = keyspace.Set
 	}
 	v, ok, err := dt.kindLocked(c, sh, key, kind, now)
+	if !c.Reading && err == nil {
+		notifyMiss(c, key, ok)
+	}
 	if err != nil || !ok {
 		return zsrc{weight: 1, key: key}, err
 	}
