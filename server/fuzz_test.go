@@ -81,6 +81,7 @@ func FuzzCommands(f *testing.F) {
 			args = append(args, []byte(w))
 		}
 		c.W.B = c.W.B[:0]
+		c.NoBlock = true // a blocking pop answers as on its timeout, as in MULTI: none waits here
 		s.run(c, args)
 		if len(c.W.B) == 0 && name != "client kill" && name != "client reply" {
 			t.Fatalf("%q: no reply", args)
