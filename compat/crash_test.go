@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	pebblerecord "github.com/cockroachdb/pebble/v2/record"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
@@ -315,46 +317,86 @@ func crashIncr(t *testing.T, fsync string) {
 	require.Zero(t, lost, "acknowledged INCRs lost to kill -9")
 }
 
-// TestCorruptLogRefused: a byte flipped in the middle of the newest write-ahead log after a
-// kill -9 stops the next start with the file and the offset, changing nothing; with
-// aof-load-broken the server starts with the batches before the bad one and says so.
+// TestCorruptLogRefused: a byte flipped in a record of the write-ahead logs after a kill -9,
+// with a record after it, stops the next start with the file and the offset, changing
+// nothing; with aof-load-broken the server starts with the batches before the bad one and
+// says so. The keys are written in three phases a sync apart, so that the record flipped,
+// the last but one, comes after the whole first phase however the server groups its writes.
 func TestCorruptLogRefused(t *testing.T) {
-	const keys = 3000
+	const phase = 1000
 	dir := t.TempDir()
 	p := launch(t, dir)
 	rdb := p.client()
-	for i := range keys {
-		require.NoError(t, rdb.Set(context.Background(), "k"+strconv.Itoa(i), "v", 0).Err()) // a batch each
+	for i := range 3 * phase {
+		require.NoError(t, rdb.Set(context.Background(), "k"+strconv.Itoa(i), "v", 0).Err())
+		if i%phase == phase-1 {
+			time.Sleep(1500 * time.Millisecond) // synced, whatever the build
+		}
 	}
-	time.Sleep(1500 * time.Millisecond) // synced, whatever the build
 	p.kill9(t)
 	rdb.Close()
-	logs, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	file, off := lastButOneRecord(t, dir)
+	b, err := os.ReadFile(file)
 	require.NoError(t, err)
-	require.NotEmpty(t, logs)
-	newest := logs[len(logs)-1] // the names are zero-padded numbers
-	b, err := os.ReadFile(newest)
-	require.NoError(t, err)
-	b[len(b)/2] ^= 0x20
-	require.NoError(t, os.WriteFile(newest, b, 0o644))
+	b[off] ^= 0x20 // the chunk's checksum
+	require.NoError(t, os.WriteFile(file, b, 0o644))
 
 	sums := checksums(t, dir)
 	out := runToExit(t, dir)
-	require.Contains(t, out, newest+" is corrupt at offset ")
+	require.Contains(t, out, fmt.Sprintf("%s is corrupt at offset %d ", file, off))
 	require.Contains(t, out, "aof-load-broken")
 	require.Equal(t, sums, checksums(t, dir), "nothing deleted, added or rewritten")
 
 	p = launch(t, dir, "--aof-load-broken", "yes", "--aof-load-broken-max-size", "64mb")
 	info := p.cli(t, "INFO", "persistence")
 	require.Contains(t, info, "aof_last_load_status:broken")
-	require.Contains(t, info, "aof_last_load_dropped_file:"+filepath.Base(newest))
+	require.Contains(t, info, "aof_last_load_dropped_file:"+filepath.Base(file))
 	require.Contains(t, p.stderr.String(), "dropping the corrupt end of the logs")
 	n, err := strconv.Atoi(p.cli(t, "DBSIZE"))
 	require.NoError(t, err)
-	require.Greater(t, n, keys/4)
-	require.Less(t, n, keys)
+	require.GreaterOrEqual(t, n, phase, "the first phase, written before the bad record, is kept")
+	require.Less(t, n, 3*phase, "the last record is dropped")
 	p.stop(t)
 }
+
+// lastButOneRecord returns the log in dir holding the last record but one of all the logs,
+// and that record's offset in it.
+func lastButOneRecord(t *testing.T, dir string) (string, int64) {
+	t.Helper()
+	logs, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	require.NoError(t, err) // the names are zero-padded numbers: oldest first
+	type at struct {
+		file string
+		off  int64
+	}
+	var records []at
+	for _, l := range logs {
+		num, err := strconv.ParseUint(strings.TrimSuffix(filepath.Base(l), ".log"), 10, 64)
+		require.NoError(t, err)
+		f, err := os.Open(l)
+		require.NoError(t, err)
+		r := pebblerecord.NewReader(f, logNum(pebblerecord.NewReader, num))
+		for {
+			off := r.Offset()
+			rec, err := r.Next()
+			if err == nil {
+				_, err = io.Copy(io.Discard, rec)
+			}
+			if err != nil {
+				break // the log's end
+			}
+			records = append(records, at{l, off})
+		}
+		f.Close()
+	}
+	require.GreaterOrEqual(t, len(records), 3, "a record for each phase at least")
+	r := records[len(records)-2]
+	return r.file, r.off
+}
+
+// logNum converts n to the type of newReader's log number, which lives in one of Pebble's
+// internal packages.
+func logNum[T ~uint64](newReader func(io.Reader, T) *pebblerecord.Reader, n uint64) T { return T(n) }
 
 // runToExit runs the binary on dir, which must refuse to start, and returns its output.
 func runToExit(t *testing.T, dir string) string {
