@@ -79,12 +79,13 @@ func info(t *testing.T, p *process, field string) string {
 
 // TestUpstreamThreeInstancesShareOneLimit: three instances on one upstream, eight
 // connections each, one key per algorithm: together they admit what the limit allows (no
-// refill within the test), never more, and nobody gets an error.
+// refill within the test), never more, and nobody gets an error. The time-out is long: a
+// round trip slowed by a loaded machine would be a degraded decision, each instance alone.
 func TestUpstreamThreeInstancesShareOneLimit(t *testing.T) {
 	redis := redistest.Start(t)
 	var ps []*process
 	for range 3 {
-		ps = append(ps, start(t, "--appendonly", "no", "--upstream", redis.URL()))
+		ps = append(ps, start(t, "--appendonly", "no", "--upstream", redis.URL(), "--upstream-timeout", "1m"))
 	}
 	cases := []struct {
 		name  string
@@ -256,7 +257,7 @@ func TestUpstreamCluster(t *testing.T) {
 	nodes := strings.Join(cluster.Addrs(), ",")
 	var ps []*process
 	for range 2 {
-		ps = append(ps, start(t, "--appendonly", "no", "--upstream-cluster", nodes))
+		ps = append(ps, start(t, "--appendonly", "no", "--upstream-cluster", nodes, "--upstream-timeout", "1m"))
 	}
 	for i := range 60 {
 		require.Equal(t, "0", strings.Fields(ps[i%2].cli(t, "THROTTLE", fmt.Sprintf("spread%d", i), "9", "1", "1h"))[0])

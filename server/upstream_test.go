@@ -19,7 +19,8 @@ import (
 
 // upstreamPair is a local server and a server on an upstream Redis sharing one clock. The
 // clock starts an hour past the wall clock and only moves on, so that the upstream never
-// expires a state before the servers' clock says it is idle.
+// expires a state before the servers' clock says it is idle. The upstream's time-out is
+// long: a round trip slowed by a loaded machine would be a degraded, local decision.
 func upstreamPair(t *testing.T, configure ...func(*Config)) (local, remote *testServer, clk *clock, redis *redistest.Server) {
 	t.Helper()
 	redis = redistest.Start(t)
@@ -30,6 +31,7 @@ func upstreamPair(t *testing.T, configure ...func(*Config)) (local, remote *test
 			cfg.AppendOnly = false
 			if up {
 				cfg.Upstream = redis.URL()
+				cfg.UpstreamTimeout = time.Minute
 			}
 			for _, f := range configure {
 				f(cfg)
