@@ -40,6 +40,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/throttledhq/throttled/benchmarks/loadtest"
 )
 
 // section is the heading of the part of RESULTS.md edgeload writes.
@@ -189,7 +191,7 @@ func run(cfg config) error {
 	report := render(cfg, pinned, doors, res)
 	fmt.Print(report)
 	if cfg.out != "" {
-		return writeSection(cfg.out, report)
+		return loadtest.WriteSection(cfg.out, section, report)
 	}
 	return nil
 }
@@ -211,7 +213,7 @@ func render(cfg config, pinned bool, doors []door, res [][]result) string {
 		b.WriteString("Server and load tool on the same cores (not pinned). ")
 	}
 	fmt.Fprintf(&b, "Load average at the start of the run: %s. Figures from a machine shared with other work "+
-		"move between runs; the ratios within one run are what compare.\n\n", loadAverage())
+		"move between runs; the ratios within one run are what compare.\n\n", loadtest.LoadAverage())
 	b.WriteString("| door | decisions/s (rounds) | median | p50 | p99 | ratio to RESP | server CPU per decision | decisions per server CPU second | ratio to RESP | goal |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	base := median(res[0])
 	baseCap := capacity(res[0])
@@ -269,42 +271,6 @@ func median(rs []result) result {
 		return 0
 	})
 	return s[len(s)/2]
-}
-
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], ", ")
-}
-
-// writeSection replaces the section of path that starts with the heading section (up to the
-// next "## " heading) by text, or adds text at the end.
-func writeSection(path, text string) error {
-	b, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	doc := string(b)
-	if i := strings.Index(doc, section+"\n"); i >= 0 {
-		rest := doc[i+len(section)+1:]
-		end := len(doc)
-		if j := strings.Index(rest, "\n## "); j >= 0 {
-			end = i + len(section) + 1 + j + 1
-		}
-		doc = doc[:i] + text + "\n" + doc[end:]
-	} else {
-		if doc != "" && !strings.HasSuffix(doc, "\n\n") {
-			doc = strings.TrimRight(doc, "\n") + "\n\n"
-		}
-		doc += text
-	}
-	return os.WriteFile(path, []byte(strings.TrimRight(doc, "\n")+"\n"), 0o644)
 }
 
 type result struct {
