@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -205,44 +204,12 @@ func (s *Store) createRedoLocked() error {
 	return nil
 }
 
-// redoLog is a redo file in the directory.
-type redoLog struct {
-	name string
-	gen  uint64
-	size int64
-}
-
-// listRedo returns dir's redo files, oldest first.
-func listRedo(fs vfs.FS, dir string) ([]redoLog, error) {
-	names, err := fs.List(dir)
-	if err != nil {
-		return nil, err
-	}
-	var logs []redoLog
-	for _, n := range names {
-		if !strings.HasPrefix(n, redoPrefix) {
-			continue
-		}
-		gen, err := strconv.ParseUint(strings.TrimPrefix(n, redoPrefix), 10, 64)
-		if err != nil {
-			continue
-		}
-		info, err := fs.Stat(fs.PathJoin(dir, n))
-		if err != nil {
-			return nil, err
-		}
-		logs = append(logs, redoLog{name: n, gen: gen, size: info.Size()})
-	}
-	slices.SortFunc(logs, func(a, b redoLog) int {
-		switch {
-		case a.gen < b.gen:
-			return -1
-		case a.gen > b.gen:
-			return 1
-		}
-		return 0
+// listRedo returns dir's redo files, oldest first; a file's num is its generation.
+func listRedo(fs vfs.FS, dir string) ([]logFile, error) {
+	return listNumbered(fs, dir, func(name string) (uint64, bool) {
+		gen, err := strconv.ParseUint(strings.TrimPrefix(name, redoPrefix), 10, 64)
+		return gen, strings.HasPrefix(name, redoPrefix) && err == nil
 	})
-	return logs, nil
 }
 
 // removeRedoBelow removes the redo files older than generation gen: a committed batch
@@ -254,7 +221,7 @@ func (s *Store) removeRedoBelow(gen uint64) {
 		return
 	}
 	for _, l := range logs {
-		if l.gen >= gen {
+		if l.num >= gen {
 			break
 		}
 		if err := s.redoFS.Remove(s.redoFS.PathJoin(s.dir, l.name)); err != nil {
@@ -273,10 +240,10 @@ func (s *Store) checkRedo(sv Salvage) error {
 	if err != nil {
 		return fmt.Errorf("persistence: %s: %w", s.dir, err)
 	}
-	var live []redoLog
+	var live []logFile
 	for _, l := range logs {
-		s.redoGen = max(s.redoGen, l.gen)
-		if l.gen >= s.redoFrom {
+		s.redoGen = max(s.redoGen, l.num)
+		if l.num >= s.redoFrom {
 			live = append(live, l)
 		}
 	}
@@ -313,11 +280,7 @@ func (s *Store) checkRedo(sv Salvage) error {
 		s.log.Warn("persistence: dropping the corrupt end of the redo logs (aof-load-broken yes)",
 			"file", path, "offset", off, "records_kept", n, "bytes_dropped", dropped)
 		s.recovery = Recovery{Status: "broken", File: l.name, Offset: int64(off), Dropped: dropped}
-		later := make([]walLog, 0, len(live)-i-1)
-		for _, l := range live[i+1:] {
-			later = append(later, walLog{name: l.name})
-		}
-		return cutLogs(s.redoFS, s.dir, path, int64(off), later)
+		return cutLogs(s.redoFS, s.dir, path, int64(off), live[i+1:])
 	}
 	return nil
 }

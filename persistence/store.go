@@ -137,7 +137,7 @@ type Store struct {
 	redoFile     vfs.File  // the file flushes append to; nil when it could not be created
 	redoGen      uint64    // its generation
 	redoFrom     uint64    // the generation the store held at Open
-	redoLive     []redoLog // Open's: the files checkRedo found to replay
+	redoLive     []logFile // Open's: the files checkRedo found to replay
 	redoRec      redoRecorder
 	redoStarted  atomic.Uint64
 	redoDone     uint64 // the last flush done

@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -58,32 +59,41 @@ type Salvage struct {
 // to its end and may not be salvaged.
 var ErrCorrupt = errors.New("persistence: corrupt write-ahead log")
 
-// walLog is one write-ahead log in the directory.
-type walLog struct {
+// logFile is one numbered log in the directory: a write-ahead log (its number) or a redo
+// file (its generation).
+type logFile struct {
 	name string
 	num  uint64
 	size int64
 }
 
-// listLogs returns dir's logs, oldest first.
-func listLogs(fs vfs.FS, dir string) ([]walLog, error) {
+// listLogs returns dir's write-ahead logs, oldest first.
+func listLogs(fs vfs.FS, dir string) ([]logFile, error) {
+	return listNumbered(fs, dir, func(name string) (uint64, bool) {
+		num, err := strconv.ParseUint(strings.TrimSuffix(name, ".log"), 10, 64)
+		return num, isLog(name) && err == nil
+	})
+}
+
+// listNumbered returns the files of dir to which number gives a number, in its order.
+func listNumbered(fs vfs.FS, dir string, number func(name string) (uint64, bool)) ([]logFile, error) {
 	names, err := fs.List(dir)
 	if err != nil {
 		return nil, err
 	}
-	var logs []walLog
+	var logs []logFile
 	for _, n := range names {
-		num, err := strconv.ParseUint(strings.TrimSuffix(n, ".log"), 10, 64)
-		if !isLog(n) || err != nil {
+		num, ok := number(n)
+		if !ok {
 			continue
 		}
 		info, err := fs.Stat(fs.PathJoin(dir, n))
 		if err != nil {
 			return nil, err
 		}
-		logs = append(logs, walLog{name: n, num: num, size: info.Size()})
+		logs = append(logs, logFile{name: n, num: num, size: info.Size()})
 	}
-	slices.SortFunc(logs, func(a, b walLog) int { return int(a.num - b.num) })
+	slices.SortFunc(logs, func(a, b logFile) int { return cmp.Compare(a.num, b.num) })
 	return logs, nil
 }
 
@@ -145,7 +155,7 @@ func (s *Store) checkLogs(fs vfs.FS, sv Salvage) error {
 // cutLogs cuts the log at path to its first off bytes and removes the later logs. The cut
 // log is written anew and renamed over the old one (vfs has no truncate), so that a crash
 // meanwhile leaves one or the other.
-func cutLogs(fs vfs.FS, dir, path string, off int64, later []walLog) error {
+func cutLogs(fs vfs.FS, dir, path string, off int64, later []logFile) error {
 	err := func() error {
 		old, err := fs.Open(path)
 		if err != nil {
