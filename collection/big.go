@@ -696,7 +696,11 @@ func (b *Big) zinsert(member []byte, score float64, h uint64) {
 }
 
 // ZRemove removes member, and reports whether it was there.
-func (b *Big) ZRemove(member []byte) bool {
+func (b *Big) ZRemove(member []byte) bool { return b.remove(member) }
+
+// remove removes the entry of member (a sorted set's member, a hash's field), and reports
+// whether it was there.
+func (b *Big) remove(member []byte) bool {
 	key := zkeyOf(member)
 	h := key.hash()
 	c, at, k := b.find(&key, h)
@@ -849,18 +853,7 @@ func (b *Big) HashSet(field, value []byte) bool {
 }
 
 // HashDel deletes field, and reports whether it was there.
-func (b *Big) HashDel(field []byte) bool {
-	key := zkeyOf(field)
-	h := key.hash()
-	c, at, k := b.find(&key, h)
-	if c == nil {
-		return false
-	}
-	b.deleteSlot(h, c.id)
-	b.deleteAt(b.indexOf(c), at, k+Skip(c.pack[at+k:]))
-	b.logDel(field)
-	return true
-}
+func (b *Big) HashDel(field []byte) bool { return b.remove(field) }
 
 // shrink gives back the slots of a set that has lost most of its members.
 func (b *Big) shrink() {
