@@ -212,15 +212,7 @@ func (b *Big) dropChunks(i, j int) {
 
 // indexOf returns where c is in refs.
 func (b *Big) indexOf(c *chunk) int {
-	i, _ := slices.BinarySearchFunc(b.refs, c.seq, func(r ref, seq uint64) int {
-		switch {
-		case r.seq < seq:
-			return -1
-		case r.seq > seq:
-			return 1
-		}
-		return 0
-	})
+	i, _ := b.seqIndex(c.seq)
 	return i
 }
 

@@ -1,6 +1,7 @@
 package collection
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"math"
@@ -271,15 +272,7 @@ func (b *Big) AppendChanges(dst []byte, f int) ([]byte, bool) {
 
 // seqIndex returns where the chunk of seq is in refs, or would go, and whether it is there.
 func (b *Big) seqIndex(seq uint64) (int, bool) {
-	return slices.BinarySearchFunc(b.refs, seq, func(r ref, seq uint64) int {
-		switch {
-		case r.seq < seq:
-			return -1
-		case r.seq > seq:
-			return 1
-		}
-		return 0
-	})
+	return slices.BinarySearchFunc(b.refs, seq, func(r ref, seq uint64) int { return cmp.Compare(r.seq, seq) })
 }
 
 // nextChunk reads the entry of the chunk form at the start of p: the seq, the pack and
