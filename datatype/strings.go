@@ -263,8 +263,11 @@ func (dt *Family) cmdMSet(c *command.Ctx, args [][]byte) error {
 	}
 	shards := c.Keys.LockKeys(keys, nil)
 	defer keyspace.UnlockShards(shards)
+	now := c.Now()
 	for i := 1; i < len(args); i += 2 {
-		c.Keys.Shard(args[i]).SetLocked(args[i], keyspace.Value{Kind: keyspace.String, Bytes: args[i+1]})
+		sh := c.Keys.Shard(args[i])
+		sh.GetLocked(args[i], now) // as Redis's setKey: a key found expired is removed, and says so
+		sh.SetLocked(args[i], keyspace.Value{Kind: keyspace.String, Bytes: args[i+1]})
 		c.Notify(notify.String, "set", args[i])
 	}
 	c.W.OK()

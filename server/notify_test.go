@@ -199,11 +199,15 @@ func TestKeyspaceEventsExpiredAndEvicted(t *testing.T) {
 	sub := subscribeEvents(t, ts, 2)
 
 	do(t, rdb, "set", "lazy", "v", "px", "1000")
+	do(t, rdb, "set", "over", "v", "px", "1000")
 	do(t, rdb, "hset", "active", "f", "v")
 	do(t, rdb, "pexpire", "active", "1500")
 	require.Empty(t, sub.until(t))
 
 	ts.clock.Advance(time.Second)
+	do(t, rdb, "mset", "over", "w") // as Redis's setKey, MSET looks the key up: it expires
+	require.Equal(t, both("over", "expired"), sub.until(t), "MSET over an expired key")
+	do(t, rdb, "del", "over") // g, not subscribed: no event
 	require.Equal(t, redis.Nil, rdb.Get(context.Background(), "lazy").Err())
 	require.Equal(t, both("lazy", "expired"), sub.until(t), "lazy expiry")
 
