@@ -13,6 +13,10 @@
 //
 // Besides: Monitor, Redis's latency monitor (the events that took longer than a threshold,
 // for LATENCY LATEST, HISTORY, GRAPH and DOCTOR), and Slowlog.
+//
+// The package is also the LATENCY command family (Commands): the server samples the
+// monitor's events and records the histograms on its request path; the family's handlers
+// only read them, through what its Config declares, and never import the server.
 package latency
 
 import (

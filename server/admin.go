@@ -12,6 +12,7 @@ import (
 
 	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/internal/version"
+	"github.com/throttledhq/throttled/memory"
 )
 
 func serverCommands() []*cmdEntry {
@@ -126,75 +127,28 @@ func (s *Server) infoServer() [][2]string {
 func (s *Server) infoMemory() [][2]string {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	var memTables, blockCache, offHeap uint64
-	if s.store != nil {
-		in := s.store.Info()
-		memTables, blockCache = uint64(in.MemTableBytes), uint64(in.BlockCacheBytes)
-		if in.OffHeap {
-			offHeap = memTables + blockCache
-		}
-	}
-	used := m.HeapInuse + offHeap
-	rss, ok := residentBytes()
-	if !ok {
-		rss = m.Sys - m.HeapReleased + offHeap
-	}
+	memTables, blockCache, offHeap := s.storeBuffers()
+	f := s.heapFigures(&m, offHeap)
 	mem := [][2]string{
-		{"used_memory", strconv.FormatUint(used, 10)},
-		{"used_memory_human", humanBytes(used)},
-		{"used_memory_rss", strconv.FormatUint(rss, 10)},
-		{"used_memory_rss_human", humanBytes(rss)},
-		{"used_memory_peak", strconv.FormatUint(m.HeapSys+offHeap, 10)},
+		{"used_memory", itoa(f.Total)},
+		{"used_memory_human", memory.HumanBytes(uint64(f.Total))},
+		{"used_memory_rss", itoa(f.RSS)},
+		{"used_memory_rss_human", memory.HumanBytes(uint64(f.RSS))},
+		{"used_memory_peak", itoa(f.Peak)},
 		{"used_memory_heap", strconv.FormatUint(m.HeapInuse, 10)},
-		{"used_memory_persistence", strconv.FormatUint(memTables+blockCache, 10)},
-		{"persistence_memtables", strconv.FormatUint(memTables, 10)},
-		{"persistence_block_cache", strconv.FormatUint(blockCache, 10)},
+		{"used_memory_persistence", itoa(memTables + blockCache)},
+		{"persistence_memtables", itoa(memTables)},
+		{"persistence_block_cache", itoa(blockCache)},
 		{"total_system_memory", "0"},
-		{"used_memory_keyspace", itoa(s.ks.UsedMemory())},
+		{"used_memory_keyspace", itoa(f.Dataset)},
 		{"maxmemory", itoa(s.mem.max.Load())},
-		{"maxmemory_human", humanBytes(uint64(s.mem.max.Load()))},
+		{"maxmemory_human", memory.HumanBytes(uint64(s.mem.max.Load()))},
 		{"maxmemory_policy", s.policyName()},
 		{"gc_cycles", strconv.FormatUint(uint64(m.NumGC), 10)},
 		{"heap_objects", strconv.FormatUint(m.HeapObjects, 10)},
 	}
-	normal, replicas, _, _ := s.clientFigures()
-	var backlog int64
-	if in := s.repl.Info(); in.BacklogOn {
-		backlog = in.BacklogLen
-	}
-	mem = append(mem, memoryFields(&m, int64(used), int64(m.HeapSys+offHeap), int64(rss), s.memStartup,
-		s.ks.UsedMemory(), normal, replicas, backlog, s.ks.TrackingMemory())...)
+	mem = append(mem, memory.InfoFields(&f, s.ks.TrackingMemory())...)
 	return append(mem, s.infoScriptMemory()...)
-}
-
-// residentBytes returns the process's resident set from /proc/self/statm, as Redis's
-// used_memory_rss; false where there is none.
-func residentBytes() (uint64, bool) {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0, false
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0, false
-	}
-	pages, err := strconv.ParseUint(f[1], 10, 64)
-	if err != nil {
-		return 0, false
-	}
-	return pages * uint64(os.Getpagesize()), true
-}
-
-func humanBytes(n uint64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2fG", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.2fM", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.2fK", float64(n)/(1<<10))
-	}
-	return strconv.FormatUint(n, 10) + "B"
 }
 
 // infoThrottle counts decisions per rate-limit verb.

@@ -8,6 +8,7 @@ import (
 	"github.com/throttledhq/throttled/acl"
 	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/glob"
+	"github.com/throttledhq/throttled/memory"
 )
 
 // handler runs one command; an error it returns becomes the error reply.
@@ -184,6 +185,8 @@ func (s *Server) commandTable() map[string]*cmdEntry {
 	register(table, nil, serverCommands())
 	registerFamily(table, s.types.Commands())
 	registerFamily(table, s.rl.Commands())
+	registerFamily(table, s.latencyCommands())
+	registerFamily(table, memory.Commands(memory.Config{Figures: s.memoryFigures}))
 	register(table, nil, replicationCommands())
 	register(table, nil, multiCommands())
 	register(table, nil, pubsubCommands())
@@ -200,8 +203,6 @@ func (s *Server) commandTable() map[string]*cmdEntry {
 		{"command", commandSubcommands()},
 		{"pubsub", pubsubSubcommands()},
 		{"slowlog", slowlogSubcommands()},
-		{"latency", latencySubcommands()},
-		{"memory", memorySubcommands()},
 		{"acl", aclSubcommands()},
 		{"script", scriptSubcommands()},
 		{"function", functionSubcommands()},

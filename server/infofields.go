@@ -103,58 +103,6 @@ func (s *Server) infoClients() [][2]string {
 	}
 }
 
-// memoryFields are INFO memory's fields after its first ones. The allocator's figures are
-// the Go runtime's: allocated is the heap's live objects, active the spans holding them,
-// resident what the heap holds from the OS. The dataset is the keyspace's own bytes, the
-// overhead the rest. notCounted is what maxmemory leaves out: the change trackers, as Redis
-// its AOF and replica buffers.
-func memoryFields(m *runtime.MemStats, used, peak, rss, startup, dataset int64, normal, replicas, backlog, notCounted int64) [][2]string {
-	allocated, active, resident := int64(m.HeapAlloc), int64(m.HeapInuse), int64(m.HeapSys-m.HeapReleased)
-	ratio := func(a, b int64) string {
-		if b <= 0 {
-			return "0.00"
-		}
-		return strconv.FormatFloat(float64(a)/float64(b), 'f', 2, 64)
-	}
-	perc := func(a, b int64) string {
-		if b <= 0 {
-			return "0.00%"
-		}
-		return strconv.FormatFloat(100*float64(a)/float64(b), 'f', 2, 64) + "%"
-	}
-	overhead := max(used-dataset, 0)
-	return [][2]string{
-		{"used_memory_peak_human", humanBytes(uint64(peak))},
-		{"used_memory_peak_perc", perc(used, peak)},
-		{"used_memory_overhead", itoa(overhead)},
-		{"used_memory_startup", itoa(startup)},
-		{"used_memory_dataset", itoa(dataset)},
-		{"used_memory_dataset_perc", perc(dataset, used-startup)},
-		{"allocator_allocated", itoa(allocated)},
-		{"allocator_active", itoa(active)},
-		{"allocator_resident", itoa(resident)},
-		{"allocator_frag_ratio", ratio(active, allocated)},
-		{"allocator_frag_bytes", itoa(active - allocated)},
-		{"allocator_rss_ratio", ratio(resident, active)},
-		{"allocator_rss_bytes", itoa(resident - active)},
-		{"rss_overhead_ratio", ratio(rss, resident)},
-		{"rss_overhead_bytes", itoa(rss - resident)},
-		{"mem_fragmentation_ratio", ratio(rss, used)},
-		{"mem_fragmentation_bytes", itoa(rss - used)},
-		{"mem_not_counted_for_evict", itoa(notCounted)},
-		{"mem_replication_backlog", itoa(backlog)},
-		{"mem_total_replication_buffers", itoa(backlog)},
-		{"mem_clients_slaves", itoa(replicas)},
-		{"mem_clients_normal", itoa(normal)},
-		{"mem_cluster_links", "0"},
-		{"mem_aof_buffer", "0"},
-		{"mem_allocator", "go-" + runtime.Version()},
-		{"active_defrag_running", "0"},
-		{"lazyfree_pending_objects", "0"},
-		{"lazyfreed_objects", "0"},
-	}
-}
-
 // infoStats is INFO stats.
 func (s *Server) infoStats() [][2]string {
 	in := s.repl.Info()

@@ -1,12 +1,12 @@
 package server
 
 import (
-	"errors"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/latency"
 	"github.com/throttledhq/throttled/metrics"
 )
@@ -97,13 +97,11 @@ func (s *Server) latencyParams() []*param {
 		{name: "latency-tracking", def: yesNo(def.LatencyTracking), file: plainValue,
 			get: func() string { return yesNo(t.on.Load()) },
 			set: func(v string) (func(), error) {
-				switch strings.ToLower(v) {
-				case "yes":
-					return func() { t.on.Store(true) }, nil
-				case "no":
-					return func() { t.on.Store(false) }, nil
+				on, err := parseYesNo(v)
+				if err != nil {
+					return nil, err
 				}
-				return nil, errors.New("argument must be 'yes' or 'no'")
+				return func() { t.on.Store(on) }, nil
 			}},
 		{name: "latency-tracking-info-percentiles", def: def.LatencyTrackingInfoPercentiles, file: quoted,
 			get: func() string { return latency.FormatPercentiles(*t.percentiles.Load()) },
@@ -175,94 +173,33 @@ func (s *Server) latencies() []metrics.Latency {
 	return out
 }
 
-// LATENCY HISTOGRAM [command ...]: for each command named (a container with its
-// subcommands; every one called, when none is), its calls and the cumulative counts by
-// power of two of µs, as Redis 7 answers.
-func cmdLatencyHistogram(c *client, args [][]byte) error {
-	t := &c.s.latency
-	var cmds []*cmdEntry
-	if len(args) == 2 {
-		cmds = t.byID
-	} else {
-		seen := make(map[*cmdEntry]bool)
-		for _, a := range args[2:] {
-			cmd := c.s.commandNamed(string(a))
-			if cmd == nil {
-				continue
-			}
-			// A container stands for itself and its subcommands, as on Redis.
-			for _, cc := range append([]*cmdEntry{cmd}, sortedSubcommands(cmd)...) {
-				if !seen[cc] {
-					seen[cc] = true
-					cmds = append(cmds, cc)
+// latencyCommands are the LATENCY commands, reading the monitor and the histograms.
+func (s *Server) latencyCommands() []*command.Spec {
+	named := func(cmds ...*cmdEntry) []latency.Command {
+		out := make([]latency.Command, len(cmds))
+		for i, cmd := range cmds {
+			out[i] = latency.Command{Name: cmd.name, ID: cmd.aclID}
+		}
+		return out
+	}
+	return latency.Commands(latency.Config{
+		Monitor:  &s.latmon.events,
+		Advice:   s.latencyAdvice,
+		Commands: func() []latency.Command { return named(s.latency.byID...) },
+		Named: func(name string) []latency.Command {
+			name = strings.ToLower(name)
+			parent, sub, ok := strings.Cut(name, "|")
+			cmd := s.commands[parent]
+			switch {
+			case cmd == nil:
+				return nil
+			case ok:
+				if cmd = cmd.subcommands[sub]; cmd == nil {
+					return nil
 				}
 			}
-		}
-	}
-	type entry struct {
-		name  string
-		total uint64
-		steps []latency.Step
-	}
-	var found []entry
-	snaps := c.s.latencySnapshots(c)
-	for _, cmd := range cmds {
-		if snap := snaps[cmd.aclID]; snap != nil && snap.Total > 0 {
-			found = append(found, entry{cmd.name, snap.Total, snap.Steps()})
-		}
-	}
-	c.W.Map(len(found))
-	for _, e := range found {
-		c.W.BulkString(e.name)
-		c.W.Map(2)
-		c.W.BulkString("calls")
-		c.W.Int(int64(e.total))
-		c.W.BulkString("histogram_usec")
-		c.W.Map(len(e.steps))
-		for _, st := range e.steps {
-			c.W.Int(st.Usec)
-			c.W.Int(int64(st.Cumulative))
-		}
-	}
-	return nil
-}
-
-// commandNamed finds a command by its name as LATENCY HISTOGRAM takes it: "get",
-// "config|set".
-func (s *Server) commandNamed(name string) *cmdEntry {
-	name = strings.ToLower(name)
-	parent, sub, ok := strings.Cut(name, "|")
-	cmd := s.commands[parent]
-	if cmd == nil || !ok {
-		return cmd
-	}
-	return cmd.subcommands[sub]
-}
-
-// LATENCY HELP
-func cmdLatencyHelp(c *client, args [][]byte) error {
-	c.WriteHelp("LATENCY", []string{
-		"DOCTOR", "    Return a human readable latency analysis report.",
-		"GRAPH <event>", "    Return an ASCII latency graph for the <event> class.",
-		"HISTORY <event>", "    Return time-latency samples for the <event> class.",
-		"LATEST", "    Return the latest latency samples for all events.",
-		"RESET [<event> ...]", "    Reset latency data of one or more <event> classes.",
-		"    (default: reset all data for all event classes)",
-		"HISTOGRAM [COMMAND ...]", "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
-		"    If no commands are specified then all histograms are replied.",
+			return named(append([]*cmdEntry{cmd}, sortedSubcommands(cmd)...)...)
+		},
+		Snapshots: func(c *command.Ctx) []*latency.Snapshot { return s.latencySnapshots(c.Conn.(*client)) },
 	})
-	return nil
-}
-
-func latencySubcommands() []*cmdEntry {
-	const flags = "admin noscript loading stale"
-	return []*cmdEntry{
-		{name: "histogram", arity: -2, flags: flags, group: "server", since: "7.0.0", summary: "Returns the cumulative distribution of latencies of a subset or all commands.", syntax: "[command ...]", handler: cmdLatencyHistogram},
-		{name: "latest", arity: 2, flags: flags, group: "server", since: "2.8.13", summary: "Returns the latest latency samples for all events.", handler: cmdLatencyLatest},
-		{name: "history", arity: 3, flags: flags, group: "server", since: "2.8.13", summary: "Returns timestamp-latency samples for an event.", syntax: "event", handler: cmdLatencyHistory},
-		{name: "reset", arity: -2, flags: flags, group: "server", since: "2.8.13", summary: "Resets the latency data for one or more events.", syntax: "[event ...]", handler: cmdLatencyReset},
-		{name: "doctor", arity: 2, flags: flags, group: "server", since: "2.8.13", summary: "Returns a human-readable latency analysis report.", handler: cmdLatencyDoctor},
-		{name: "graph", arity: 3, flags: flags, group: "server", since: "2.8.13", summary: "Returns a latency graph for an event.", syntax: "event", handler: cmdLatencyGraph},
-		{name: "help", arity: 2, flags: "loading stale", group: "server", since: "2.8.13", summary: "Returns helpful text about the different subcommands.", handler: cmdLatencyHelp},
-	}
 }

@@ -1,10 +1,6 @@
 package server
 
 import (
-	"bytes"
-	"errors"
-	"math"
-	"os"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -72,93 +68,21 @@ func (s *Server) latencyMonitorParams() []*param {
 		{name: "latency-monitor-threshold", def: "0", file: plainValue,
 			get: func() string { return strconv.FormatInt(m.threshold.Load(), 10) },
 			set: func(v string) (func(), error) {
-				n, err := strconv.ParseInt(v, 10, 64)
+				n, err := latency.ParseThreshold(v)
 				if err != nil {
-					return nil, errors.New("argument couldn't be parsed into an integer")
-				}
-				if n < 0 {
-					return nil, errors.New("argument must be between 0 and " + strconv.FormatInt(math.MaxInt64, 10) + " inclusive")
+					return nil, err
 				}
 				return func() { m.threshold.Store(n) }, nil
 			}},
 	}
 }
 
-// LATENCY LATEST: each event's latest sample, its time and its all-time worst.
-func cmdLatencyLatest(c *client, args [][]byte) error {
-	latest := c.s.latmon.events.Latest()
-	c.W.Array(len(latest))
-	for _, l := range latest {
-		c.W.Array(4)
-		c.W.BulkString(l.Event)
-		c.W.Int(l.Time)
-		c.W.Int(l.Ms)
-		c.W.Int(l.Max)
+// latencyAdvice is what LATENCY DOCTOR's advice reads of the server.
+func (s *Server) latencyAdvice() latency.Advice {
+	return latency.Advice{
+		ThresholdMs:       s.latmon.threshold.Load(),
+		SlowlogSlowerThan: s.obs.slowerThan.Load(),
+		FsyncAlways:       s.store != nil && s.store.Fsync() == persistence.Always,
+		Hz:                int(time.Second / expirePeriod),
 	}
-	return nil
-}
-
-// LATENCY HISTORY event: its samples, oldest first; none for an event never seen.
-func cmdLatencyHistory(c *client, args [][]byte) error {
-	h := c.s.latmon.events.History(string(args[2]))
-	c.W.Array(len(h))
-	for _, s := range h {
-		c.W.Array(2)
-		c.W.Int(s.Time)
-		c.W.Int(s.Ms)
-	}
-	return nil
-}
-
-// LATENCY RESET [event ...]: forgets the events named, or all; replies how many.
-func cmdLatencyReset(c *client, args [][]byte) error {
-	events := make([]string, 0, len(args)-2)
-	for _, a := range args[2:] {
-		events = append(events, string(a))
-	}
-	c.W.Int(int64(c.s.latmon.events.Reset(events...)))
-	return nil
-}
-
-// LATENCY GRAPH event
-func cmdLatencyGraph(c *client, args [][]byte) error {
-	g, ok := c.s.latmon.events.Graph(string(args[2]), time.Now().Unix())
-	if !ok {
-		return errors.New("No samples available for event '" + string(args[2]) + "'")
-	}
-	c.W.Verbatim(g)
-	return nil
-}
-
-// LATENCY DOCTOR
-func cmdLatencyDoctor(c *client, args [][]byte) error {
-	s := c.s
-	a := latency.Advice{
-		ThresholdMs:        s.latmon.threshold.Load(),
-		SlowlogSlowerThan:  s.obs.slowerThan.Load(),
-		FsyncAlways:        s.store != nil && s.store.Fsync() == persistence.Always,
-		Hz:                 int(time.Second / expirePeriod),
-		AnonHugePagesBytes: anonHugePages(),
-	}
-	c.W.Verbatim(s.latmon.events.Doctor(a, time.Now().Unix()))
-	return nil
-}
-
-// anonHugePages returns the bytes of transparent huge pages the process maps, from
-// /proc/self/smaps_rollup; 0 where there is none.
-func anonHugePages() int64 {
-	b, err := os.ReadFile("/proc/self/smaps_rollup")
-	if err != nil {
-		return 0
-	}
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		if v, ok := bytes.CutPrefix(line, []byte("AnonHugePages:")); ok {
-			f := bytes.Fields(v)
-			if len(f) > 0 {
-				kb, _ := strconv.ParseInt(string(f[0]), 10, 64)
-				return kb << 10
-			}
-		}
-	}
-	return 0
 }

@@ -63,24 +63,6 @@ func TestMemoryUsage(t *testing.T) {
 	require.Contains(t, do(t, rdb, "MEMORY", "DOCTOR"), "Sam")
 }
 
-// TestMemoryDoctor: the report Redis's thresholds give for each figure.
-func TestMemoryDoctor(t *testing.T) {
-	const mb = 1 << 20
-	healthy := memFigures{total: 100 * mb, peak: 110 * mb, allocated: 95 * mb, active: 100 * mb, resident: 105 * mb, rss: 110 * mb, normalClientCnt: 1}
-	require.Equal(t, "Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.\n", memoryDoctor(healthy))
-	require.Contains(t, memoryDoctor(memFigures{total: mb}), "this instance is empty")
-
-	sick := healthy
-	sick.peak, sick.rss, sick.scripts = 200*mb, 200*mb, 1001
-	report := memoryDoctor(sick)
-	require.True(t, strings.HasPrefix(report, "Sam, I detected a few issues in this Redis instance memory implants:\n\n * Peak memory:"), report)
-	require.Contains(t, report, " * High total RSS:")
-	require.Contains(t, report, " * High process RSS overhead:")
-	require.Contains(t, report, " * Many scripts:")
-	require.NotContains(t, report, "Big client buffers")
-	require.True(t, strings.HasSuffix(report, "I'm here to keep you safe, Sam. I want to help you.\n"))
-}
-
 // TestDifferentialMemoryLatency sends MEMORY's and LATENCY's requests whose replies are
 // deterministic to throttled and to redis-server, in RESP2 and RESP3: the same bytes, errors
 // included; MEMORY STATS the same fields with the same types.

@@ -12,6 +12,7 @@ import (
 	"github.com/throttledhq/throttled/httpapi"
 	"github.com/throttledhq/throttled/internal/version"
 	"github.com/throttledhq/throttled/listen"
+	"github.com/throttledhq/throttled/memory"
 	"github.com/throttledhq/throttled/metrics"
 )
 
@@ -170,7 +171,7 @@ func (s *Server) memoryUsed() (used, rss uint64) {
 		}
 	}
 	used = m.HeapInuse + offHeap
-	rss, ok := residentBytes()
+	rss, ok := memory.Resident()
 	if !ok {
 		rss = m.Sys - m.HeapReleased + offHeap
 	}

@@ -135,8 +135,6 @@ func (s *Server) logSlow(c *client, cmd *cmdEntry, args [][]byte, d int64) {
 func observeCommands() []*cmdEntry {
 	return []*cmdEntry{
 		{name: "slowlog", arity: -2, flags: "admin loading stale", group: "server", since: "2.2.12", summary: "A container for slow log commands."},
-		{name: "memory", arity: -2, group: "server", since: "4.0.0", summary: "A container for memory diagnostics commands."},
-		{name: "latency", noScript: true, arity: -2, group: "server", since: "2.8.13", summary: "A container for latency diagnostics commands."},
 		{name: "monitor", noScript: true, arity: 1, flags: "admin noscript loading stale no-multi", group: "server", since: "1.0.0", summary: "Listens for all requests received by the server in real-time.", handler: cmdMonitor, detach: true},
 		{name: "topdenied", arity: -1, flags: "readonly loading stale", group: "ratelimit", since: "0.1.0", summary: "Returns the most denied keys of the last one to two minutes, most denied first, with their estimated denials.", syntax: "[count]", handler: cmdTopDenied},
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/throttledhq/throttled/command"
+	"github.com/throttledhq/throttled/memory"
 	"github.com/throttledhq/throttled/scripting"
 	"github.com/throttledhq/throttled/scripting/native"
 )
@@ -617,7 +618,7 @@ func (s *Server) infoScriptMemory() [][2]string {
 	out := [][2]string{
 		{"used_memory_lua", itoa(st.StateBytes)},
 		{"used_memory_vm_eval", itoa(st.StateBytes)},
-		{"used_memory_lua_human", humanBytes(uint64(st.StateBytes))},
+		{"used_memory_lua_human", memory.HumanBytes(uint64(st.StateBytes))},
 		{"used_memory_scripts_eval", itoa(st.BodyBytes)},
 		{"number_of_cached_scripts", itoa(int64(st.Scripts))},
 	}
@@ -625,10 +626,10 @@ func (s *Server) infoScriptMemory() [][2]string {
 	vm, scripts := st.StateBytes+fnVM, st.BodyBytes+fnCode
 	return append(out, [][2]string{
 		{"used_memory_vm_total", itoa(vm)},
-		{"used_memory_vm_total_human", humanBytes(uint64(vm))},
+		{"used_memory_vm_total_human", memory.HumanBytes(uint64(vm))},
 		{"used_memory_functions", itoa(fnCode)},
 		{"used_memory_scripts", itoa(scripts)},
-		{"used_memory_scripts_human", humanBytes(uint64(scripts))},
+		{"used_memory_scripts_human", memory.HumanBytes(uint64(scripts))},
 	}...)
 }
 
