@@ -164,7 +164,7 @@ func (s *Server) infoMemory() [][2]string {
 	}
 	mem = append(mem, memoryFields(&m, int64(used), int64(m.HeapSys+offHeap), int64(rss), s.memStartup,
 		s.ks.UsedMemory(), normal, replicas, backlog, s.ks.TrackingMemory())...)
-	return append(mem, s.infoScriptMemory()...)
+	return append(mem, s.fn.InfoMemory()...)
 }
 
 // residentBytes returns the process's resident set from /proc/self/statm, as Redis's
@@ -268,7 +268,7 @@ func cmdDBSize(c *client, args [][]byte) error {
 	if c.s.rl.HasPolicyRecord() {
 		n-- // policies are no keys
 	}
-	if c.s.hasFunctionsRecord() {
+	if c.s.fn.HasRecord() {
 		n-- // nor are functions
 	}
 	c.W.Int(int64(n))
@@ -285,7 +285,7 @@ func cmdFlush(c *client, args [][]byte) error {
 			return command.ErrSyntax
 		}
 	}
-	if err := c.s.keepFunctions(func() error { return c.s.rl.KeepPolicies(c.s.flushAll) }); err != nil {
+	if err := c.s.fn.Keep(func() error { return c.s.rl.KeepPolicies(c.s.flushAll) }); err != nil {
 		// The keyspace is empty; the store follows once the disk works.
 		c.s.log.Error("FLUSHALL not synced", "err", err)
 	}

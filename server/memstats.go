@@ -69,7 +69,7 @@ func (s *Server) memoryFigures() memFigures {
 	}
 	st := s.scripts.eng.Stats()
 	f.lua, f.scripts = st.BodyBytes, st.Scripts
-	_, f.functions, _ = s.infoFunctionMemory()
+	f.functions = s.fn.FunctionCode()
 	return f
 }
 
