@@ -148,7 +148,7 @@ func (s *Server) infoMemory() [][2]string {
 		{"heap_objects", strconv.FormatUint(m.HeapObjects, 10)},
 	}
 	mem = append(mem, memory.InfoFields(&f, s.ks.TrackingMemory())...)
-	return append(mem, s.infoScriptMemory()...)
+	return append(mem, s.fn.InfoMemory()...)
 }
 
 // infoThrottle counts decisions per rate-limit verb.
@@ -222,7 +222,7 @@ func cmdDBSize(c *client, args [][]byte) error {
 	if c.s.rl.HasPolicyRecord() {
 		n-- // policies are no keys
 	}
-	if c.s.hasFunctionsRecord() {
+	if c.s.fn.HasRecord() {
 		n-- // nor are functions
 	}
 	c.W.Int(int64(n))
@@ -239,7 +239,7 @@ func cmdFlush(c *client, args [][]byte) error {
 			return command.ErrSyntax
 		}
 	}
-	if err := c.s.keepFunctions(func() error { return c.s.rl.KeepPolicies(c.s.flushAll) }); err != nil {
+	if err := c.s.fn.Keep(func() error { return c.s.rl.KeepPolicies(c.s.flushAll) }); err != nil {
 		// The keyspace is empty; the store follows once the disk works.
 		c.s.log.Error("FLUSHALL not synced", "err", err)
 	}

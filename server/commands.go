@@ -84,7 +84,7 @@ const (
 	flagSkipMonitor // not shown to MONITOR after it ran: the scripts show themselves before their commands (monitorScript)
 )
 
-var flagBits = map[string]uint32{"no-auth": flagNoAuth, "write": flagWrite, "ratelimit": flagRatelimit, "no-multi": flagNoMulti, "denyoom": flagDenyOOM, "noscript": flagNoScript, "readonly": flagReadonly, "fast": flagFast, "skip_monitor": flagSkipMonitor}
+var flagBits = map[string]uint32{"no-auth": flagNoAuth, "write": flagWrite, "ratelimit": flagRatelimit, "no-multi": flagNoMulti, "denyoom": flagDenyOOM, "noscript": flagNoScript, "readonly": flagReadonly, "fast": flagFast, "skip_monitor": flagSkipMonitor, "allow_busy": flagAllowBusy}
 
 func (cmd *cmdEntry) has(bit uint32) bool { return cmd.bits&bit != 0 }
 
@@ -187,6 +187,7 @@ func (s *Server) commandTable() map[string]*cmdEntry {
 	registerFamily(table, s.rl.Commands())
 	registerFamily(table, s.latencyCommands())
 	registerFamily(table, memory.Commands(memory.Config{Figures: s.memoryFigures}))
+	registerFamily(table, s.fn.Commands())
 	register(table, nil, replicationCommands())
 	register(table, nil, multiCommands())
 	register(table, nil, pubsubCommands())
@@ -204,8 +205,6 @@ func (s *Server) commandTable() map[string]*cmdEntry {
 		{"pubsub", pubsubSubcommands()},
 		{"slowlog", slowlogSubcommands()},
 		{"acl", aclSubcommands()},
-		{"script", scriptSubcommands()},
-		{"function", functionSubcommands()},
 	} {
 		cmd := table[parent.name]
 		register(table, cmd, parent.subs)

@@ -52,6 +52,6 @@ func (s *Server) memoryFigures() memory.Figures {
 	}
 	st := s.scripts.eng.Stats()
 	f.Lua, f.Scripts = st.BodyBytes, st.Scripts
-	_, f.Functions, _ = s.infoFunctionMemory()
+	f.Functions = s.fn.FunctionCode()
 	return f
 }

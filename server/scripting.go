@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/throttledhq/throttled/command"
-	"github.com/throttledhq/throttled/memory"
 	"github.com/throttledhq/throttled/scripting"
+	"github.com/throttledhq/throttled/scripting/functions"
 	"github.com/throttledhq/throttled/scripting/native"
 )
 
@@ -28,18 +28,6 @@ func scriptCommands() []*cmdEntry {
 		{name: "evalsha", holdsStripes: true, noScript: true, arity: -3, flags: evalFlags, group: "scripting", since: "2.6.0", summary: "Execute a Lua script server side", syntax: "sha1 numkeys [key ...] [arg ...]", handler: evalHandler(true, false), keysOf: evalKeys},
 		{name: "eval_ro", holdsStripes: true, noScript: true, arity: -3, flags: "readonly " + evalFlags, group: "scripting", since: "7.0.0", summary: "Execute a read-only Lua script server side", syntax: "script numkeys [key ...] [arg ...]", handler: evalHandler(false, true), keysOf: evalKeys},
 		{name: "evalsha_ro", holdsStripes: true, noScript: true, arity: -3, flags: "readonly " + evalFlags, group: "scripting", since: "7.0.0", summary: "Execute a read-only Lua script server side", syntax: "sha1 numkeys [key ...] [arg ...]", handler: evalHandler(true, true), keysOf: evalKeys},
-		{name: "script", noScript: true, arity: -2, group: "scripting", since: "2.6.0", summary: "A container for Lua scripts management commands"},
-	}
-}
-
-func scriptSubcommands() []*cmdEntry {
-	return []*cmdEntry{
-		{name: "load", arity: 3, flags: "noscript stale", group: "scripting", since: "2.6.0", summary: "Load the specified Lua script into the script cache.", syntax: "script", handler: cmdScriptLoad},
-		{name: "exists", arity: -3, flags: "noscript", group: "scripting", since: "2.6.0", summary: "Check existence of scripts in the script cache.", syntax: "sha1 [sha1 ...]", handler: cmdScriptExists},
-		{name: "flush", arity: -2, flags: "noscript", group: "scripting", since: "2.6.0", summary: "Remove all the scripts from the script cache.", syntax: "[ASYNC|SYNC]", handler: cmdScriptFlush},
-		{name: "kill", allowBusy: true, arity: 2, flags: "noscript allow_busy", group: "scripting", since: "2.6.0", summary: "Kill the script currently in execution.", handler: cmdScriptKill},
-		{name: "debug", arity: 3, flags: "noscript", group: "scripting", since: "3.2.0", summary: "Set the debug mode for executed scripts.", syntax: "YES|SYNC|NO", handler: cmdScriptDebug},
-		{name: "help", arity: 2, flags: "loading stale", group: "scripting", since: "5.0.0", summary: "Show helpful text about the different subcommands", handler: cmdScriptHelp},
 	}
 }
 
@@ -273,7 +261,7 @@ func (c *client) runScript(sc *scripting.Script, fn *scripting.Function, args, k
 		var out []byte
 		var err error
 		if fn != nil {
-			out, err = c.s.fn.eng.CallFunction(c.W.B, fn, &r.call)
+			out, err = c.s.fn.Engine().CallFunction(c.W.B, fn, &r.call)
 		} else {
 			out, err = c.s.scripts.eng.Run(c.W.B, sc, &r.call)
 		}
@@ -610,89 +598,15 @@ func (r *scriptRun) Log(level int, msg string) {
 	}
 }
 
-// infoScriptMemory is Redis's scripting fields of INFO memory: the interpreters' memory
-// (an estimate: gopher-lua does not count it), the cached scripts' and their number.
-func (s *Server) infoScriptMemory() [][2]string {
-	st := s.scripts.eng.Stats()
-	fnVM, fnCode, fnFields := s.infoFunctionMemory()
-	out := [][2]string{
-		{"used_memory_lua", itoa(st.StateBytes)},
-		{"used_memory_vm_eval", itoa(st.StateBytes)},
-		{"used_memory_lua_human", memory.HumanBytes(uint64(st.StateBytes))},
-		{"used_memory_scripts_eval", itoa(st.BodyBytes)},
-		{"number_of_cached_scripts", itoa(int64(st.Scripts))},
-	}
-	out = append(out, fnFields...)
-	vm, scripts := st.StateBytes+fnVM, st.BodyBytes+fnCode
-	return append(out, [][2]string{
-		{"used_memory_vm_total", itoa(vm)},
-		{"used_memory_vm_total_human", memory.HumanBytes(uint64(vm))},
-		{"used_memory_functions", itoa(fnCode)},
-		{"used_memory_scripts", itoa(scripts)},
-		{"used_memory_scripts_human", memory.HumanBytes(uint64(scripts))},
-	}...)
-}
-
-// infoScripting is INFO's scripting section: the scripts run, the interpreters idle, the
-// scripts busy now.
+// infoScripting is INFO's scripting section (scripting/functions), with the busy scripts.
 func (s *Server) infoScripting() [][2]string {
-	st := s.scripts.eng.Stats()
-	return [][2]string{
-		{"script_calls", itoa(st.Calls + st.Natives)},
-		{"script_calls_native", itoa(st.Natives)},
-		{"script_calls_interpreted", itoa(st.Calls)},
-		{"script_native_fallbacks", itoa(st.Fallbacks)},
-		{"script_native", yesNo(s.scripts.eng.NativeOn())},
-		{"number_of_cached_scripts", itoa(int64(st.Scripts))},
-		{"lua_interpreters_idle", itoa(int64(st.States))},
-		{"busy_scripts", itoa(int64(s.scripts.nbusy.Load()))},
-		{"busy_reply_threshold", itoa(s.scripts.busyAfter.Load())},
-	}
+	return s.fn.InfoScripting(int64(s.scripts.nbusy.Load()), s.scripts.busyAfter.Load())
 }
-
-// SCRIPT LOAD script
-func cmdScriptLoad(c *client, args [][]byte) error {
-	sc, err := c.s.scripts.eng.Load(args[2])
-	if err != nil {
-		return err
-	}
-	c.W.BulkString(sc.SHA)
-	return nil
-}
-
-// SCRIPT EXISTS sha1 [sha1 ...]
-func cmdScriptExists(c *client, args [][]byte) error {
-	c.W.Array(len(args) - 2)
-	for _, sha := range args[2:] {
-		d, ok := scripting.Digest(sha)
-		if ok && c.s.scripts.eng.Lookup(d) != nil {
-			c.W.Int(1)
-		} else {
-			c.W.Int(0)
-		}
-	}
-	return nil
-}
-
-// SCRIPT FLUSH [ASYNC|SYNC]
-func cmdScriptFlush(c *client, args [][]byte) error {
-	if len(args) > 3 || (len(args) == 3 && !strings.EqualFold(string(args[2]), "sync") && !strings.EqualFold(string(args[2]), "async")) {
-		return errors.New("SCRIPT FLUSH only support SYNC|ASYNC option")
-	}
-	c.s.scripts.eng.Flush()
-	c.W.OK()
-	return nil
-}
-
-// SCRIPT KILL
-//
-// It kills the busy scripts (those past busy-reply-threshold) that have not written, as
-// Redis kills its one script; UNKILLABLE when every busy script has written.
-func cmdScriptKill(c *client, args [][]byte) error { return c.s.scripts.kill(c, false) }
 
 // kill is SCRIPT KILL (functions false) and FUNCTION KILL: each kills its own kind of
-// busy run, and answers BUSY when only the other kind is busy, as Redis does.
-func (l *luaScripts) kill(c *client, functions bool) error {
+// busy run, and answers BUSY when only the other kind is busy, as Redis does; nil when it
+// killed one (scripting/functions replies OK).
+func (l *luaScripts) kill(functions bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.busy) == 0 {
@@ -717,8 +631,29 @@ func (l *luaScripts) kill(c *client, functions bool) error {
 	case killed == 0:
 		return errUnkillable
 	}
-	c.W.OK()
 	return nil
+}
+
+// running is FUNCTION STATS's view of the busy runs: the function running past
+// busy-reply-threshold, nil when none is; errBusy when a script is busy, as Redis answers.
+func (l *luaScripts) running() (*functions.Run, error) {
+	var running *scriptRun
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for r := range l.busy {
+		if r.fn == nil {
+			return nil, errBusy
+		}
+		running = r
+	}
+	if running == nil {
+		return nil, nil
+	}
+	args := make([][]byte, len(running.args)) // the caller's buffers: its run may end after the lock
+	for i, a := range running.args {
+		args[i] = append([]byte(nil), a...)
+	}
+	return &functions.Run{Name: running.fn.Name, Args: args, Duration: time.Since(running.call.Start)}, nil
 }
 
 // busyError is the error other commands get while scripts are busy: Redis's text names
@@ -732,37 +667,4 @@ func (l *luaScripts) busyError() error {
 		}
 	}
 	return errBusyFunction
-}
-
-// SCRIPT DEBUG YES|SYNC|NO
-func cmdScriptDebug(c *client, args [][]byte) error {
-	switch strings.ToLower(string(args[2])) {
-	case "no":
-		c.W.OK()
-		return nil
-	case "yes", "sync":
-		return errors.New("SCRIPT DEBUG is not supported: throttled has no Lua debugger")
-	}
-	return errors.New("Use SCRIPT DEBUG YES/SYNC/NO")
-}
-
-// SCRIPT HELP
-func cmdScriptHelp(c *client, args [][]byte) error {
-	c.WriteHelp("SCRIPT", []string{
-		"DEBUG (YES|SYNC|NO)",
-		"    Set the debug mode for subsequent scripts executed.",
-		"EXISTS <sha1> [<sha1> ...]",
-		"    Return information about the existence of the scripts in the script cache.",
-		"FLUSH [ASYNC|SYNC]",
-		"    Flush the Lua scripts cache. Very dangerous on replicas.",
-		"    When called without the optional mode argument, the behavior is determined by the",
-		"    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
-		"    * ASYNC: Asynchronously flush the scripts cache.",
-		"    * SYNC: Synchronously flush the scripts cache.",
-		"KILL",
-		"    Kill the currently executing Lua script.",
-		"LOAD <script>",
-		"    Load a script into the scripts cache without executing it.",
-	})
-	return nil
 }

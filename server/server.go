@@ -28,6 +28,7 @@ import (
 	"github.com/throttledhq/throttled/ratelimit"
 	"github.com/throttledhq/throttled/replication"
 	"github.com/throttledhq/throttled/resp"
+	"github.com/throttledhq/throttled/scripting/functions"
 )
 
 // Server answers Redis-protocol clients from a sharded keyspace.
@@ -92,7 +93,7 @@ type Server struct {
 	scripts luaScripts // the script cache, interpreters and busy scripts (scripting.go)
 
 	rl *ratelimit.Family // the rate-limit verbs, CHECK and the policies
-	fn functions         // the function libraries (functions.go)
+	fn *functions.Family // FUNCTION and SCRIPT, the function libraries (scripting/functions)
 
 	acl        *acl.Registry // the ACL users (acl.go)
 	aclCatalog *acl.Catalog  // the commands as the ACL rules name them
@@ -214,8 +215,10 @@ func New(cfg Config) (*Server, error) {
 			p := c.Conn.(*client).user.Load().Perms()
 			return p.All || p.CanKey(key, acl.Read)
 		}})
-	s.commands = s.commandTable()
 	s.scripts.init(cfg)
+	s.fn = functions.New(functions.Config{Keys: s.ks, Now: s.nowNano, Log: log, Scripts: s.scripts.eng,
+		Kill: s.scripts.kill, Running: s.scripts.running})
+	s.commands = s.commandTable()
 	s.initObserver()
 	if err := s.rl.LoadPolicies(); err != nil {
 		return nil, err
@@ -223,7 +226,6 @@ func New(cfg Config) (*Server, error) {
 	if err := s.openEdge(); err != nil {
 		return nil, err
 	}
-	s.initFunctions()
 	if err := s.openACL(); err != nil {
 		return nil, err
 	}
