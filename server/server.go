@@ -94,6 +94,7 @@ type Server struct {
 	rl *ratelimit.Family // the rate-limit verbs, CHECK and the policies
 	fn functions         // the function libraries (functions.go)
 
+	aclCmds    *acl.Family   // the ACL command, which changes the users
 	acl        *acl.Registry // the ACL users (acl.go)
 	aclCatalog *acl.Catalog  // the commands as the ACL rules name them
 
@@ -213,6 +214,13 @@ func New(cfg Config) (*Server, error) {
 		Readable: func(c *command.Ctx, key []byte) bool {
 			p := c.Conn.(*client).user.Load().Perms()
 			return p.All || p.CanKey(key, acl.Read)
+		}})
+	s.aclCmds = acl.NewFamily(acl.Config{File: cfg.ACLFile, Users: cfg.Users,
+		UserOf:     func(c *command.Ctx) *acl.User { return c.Conn.(*client).user.Load() },
+		CloseUsers: func(c *command.Ctx, gone []*acl.User) { s.closeClientsOf(c.Conn.(*client), gone) },
+		ClearRequirePass: func() {
+			empty := ""
+			s.password.Store(&empty)
 		}})
 	s.commands = s.commandTable()
 	s.scripts.init(cfg)
