@@ -103,9 +103,8 @@ type Server struct {
 	conns        connLimits                   // timeout, tcp-keepalive, protected-mode (conns.go)
 	outputLimits atomic.Pointer[outputLimits] // client-output-buffer-limit (outputlimit.go)
 
-	tlsFiles  *listen.TLSFiles // the certificates, nil without TLS (tls.go)
-	tlsCNUser atomic.Bool      // tls-auth-clients-user CN: a verified certificate's common name is its user
-	tlsLn     net.Listener     // the tls-port listener; guarded by mu
+	tlsFiles *listen.TLSFiles // the certificates, nil without TLS (tls.go)
+	tlsLn    net.Listener     // the tls-port listener; guarded by mu
 	// tlsHandshakes counts TLS handshakes under way: they count against maxclients.
 	tlsHandshakes atomic.Int64
 
