@@ -8,6 +8,13 @@
 // all. A connection holds its *User; at each command it loads the user's Perms (one atomic
 // load) and, unless Perms.All says everything is allowed, asks CanRun, CanKey and CanChannel.
 // Perms are immutable: a change makes new ones, so that a check never locks.
+//
+// The ACL command is this package's command family (Family, commands.go): the server finds
+// an ACL subcommand's literal among Family.Commands and calls its handler with the
+// connection's command.Ctx; the handler changes or reads the Registry that Family.Open made
+// and writes its reply to Ctx.W. What it needs of the server (the calling connection's
+// user, closing the connections of users gone, requirepass) is Config. The family never
+// imports the server.
 package acl
 
 import (

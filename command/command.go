@@ -40,6 +40,9 @@ type Spec struct {
 	// Direct: a native script may run it on the shard its run holds (its handler takes its
 	// one key's shard through Ctx.LockShard, and checks nothing a script's call would not).
 	Direct bool
+	// NoScript: scripts may not call it, nor its subcommands but HELP (Redis's noscript
+	// flag, which the Flags COMMAND shows do not all carry).
+	NoScript bool
 	// ACLKeys returns the keys a user's key patterns must allow, where they are not the
 	// arguments at FirstKey..LastKey (ALLOF's limits, CHECK's policy:<name>:<subject>), each
 	// with the access the command's flags say; built in c's scratch, valid until its next

@@ -1,44 +1,16 @@
 package server
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
-	"fmt"
-	"os"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/throttledhq/throttled/acl"
 	"github.com/throttledhq/throttled/command"
-	"github.com/throttledhq/throttled/conffile"
 )
 
 // The ACL users (package acl) as the server uses them: the catalogue of commands with their
-// categories, the check at dispatch, and the ACL command.
-
-func aclCommands() []*cmdEntry {
-	return []*cmdEntry{
-		{name: "acl", acl: "dangerous", noScript: true, arity: -2, group: "server", since: "6.0.0", summary: "A container for Access List Control commands."},
-	}
-}
-
-func aclSubcommands() []*cmdEntry {
-	return []*cmdEntry{
-		{name: "setuser", arity: -3, flags: "admin noscript loading stale", group: "server", since: "6.0.0", summary: "Creates and modifies an ACL user and its rules.", syntax: "username [rule ...]", handler: cmdACLSetUser},
-		{name: "getuser", arity: 3, flags: "admin noscript loading stale", group: "server", since: "6.0.0", summary: "Lists the ACL rules of a user.", syntax: "username", handler: cmdACLGetUser},
-		{name: "deluser", arity: -3, flags: "admin noscript loading stale", group: "server", since: "6.0.0", summary: "Deletes ACL users, and terminates their connections.", syntax: "username [username ...]", handler: cmdACLDelUser},
-		{name: "list", arity: 2, flags: "admin noscript loading stale", group: "server", since: "6.0.0", summary: "Dumps the effective rules in ACL file format.", handler: cmdACLList},
-		{name: "users", arity: 2, flags: "admin noscript loading stale", group: "server", since: "6.0.0", summary: "Lists all ACL users.", handler: cmdACLUsers},
-		{name: "whoami", arity: 2, flags: "noscript loading stale", group: "server", since: "6.0.0", summary: "Returns the authenticated username of the current connection.", handler: cmdACLWhoAmI},
-		{name: "cat", arity: -2, flags: "noscript loading stale", group: "server", since: "6.0.0", summary: "Lists the ACL categories, or the commands inside a category.", syntax: "[category]", handler: cmdACLCat},
-		{name: "genpass", arity: -2, flags: "noscript loading stale", group: "server", since: "6.0.0", summary: "Generates a pseudorandom, secure password that can be used to identify ACL users.", syntax: "[bits]", handler: cmdACLGenPass},
-		{name: "load", arity: 2, flags: "admin noscript loading stale", group: "server", since: "6.0.0", summary: "Reloads the rules from the configured ACL file.", handler: cmdACLLoad},
-		{name: "save", arity: 2, flags: "admin noscript loading stale", group: "server", since: "6.0.0", summary: "Saves the effective ACL rules in the configured ACL file.", handler: cmdACLSave},
-		{name: "help", arity: 2, flags: "loading stale", group: "server", since: "6.0.0", summary: "Returns helpful text about the different subcommands.", handler: cmdACLHelp},
-	}
-}
+// categories and the check at dispatch. The ACL command is package acl's family (aclCmds),
+// which reaches the server through the acl.Config that aclConfig fills in.
 
 // categories returns cmd's ACL categories, from its flags and group as Redis assigns them.
 func categories(cmd *cmdEntry) uint64 {
@@ -108,8 +80,8 @@ func categories(cmd *cmdEntry) uint64 {
 	return cats
 }
 
-// openACL builds the catalogue of commands and the users: the default user with
-// requirepass, then the config file's user lines.
+// openACL builds the catalogue of commands and the users (aclCmds.Open): the default user
+// with requirepass, then the config file's user lines, then the ACL file's.
 func (s *Server) openACL() error {
 	var cmds []*cmdEntry
 	for _, cmd := range s.sortedCommands() {
@@ -142,92 +114,14 @@ func (s *Server) openACL() error {
 	}
 	s.aclCatalog = acl.NewCatalog(entries)
 	s.initCounters(len(cmds))
-	s.acl = acl.New(s.aclCatalog)
 	s.password.Store(&s.cfg.RequirePass)
-	if err := s.setRequirePass(s.cfg.RequirePass); err != nil {
-		return err
-	}
-	for _, line := range s.cfg.Users {
-		if len(line) == 0 {
-			return errors.New("user: a name and rules expected")
-		}
-		if _, err := s.acl.SetUser(line[0], line[1:]); err != nil {
-			return fmt.Errorf("user %s: %w", line[0], err)
-		}
-	}
-	if s.cfg.ACLFile != "" {
-		if _, err := s.loadACLFile(); err != nil {
-			return fmt.Errorf("aclfile: %w", err)
-		}
-	}
-	return nil
-}
-
-// loadACLFile replaces the users with the ACL file's, all or none; it returns the users gone.
-func (s *Server) loadACLFile() ([]*acl.User, error) {
-	b, err := os.ReadFile(s.cfg.ACLFile)
-	if err != nil {
-		return nil, err
-	}
-	var users [][]string
-	for n, line := range strings.Split(string(b), "\n") {
-		words := strings.Fields(line)
-		if len(words) == 0 {
-			continue
-		}
-		if words[0] != "user" || len(words) < 2 {
-			return nil, fmt.Errorf("%s:%d: a line is \"user name rule...\"", s.cfg.ACLFile, n+1)
-		}
-		users = append(users, words[1:])
-	}
-	gone, err := s.acl.Load(users)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", s.cfg.ACLFile, err)
-	}
-	return gone, nil
-}
-
-// errNoACLFile is ACL LOAD or SAVE without an aclfile, in Redis's words.
-var errNoACLFile = errors.New("This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration.")
-
-// ACL LOAD
-func cmdACLLoad(c *client, args [][]byte) error {
-	if c.s.cfg.ACLFile == "" {
-		return errNoACLFile
-	}
-	gone, err := c.s.loadACLFile()
-	if err != nil {
-		return err
-	}
-	c.s.syncRequirePass()
-	c.s.closeClientsOf(c, gone)
-	c.W.OK()
-	return nil
-}
-
-// ACL SAVE
-func cmdACLSave(c *client, args [][]byte) error {
-	if c.s.cfg.ACLFile == "" {
-		return errNoACLFile
-	}
-	var b strings.Builder
-	for _, n := range c.s.acl.Names() {
-		if line, ok := c.s.acl.Describe(n); ok {
-			b.WriteString(line + "\n")
-		}
-	}
-	if err := conffile.WriteAtomic(c.s.cfg.ACLFile, []byte(b.String())); err != nil {
-		return fmt.Errorf("There was an error trying to save the ACLs. Please check the server logs for more information: %v", err)
-	}
-	c.W.OK()
-	return nil
+	var err error
+	s.acl, err = s.aclCmds.Open(s.aclCatalog, s.cfg.RequirePass)
+	return err
 }
 
 // closeClientsOf closes the connections of users that are gone, as Redis does.
 func (s *Server) closeClientsOf(by *client, gone []*acl.User) {
-	if len(gone) == 0 {
-		return
-	}
 	for _, cl := range s.clientsByID() {
 		u := cl.user.Load()
 		for _, g := range gone {
@@ -236,17 +130,6 @@ func (s *Server) closeClientsOf(by *client, gone []*acl.User) {
 			}
 		}
 	}
-}
-
-// setRequirePass makes pass the default user's only password, or none ("") as Redis's
-// requirepass does.
-func (s *Server) setRequirePass(pass string) error {
-	rules := []string{"nopass"}
-	if pass != "" {
-		rules = []string{"resetpass", ">" + pass}
-	}
-	_, err := s.acl.SetUser(acl.DefaultUser, rules)
-	return err
 }
 
 // Errors of the ACL check, in Redis's words.
@@ -300,152 +183,6 @@ func (s *Server) checkACL(c *client, p *acl.Perms, cmd *cmdEntry, args [][]byte)
 			return errNoPermChannel
 		}
 	}
-	return nil
-}
-
-// ACL SETUSER username [rule ...]
-func cmdACLSetUser(c *client, args [][]byte) error {
-	rules := make([]string, 0, len(args)-3)
-	for _, a := range args[3:] {
-		rules = append(rules, string(a))
-	}
-	name := string(args[2])
-	if _, err := c.s.acl.SetUser(name, rules); err != nil {
-		return err
-	}
-	if name == acl.DefaultUser {
-		c.s.syncRequirePass()
-	}
-	c.W.OK()
-	return nil
-}
-
-// syncRequirePass keeps CONFIG GET requirepass in step with ACL SETUSER default: the
-// default user's first password is not known in clear, so a change that leaves it
-// without nopass keeps the old value, and nopass empties it.
-func (s *Server) syncRequirePass() {
-	if s.acl.DefaultOpen() {
-		empty := ""
-		s.password.Store(&empty)
-	}
-}
-
-// ACL GETUSER username
-func cmdACLGetUser(c *client, args [][]byte) error {
-	in, ok := c.s.acl.Info(string(args[2]))
-	if !ok {
-		c.W.Null()
-		return nil
-	}
-	c.W.Map(6)
-	c.W.BulkString("flags")
-	c.W.StringArray(in.Flags)
-	c.W.BulkString("passwords")
-	c.W.StringArray(in.Passwords)
-	c.W.BulkString("commands")
-	c.W.BulkString(in.Commands)
-	c.W.BulkString("keys")
-	c.W.BulkString(in.Keys)
-	c.W.BulkString("channels")
-	c.W.BulkString(in.Channels)
-	c.W.BulkString("selectors")
-	c.W.Array(0)
-	return nil
-}
-
-// ACL DELUSER username [username ...]
-func cmdACLDelUser(c *client, args [][]byte) error {
-	names := make([]string, 0, len(args)-2)
-	for _, a := range args[2:] {
-		names = append(names, string(a))
-	}
-	gone, err := c.s.acl.DelUser(names)
-	if err != nil {
-		return err
-	}
-	c.s.closeClientsOf(c, gone) // as in Redis, the connections of a deleted user close
-	c.W.Int(int64(len(gone)))
-	return nil
-}
-
-// ACL LIST
-func cmdACLList(c *client, args [][]byte) error {
-	var lines []string
-	for _, n := range c.s.acl.Names() {
-		if line, ok := c.s.acl.Describe(n); ok {
-			lines = append(lines, line)
-		}
-	}
-	c.W.StringArray(lines)
-	return nil
-}
-
-// ACL USERS
-func cmdACLUsers(c *client, args [][]byte) error {
-	c.W.StringArray(c.s.acl.Names())
-	return nil
-}
-
-// ACL WHOAMI
-func cmdACLWhoAmI(c *client, args [][]byte) error {
-	c.W.BulkString(c.user.Load().Name())
-	return nil
-}
-
-// ACL CAT [category]
-func cmdACLCat(c *client, args [][]byte) error {
-	switch len(args) {
-	case 2:
-		c.W.StringArray(acl.Categories)
-		return nil
-	case 3:
-		bit, ok := acl.Category(string(args[2]))
-		if !ok {
-			return errors.New("Unknown category '" + command.Truncate(args[2], 128) + "'")
-		}
-		c.W.StringArray(c.s.aclCatalog.InCategory(bit))
-		return nil
-	}
-	return errors.New("wrong number of arguments for 'acl|cat' command")
-}
-
-// ACL GENPASS [bits]
-func cmdACLGenPass(c *client, args [][]byte) error {
-	bits := 256
-	if len(args) > 3 {
-		return errors.New("wrong number of arguments for 'acl|genpass' command")
-	}
-	if len(args) == 3 {
-		n, err := strconv.Atoi(string(args[2]))
-		if err != nil || n <= 0 || n > 4096 {
-			return errors.New("ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096")
-		}
-		bits = n
-	}
-	b := make([]byte, (bits+7)/8)
-	if _, err := rand.Read(b); err != nil {
-		return err
-	}
-	c.W.BulkString(hex.EncodeToString(b)[:(bits+3)/4])
-	return nil
-}
-
-// ACL HELP
-func cmdACLHelp(c *client, args [][]byte) error {
-	c.WriteHelp("ACL", []string{
-		"CAT [<category>]", "    List all commands that belong to <category>, or all command categories",
-		"    when no category is specified.",
-		"DELUSER <username> [<username> ...]", "    Delete a list of users.",
-		"GETUSER <username>", "    Get the user's details.",
-		"GENPASS [<bits>]", "    Generate a secure 256-bit user password. The optional `bits` argument can",
-		"    be used to specify a different size.",
-		"LIST", "    Show users details in config file format.",
-		"LOAD", "    Reload users from the ACL file.",
-		"SAVE", "    Save the current config to the ACL file.",
-		"SETUSER <username> <attribute> [<attribute> ...]", "    Create or modify a user with the specified attributes.",
-		"USERS", "    List all the registered usernames.",
-		"WHOAMI", "    Return the current connection username.",
-	})
 	return nil
 }
 

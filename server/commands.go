@@ -168,7 +168,7 @@ func registerFamily(table map[string]*cmdEntry, specs []*command.Spec) {
 func entryOf(sp *command.Spec) *cmdEntry {
 	e := &cmdEntry{name: sp.Name, arity: sp.Arity, flags: sp.Flags, firstKey: sp.FirstKey, lastKey: sp.LastKey,
 		keyStep: sp.KeyStep, keysOf: sp.KeysOf, keySpecs: sp.KeySpecs, acl: sp.ACL, aclKeys: sp.ACLKeys, upstream: sp.Upstream,
-		group: sp.Group, since: sp.Since, summary: sp.Summary, syntax: sp.Syntax}
+		group: sp.Group, since: sp.Since, summary: sp.Summary, syntax: sp.Syntax, noScript: sp.NoScript}
 	if h := sp.Handler; h != nil {
 		e.handler = func(c *client, args [][]byte) error { return h(&c.Ctx, args) }
 	}
@@ -192,7 +192,7 @@ func (s *Server) commandTable() map[string]*cmdEntry {
 	register(table, nil, multiCommands())
 	register(table, nil, pubsubCommands())
 	register(table, nil, observeCommands())
-	register(table, nil, aclCommands())
+	registerFamily(table, s.aclCmds.Commands())
 	register(table, nil, scriptCommands())
 	register(table, nil, functionCommands())
 	for _, parent := range []struct {
@@ -204,7 +204,6 @@ func (s *Server) commandTable() map[string]*cmdEntry {
 		{"command", commandSubcommands()},
 		{"pubsub", pubsubSubcommands()},
 		{"slowlog", slowlogSubcommands()},
-		{"acl", aclSubcommands()},
 	} {
 		cmd := table[parent.name]
 		register(table, cmd, parent.subs)

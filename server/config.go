@@ -382,7 +382,7 @@ func (c Config) Validate() error {
 	if c.MaxClients < 1 {
 		return fmt.Errorf("maxclients: %d must be at least 1", c.MaxClients)
 	}
-	if err := c.validTLS(); err != nil {
+	if err := c.tlsOptions().Validate(); err != nil {
 		return err
 	}
 	if c.ACLFile != "" && len(c.Users) > 0 {

@@ -110,7 +110,7 @@ func (s *Server) paramTable() []*param {
 			return func() { s.store.SetFsync(f) }, nil
 		}},
 		{name: "requirepass", get: str(&s.password), def: "", file: quoted, set: func(v string) (func(), error) {
-			return func() { s.password.Store(&v); s.setRequirePass(v) }, nil
+			return func() { s.password.Store(&v); s.acl.SetRequirePass(v) }, nil
 		}},
 		{name: "loglevel", get: s.logLevelName, def: def.LogLevel, file: plainValue, set: func(v string) (func(), error) {
 			name := strings.ToLower(v)

@@ -95,6 +95,7 @@ type Server struct {
 	rl *ratelimit.Family // the rate-limit verbs, CHECK and the policies
 	fn *functions.Family // FUNCTION and SCRIPT, the function libraries (scripting/functions)
 
+	aclCmds    *acl.Family   // the ACL command, which changes the users
 	acl        *acl.Registry // the ACL users (acl.go)
 	aclCatalog *acl.Catalog  // the commands as the ACL rules name them
 
@@ -103,9 +104,8 @@ type Server struct {
 	conns        connLimits                   // timeout, tcp-keepalive, protected-mode (conns.go)
 	outputLimits atomic.Pointer[outputLimits] // client-output-buffer-limit (outputlimit.go)
 
-	tlsFiles  *listen.TLSFiles // the certificates, nil without TLS (tls.go)
-	tlsCNUser atomic.Bool      // tls-auth-clients-user CN: a verified certificate's common name is its user
-	tlsLn     net.Listener     // the tls-port listener; guarded by mu
+	tlsFiles *listen.TLSFiles // the certificates, nil without TLS (tls.go)
+	tlsLn    net.Listener     // the tls-port listener; guarded by mu
 	// tlsHandshakes counts TLS handshakes under way: they count against maxclients.
 	tlsHandshakes atomic.Int64
 
@@ -214,6 +214,13 @@ func New(cfg Config) (*Server, error) {
 		Readable: func(c *command.Ctx, key []byte) bool {
 			p := c.Conn.(*client).user.Load().Perms()
 			return p.All || p.CanKey(key, acl.Read)
+		}})
+	s.aclCmds = acl.NewFamily(acl.Config{File: cfg.ACLFile, Users: cfg.Users,
+		UserOf:     func(c *command.Ctx) *acl.User { return c.Conn.(*client).user.Load() },
+		CloseUsers: func(c *command.Ctx, gone []*acl.User) { s.closeClientsOf(c.Conn.(*client), gone) },
+		ClearRequirePass: func() {
+			empty := ""
+			s.password.Store(&empty)
 		}})
 	s.scripts.init(cfg)
 	s.fn = functions.New(functions.Config{Keys: s.ks, Now: s.nowNano, Log: log, Scripts: s.scripts.eng,

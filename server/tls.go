@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/throttledhq/throttled/acl"
@@ -15,79 +14,34 @@ import (
 
 // TLS, with Redis's options: a second listener on tls-port whose clients are served by a
 // goroutine each over crypto/tls (the event loops serve plain sockets by their descriptors,
-// which a TLS session cannot share). The files are listen.TLSFiles, read again on the
-// handshake after they change; a renewal that does not load is logged.
+// which a TLS session cannot share). The files, their configurations, the options' parsing
+// and a certificate's user are listen.TLSFiles', read again on the handshake after they
+// change; a renewal that does not load is logged. Here is only the wiring.
 
 // tlsHandshakeTimeout bounds a client's TLS handshake: a client that opens a connection
 // and sends nothing holds a goroutine no longer than this.
 const tlsHandshakeTimeout = 10 * time.Second
 
-// validTLS checks the TLS options of c.
-func (c Config) validTLS() error {
-	if c.TLSPort < 0 || c.TLSPort > 65535 {
-		return fmt.Errorf("tls-port: %d is not between 0 and 65535", c.TLSPort)
-	}
-	auth, err := listen.ParseTLSAuth(c.TLSAuthClients)
-	if err != nil {
-		return err
-	}
-	if _, err := parseCNUser(c.TLSAuthClientsUser); err != nil {
-		return err
-	}
-	if c.TLSPort == 0 && !c.TLSReplication {
-		return nil
-	}
-	if c.TLSCertFile == "" || c.TLSKeyFile == "" {
-		return errors.New("tls-cert-file and tls-key-file: both are needed with tls-port")
-	}
-	if auth != tls.NoClientCert && c.TLSCACertFile == "" {
-		return errors.New("tls-ca-cert-file: needed to verify clients' certificates unless tls-auth-clients is no")
+// tlsOptions are the TLS options of c.
+func (c Config) tlsOptions() listen.TLSOptions {
+	return listen.TLSOptions{Port: c.TLSPort, CertFile: c.TLSCertFile, KeyFile: c.TLSKeyFile, CACertFile: c.TLSCACertFile,
+		AuthClients: c.TLSAuthClients, AuthClientsUser: c.TLSAuthClientsUser, Replication: c.TLSReplication}
+}
+
+// certUser is the user a TLS client's verified certificate names with tls-auth-clients-user
+// CN (listen.TLSFiles.CertUser) when that user is on; nil otherwise (the client is then the
+// default user, as any other, and AUTH is open to it).
+func (s *Server) certUser(st tls.ConnectionState) *acl.User {
+	if name := s.tlsFiles.CertUser(st); name != "" {
+		return s.acl.Enabled(name)
 	}
 	return nil
 }
 
-// parseCNUser reads tls-auth-clients-user: CN (true) or off.
-func parseCNUser(v string) (bool, error) {
-	switch strings.ToLower(v) {
-	case "cn":
-		return true, nil
-	case "off":
-		return false, nil
-	}
-	return false, fmt.Errorf("tls-auth-clients-user: %q is not one of CN, off", v)
-}
-
-// cnUserText is tls-auth-clients-user as CONFIG GET shows it.
-func cnUserText(on bool) string {
-	if on {
-		return "CN"
-	}
-	return "off"
-}
-
-// certUser is the user a TLS client's verified certificate names with tls-auth-clients-user
-// CN: the ACL user its common name is, when that user is on; nil otherwise (the client is
-// then the default user, as any other, and AUTH is open to it).
-func (s *Server) certUser(st tls.ConnectionState) *acl.User {
-	if s.tlsFiles == nil || !s.tlsCNUser.Load() || len(st.VerifiedChains) == 0 || len(st.VerifiedChains[0]) == 0 {
-		return nil
-	}
-	return s.acl.Enabled(st.VerifiedChains[0][0].Subject.CommonName)
-}
-
-// serverConfig is the tls.Config of the listener: each handshake takes the files' current
-// configuration.
+// serverTLSConfig is the tls.Config of the listeners: each handshake takes the files'
+// current configuration.
 func (s *Server) serverTLSConfig() *tls.Config {
-	return &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
-			c, err := s.tlsFiles.Current()
-			if err != nil {
-				s.log.Warn("TLS certificates not reloaded", "err", err)
-			}
-			return c, nil
-		},
-	}
+	return s.tlsFiles.ServerConfig(func(err error) { s.log.Warn("TLS certificates not reloaded", "err", err) })
 }
 
 // ServeTLS accepts TCP connections on ln and serves them over TLS until Close; it returns
@@ -163,21 +117,9 @@ func (s *Server) listenTLS() (net.Listener, error) {
 }
 
 // openTLS reads the certificates when TLS is configured.
-func (s *Server) openTLS() error {
-	if s.cfg.TLSCertFile == "" {
-		return nil
-	}
-	cn, err := parseCNUser(s.cfg.TLSAuthClientsUser)
-	if err != nil {
-		return err
-	}
-	f, err := listen.NewTLSFiles(s.cfg.TLSCertFile, s.cfg.TLSKeyFile, s.cfg.TLSCACertFile, s.cfg.TLSAuthClients)
-	if err != nil {
-		return err
-	}
-	s.tlsFiles = f
-	s.tlsCNUser.Store(cn)
-	return nil
+func (s *Server) openTLS() (err error) {
+	s.tlsFiles, err = listen.OpenTLS(s.cfg.tlsOptions())
+	return err
 }
 
 // closeTLS closes the TLS listener; s.mu is held.
@@ -187,34 +129,13 @@ func (s *Server) closeTLSLocked() {
 	}
 }
 
-// ClientTLSConfig is the configuration a connection to another server (a replica's to its
-// primary with tls-replication) uses: the same certificate, presented to a primary that
-// verifies clients, and the CA file to verify the primary; nil without TLS files.
-func (s *Server) clientTLSConfig() *tls.Config {
-	if s.tlsFiles == nil {
-		return nil
-	}
-	c, _ := s.tlsFiles.Current()
-	if c == nil {
-		return nil
-	}
-	out := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: c.Certificates, RootCAs: c.RootCAs}
-	return out
-}
-
 // dialPrimary connects a replica to its primary: over TLS with tls-replication.
 func (s *Server) dialPrimary(addr string) (net.Conn, error) {
 	d := &net.Dialer{Timeout: 5 * time.Second}
 	if !s.cfg.TLSReplication {
 		return d.Dial("tcp", addr)
 	}
-	conf := s.clientTLSConfig()
-	if conf == nil {
-		return nil, errors.New("tls-replication: no TLS certificates loaded")
-	}
-	host, _, _ := net.SplitHostPort(addr)
-	conf.ServerName = host
-	return tls.DialWithDialer(d, "tcp", addr, conf)
+	return s.tlsFiles.Dial(d, addr)
 }
 
 // tlsParams are the TLS options in the parameter table. The files and tls-auth-clients
@@ -227,9 +148,6 @@ func (s *Server) tlsParams() []*param {
 		if f := s.tlsFiles; f != nil {
 			p.get = func() string { return f.Get(name) }
 			p.set = func(v string) (func(), error) {
-				if name == listen.AuthClients {
-					v = strings.ToLower(v)
-				}
 				if err := listen.CheckTLSValue(name, v); err != nil {
 					return nil, err
 				}
@@ -240,17 +158,8 @@ func (s *Server) tlsParams() []*param {
 	}
 	auth := file(listen.AuthClients, s.cfg.TLSAuthClients)
 	auth.file, auth.def = plainValue, def.TLSAuthClients
-	cnUser := &param{name: "tls-auth-clients-user", file: plainValue, def: def.TLSAuthClientsUser, get: func() string { return s.cfg.TLSAuthClientsUser }}
-	if s.tlsFiles != nil {
-		cnUser.get = func() string { return cnUserText(s.tlsCNUser.Load()) }
-		cnUser.set = func(v string) (func(), error) {
-			on, err := parseCNUser(v)
-			if err != nil {
-				return nil, err
-			}
-			return func() { s.tlsCNUser.Store(on) }, nil
-		}
-	}
+	cnUser := file(listen.AuthClientsUser, s.cfg.TLSAuthClientsUser)
+	cnUser.file, cnUser.def = plainValue, def.TLSAuthClientsUser
 	return []*param{
 		{name: "tls-port", get: func() string { return strconv.Itoa(s.cfg.TLSPort) }, def: "0", file: plainValue},
 		file(listen.CertFile, s.cfg.TLSCertFile),
