@@ -220,11 +220,11 @@ func New(cfg Config) (*Server, error) {
 	if err := s.rl.LoadPolicies(); err != nil {
 		return nil, err
 	}
-	if err := s.openEdge(); err != nil {
-		return nil, err
-	}
 	s.initFunctions()
 	if err := s.openACL(); err != nil {
+		return nil, err
+	}
+	if err := s.openEdge(); err != nil { // after openACL: gRPC requests authenticate against its users
 		return nil, err
 	}
 	s.initLatency()
