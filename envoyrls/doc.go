@@ -24,5 +24,12 @@
 // decision (the others are only looked at), never an error, which an Envoy that fails open
 // would take for a pass.
 //
+// Before that, Auth's interceptor finds the request's ACL user (auth.go: the authorization
+// metadata, in http-port's forms, or a client certificate; credentials verified lately are
+// remembered until the ACL changes) and leaves it in the context (WithUser). The server's
+// Decider is a CheckDecider (decide.go), which hands the items and that user to the server's
+// CHECK path, a CheckFunc. GRPCServer builds grpc-port's server around the service, and
+// JSONHandler puts ServeJSON behind http-port's users.
+//
 // The package knows nothing of RESP or of the keyspace: it never imports the server.
 package envoyrls

@@ -15,6 +15,10 @@
 // nginx's auth_request takes only 2xx, 401 and 403), a bad request 400 with a JSON error
 // naming the problem.
 //
+// The server's Decider is a CheckDecider (check.go): the request becomes a CHECK command,
+// which the server runs as the request's user through a RunFunc, as a RESP client's would
+// run, and CHECK's RESP2 reply becomes the Result.
+//
 // Serve bounds what one client can hold: header and body sizes, header and idle timeouts,
 // and the connections served at once.
 package httpapi

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -57,6 +58,34 @@ func (rl *Family) Edge(c *command.Ctx, items []EdgeItem, out []EdgeResult) ([]Ed
 			RetryMs: r.retry, ResetMs: r.resetM, Status: statusNames[sc.checks[i].status], Refunded: r.refunded})
 	}
 	return out, nil
+}
+
+// EdgeArgs is an edge decision as SLOWLOG and MONITOR show it: CHECK, the policies, the
+// subjects, the costs (a refund's negative) and the tiers, each list joined by ','. Its
+// arguments are new: the server keeps them.
+func EdgeArgs(items []EdgeItem) [][]byte {
+	var names, subjects, costs []string
+	for _, it := range items {
+		names = append(names, it.Policy)
+		subjects = append(subjects, it.Subject)
+		cost := it.Cost
+		if it.Refund {
+			cost = -cost
+		}
+		costs = append(costs, strconv.FormatInt(cost, 10))
+	}
+	args := [][]byte{[]byte("CHECK"), []byte(strings.Join(names, ",")), []byte(strings.Join(subjects, ","))}
+	if slices.ContainsFunc(items, func(it EdgeItem) bool { return it.Cost != 1 || it.Refund }) {
+		args = append(args, []byte("COST"), []byte(strings.Join(costs, ",")))
+	}
+	if slices.ContainsFunc(items, func(it EdgeItem) bool { return it.Priority != "" }) {
+		var tiers []string
+		for _, it := range items {
+			tiers = append(tiers, it.Priority)
+		}
+		args = append(args, []byte("PRIORITY"), []byte(strings.Join(tiers, ",")))
+	}
+	return args
 }
 
 // PolicyWindow is RateLimit-Policy's w for the policy name whose limit is limit; 0 when no

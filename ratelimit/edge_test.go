@@ -30,3 +30,29 @@ func TestPolicyWindow(t *testing.T) {
 		require.Equal(t, tc.want, policyWindow(tc.args, tc.limit), "%v", tc.args)
 	}
 }
+
+func TestEdgeArgs(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		items []EdgeItem
+		want  []string
+	}{
+		{"one item", []EdgeItem{{Policy: "p", Subject: "s", Cost: 1}}, []string{"CHECK", "p", "s"}},
+		{"lists joined", []EdgeItem{{Policy: "p", Subject: "s", Cost: 1}, {Policy: "q", Subject: "t", Cost: 1}},
+			[]string{"CHECK", "p,q", "s,t"}},
+		{"costs when one is not 1", []EdgeItem{{Policy: "p", Subject: "s", Cost: 1}, {Policy: "q", Subject: "t", Cost: 3}},
+			[]string{"CHECK", "p,q", "s,t", "COST", "1,3"}},
+		{"a refund's cost is negative", []EdgeItem{{Policy: "p", Subject: "s", Cost: 1, Refund: true}},
+			[]string{"CHECK", "p", "s", "COST", "-1"}},
+		{"tiers when one is named", []EdgeItem{{Policy: "p", Subject: "s", Cost: 2, Priority: "gold"}, {Policy: "q", Subject: "t", Cost: 1}},
+			[]string{"CHECK", "p,q", "s,t", "COST", "2,1", "PRIORITY", "gold,"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, a := range EdgeArgs(tc.items) {
+				got = append(got, string(a))
+			}
+			require.Equal(t, tc.want, got)
+		})
+	}
+}

@@ -12,7 +12,6 @@ import (
 	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/keyspace"
 	"github.com/throttledhq/throttled/pubsub"
-	"github.com/throttledhq/throttled/ratelimit"
 	"github.com/throttledhq/throttled/replication"
 	"github.com/throttledhq/throttled/resp"
 )
@@ -36,9 +35,7 @@ type client struct {
 
 	aheadKeys, aheadArgs [][]byte // prefetchKeys's keys, and a request's arguments
 
-	edgeItems   []ratelimit.EdgeItem   // a gRPC decision's policies, reused
-	edgeResults []ratelimit.EdgeResult // and their results
-	door        door                   // the door an edge decision came in by (edge.go): RESP's for a connection
+	door door // the door an edge decision came in by (edge.go): RESP's for a connection
 
 	tx      *transaction        // between MULTI and EXEC or DISCARD; nil otherwise
 	txHeld  uint64              // the transaction stripes EXEC holds while it runs (scripting.go)

@@ -393,7 +393,7 @@ func FuzzHTTPAPI(f *testing.F) {
 	do(f, ts.client(f, 2), "POLICY.SET", "api", "WINDOW", "5", "1m")
 	do(f, ts.client(f, 2), "POLICY.SET", "b", "LEAKYBUCKET", "5", "1", "1s")
 	do(f, ts.client(f, 2), "POLICY.SET", "t", "THROTTLE", "9", "10", "1s", "TIERS", "pay=1", "default=0.5")
-	api := httpapi.New(&httpDecider{s: ts.Server}, httpapi.Options{})
+	api := httpapi.New(ts.newHTTPDecider(), httpapi.Options{})
 	f.Add("POST", "/v1/check", "", `{"policy":"t,api","subject":"a","priority":"pay"}`, "")
 	f.Add("POST", "/v1/check", "", `{"policy":"t","subject":"a","refund":3}`, "")
 	f.Add("GET", "/v1/auth/t", "priority=header:X-Id", "pay", "")
@@ -424,7 +424,7 @@ func FuzzHTTPAPI(f *testing.F) {
 func BenchmarkHTTPDecide(b *testing.B) {
 	ts := startServer(b)
 	do(b, ts.client(b, 2), "POLICY.SET", "api", "THROTTLE", "100", "10", "1m")
-	d := &httpDecider{s: ts.Server}
+	d := ts.newHTTPDecider()
 	req := httpapi.Request{Policies: []string{"api"}, Subject: "k", Cost: 1}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

@@ -18,6 +18,7 @@ import (
 	commonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/stretchr/testify/require"
+	"github.com/throttledhq/throttled/envoyrls"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -494,7 +495,7 @@ descriptors:
 		if proto.Unmarshal(b, &req) != nil {
 			return
 		}
-		r, err := ts.edge.rls.ShouldRateLimit(withEdgeUser(context.Background(), ts.acl.Default()), &req)
+		r, err := ts.edge.rls.ShouldRateLimit(envoyrls.WithUser(context.Background(), ts.acl.Default()), &req)
 		if err != nil {
 			return
 		}
@@ -595,7 +596,7 @@ func BenchmarkShouldRateLimit(b *testing.B) {
 func TestRLSJSON(t *testing.T) {
 	rs := startRLS(t, map[string]string{"a.yaml": "domain: d\nresponse_headers: true\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n"})
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rs.edge.rls.ServeJSON(w, r.WithContext(withEdgeUser(r.Context(), rs.acl.Default())))
+		rs.edge.rls.ServeJSON(w, r.WithContext(envoyrls.WithUser(r.Context(), rs.acl.Default())))
 	}))
 	defer hs.Close()
 	post := func(body string) (int, string, http.Header) {
@@ -677,7 +678,7 @@ func BenchmarkShouldRateLimitHandler(b *testing.B) {
 	for i := range reqs {
 		reqs[i] = &rlsv3.RateLimitRequest{Domain: "d", Descriptors: []*commonv3.RateLimitDescriptor{desc("user", "u"+strconv.Itoa(i))}}
 	}
-	ctx := withEdgeUser(context.Background(), ts.acl.Default()) // as grpc-port's interceptor leaves it
+	ctx := envoyrls.WithUser(context.Background(), ts.acl.Default()) // as grpc-port's interceptor leaves it
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

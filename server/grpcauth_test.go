@@ -374,7 +374,7 @@ func BenchmarkCredentialUser(b *testing.B) {
 		name string
 		find func() *acl.User
 	}{
-		{"remembered", func() *acl.User { u, _ := ts.credentialUser("Bearer s3cret"); return u }},
+		{"remembered", func() *acl.User { u, _ := ts.edge.auth.CredentialUser("Bearer s3cret"); return u }},
 		{"verified", func() *acl.User { return ts.acl.Authenticate([]byte("default"), []byte("s3cret")) }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {

@@ -230,10 +230,10 @@ func New(cfg Config) (*Server, error) {
 	if err := s.rl.LoadPolicies(); err != nil {
 		return nil, err
 	}
-	if err := s.openEdge(); err != nil {
+	if err := s.openACL(); err != nil {
 		return nil, err
 	}
-	if err := s.openACL(); err != nil {
+	if err := s.openEdge(); err != nil { // after openACL: gRPC requests authenticate against its users
 		return nil, err
 	}
 	s.initLatency()
