@@ -134,7 +134,7 @@ func TestSlowSubscriberDisconnected(t *testing.T) {
 			t.Logf("cut off after %d messages of %d KiB; the slowest PUBLISH took %v", published, len(payload)>>10, slowest)
 			require.Less(t, published, 1024, "the slow subscriber was never cut off")
 			require.Greater(t, published*len(payload), outputLimit, "cut off before its output reached the limit")
-			require.Less(t, slowest, 2*time.Second, "a PUBLISH waited for a subscriber")
+			require.Less(t, slowest, 10*time.Second, "a PUBLISH waited for a subscriber") // which never reads: it would wait for ever
 			for i := 0; i < 20; i++ {
 				require.Equal(t, int64(1), do(t, rdb, "PUBLISH", "firehose", payload))
 			}
