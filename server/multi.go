@@ -59,7 +59,8 @@ type gateSlot struct {
 // transaction is a client's requests queued between MULTI and EXEC.
 type transaction struct {
 	queued []queuedRequest
-	failed bool // a request was refused while queueing: EXEC replies EXECABORT
+	failed bool   // a request was refused while queueing: EXEC replies EXECABORT
+	bits   uint32 // the queued commands' flags but the rate limits', together (execRefusal)
 }
 
 type queuedRequest struct {
@@ -86,7 +87,7 @@ func multiCommands() []*cmdEntry {
 // queue keeps a copy of a request for EXEC and replies QUEUED.
 func (s *Server) queue(c *client, cmd *cmdEntry, args [][]byte) {
 	if cmd.has(flagNoMulti) {
-		s.reject(c, errNotInMulti)
+		s.reject(c, cmd, errNotInMulti)
 		return
 	}
 	size := 0
@@ -100,8 +101,26 @@ func (s *Server) queue(c *client, cmd *cmdEntry, args [][]byte) {
 		copied[i] = buf[len(buf)-len(a) : len(buf) : len(buf)]
 	}
 	c.tx.queued = append(c.tx.queued, queuedRequest{cmd: cmd, args: copied})
+	if cmd.bits&flagRatelimit == 0 { // a decision is answered all the same (memory.go)
+		c.tx.bits |= cmd.bits
+	}
 	c.multi.Store(int32(len(c.tx.queued)) + 1)
 	c.W.Simple("QUEUED")
+}
+
+// execRefusal is Redis's check of EXEC by the commands it queued: OOM when one of them may
+// use memory and there is no room, NOREPLICAS when one writes and too few replicas are up.
+func (s *Server) execRefusal(c *client, exec *cmdEntry) error {
+	if c.tx.bits&flagDenyOOM != 0 && s.mem.full.Load() {
+		c.letGo() // evicting locks shards
+		if err := s.makeRoom(); err != nil {
+			return err
+		}
+	}
+	if c.tx.bits&flagWrite != 0 && !s.isReplica.Load() {
+		return s.checkWrite(c, exec)
+	}
+	return nil
 }
 
 // MULTI
