@@ -568,7 +568,8 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 		}
 	}
 	c.NoRoom = false
-	if cmd.bits&flagDenyOOM != 0 && s.mem.full.Load() {
+	// Inside MULTI any request queued may use memory (Redis refuses them all but EXEC's kind).
+	if (cmd.bits&flagDenyOOM != 0 || c.tx != nil && cmd.bits&(flagNoQueue|flagRatelimit) == 0) && s.mem.full.Load() {
 		c.letGo() // evicting locks shards
 		if err := s.makeRoom(); err != nil {
 			if cmd.bits&flagRatelimit == 0 {
