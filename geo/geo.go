@@ -113,11 +113,28 @@ func decode(long, lat rng, h Hash) Area {
 
 // Decode returns the centre of a stored score's box, as longitude and latitude.
 func Decode(score float64) (x, y float64) {
-	h := Hash{Bits: uint64(score), Step: StepMax}
+	h := Hash{Bits: scoreBits(score), Step: StepMax}
 	a := decode(mercatorLong, mercatorLat, h)
 	x = min(max((a.Long.min+a.Long.max)/2, LongMin), LongMax)
 	y = min(max((a.Lat.min+a.Lat.max)/2, LatMin), LatMax)
 	return x, y
+}
+
+// scoreBits is C's (uint64_t)score as Redis's x86-64 build computes it, for the scores a
+// sorted set may hold that no GEOADD stored (negative, 2^64 and more): below 2^63 through
+// a signed conversion, from there minus 2^63, the out-of-range result being 1<<63.
+func scoreBits(f float64) uint64 {
+	const two63 = 1 << 63
+	signed := func(f float64) uint64 {
+		if f >= -two63 && f < two63 {
+			return uint64(int64(f))
+		}
+		return 1 << 63 // cvttsd2si's integer indefinite
+	}
+	if f < two63 {
+		return signed(f)
+	}
+	return signed(f-two63) ^ 1<<63
 }
 
 // Score is the stored score of longitude x, latitude y (GEOADD's).
