@@ -78,7 +78,9 @@ func parseSort(args [][]byte, readonly bool) (sortQuery, error) {
 			j++
 		case command.EqualFold(a, "by") && left >= 1:
 			q.by = args[j+1]
-			q.dontSort = bytes.IndexByte(q.by, '*') < 0 // a constant: nothing to sort by
+			if bytes.IndexByte(q.by, '*') < 0 { // a constant: nothing to sort by, whatever BY follows
+				q.dontSort = true
+			}
 			j++
 		case command.EqualFold(a, "get") && left >= 1:
 			q.gets = append(q.gets, args[j+1])
@@ -125,9 +127,9 @@ func (dt *Family) sortLookupLocked(c *command.Ctx, pattern, elem []byte) ([]byte
 		if !ok {
 			return nil, false
 		}
-		return e.Append(nil), true
+		return e.Append([]byte{}), true
 	case field == nil && v.Kind == keyspace.String:
-		return v.Bytes, true
+		return append([]byte{}, v.Bytes...), true
 	}
 	return nil, false
 }
@@ -143,7 +145,7 @@ func (dt *Family) sortElemsLocked(c *command.Ctx, key []byte) ([][]byte, keyspac
 		return nil, keyspace.List, nil
 	}
 	var out [][]byte
-	add := func(e collection.Elem) bool { out = append(out, e.Append(nil)); return true }
+	add := func(e collection.Elem) bool { out = append(out, e.Append([]byte{})); return true } // never nil: nil is a missing GET
 	switch v.Kind {
 	case keyspace.List:
 		if l := bigListOf(v); l != nil {
@@ -171,6 +173,15 @@ func (dt *Family) sortElemsLocked(c *command.Ctx, key []byte) ([][]byte, keyspac
 			}
 			off += k
 			add(m)
+		}
+		if bigOf(v) == nil { // Redis converts the sorted set it sorts to a skip list, for good (after the
+			// walk: the swap frees the bytes z reads)
+			b := collection.NewBig(append([]byte(nil), z...), true)
+			num := int64(b.Len())
+			if num < countedFrom {
+				num = 0
+			}
+			c.Keys.Shard(key).SwapLocked(key, keyspace.Value{Kind: keyspace.ZSet, Num: num, Num2: BigEncoding, Obj: b, Expire: v.Expire})
 		}
 	default:
 		return nil, 0, keyspace.ErrWrongType
