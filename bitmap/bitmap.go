@@ -64,3 +64,21 @@ func Count(b []byte, start, end int64, bit bool) int64 {
 	c -= int64(bits.OnesCount8(b[start]&first) + bits.OnesCount8(b[end]&last))
 	return c
 }
+
+// Pos returns the position of the first bit of b set to one (or zero), from the most
+// significant bit of b[0], as Redis's redisBitpos: -1 when no bit is one; len(b)*8 when
+// no bit is zero (the bit after, as if the string went on with zeros).
+func Pos(b []byte, one bool) int64 {
+	for i, x := range b {
+		if !one {
+			x = ^x
+		}
+		if x != 0 {
+			return int64(i)*8 + int64(bits.LeadingZeros8(x))
+		}
+	}
+	if one {
+		return -1
+	}
+	return int64(len(b)) * 8
+}
