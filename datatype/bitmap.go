@@ -155,10 +155,11 @@ func (dt *Family) cmdBitOp(c *command.Ctx, args [][]byte) error {
 	srcs := make([][]byte, 0, len(args)-3)
 	n := 0
 	for _, k := range args[3:] {
-		v, _, err := dt.stringLocked(c, c.Keys.Shard(k), k, now)
+		v, found, err := dt.stringLocked(c, c.Keys.Shard(k), k, now)
 		if err != nil {
 			return err
 		}
+		notifyMiss(c, k, found)
 		srcs = append(srcs, v.Bytes)
 		n = max(n, len(v.Bytes))
 	}

@@ -286,6 +286,9 @@ func (dt *Family) geoSearch(c *command.Ctx, args [][]byte, srcIdx, flags int) er
 	if err != nil {
 		return err
 	}
+	if !c.Reading { // GEORADIUS, GEOSEARCHSTORE: Redis's lookupKeyRead all the same
+		notifyMiss(c, src, exists)
+	}
 	q, err := geoParse(args, flags, v, exists)
 	if err != nil {
 		return err

@@ -119,6 +119,7 @@ func (dt *Family) sortLookupLocked(c *command.Ctx, pattern, elem []byte) ([]byte
 		return nil, false
 	}
 	v, ok := c.Keys.Shard(key).GetLocked(key, c.Now())
+	countRead(c, c.Keys.Shard(key), key, ok)
 	switch {
 	case !ok:
 		return nil, false
@@ -138,9 +139,7 @@ func (dt *Family) sortLookupLocked(c *command.Ctx, pattern, elem []byte) ([]byte
 // order (nil for a missing key), and its kind. The shard is locked.
 func (dt *Family) sortElemsLocked(c *command.Ctx, key []byte) ([][]byte, keyspace.Kind, error) {
 	v, ok := c.Keys.Shard(key).GetLocked(key, c.Now())
-	if c.Reading {
-		c.CountLookup(c.Keys.Shard(key), key, ok)
-	}
+	countRead(c, c.Keys.Shard(key), key, ok)
 	if !ok {
 		return nil, keyspace.List, nil
 	}
