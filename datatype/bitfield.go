@@ -116,6 +116,9 @@ func (dt *Family) bitfieldHandler(readonly bool) command.Handler {
 		if err != nil {
 			return err
 		}
+		if writes && readonly {
+			return errBitfieldRO
+		}
 		key := args[1]
 		sh := c.Keys.Shard(key)
 		sh.Lock()
@@ -126,9 +129,6 @@ func (dt *Family) bitfieldHandler(readonly bool) command.Handler {
 		}
 		if !c.Reading && !writes {
 			notifyMiss(c, key, exists)
-		}
-		if writes && readonly {
-			return errBitfieldRO
 		}
 		b := v.Bytes
 		dirty := false

@@ -64,9 +64,31 @@ func diffKeyCmd(r *rand.Rand, k string) Cmd {
 	return c
 }
 
-// diffBitCmd draws BITPOS, BITOP and LCS on k and the other keys.
+// diffBitCmd draws BITPOS, BITOP, BITFIELD, BITFIELD_RO and LCS on k and the other keys.
 func diffBitCmd(r *rand.Rand, k string) Cmd {
-	switch r.IntN(5) {
+	switch r.IntN(7) {
+	case 5, 6:
+		c := cmd(Pick(r, "BITFIELD", "BITFIELD", "BITFIELD_RO"), k)
+		for range r.IntN(4) {
+			typ := Pick(r, "i", "u") + Int(r, 1, 64)
+			off := Int(r, 0, 40)
+			if r.IntN(5) == 0 {
+				off = "#" + Int(r, 0, 5)
+			}
+			switch r.IntN(6) {
+			case 0, 1:
+				c.Args = append(c.Args, Pick(r, "GET", "get"), typ, off)
+			case 2:
+				c.Args = append(c.Args, "SET", typ, off, Int(r, -300, 300))
+			case 3:
+				c.Args = append(c.Args, Pick(r, "INCRBY", "incrby"), typ, off, Int(r, -300, 300))
+			case 4:
+				c.Args = append(c.Args, "OVERFLOW", Pick(r, "WRAP", "SAT", "FAIL", "sat", "nosuch"))
+			case 5:
+				c.Args = append(c.Args, Pick(r, "GET", "SET", "INCRBY", "OVERFLOW", "nosuch"), typ)
+			}
+		}
+		return c
 	case 0, 1:
 		c := cmd("BITPOS", k, Pick(r, "0", "1", "1", "0", "2", "-1", "x"))
 		switch r.IntN(5) {
