@@ -60,7 +60,7 @@ type gateSlot struct {
 type transaction struct {
 	queued []queuedRequest
 	failed bool   // a request was refused while queueing: EXEC replies EXECABORT
-	bits   uint32 // the queued commands' flags but the rate limits', together (execRefusal)
+	bits   uint32 // the queued commands' flags but the rate limits', together (txBits)
 }
 
 type queuedRequest struct {
@@ -108,19 +108,18 @@ func (s *Server) queue(c *client, cmd *cmdEntry, args [][]byte) {
 	c.W.Simple("QUEUED")
 }
 
-// execRefusal is Redis's check of EXEC by the commands it queued: OOM when one of them may
-// use memory and there is no room, NOREPLICAS when one writes and too few replicas are up.
-func (s *Server) execRefusal(c *client, exec *cmdEntry) error {
-	if c.tx.bits&flagDenyOOM != 0 && s.mem.full.Load() {
-		c.letGo() // evicting locks shards
-		if err := s.makeRoom(); err != nil {
-			return err
-		}
+// txBits are the flags inside MULTI that Redis checks a request by beyond its own: every
+// request queued may use memory; EXEC has those of the commands it queued.
+func (c *client) txBits(cmd *cmdEntry) uint32 {
+	switch {
+	case c.tx == nil || cmd.bits&flagRatelimit != 0:
+		return 0
+	case cmd.name == "exec":
+		return c.tx.bits
+	case cmd.bits&flagNoQueue == 0:
+		return flagDenyOOM
 	}
-	if c.tx.bits&flagWrite != 0 && !s.isReplica.Load() {
-		return s.checkWrite(c, exec)
-	}
-	return nil
+	return 0
 }
 
 // MULTI
@@ -144,6 +143,12 @@ func cmdExec(c *client, args [][]byte) error {
 	if tx.failed {
 		c.unwatchAll()
 		return errExecAbort
+	}
+	if tx.bits&flagWrite != 0 && !c.s.isReplica.Load() { // too few replicas since queueing
+		if err := c.s.checkWrite(c, nil); err != nil { // a primary's check reads no command
+			c.unwatchAll()
+			return command.ExecAbort(err)
+		}
 	}
 	s := c.s
 	locked := s.lockTx(c, tx)

@@ -568,8 +568,7 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 		}
 	}
 	c.NoRoom = false
-	// Inside MULTI any request queued may use memory (Redis refuses them all but EXEC's kind).
-	if (cmd.bits&flagDenyOOM != 0 || c.tx != nil && cmd.bits&(flagNoQueue|flagRatelimit) == 0) && s.mem.full.Load() {
+	if (cmd.bits|c.txBits(cmd))&flagDenyOOM != 0 && s.mem.full.Load() { // Redis refuses MULTI's requests, and EXEC of writes
 		c.letGo() // evicting locks shards
 		if err := s.makeRoom(); err != nil {
 			if cmd.bits&flagRatelimit == 0 {
@@ -583,12 +582,6 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 		c.counts(cmd).rejected.Add(1)
 		s.replyError(c, fmt.Errorf("Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", cmd.fullName()))
 		return
-	}
-	if c.tx != nil && cmd.name == "exec" {
-		if err := s.execRefusal(c, cmd); err != nil {
-			s.reject(c, cmd, err)
-			return
-		}
 	}
 	if c.tx != nil && !cmd.has(flagNoQueue) {
 		c.lastCmd.Store(cmd)
