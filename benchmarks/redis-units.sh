@@ -2,7 +2,7 @@
 # redis-units.sh: Redis 7.0.15's own test units against one or more servers, each unit against a
 # fresh server in a fresh directory, and a table of the tests each server passed.
 #
-# Usage: benchmarks/redis-units.sh TESTS SERVER... 
+# Usage: benchmarks/redis-units.sh TESTS SERVER...
 #   TESTS   a folder holding runtest and tests/ of Redis 7.0.15:
 #           git -C redis archive 7.0.15 tests runtest | tar -x -C TESTS
 #   SERVER  a binary that takes --port and --dir (bin/throttled, redis-server)
@@ -49,6 +49,10 @@ labels=()
 for server in "$@"; do
 	label=$(basename "$server")
 	labels+=("$label")
+	if [ -e "$out/$label" ] && [ ! -d "$out/$label" ]; then
+		echo "redis-units.sh: $out/$label is a file (OUT holds the server?): choose another OUT" >&2
+		exit 2
+	fi
 	mkdir -p "$out/$label"
 	for unit in $UNITS; do
 		log="$out/$label/$(echo "$unit" | tr / _).log"
