@@ -11,7 +11,8 @@ import (
 	"github.com/throttledhq/throttled/internal/redistest"
 )
 
-// TestDifferentialExecRefused runs the transactions whose EXEC is refused itself (no room
+// TestDifferentialExecRefused runs the transactions that queue an unknown command, those
+// whose EXEC is refused itself (no room
 // for the commands it queued, too few replicas for its writes) or that queue a no-multi
 // command (SAVE, SHUTDOWN) on throttled and on redis-server, in RESP2 and RESP3, over two
 // connections (the second changes the configuration between queueing and EXEC): the
@@ -20,6 +21,7 @@ func TestDifferentialExecRefused(t *testing.T) {
 	rs := redistest.Start(t)
 	ts := startServer(t, func(c *Config) { c.Now = nil })
 	steps := []string{
+		"a MULTI", "a SET foo bar", "a NOSUCH x", "a GET foo", "a EXEC", "a GET foo",
 		"a MULTI", "a SET foo bar", "a SAVE", "a EXEC", "a GET foo",
 		"a MULTI", "a SET foo bar", "a SHUTDOWN", "a EXEC", "a PING",
 		"a SET x 1", "a MULTI", "a SET x 2", "a GET x", "b CONFIG SET maxmemory 1", "a EXEC", "a PING",
