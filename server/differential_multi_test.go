@@ -12,11 +12,11 @@ import (
 )
 
 // TestDifferentialExecRefused runs the transactions that queue an unknown command, those
-// whose EXEC is refused itself (no room
-// for the commands it queued, too few replicas for its writes) or that queue a no-multi
-// command (SAVE, SHUTDOWN) on throttled and on redis-server, in RESP2 and RESP3, over two
-// connections (the second changes the configuration between queueing and EXEC): the
-// replies are the same, and the first connection has left MULTI after EXECABORT.
+// whose EXEC is refused itself (no room for the commands it queued, too few replicas for
+// its writes) and those that queue a no-multi command (SAVE, SHUTDOWN) on throttled and on
+// redis-server, in RESP2 and RESP3, over two connections (the second changes the
+// configuration between queueing and EXEC): the replies are the same, and the first
+// connection has left MULTI after EXECABORT.
 func TestDifferentialExecRefused(t *testing.T) {
 	rs := redistest.Start(t)
 	ts := startServer(t, func(c *Config) { c.Now = nil })
