@@ -216,3 +216,10 @@ func strtodExponent(b []byte, j int, letter byte) int {
 	}
 	return k
 }
+
+// ParseSortWeight reads a SORT weight as Redis's sortCommand does with strtod: blanks
+// before it and nothing at all (0) are fine, anything after it, overflow or NaN are not.
+func ParseSortWeight(b []byte) (float64, bool) {
+	f, n, erange := strtod(b)
+	return f, n == len(b) && !erange && !math.IsNaN(f)
+}

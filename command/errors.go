@@ -67,6 +67,12 @@ func ErrorText(err error) string {
 	return "ERR " + err.Error()
 }
 
+// ExecAbort is EXEC's reply when EXEC itself is refused (BUSY, OOM, NOREPLICAS): Redis
+// discards the transaction and names the refusal.
+func ExecAbort(err error) error {
+	return &Error{Code: "EXECABORT", Msg: "Transaction discarded because of: " + ErrorText(err)}
+}
+
 // UnknownCommand is Redis's error for a name not in the table.
 func UnknownCommand(args [][]byte) error {
 	var b strings.Builder

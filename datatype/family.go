@@ -40,7 +40,7 @@ func New(cfg Config) *Family { return &Family{cfg: cfg} }
 func (dt *Family) Commands() []*command.Spec {
 	var all []*command.Spec
 	for _, cmds := range [][]*command.Spec{dt.keyCommands(), dt.dumpCommands(), dt.bitmapCommands(),
-		dt.stringCommands(), dt.hashCommands(), dt.zsetCommands(), dt.zsetOpCommands(), dt.blockingCommands(), dt.listCommands(), dt.setCommands()} {
+		dt.stringCommands(), dt.hashCommands(), dt.zsetCommands(), dt.zsetOpCommands(), dt.blockingCommands(), dt.listCommands(), dt.setCommands(), dt.geoCommands(), dt.sortCommands(), dt.lcsCommands(), dt.bitfieldCommands()} {
 		all = append(all, cmds...)
 	}
 	return all

@@ -2,6 +2,7 @@ package datatype
 
 import (
 	"github.com/throttledhq/throttled/command"
+	"github.com/throttledhq/throttled/keyspace"
 	"github.com/throttledhq/throttled/notify"
 )
 
@@ -75,4 +76,14 @@ func notifyMiss(c *command.Ctx, key []byte, found bool) {
 	if !found {
 		c.Notify(notify.KeyMiss, "keymiss", key)
 	}
+}
+
+// countRead is Redis's lookupKeyRead of key by a command with patterns or several keys
+// (SORT, LCS): a keyspace hit or miss for a read-only command, a "keymiss" event for any.
+func countRead(c *command.Ctx, sh *keyspace.Shard, key []byte, found bool) {
+	if c.Reading {
+		c.CountLookup(sh, key, found)
+		return
+	}
+	notifyMiss(c, key, found)
 }

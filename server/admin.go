@@ -24,10 +24,10 @@ func serverCommands() []*cmdEntry {
 		{name: "dbsize", arity: 1, flags: "readonly fast", group: "server", since: "1.0.0", summary: "Returns the number of keys in the database.", handler: cmdDBSize},
 		{name: "flushdb", acl: "dangerous", arity: -1, flags: "write", group: "server", since: "1.0.0", summary: "Removes all keys from the current database.", syntax: "[ASYNC|SYNC]", handler: cmdFlush},
 		{name: "flushall", acl: "dangerous", arity: -1, flags: "write", group: "server", since: "1.0.0", summary: "Removes all keys from all databases.", syntax: "[ASYNC|SYNC]", handler: cmdFlush},
-		{name: "save", noScript: true, arity: 1, flags: "admin", group: "server", since: "1.0.0", summary: "Synchronously saves the state to disk.", handler: cmdSave},
+		{name: "save", noScript: true, arity: 1, flags: "admin noscript no-async-loading no-multi", group: "server", since: "1.0.0", summary: "Synchronously saves the state to disk.", handler: cmdSave},
 		{name: "bgsave", noScript: true, arity: -1, flags: "admin", group: "server", since: "1.0.0", summary: "Asynchronously saves the state to disk.", syntax: "[SCHEDULE]", handler: cmdBGSave},
 		{name: "lastsave", arity: 1, flags: "loading stale fast", group: "server", since: "1.0.0", summary: "Returns the Unix timestamp of the last successful save to disk.", handler: cmdLastSave},
-		{name: "shutdown", acl: "dangerous", allowBusy: true, noScript: true, arity: -1, flags: "admin loading stale", group: "server", since: "1.0.0", summary: "Stops the server.", syntax: "[NOSAVE|SAVE] [NOW] [FORCE] [ABORT]", handler: cmdShutdown},
+		{name: "shutdown", acl: "dangerous", allowBusy: true, noScript: true, arity: -1, flags: "admin noscript loading stale no-multi", group: "server", since: "1.0.0", summary: "Stops the server.", syntax: "[NOSAVE|SAVE] [NOW] [FORCE] [ABORT]", handler: cmdShutdown},
 	}
 }
 

@@ -59,7 +59,8 @@ type gateSlot struct {
 // transaction is a client's requests queued between MULTI and EXEC.
 type transaction struct {
 	queued []queuedRequest
-	failed bool // a request was refused while queueing: EXEC replies EXECABORT
+	failed bool   // a request was refused while queueing: EXEC replies EXECABORT
+	bits   uint32 // the queued commands' flags but the rate limits', together (txBits)
 }
 
 type queuedRequest struct {
@@ -86,7 +87,7 @@ func multiCommands() []*cmdEntry {
 // queue keeps a copy of a request for EXEC and replies QUEUED.
 func (s *Server) queue(c *client, cmd *cmdEntry, args [][]byte) {
 	if cmd.has(flagNoMulti) {
-		s.reject(c, errNotInMulti)
+		s.reject(c, cmd, errNotInMulti)
 		return
 	}
 	size := 0
@@ -100,8 +101,25 @@ func (s *Server) queue(c *client, cmd *cmdEntry, args [][]byte) {
 		copied[i] = buf[len(buf)-len(a) : len(buf) : len(buf)]
 	}
 	c.tx.queued = append(c.tx.queued, queuedRequest{cmd: cmd, args: copied})
+	if cmd.bits&flagRatelimit == 0 { // a decision is answered all the same (memory.go)
+		c.tx.bits |= cmd.bits
+	}
 	c.multi.Store(int32(len(c.tx.queued)) + 1)
 	c.W.Simple("QUEUED")
+}
+
+// txBits are the flags inside MULTI that Redis checks a request by beyond its own: every
+// request queued may use memory; EXEC has those of the commands it queued.
+func (c *client) txBits(cmd *cmdEntry) uint32 {
+	switch {
+	case c.tx == nil || cmd.bits&flagRatelimit != 0:
+		return 0
+	case cmd.name == "exec":
+		return c.tx.bits
+	case cmd.bits&flagNoQueue == 0:
+		return flagDenyOOM
+	}
+	return 0
 }
 
 // MULTI
@@ -125,6 +143,12 @@ func cmdExec(c *client, args [][]byte) error {
 	if tx.failed {
 		c.unwatchAll()
 		return errExecAbort
+	}
+	if tx.bits&flagWrite != 0 && !c.s.isReplica.Load() { // too few replicas since queueing
+		if err := c.s.checkWrite(c, nil); err != nil { // a primary's check reads no command
+			c.unwatchAll()
+			return command.ExecAbort(err)
+		}
 	}
 	s := c.s
 	locked := s.lockTx(c, tx)

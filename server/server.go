@@ -531,7 +531,7 @@ func (s *Server) expireFor(budget time.Duration) bool {
 func (s *Server) dispatch(c *client, args [][]byte) {
 	cmd := s.lookup(c, args[0])
 	if cmd == nil {
-		s.reject(c, command.UnknownCommand(args))
+		s.reject(c, nil, command.UnknownCommand(args))
 		return
 	}
 	if len(cmd.subcommands) > 0 && len(args) > 1 {
@@ -541,28 +541,28 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 	}
 	if !c.authed && s.passwordSet() && !cmd.has(flagNoAuth) {
 		c.counts(cmd).rejected.Add(1)
-		s.reject(c, errNoAuth)
+		s.reject(c, cmd, errNoAuth)
 		return
 	}
 	if !cmd.arityOK(len(args)) {
 		c.counts(cmd).rejected.Add(1)
-		s.reject(c, fmt.Errorf("wrong number of arguments for '%s' command", cmd.fullName()))
+		s.reject(c, cmd, fmt.Errorf("wrong number of arguments for '%s' command", cmd.fullName()))
 		return
 	}
 	if cmd.firstKey > 0 {
 		if err := reservedKey(cmd, args); err != nil {
-			s.reject(c, err)
+			s.reject(c, cmd, err)
 			return
 		}
 	}
 	if p := c.user.Load().Perms(); !p.All {
 		if err := s.checkACL(c, p, cmd, args); err != nil {
-			s.reject(c, err)
+			s.reject(c, cmd, err)
 			return
 		}
 	}
 	if s.scripts.nbusy.Load() > 0 && !cmd.has(flagAllowBusy) {
-		s.reject(c, s.scripts.busyError()) // a script has run past busy-reply-threshold (scripting.go)
+		s.reject(c, cmd, s.scripts.busyError()) // a script has run past busy-reply-threshold (scripting.go)
 		return
 	}
 	if mode := s.pause.mode.Load(); mode != pauseNone && c.pausedFor(mode, cmd, args) {
@@ -577,11 +577,11 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 		}
 	}
 	c.NoRoom = false
-	if cmd.bits&flagDenyOOM != 0 && s.mem.full.Load() {
+	if (cmd.bits|c.txBits(cmd))&flagDenyOOM != 0 && s.mem.full.Load() { // Redis refuses MULTI's requests, and EXEC of writes
 		c.letGo() // evicting locks shards
 		if err := s.makeRoom(); err != nil {
 			if cmd.bits&flagRatelimit == 0 {
-				s.reject(c, err)
+				s.reject(c, cmd, err)
 				return
 			}
 			c.NoRoom = true // a decision is answered all the same (memory.go)
@@ -597,7 +597,7 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 		if cmd.bits&flagWrite != 0 {
 			if err := s.checkWrite(c, cmd); err != nil {
 				c.counts(cmd).rejected.Add(1)
-				s.reject(c, err) // READONLY, NOREPLICAS: at queueing, as Redis
+				s.reject(c, cmd, err) // READONLY, NOREPLICAS: at queueing, as Redis
 				return
 			}
 		}
@@ -616,7 +616,7 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 	if cmd.gated {
 		slot, own, err := s.enterGate(c, cmd, args)
 		if err != nil {
-			s.reject(c, err)
+			s.reject(c, cmd, err)
 			return
 		}
 		s.call(c, cmd, args)
@@ -628,10 +628,15 @@ func (s *Server) dispatch(c *client, args [][]byte) {
 	s.parkIfBlocked(c)
 }
 
-// reject refuses a request before it runs. Inside MULTI that dooms the transaction, as in
-// Redis: EXEC will reply EXECABORT.
-func (s *Server) reject(c *client, err error) {
-	if c.tx != nil {
+// reject refuses a request (cmd, nil when unknown) before it runs. Inside MULTI that dooms the
+// transaction, as in Redis: EXEC will reply EXECABORT; EXEC refused itself (BUSY, OOM, ACL)
+// discards it, with the reason (Redis's execCommandAbort).
+func (s *Server) reject(c *client, cmd *cmdEntry, err error) {
+	if c.tx != nil && cmd != nil && cmd.name == "exec" {
+		c.endMulti()
+		c.unwatchAll()
+		err = command.ExecAbort(err)
+	} else if c.tx != nil {
 		c.tx.failed = true
 	}
 	s.replyError(c, err)
