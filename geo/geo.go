@@ -1,5 +1,6 @@
-// Package geo is the arithmetic of Redis's geospatial commands, ported from its geohash.c,
-// geohash_helper.c and geo.c: pure functions, no keys, no I/O.
+// Package geo is the arithmetic of Redis's geospatial commands, giving the scores, hashes
+// and distances Redis's geohash.c, geohash_helper.c and geo.c give: pure functions, no
+// keys, no I/O.
 //
 // A point is stored as a sorted set member whose score is its 52-bit geohash: the longitude
 // and latitude, each scaled to 26 bits over [-180, 180] and [-85.05112878, 85.05112878]
