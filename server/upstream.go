@@ -2,9 +2,12 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"sync/atomic"
+	"time"
 
+	"github.com/throttledhq/throttled/global"
 	"github.com/throttledhq/throttled/ratelimit"
 	"github.com/throttledhq/throttled/resp"
 	"github.com/throttledhq/throttled/upstream"
@@ -43,6 +46,7 @@ func (s *Server) openUpstream() error {
 		return err
 	}
 	s.up = &upstreamMode{client: client, share: s.cfg.UpstreamFallbackShare}
+	s.global.Start(client)
 	for _, cmd := range s.commands {
 		if cmd.upstream != 0 {
 			cmd.handler = s.viaUpstream(ratelimit.CallKind(cmd.upstream), cmd, cmd.handler)
@@ -54,6 +58,7 @@ func (s *Server) openUpstream() error {
 // closeUpstream closes the link; calls still waiting are decided locally.
 func (s *Server) closeUpstream() {
 	if s.up != nil {
+		s.global.Close()
 		s.up.client.Close()
 	}
 }
@@ -61,6 +66,9 @@ func (s *Server) closeUpstream() {
 // viaUpstream wraps the local handler of a rate-limit verb.
 func (s *Server) viaUpstream(kind ratelimit.CallKind, cmd *cmdEntry, local handler) handler {
 	return func(c *client, args [][]byte) error {
+		if kind == ratelimit.CallLimit && ratelimit.Global(args) {
+			return local(c, args) // decided from the local allowance (package global)
+		}
 		if s.up.client.Open() {
 			return c.decideLocally(args, local)
 		}
@@ -262,5 +270,75 @@ func (s *Server) infoUpstream() [][2]string {
 		{"upstream_fallback_share", strconv.FormatFloat(s.up.share, 'g', -1, 64)},
 		{"upstream_clock_offset_us", itoa(st.ClockOffset.Microseconds())},
 		{"upstream_cached_keys", itoa(int64(st.CachedKeys))},
+		{"upstream_global_failing_keys", itoa(s.global.Stats().FailingKeys)},
+	}
+}
+
+// newGlobal returns GLOBAL's registry in upstream mode; nil otherwise.
+func (s *Server) newGlobal() *global.Registry {
+	if s.cfg.Upstream == "" && len(s.cfg.UpstreamCluster) == 0 {
+		return nil
+	}
+	return global.New(global.Config{Interval: s.cfg.GlobalSyncInterval, Logger: s.log})
+}
+
+// checkGlobalInterval checks global-sync-interval.
+func checkGlobalInterval(d time.Duration) error {
+	if d < global.MinInterval || d > global.MaxInterval {
+		return fmt.Errorf("global-sync-interval: %v is not between %v and %v", d, global.MinInterval, global.MaxInterval)
+	}
+	return nil
+}
+
+func (s *Server) globalInterval() string {
+	if s.global == nil {
+		return s.cfg.GlobalSyncInterval.String()
+	}
+	return s.global.Interval().String()
+}
+
+func (s *Server) setGlobalInterval(v string) (func(), error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return nil, fmt.Errorf("global-sync-interval: %q is not a duration (500ms, 1s)", v)
+	}
+	if err := checkGlobalInterval(d); err != nil {
+		return nil, err
+	}
+	return func() {
+		if s.global != nil {
+			s.global.SetInterval(d)
+		}
+	}, nil
+}
+
+// infoGlobal is INFO's global section: GLOBAL's sync loop.
+func (s *Server) infoGlobal() [][2]string {
+	if s.global == nil {
+		return [][2]string{{"global_mode", "none"}}
+	}
+	st := s.global.Stats()
+	status := "ok"
+	if st.FailingKeys > 0 {
+		status = "degraded"
+	}
+	return [][2]string{
+		{"global_mode", "upstream"},
+		{"global_status", status},
+		{"global_instance_id", s.global.ID()},
+		{"global_sync_interval_ms", itoa(st.Interval.Milliseconds())},
+		{"global_instances", itoa(st.Instances)},
+		{"global_keys", itoa(int64(st.Keys))},
+		{"global_syncs", itoa(st.Syncs)},
+		{"global_failed_syncs", itoa(st.FailedSyncs)},
+		{"global_keys_synced", itoa(st.KeysSynced)},
+		{"global_last_sync_keys", itoa(st.LastKeys)},
+		{"global_last_sync_age_ms", itoa(st.LastSyncAge.Milliseconds())},
+		{"global_last_sync_duration_us", itoa(st.LastDuration.Microseconds())},
+		{"global_last_sync_lag_us", itoa(st.LastLag.Microseconds())},
+		{"global_failing_keys", itoa(st.FailingKeys)},
+		{"global_upstream_commands", itoa(st.Commands)},
+		{"global_evicted_keys", itoa(st.Evicted)},
+		{"global_memory", itoa(st.Bytes)},
 	}
 }

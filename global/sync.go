@@ -1,0 +1,231 @@
+package global
+
+import (
+	"context"
+	"encoding/binary"
+	"math/rand/v2"
+	"time"
+
+	"github.com/throttledhq/throttled/upstream"
+)
+
+// job is one key of a sync: its entry and what the sync reports of it.
+type job struct {
+	e           *Entry
+	admitted, d int64
+}
+
+// syncer is the loop's reused state.
+type syncer struct {
+	s      upstream.GlobalSync
+	jobs   []job
+	dead   []*Entry
+	live   map[string]bool // the live instances at the last heartbeat that went through
+	failed bool            // the last sync had failing keys
+}
+
+// loop runs a sync every interval until Close. A sync is due an interval after the last
+// was due; one that falls behind by more than an interval starts the schedule again.
+func (r *Registry) loop() {
+	defer r.wg.Done()
+	var sy syncer
+	t := time.NewTimer(0)
+	defer t.Stop()
+	<-t.C
+	for {
+		t.Reset(max(0, time.Duration(r.nextSync.Load()-r.up.Now())))
+		select {
+		case <-r.done:
+			return
+		case <-t.C:
+		}
+		start := r.up.Now()
+		due := r.nextSync.Load()
+		r.stats.lastLag.Store(max(0, start-due))
+		next := due + r.interval.Load()
+		if next <= start {
+			next = start + r.interval.Load()
+		}
+		r.nextSync.Store(next)
+		r.sync(&sy, start)
+		r.stats.lastSync.Store(start)
+		r.stats.lastDuration.Store(r.up.Now() - start)
+	}
+}
+
+// sync reports every key used since the last sync, and sets each one's allowance from the
+// upstream's answer.
+func (r *Registry) sync(sy *syncer, now int64) {
+	interval := r.interval.Load()
+	sy.jobs, sy.dead = sy.jobs[:0], sy.dead[:0]
+	for i := range r.shards {
+		sh := &r.shards[i]
+		sh.mu.RLock()
+		for _, e := range sh.m {
+			d, n := e.demand.Swap(0), e.admitted.Swap(0)
+			if d == 0 && n == 0 {
+				e.fold = nil // another instance folds the state
+				if e.idle++; e.idle > evictAfter {
+					sy.dead = append(sy.dead, e)
+				}
+				continue
+			}
+			e.idle = 0
+			sy.jobs = append(sy.jobs, job{e: e, admitted: n, d: d})
+		}
+		sh.mu.RUnlock()
+	}
+	r.evict(sy.dead)
+
+	s := &sy.s
+	s.ID, s.Now, s.Commands = r.id, now, 0
+	s.Heartbeat, s.Stale = 2*time.Duration(interval), 2*time.Duration(interval)
+	s.Reports = s.Reports[:0]
+	for _, j := range sy.jobs {
+		e := j.e
+		ttl := e.ttl
+		if ttl == 0 {
+			ttl = 4 * time.Duration(interval)
+		}
+		s.Reports = append(s.Reports, upstream.GlobalReport{Key: []byte(e.key), Admitted: j.admitted, Demand: j.d,
+			Fold: e.fold, FoldFrom: e.foldFrom, FoldP: e.foldP, TTL: ttl})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), max(time.Duration(interval), 50*time.Millisecond))
+	r.up.SyncGlobal(ctx, s)
+	cancel()
+	r.stats.syncs.Add(1)
+	r.stats.commands.Add(int64(s.Commands))
+	r.stats.keysSynced.Add(int64(len(sy.jobs)))
+	r.stats.lastKeys.Store(int64(len(sy.jobs)))
+
+	if s.HeartbeatErr == nil {
+		clear(sy.live)
+		if sy.live == nil {
+			sy.live = make(map[string]bool)
+		}
+		for _, id := range s.Live {
+			sy.live[id] = true
+		}
+		sy.live[r.id] = true
+		r.live.Store(int64(len(sy.live)))
+	}
+	failing := int64(0)
+	for i, j := range sy.jobs {
+		if !r.apply(sy, j, &s.Replies[i], now, interval) {
+			failing++
+		}
+	}
+	r.stats.failingKeys.Store(failing)
+	if failing > 0 || s.HeartbeatErr != nil {
+		r.stats.failedSyncs.Add(1)
+	}
+	switch {
+	case failing > 0 && !sy.failed:
+		r.log.Warn("global: sync failing; deciding global keys on their last allowances", "keys", failing, "err", firstErr(s))
+	case failing == 0 && sy.failed:
+		r.log.Info("global: sync back; allowances agree through the upstream again")
+	}
+	sy.failed = failing > 0
+}
+
+func firstErr(s *upstream.GlobalSync) error {
+	for i := range s.Replies[:len(s.Reports)] {
+		if s.Replies[i].Err != nil {
+			return s.Replies[i].Err
+		}
+	}
+	return s.HeartbeatErr
+}
+
+// apply sets a key's allowance from its reply; false when its sync failed, and the key goes
+// on with its last allowance (fail-soft): the units it admitted are reported at the next
+// sync that goes through, up to one allowance's worth.
+func (r *Registry) apply(sy *syncer, j job, rep *upstream.GlobalReply, now, interval int64) bool {
+	e := j.e
+	if rep.Err != nil {
+		e.allowance.Store(e.grant)
+		e.admitted.Add(min(j.admitted, e.grant))
+		e.fold, e.failing = nil, true
+		return false
+	}
+	st, from, err := decodeState(rep.State)
+	if err != nil { // not a state we can read: ours replaces it at the next sync
+		st, from = State{}, rep.State[:min(tagLen, len(rep.State))]
+	}
+	l := e.spec.Load().limit
+	cur := fold(l, st, rep.Pending, now)
+	av := avail(l, cur, now, interval)
+	nowMs, staleMs := now/1e6, 2*interval/1e6
+	total := int64(0)
+	for _, dm := range rep.Demands {
+		if dm.Broken || dm.Stamp < nowMs-staleMs || sy.live != nil && !sy.live[dm.ID] && dm.ID != r.id {
+			continue
+		}
+		total = addSat(total, dm.Units)
+	}
+	grant, carry := share(av, j.d, total, int(r.live.Load()), e.carry)
+	e.grant, e.carry, e.failing = grant, carry, false
+	e.allowance.Store(grant)
+	e.grantSeen.Store(grant)
+
+	var tag [tagLen]byte
+	binary.LittleEndian.PutUint64(tag[:], rand.Uint64())
+	e.fold = encodeState(e.fold[:0], tag, cur)
+	e.foldFrom = append(e.foldFrom[:0], from...)
+	if from == nil {
+		e.foldFrom = nil
+	}
+	e.foldP = rep.Pending
+	idle := now
+	if cur.V.Expire > now {
+		idle = cur.V.Expire
+	}
+	e.resetAt.Store(idle)
+	e.ttl = time.Duration(idle-now) + 4*time.Duration(interval)
+	return true
+}
+
+// evict drops the entries of keys unused for evictAfter syncs.
+func (r *Registry) evict(dead []*Entry) {
+	for _, e := range dead {
+		sh := r.shardOf([]byte(e.key))
+		sh.mu.Lock()
+		if e.demand.Load() == 0 && e.admitted.Load() == 0 && sh.m[e.key] == e {
+			delete(sh.m, e.key)
+			r.bytes.Add(-int64(len(e.key)) - entryBytes)
+			r.stats.evicted.Add(1)
+		}
+		sh.mu.Unlock()
+	}
+}
+
+// Stats is a snapshot of the registry, for INFO global and the metrics.
+type Stats struct {
+	Interval     time.Duration
+	Instances    int64 // live instances at the last heartbeat
+	Keys         int   // keys with an entry
+	Syncs        int64
+	FailedSyncs  int64
+	KeysSynced   int64 // over all syncs
+	LastKeys     int64 // at the last sync
+	FailingKeys  int64 // deciding on their last allowance
+	LastSyncAge  time.Duration
+	LastDuration time.Duration
+	LastLag      time.Duration
+	Commands     int64
+	Evicted      int64
+	Bytes        int64
+}
+
+// Stats returns the registry's counters.
+func (r *Registry) Stats() Stats {
+	st := Stats{Interval: r.Interval(), Instances: r.live.Load(), Keys: r.Keys(),
+		Syncs: r.stats.syncs.Load(), FailedSyncs: r.stats.failedSyncs.Load(), KeysSynced: r.stats.keysSynced.Load(),
+		LastKeys: r.stats.lastKeys.Load(), FailingKeys: r.stats.failingKeys.Load(),
+		LastDuration: time.Duration(r.stats.lastDuration.Load()), LastLag: time.Duration(r.stats.lastLag.Load()),
+		Commands: r.stats.commands.Load(), Evicted: r.stats.evicted.Load(), Bytes: r.bytes.Load()}
+	if last := r.stats.lastSync.Load(); last > 0 && r.up != nil {
+		st.LastSyncAge = time.Duration(max(0, r.up.Now()-last))
+	}
+	return st
+}
