@@ -172,7 +172,9 @@ func GlobalBound(args [][]byte, interval int64) (int64, error) {
 		return 0, err
 	}
 	// ceilDiv is ceil(n * interval / per), in floating point: a bound, not a decision.
-	ceilDiv := func(n, per, interval int64) int64 { return int64(math.Ceil(float64(n) * float64(interval) / float64(per))) }
+	ceilDiv := func(n, per, interval int64) int64 {
+		return int64(math.Ceil(float64(n) * float64(interval) / float64(per)))
+	}
 	switch l.kind {
 	case keyspace.GCRA:
 		return l.units() + ceilDiv(l.quota.Count, l.quota.Period, interval), nil

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/throttledhq/throttled/httpapi"
 	"github.com/throttledhq/throttled/global"
+	"github.com/throttledhq/throttled/httpapi"
 	"github.com/throttledhq/throttled/keyspace"
 	"github.com/throttledhq/throttled/latency"
 	"github.com/throttledhq/throttled/listen"
