@@ -76,7 +76,7 @@ type stats struct {
 	keysSynced   atomic.Int64 // keys reported, over all syncs
 	lastKeys     atomic.Int64 // keys reported at the last sync
 	failingKeys  atomic.Int64 // keys whose last sync failed: deciding on their last allowance
-	lastSync     atomic.Int64 // Unix ns (shared clock) of the last sync's start
+	lastSync     atomic.Int64 // Unix ns (wall clock) of the last sync's start
 	lastDuration atomic.Int64 // ns the last sync took
 	lastLag      atomic.Int64 // ns the last sync started after it was due
 	commands     atomic.Int64 // commands sent to the upstream

@@ -24,32 +24,32 @@ type syncer struct {
 	failed bool            // the last sync had failing keys
 }
 
-// loop runs a sync every interval until Close. A sync is due an interval after the last
-// was due; one that falls behind by more than an interval starts the schedule again.
+// loop runs a sync every interval until Close, on the local monotonic clock (the shared
+// clock may stand still in tests). A sync is due an interval after the last was due; one
+// that falls behind by more than an interval starts the schedule again.
 func (r *Registry) loop() {
 	defer r.wg.Done()
 	var sy syncer
-	t := time.NewTimer(0)
+	due := time.Now().Add(time.Duration(r.interval.Load()))
+	t := time.NewTimer(time.Until(due))
 	defer t.Stop()
-	<-t.C
 	for {
-		t.Reset(max(0, time.Duration(r.nextSync.Load()-r.up.Now())))
 		select {
 		case <-r.done:
 			return
 		case <-t.C:
 		}
-		start := r.up.Now()
-		due := r.nextSync.Load()
-		r.stats.lastLag.Store(max(0, start-due))
-		next := due + r.interval.Load()
-		if next <= start {
-			next = start + r.interval.Load()
+		r.stats.lastLag.Store(int64(max(0, time.Since(due))))
+		interval := time.Duration(r.interval.Load())
+		if due = due.Add(interval); time.Until(due) <= 0 {
+			due = time.Now().Add(interval)
 		}
-		r.nextSync.Store(next)
+		start, began := r.up.Now(), time.Now()
+		r.nextSync.Store(start + int64(time.Until(due)))
 		r.sync(&sy, start)
-		r.stats.lastSync.Store(start)
-		r.stats.lastDuration.Store(r.up.Now() - start)
+		r.stats.lastSync.Store(began.UnixNano())
+		r.stats.lastDuration.Store(int64(time.Since(began)))
+		t.Reset(time.Until(due))
 	}
 }
 
@@ -224,8 +224,8 @@ func (r *Registry) Stats() Stats {
 		LastKeys: r.stats.lastKeys.Load(), FailingKeys: r.stats.failingKeys.Load(),
 		LastDuration: time.Duration(r.stats.lastDuration.Load()), LastLag: time.Duration(r.stats.lastLag.Load()),
 		Commands: r.stats.commands.Load(), Evicted: r.stats.evicted.Load(), Bytes: r.bytes.Load()}
-	if last := r.stats.lastSync.Load(); last > 0 && r.up != nil {
-		st.LastSyncAge = time.Duration(max(0, r.up.Now()-last))
+	if last := r.stats.lastSync.Load(); last > 0 {
+		st.LastSyncAge = time.Duration(max(0, time.Now().UnixNano()-last))
 	}
 	return st
 }
