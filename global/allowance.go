@@ -111,17 +111,17 @@ func fold(l Limit, st State, n, now int64) State {
 }
 
 // avail is how many units the limit admits over [now, now+interval] from st, the debt paid
-// first: what it admits at now, then, that taken, what it admits at now+interval (the
-// units that refill, or the window that turns, in between).
-func avail(l Limit, st State, now, interval int64) int64 {
+// first: what it admits at now (left), then, that taken, what it admits at now+interval
+// (next: the units that refill, or the window that turns, in between).
+func avail(l Limit, st State, now, interval int64) (left, next int64) {
 	st = payDebt(l, st, now)
-	r1 := l.Remaining(st.V, now)
+	left = l.Remaining(st.V, now)
 	v := st.V
-	if r1 > 0 {
-		v = l.Take(v, r1, now)
+	if left > 0 {
+		v = l.Take(v, left, now)
 	}
-	r2 := l.Remaining(at(v, now+interval), now+interval)
-	return r1 + max(0, r2-st.Debt)
+	next = l.Remaining(at(v, now+interval), now+interval)
+	return left, max(0, next-st.Debt)
 }
 
 // share is an instance's part of avail units, in proportion to its demand among the live

@@ -59,12 +59,14 @@ func TestFoldAndAvail(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			st := fold(l, State{}, tc.admitted, t0)
 			require.Equal(t, tc.wantDebt, st.Debt)
-			require.Equal(t, tc.wantAvail, avail(l, st, t0, iv))
+			left, next := avail(l, st, t0, iv)
+			require.Equal(t, tc.wantAvail, left+next)
 		})
 	}
 	// A second later the bucket is full again, and pays the debt (5) of 15 admitted first.
 	st := fold(l, State{}, 15, t0)
-	require.Equal(t, int64(5+10), avail(l, st, t0+sec, iv))
+	left, next := avail(l, st, t0+sec, iv)
+	require.Equal(t, int64(5+10), left+next)
 	st = fold(l, st, 0, t0+sec)
 	require.Zero(t, st.Debt)
 }

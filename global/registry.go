@@ -224,6 +224,7 @@ type Entry struct {
 	fold     []byte  // the state to fold in at the next sync
 	foldFrom []byte  // the tag it was computed from
 	foldP    int64
+	foldT    float64
 	ttl      time.Duration
 	failing  bool
 }

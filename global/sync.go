@@ -26,7 +26,9 @@ type syncer struct {
 
 // loop runs a sync every interval until Close, on the local monotonic clock (the shared
 // clock may stand still in tests). A sync is due an interval after the last was due; one
-// that falls behind by more than an interval starts the schedule again.
+// that falls behind by more than an interval starts the schedule again. The instances'
+// syncs fall at moments of their own: aligned, they all decided on one snapshot at once,
+// and their allowances swung together from too much to nothing.
 func (r *Registry) loop() {
 	defer r.wg.Done()
 	var sy syncer
@@ -88,7 +90,7 @@ func (r *Registry) sync(sy *syncer, now int64) {
 			ttl = 4 * time.Duration(interval)
 		}
 		s.Reports = append(s.Reports, upstream.GlobalReport{Key: []byte(e.key), Admitted: j.admitted, Demand: j.d,
-			Fold: e.fold, FoldFrom: e.foldFrom, FoldP: e.foldP, TTL: ttl})
+			Fold: e.fold, FoldFrom: e.foldFrom, FoldP: e.foldP, FoldT: e.foldT, At: now - interval, Grant: e.grant, TTL: ttl})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), max(time.Duration(interval), 50*time.Millisecond))
 	r.up.SyncGlobal(ctx, s)
@@ -153,16 +155,29 @@ func (r *Registry) apply(sy *syncer, j job, rep *upstream.GlobalReply, now, inte
 		st, from = State{}, rep.State[:min(tagLen, len(rep.State))]
 	}
 	l := e.spec.Load().limit
-	cur := fold(l, st, rep.Pending, now)
-	av := avail(l, cur, now, interval)
+	// The pending units are taken at their mean time of admission, not now: taken later
+	// than they came they would waste what the limit admitted meanwhile (a GCRA or a bucket
+	// banks no more than its burst).
+	at := now
+	if rep.Pending > 0 {
+		at = min(now, int64(rep.PendingT/float64(rep.Pending))*1e6)
+	}
+	cur := fold(l, st, rep.Pending, at)
+	left, next := avail(l, cur, now, interval)
 	nowMs, staleMs := now/1e6, 2*interval/1e6
-	total := int64(0)
+	total, inflight := int64(0), 0.0
 	for _, dm := range rep.Demands {
 		if dm.Broken || dm.Stamp < nowMs-staleMs || sy.live != nil && !sy.live[dm.ID] && dm.ID != r.id {
 			continue
 		}
 		total = addSat(total, dm.Units)
+		if dm.ID != r.id {
+			inflight += unreported(dm, nowMs, interval/1e6)
+		}
 	}
+	// What is left now is less what the others admitted and have not reported; what the
+	// interval adds is the same whenever an instance syncs, and split by demand alone.
+	av := next + max(0, left-int64(inflight))
 	grant, carry := share(av, j.d, total, int(r.live.Load()), e.carry)
 	e.grant, e.carry, e.failing = grant, carry, false
 	e.allowance.Store(grant)
@@ -175,7 +190,7 @@ func (r *Registry) apply(sy *syncer, j job, rep *upstream.GlobalReply, now, inte
 	if from == nil {
 		e.foldFrom = nil
 	}
-	e.foldP = rep.Pending
+	e.foldP, e.foldT = rep.Pending, rep.PendingT
 	idle := now
 	if cur.V.Expire > now {
 		idle = cur.V.Expire
@@ -183,6 +198,16 @@ func (r *Registry) apply(sy *syncer, j job, rep *upstream.GlobalReply, now, inte
 	e.resetAt.Store(idle)
 	e.ttl = time.Duration(idle-now) + 4*time.Duration(interval)
 	return true
+}
+
+// unreported estimates what another instance admitted since its last sync, which the
+// global state does not hold yet: asked at the rate of its last demand, up to its
+// allowance. Without it, an instance that syncs just before another would count the
+// other's admissions as still available, and the shares would depend on the order of the
+// syncs.
+func unreported(dm upstream.GlobalDemand, nowMs, intervalMs int64) float64 {
+	f := min(1, max(0, float64(nowMs-dm.Stamp)/float64(max(intervalMs, 1))))
+	return min(float64(dm.Grant), f*float64(dm.Units))
 }
 
 // evict drops the entries of keys unused for evictAfter syncs.

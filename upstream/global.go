@@ -24,7 +24,10 @@ import (
 //
 //	s         the global state: an 8-byte tag, then what package global encodes
 //	p         admitted units reported and not yet folded into s (HINCRBY)
-//	d:<id>    instance id's demand in the last interval: "<units>:<Unix ms>"
+//	t         the sum over those reports of units * the report's time in Unix ms
+//	          (HINCRBYFLOAT): their mean time is when the fold takes them
+//	d:<id>    instance id's demand in the last interval, the allowance it had over it, and
+//	          when it wrote them: "<units>:<allowance>:<Unix ms>"
 //
 // and the hash expires when the key is idle (PEXPIRE at every sync). The live instances are
 // the members of the sorted set "throttled:global:instances", each scored with the Unix ms
@@ -40,7 +43,8 @@ const GlobalInstances = "throttled:global:instances"
 // units it admitted since its last sync, its demand, now (Unix ms), the stamp under which
 // another instance's demand is stale (deleted), the state to fold in ("" for none), the tag
 // of the state that fold was computed from ("" when there was none), the pending units it
-// folded, and the hash's time to live in ms. The fold is made only when s still holds what
+// folded, the hash's time to live in ms, the time of the units admitted (Unix ms) and the
+// pending units-times it folded (field t), and the allowance it had since its last sync. The fold is made only when s still holds what
 // it was computed from (another instance may have folded first: then its own fold counted
 // the same units). Replies HGETALL of the hash.
 const globalScript = `
@@ -52,10 +56,14 @@ if ARGV[6] ~= '' then
   if tag == ARGV[7] then
     redis.call('HSET', h, 's', ARGV[6])
     redis.call('HINCRBY', h, 'p', 0 - tonumber(ARGV[8]))
+    redis.call('HINCRBYFLOAT', h, 't', 0 - tonumber(ARGV[11]))
   end
 end
-if ARGV[2] ~= '0' then redis.call('HINCRBY', h, 'p', ARGV[2]) end
-redis.call('HSET', h, 'd:' .. ARGV[1], ARGV[3] .. ':' .. ARGV[4])
+if ARGV[2] ~= '0' then
+  redis.call('HINCRBY', h, 'p', ARGV[2])
+  redis.call('HINCRBYFLOAT', h, 't', tonumber(ARGV[2]) * tonumber(ARGV[10]))
+end
+redis.call('HSET', h, 'd:' .. ARGV[1], ARGV[3] .. ':' .. ARGV[12] .. ':' .. ARGV[4])
 local all = redis.call('HGETALL', h)
 local cutoff = tonumber(ARGV[5])
 for i = 1, #all, 2 do
@@ -85,12 +93,15 @@ var (
 
 // GlobalReport is what an instance sends of one global key at a sync.
 type GlobalReport struct {
-	Key      []byte // the limit's key, as clients name it
-	Admitted int64  // units admitted since the last sync that reached the upstream
-	Demand   int64  // units asked (admitted or denied) in the last interval
-	Fold     []byte // the state to fold in (tag first), nil for none
-	FoldFrom []byte // the tag of the state Fold was computed from; nil when there was none
-	FoldP    int64  // the pending units Fold counts
+	Key      []byte  // the limit's key, as clients name it
+	Admitted int64   // units admitted since the last sync that reached the upstream
+	Demand   int64   // units asked (admitted or denied) in the last interval
+	Grant    int64   // the allowance it had over the last interval
+	Fold     []byte  // the state to fold in (tag first), nil for none
+	FoldFrom []byte  // the tag of the state Fold was computed from; nil when there was none
+	FoldP    int64   // the pending units Fold counts
+	FoldT    float64 // and their units * times (GlobalReply.PendingT)
+	At       int64   // when the units were admitted, at the earliest (Unix ns)
 	TTL      time.Duration
 }
 
@@ -98,6 +109,7 @@ type GlobalReport struct {
 type GlobalDemand struct {
 	ID     string
 	Units  int64
+	Grant  int64 // its allowance over the interval before the sync that wrote it
 	Stamp  int64 // Unix ms of the sync that wrote it
 	Broken bool  // a field throttled did not write
 }
@@ -107,7 +119,10 @@ type GlobalReply struct {
 	Err     error  // the key's sync failed: its node is down, or the call timed out
 	State   []byte // field s, nil when missing
 	Pending int64  // field p
-	Demands []GlobalDemand
+	// PendingT is field t: the pending units' mean time of admission is PendingT / Pending
+	// (Unix ms).
+	PendingT float64
+	Demands  []GlobalDemand
 }
 
 // GlobalSync is one sync of an instance.
@@ -144,7 +159,8 @@ func (u *Client) SyncGlobal(ctx context.Context, s *GlobalSync) {
 				fold, from = string(r.Fold), string(r.FoldFrom)
 			}
 			cmds = append(cmds, redis.NewCmd(ctx, "evalsha", globalSHA, 1, GlobalPrefix+string(r.Key),
-				s.ID, r.Admitted, r.Demand, nowMs, cutoff, fold, from, r.FoldP, max(r.TTL.Milliseconds(), 1)))
+				s.ID, r.Admitted, r.Demand, nowMs, cutoff, fold, from, r.FoldP, max(r.TTL.Milliseconds(), 1),
+				r.At/1e6, strconv.FormatFloat(r.FoldT, 'f', -1, 64), r.Grant))
 		}
 		for _, c := range cmds {
 			pipe.Process(ctx, c)
@@ -211,13 +227,18 @@ func parseGlobalReply(c *redis.Cmd, demands []GlobalDemand) GlobalReply {
 			r.State = []byte(val)
 		case f == "p":
 			r.Pending, _ = strconv.ParseInt(val, 10, 64)
+		case f == "t":
+			r.PendingT, _ = strconv.ParseFloat(val, 64)
 		case strings.HasPrefix(f, "d:"):
 			d := GlobalDemand{ID: f[2:]}
-			units, at, ok := strings.Cut(val, ":")
-			var e1, e2 error
-			d.Units, e1 = strconv.ParseInt(units, 10, 64)
-			d.Stamp, e2 = strconv.ParseInt(at, 10, 64)
-			d.Broken = !ok || e1 != nil || e2 != nil || d.Units < 0
+			parts := strings.Split(val, ":")
+			var e1, e2, e3 error
+			if len(parts) == 3 {
+				d.Units, e1 = strconv.ParseInt(parts[0], 10, 64)
+				d.Grant, e2 = strconv.ParseInt(parts[1], 10, 64)
+				d.Stamp, e3 = strconv.ParseInt(parts[2], 10, 64)
+			}
+			d.Broken = len(parts) != 3 || e1 != nil || e2 != nil || e3 != nil || d.Units < 0 || d.Grant < 0
 			r.Demands = append(r.Demands, d)
 		}
 	}
