@@ -242,8 +242,15 @@ type Decision struct {
 }
 
 // Take decides a call of cost units at now (the registry's clock) from the entry's
-// allowance; peek decides as if, and changes nothing.
+// allowance; peek decides as if, and changes nothing. Remaining is at most the limit (an
+// allowance may hold more: a burst and an interval's refill).
 func (r *Registry) Take(e *Entry, cost int64, peek bool, now int64) Decision {
+	d := r.take(e, cost, peek, now)
+	d.Remaining = min(d.Remaining, d.Limit)
+	return d
+}
+
+func (r *Registry) take(e *Entry, cost int64, peek bool, now int64) Decision {
 	d := Decision{Limit: e.spec.Load().units, RetryAfter: -1, ResetAfter: max(0, e.resetAt.Load()-now)}
 	if cost > d.Limit {
 		d.Limited = true

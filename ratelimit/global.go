@@ -24,6 +24,9 @@ var (
 	// errGlobalConcurrency is GLOBAL on CONCURRENCY.ACQUIRE: a slot is held and given back,
 	// not spent, so it has no allowance to share.
 	errGlobalConcurrency = errors.New("CONCURRENCY.ACQUIRE takes no GLOBAL: a slot is held, not spent; without GLOBAL it is exact through the upstream")
+	// errGlobalPolicy is GLOBAL in a policy: CHECK, which decides the policies, is not served
+	// in upstream mode, so a policy's GLOBAL would be silently local.
+	errGlobalPolicy = errors.New("GLOBAL is not taken in a policy yet: CHECK, which decides the policies, is not served in upstream mode")
 	// errGlobalRare is GLOBAL with an option the allowance cannot honour.
 	errGlobalRare = errors.New("GLOBAL takes no REFUND, TIERS, PRIORITY nor BLOCK")
 )

@@ -2,6 +2,7 @@ package ratelimit_test
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,6 +25,8 @@ func TestGlobalErrors(t *testing.T) {
 	require.Contains(t, doErr(t, local, "CONFIG", "SET", "global-sync-interval", "5ms"), "global-sync-interval: 5ms is not between 10ms and 1m0s")
 	require.Contains(t, doErr(t, local, "CONFIG", "SET", "global-sync-interval", "soon"), `global-sync-interval: "soon" is not a duration`)
 	require.Contains(t, do(t, local, "INFO", "global").(string), "global_mode:none")
+	require.Equal(t, "ERR GLOBAL is not taken in a policy yet: CHECK, which decides the policies, is not served in upstream mode",
+		doErr(t, local, "POLICY.SET", "p", "THROTTLE", 9, 1, "1s", "GLOBAL"))
 
 	redis := redistest.Start(t)
 	up := testserver.Start(t, func(c *server.Config) {
@@ -124,6 +127,40 @@ func TestGlobalDecisions(t *testing.T) {
 	require.Contains(t, do(t, a, "INFO", "upstream").(string), "upstream_global_failing_keys:0")
 	require.Equal(t, "OK", do(t, a, "CONFIG", "SET", "global-sync-interval", "30ms"))
 	require.Equal(t, "30ms", do(t, a, "CONFIG", "GET", "global-sync-interval").([]any)[1])
+}
+
+// FuzzGlobalOptions: any options after a native verb's parameters with GLOBAL, in upstream
+// mode, get a decision that keeps the rules (checkDecisions) or an error, never a panic.
+func FuzzGlobalOptions(f *testing.F) {
+	redis := redistest.Start(f)
+	ts := testserver.Start(f, realClock, func(c *server.Config) {
+		c.AppendOnly, c.Upstream, c.UpstreamTimeout, c.GlobalSyncInterval = false, redis.URL(), time.Minute, 20*time.Millisecond
+	})
+	c := ts.Raw(f)
+	verbs := [][]string{
+		{"THROTTLE", "g1", "9", "10", "1m", "GLOBAL"}, {"TOKENBUCKET", "g2", "10", "1", "1s", "GLOBAL"},
+		{"LEAKYBUCKET", "g3", "10", "1", "1s", "GLOBAL"}, {"SLIDE", "g4", "10", "1m", "GLOBAL"},
+		{"SLIDE", "g5", "10", "1m", "APPROX", "GLOBAL"}, {"WINDOW", "g6", "10", "1m", "GLOBAL"},
+		{"WINDOW", "g7", "10", "1mo", "TZ", "Europe/Berlin", "GLOBAL"}, {"CONCURRENCY.ACQUIRE", "g8", "3", "1m", "id", "GLOBAL"},
+	}
+	for _, seed := range []string{"", "COST 4", "COST 0", "PEEK", "COST 11", "COST 9223372036854775807", "GLOBAL",
+		"REFUND 1", "BLOCK 1s", "TIERS a=1", "PRIORITY a", "COST", "COST -1", "TZ UTC", "APPROX", "COST 3 PEEK"} {
+		f.Add(uint8(len(seed)), seed)
+	}
+	f.Fuzz(func(t *testing.T, pick uint8, input string) {
+		args := append(append([]string{}, verbs[int(pick)%len(verbs)]...), strings.Fields(input)...)
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		r := c.Do(t, args...)
+		if r[0] != '*' && r[0] != '-' {
+			t.Fatalf("%q: %q", args, r)
+		}
+		if strings.Contains(r, "internal error") {
+			t.Fatalf("%q: %s", args, r)
+		}
+		if r[0] == '*' {
+			checkDecisions(t, args, r)
+		}
+	})
 }
 
 func toString(x any) string {
