@@ -56,7 +56,8 @@ func (r *Registry) loop() {
 }
 
 // sync reports every key used since the last sync, and sets each one's allowance from the
-// upstream's answer.
+// upstream's answer. With no key used it sends nothing, not even the heartbeat: an instance
+// is alive, for the others, on the keys it uses.
 func (r *Registry) sync(sy *syncer, now int64) {
 	interval := r.interval.Load()
 	sy.jobs, sy.dead = sy.jobs[:0], sy.dead[:0]
@@ -78,6 +79,9 @@ func (r *Registry) sync(sy *syncer, now int64) {
 		sh.mu.RUnlock()
 	}
 	r.evict(sy.dead)
+	if len(sy.jobs) == 0 {
+		return // nothing to report: no heartbeat either, and an idle instance costs the upstream nothing
+	}
 
 	s := &sy.s
 	s.ID, s.Now, s.Commands = r.id, now, 0
