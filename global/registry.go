@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"hash/maphash"
 	"log/slog"
 	"sync"
@@ -36,6 +37,23 @@ const (
 	MaxInterval     = time.Minute
 	DefaultInterval = 500 * time.Millisecond
 )
+
+// CheckInterval checks global-sync-interval.
+func CheckInterval(d time.Duration) error {
+	if d < MinInterval || d > MaxInterval {
+		return fmt.Errorf("global-sync-interval: %v is not between %v and %v", d, MinInterval, MaxInterval)
+	}
+	return nil
+}
+
+// ParseInterval parses and checks a global-sync-interval (CONFIG SET).
+func ParseInterval(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("global-sync-interval: %q is not a duration (500ms, 1s)", v)
+	}
+	return d, CheckInterval(d)
+}
 
 // evictAfter is how many syncs in a row a key may go unused before its entry goes: it
 // stays long enough that a key used now and then keeps its allowance.

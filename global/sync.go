@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/throttledhq/throttled/upstream"
@@ -257,4 +258,33 @@ func (r *Registry) Stats() Stats {
 		st.LastSyncAge = time.Duration(max(0, time.Now().UnixNano()-last))
 	}
 	return st
+}
+
+// Info is INFO's global section.
+func (r *Registry) Info() [][2]string {
+	st := r.Stats()
+	status := "ok"
+	if st.FailingKeys > 0 {
+		status = "degraded"
+	}
+	i := func(n int64) string { return strconv.FormatInt(n, 10) }
+	return [][2]string{
+		{"global_mode", "upstream"},
+		{"global_status", status},
+		{"global_instance_id", r.id},
+		{"global_sync_interval_ms", i(st.Interval.Milliseconds())},
+		{"global_instances", i(st.Instances)},
+		{"global_keys", i(int64(st.Keys))},
+		{"global_syncs", i(st.Syncs)},
+		{"global_failed_syncs", i(st.FailedSyncs)},
+		{"global_keys_synced", i(st.KeysSynced)},
+		{"global_last_sync_keys", i(st.LastKeys)},
+		{"global_last_sync_age_ms", i(st.LastSyncAge.Milliseconds())},
+		{"global_last_sync_duration_us", i(st.LastDuration.Microseconds())},
+		{"global_last_sync_lag_us", i(st.LastLag.Microseconds())},
+		{"global_failing_keys", i(st.FailingKeys)},
+		{"global_upstream_commands", i(st.Commands)},
+		{"global_evicted_keys", i(st.Evicted)},
+		{"global_memory", i(st.Bytes)},
+	}
 }

@@ -440,7 +440,7 @@ func (c Config) Validate() error {
 	if !(c.UpstreamFallbackShare > 0 && c.UpstreamFallbackShare <= 1) {
 		return fmt.Errorf("upstream-fallback-share: %v is not in (0, 1]", c.UpstreamFallbackShare)
 	}
-	if err := checkGlobalInterval(c.GlobalSyncInterval); err != nil {
+	if err := global.CheckInterval(c.GlobalSyncInterval); err != nil {
 		return err
 	}
 	if c.LatencyMonitorThreshold < 0 {

@@ -2,10 +2,8 @@ package server
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 	"sync/atomic"
-	"time"
 
 	"github.com/throttledhq/throttled/global"
 	"github.com/throttledhq/throttled/ratelimit"
@@ -282,14 +280,6 @@ func (s *Server) newGlobal() *global.Registry {
 	return global.New(global.Config{Interval: s.cfg.GlobalSyncInterval, Logger: s.log})
 }
 
-// checkGlobalInterval checks global-sync-interval.
-func checkGlobalInterval(d time.Duration) error {
-	if d < global.MinInterval || d > global.MaxInterval {
-		return fmt.Errorf("global-sync-interval: %v is not between %v and %v", d, global.MinInterval, global.MaxInterval)
-	}
-	return nil
-}
-
 func (s *Server) globalInterval() string {
 	if s.global == nil {
 		return s.cfg.GlobalSyncInterval.String()
@@ -298,11 +288,8 @@ func (s *Server) globalInterval() string {
 }
 
 func (s *Server) setGlobalInterval(v string) (func(), error) {
-	d, err := time.ParseDuration(v)
+	d, err := global.ParseInterval(v)
 	if err != nil {
-		return nil, fmt.Errorf("global-sync-interval: %q is not a duration (500ms, 1s)", v)
-	}
-	if err := checkGlobalInterval(d); err != nil {
 		return nil, err
 	}
 	return func() {
@@ -317,28 +304,5 @@ func (s *Server) infoGlobal() [][2]string {
 	if s.global == nil {
 		return [][2]string{{"global_mode", "none"}}
 	}
-	st := s.global.Stats()
-	status := "ok"
-	if st.FailingKeys > 0 {
-		status = "degraded"
-	}
-	return [][2]string{
-		{"global_mode", "upstream"},
-		{"global_status", status},
-		{"global_instance_id", s.global.ID()},
-		{"global_sync_interval_ms", itoa(st.Interval.Milliseconds())},
-		{"global_instances", itoa(st.Instances)},
-		{"global_keys", itoa(int64(st.Keys))},
-		{"global_syncs", itoa(st.Syncs)},
-		{"global_failed_syncs", itoa(st.FailedSyncs)},
-		{"global_keys_synced", itoa(st.KeysSynced)},
-		{"global_last_sync_keys", itoa(st.LastKeys)},
-		{"global_last_sync_age_ms", itoa(st.LastSyncAge.Milliseconds())},
-		{"global_last_sync_duration_us", itoa(st.LastDuration.Microseconds())},
-		{"global_last_sync_lag_us", itoa(st.LastLag.Microseconds())},
-		{"global_failing_keys", itoa(st.FailingKeys)},
-		{"global_upstream_commands", itoa(st.Commands)},
-		{"global_evicted_keys", itoa(st.Evicted)},
-		{"global_memory", itoa(st.Bytes)},
-	}
+	return s.global.Info()
 }
