@@ -148,11 +148,13 @@ deploy-deps:
 # doors (gRPC ShouldRateLimit, HTTP /v1/auth, RESP CHECK) in one run of their own, written to
 # the section "At the edge" of the same file; then how the hottest verbs' Go benchmarks scale
 # from -cpu 1 to -cpu 2 (benchmarks/cmd/scaling, a few minutes), to the section "Scaling with
-# cores".
+# cores"; then GLOBAL limits against exact upstream mode, four instances on one redis-server
+# (benchmarks/cmd/globalbench, a minute), to the section "Global limits".
 bench: build deps
 	$(GO) run ./benchmarks/cmd/loadgen
 	$(GO) run ./benchmarks/cmd/edgeload -out benchmarks/RESULTS.md
 	$(GO) run ./benchmarks/cmd/scaling -out benchmarks/RESULTS.md
+	$(GO) run ./benchmarks/cmd/globalbench -out benchmarks/RESULTS.md
 
 # bench-go runs every Go benchmark of every package.
 .PHONY: bench-go

@@ -76,6 +76,14 @@ var (
 	upLocal         = newFamily("upstream_local_decisions_total", "Decisions answered locally from the cache of denied keys.", prometheus.CounterValue)
 	upDegraded      = newFamily("upstream_degraded_decisions_total", "Decisions made by the local fallback while the upstream was away.", prometheus.CounterValue)
 	upRTT           = newFamily("upstream_rtt_seconds", "The mean round trip to the upstream.", prometheus.GaugeValue)
+	glSyncs         = newFamily("global_syncs_total", "Syncs of the GLOBAL limits' allowances through the upstream.", prometheus.CounterValue)
+	glFailedSyncs   = newFamily("global_failed_syncs_total", "Syncs where a key or the heartbeat failed.", prometheus.CounterValue)
+	glKeysSynced    = newFamily("global_keys_synced_total", "Keys reported to the upstream, over all syncs.", prometheus.CounterValue)
+	glCommands      = newFamily("global_upstream_commands_total", "Commands the sync loop sent to the upstream.", prometheus.CounterValue)
+	glFailing       = newFamily("global_failing_keys", "GLOBAL keys whose last sync failed, deciding on their last allowance.", prometheus.GaugeValue)
+	glKeys          = newFamily("global_keys", "GLOBAL keys with an allowance on this instance.", prometheus.GaugeValue)
+	glInstances     = newFamily("global_instances", "Instances alive at the last heartbeat.", prometheus.GaugeValue)
+	glDuration      = newFamily("global_sync_duration_seconds", "How long the last sync took.", prometheus.GaugeValue)
 )
 
 func (c collector) Collect(ch chan<- prometheus.Metric) {
@@ -158,6 +166,16 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		emit(upLocal, float64(u.LocalDecisions))
 		emit(upDegraded, float64(u.DegradedDecisions))
 		emit(upRTT, u.AvgRTT.Seconds())
+		if g := u.Global; g != nil {
+			emit(glSyncs, float64(g.Syncs))
+			emit(glFailedSyncs, float64(g.FailedSyncs))
+			emit(glKeysSynced, float64(g.KeysSynced))
+			emit(glCommands, float64(g.Commands))
+			emit(glFailing, float64(g.FailingKeys))
+			emit(glKeys, float64(g.Keys))
+			emit(glInstances, float64(g.Instances))
+			emit(glDuration, g.LastDuration.Seconds())
+		}
 	}
 }
 
@@ -191,7 +209,8 @@ func Names() []string {
 		topDenied, persistWriteOK, persistLastSave, persistChanges, persistBatches, persistSyncs, persistWritten,
 		persistDeleted, persistRetries, persistDisk, persistLoaded, persistLoadTime, replPrimary, replOffset, replReplicas,
 		replLag, replReplicaOff, replLinkUp, replLastIO, replFull, replPartial, upLinkUp, upBreaker, upOpened,
-		upRoundTrips, upConflicts, upFailures, upLocal, upDegraded, upRTT} {
+		upRoundTrips, upConflicts, upFailures, upLocal, upDegraded, upRTT, glSyncs, glFailedSyncs, glKeysSynced,
+		glCommands, glFailing, glKeys, glInstances, glDuration} {
 		out = append(out, f.name)
 	}
 	// The histogram: its family, and the series a query names.

@@ -143,6 +143,14 @@ type Upstream struct {
 	RoundTrips, Conflicts, Failures   int64
 	LocalDecisions, DegradedDecisions int64
 	AvgRTT                            time.Duration
+	Global                            *Global // GLOBAL's sync loop
+}
+
+// Global is GLOBAL's sync loop, in upstream mode.
+type Global struct {
+	Syncs, FailedSyncs, KeysSynced, Commands int64 // since start
+	FailingKeys, Keys, Instances             int64 // now
+	LastDuration                             time.Duration
 }
 
 // TopDeniedShown is how many of the most denied keys /metrics exposes.

@@ -33,7 +33,7 @@ func (f full) Snapshot() Snapshot {
 		Keys:        3,
 		Persistence: &Persistence{WriteOK: true},
 		Replication: Replication{Primary: true, Replicas: []Replica{{Addr: "10.0.0.2:6379", Lag: time.Second}}},
-		Upstream:    &Upstream{LinkUp: true, Breaker: "closed"},
+		Upstream:    &Upstream{LinkUp: true, Breaker: "closed", Global: &Global{}},
 		Ready:       f.ready, NotReady: "upstream breaker open",
 	}
 }

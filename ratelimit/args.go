@@ -107,6 +107,7 @@ type nativeOptions struct {
 	cost        int64
 	peek        bool
 	approx      bool  // SLIDE's APPROX
+	global      bool  // GLOBAL: decided from the local allowance (global.go)
 	rare        bool  // REFUND, TIERS, PRIORITY or BLOCK
 	refunding   bool  // REFUND n: give back refund units, take nothing
 	prioritized bool  // PRIORITY given (its name is resolved at once: see resolveTier)
@@ -133,6 +134,7 @@ type nativeOptionSet struct {
 	tiers  bool // TIERS: not CHECK's, whose policy has them
 	zone   bool // WINDOW's TZ
 	block  bool // BLOCK: not CHECK's, whose policy has it
+	global bool // GLOBAL: the native verbs'
 }
 
 // parse reads [COST n] [PEEK] [REFUND n] [TIERS name=share ...] [PRIORITY name]
@@ -161,6 +163,8 @@ func (o *nativeOptions) parse(args [][]byte, set nativeOptionSet) (priority []by
 			o.peek = true
 		case set.approx && command.EqualFold(args[i], "approx"):
 			o.approx = true
+		case set.global && command.EqualFold(args[i], "global"):
+			o.global = true
 		default:
 			used, err := o.parseRare(args[i:], set, &priority)
 			if err != nil {

@@ -18,6 +18,7 @@ import (
 	"log/slog"
 
 	"github.com/throttledhq/throttled/command"
+	"github.com/throttledhq/throttled/global"
 	"github.com/throttledhq/throttled/keyspace"
 )
 
@@ -33,6 +34,8 @@ type Config struct {
 	// Upstream: the limits live in an upstream Redis, so CHECK, whose policies are this
 	// node's, is not served.
 	Upstream bool
+	// Global decides the calls with GLOBAL (upstream mode's); nil: GLOBAL is an error.
+	Global *global.Registry
 	// Readable reports whether the user of c may read key (POLICY.LIST shows only the
 	// policies whose key policy:<name> it may).
 	Readable func(c *command.Ctx, key []byte) bool

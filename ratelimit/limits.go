@@ -20,15 +20,15 @@ func (rl *Family) limitCommands() []*command.Spec {
 			Upstream: int(CallLimit)}
 	}
 	return []*command.Spec{ // CONCURRENCY.ACQUIRE takes COST and PEEK only (errConcurrencyOptions)
-		verb("throttle", "key max_burst count period [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name] [BLOCK duration]",
+		verb("throttle", "key max_burst count period [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name] [BLOCK duration] [GLOBAL]",
 			"GCRA: count per period sustained, max_burst more at once. Replies a decision in milliseconds."),
-		verb("tokenbucket", "key capacity refill period [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name] [BLOCK duration]",
+		verb("tokenbucket", "key capacity refill period [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name] [BLOCK duration] [GLOBAL]",
 			"Token bucket: starts full with capacity, refills refill tokens per period, continuously."),
-		verb("leakybucket", "key capacity leak period [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name] [BLOCK duration]",
+		verb("leakybucket", "key capacity leak period [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name] [BLOCK duration] [GLOBAL]",
 			"Leaky bucket as a queue: admits while at most capacity units wait, drains leak per period; replies delay_ms too."),
-		verb("slide", "key limit window [APPROX] [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name] [BLOCK duration]",
+		verb("slide", "key limit window [APPROX] [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name] [BLOCK duration] [GLOBAL]",
 			"Sliding window: an exact log of admissions, or with APPROX the weighted two-window counter."),
-		verb("window", "key limit window [TZ name] [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name] [BLOCK duration]",
+		verb("window", "key limit window [TZ name] [COST n] [REFUND n] [PEEK] [TIERS name=share ...] [PRIORITY name] [BLOCK duration] [GLOBAL]",
 			"Fixed window aligned to multiples of window since the Unix epoch, or to the calendar (1d, 1w, 1mo, 1y) in the time zone TZ (default UTC)."),
 		verb("concurrency.acquire", "key limit lease id [COST n] [PEEK]",
 			"At most limit holders at once; id holds a slot for at most lease, and renews it by acquiring again."),
@@ -117,9 +117,14 @@ func (l *limit) parse(verb string, nparams int, args [][]byte, inAllOf bool) (in
 			}
 		}
 	}
-	priority, err := l.opts.parse(rest[:end], nativeOptionSet{approx: verb == "slide", tiers: true, zone: verb == "window", block: true})
+	priority, err := l.opts.parse(rest[:end], nativeOptionSet{approx: verb == "slide", tiers: true, zone: verb == "window", block: true, global: true})
 	if err != nil {
 		return 0, err
+	}
+	if l.opts.global {
+		if err := checkGlobal(verb, &l.opts, inAllOf); err != nil {
+			return 0, err
+		}
 	}
 	if err := l.parseParams(verb, p, l.opts.approx); err != nil {
 		return 0, err
@@ -510,6 +515,9 @@ func (rl *Family) cmdLimit(c *command.Ctx, args [][]byte) error {
 	}
 	if c.ReadOnly && l.writes() {
 		return command.ErrReadOnly
+	}
+	if l.opts.global {
+		return rl.takeGlobal(c, &l)
 	}
 	if c.Fallback > 0 {
 		l.share(c.Fallback)

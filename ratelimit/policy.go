@@ -166,6 +166,9 @@ func policyArgs(args []string, l *limit) error {
 	if l.opts.peek || l.opts.cost != 1 || l.opts.refunding || l.opts.prioritized {
 		return errors.New("COST, PEEK, REFUND and PRIORITY belong to CHECK, not to a policy")
 	}
+	if l.opts.global {
+		return errGlobalPolicy
+	}
 	l.key = nil
 	return nil
 }

@@ -91,6 +91,7 @@ func (s *Server) infoSections(c *client) []infoSection {
 		{"latencystats", func() [][2]string { return s.infoLatencyStats(c) }},
 		{"throttle", func() [][2]string { return append(s.infoThrottle(), s.infoDenyEvents()...) }},
 		{"upstream", s.infoUpstream},
+		{"global", s.infoGlobal},
 		{"scripting", s.infoScripting},
 		{"cluster", infoCluster},
 		{"keyspace", s.infoKeyspace},

@@ -60,8 +60,9 @@ func TestCommandIntrospection(t *testing.T) {
 	require.Equal(t, "summary", doc[0])
 	require.Equal(t, "arguments", doc[6])
 	args := doc[7].([]any)
-	require.Len(t, args, 10)
+	require.Len(t, args, 11)
 	require.Equal(t, []any{"name", "key", "type", "key"}, args[0])
+	require.Equal(t, []any{"name", "global", "type", "pure-token", "token", "GLOBAL", "flags", []any{"optional"}}, args[10])
 	require.Equal(t, []any{"name", "duration", "type", "string", "token", "BLOCK", "flags", []any{"optional"}}, args[9])
 	require.Equal(t, []any{"name", "n", "type", "integer", "token", "COST", "flags", []any{"optional"}}, args[4])
 

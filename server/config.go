@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/throttledhq/throttled/global"
 	"github.com/throttledhq/throttled/httpapi"
 	"github.com/throttledhq/throttled/keyspace"
 	"github.com/throttledhq/throttled/latency"
@@ -190,6 +191,9 @@ type Config struct {
 	// UpstreamFallbackShare is the fraction of each limit one instance grants alone while the
 	// upstream is away ("upstream-fallback-share"), in (0, 1]; default 1.
 	UpstreamFallbackShare float64
+	// GlobalSyncInterval is how often an instance agrees on its GLOBAL limits' allowances
+	// through the upstream ("global-sync-interval"); default 500ms, 10ms to 1m.
+	GlobalSyncInterval time.Duration
 
 	// Observability (observe.go, metrics.go).
 	// SlowlogLogSlowerThan is the time in µs from which a command goes into SLOWLOG
@@ -337,6 +341,7 @@ func DefaultConfig() Config {
 
 		UpstreamTimeout:       50 * time.Millisecond,
 		UpstreamFallbackShare: 1,
+		GlobalSyncInterval:    global.DefaultInterval,
 
 		ReplBacklogSize:   1 << 20,
 		ReplicaPriority:   100,
@@ -434,6 +439,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.UpstreamFallbackShare > 0 && c.UpstreamFallbackShare <= 1) {
 		return fmt.Errorf("upstream-fallback-share: %v is not in (0, 1]", c.UpstreamFallbackShare)
+	}
+	if err := global.CheckInterval(c.GlobalSyncInterval); err != nil {
+		return err
 	}
 	if c.LatencyMonitorThreshold < 0 {
 		return fmt.Errorf("latency-monitor-threshold: %d must not be negative", c.LatencyMonitorThreshold)

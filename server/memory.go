@@ -85,7 +85,7 @@ func (s *Server) enforceMemory() {
 		s.mem.full.Store(false)
 		return
 	}
-	used := s.ks.UsedMemory()
+	used := s.ks.UsedMemory() + s.global.Bytes() // GLOBAL's allowances count too
 	p := keyspace.Policy(s.mem.policy.Load())
 	if used > limit {
 		start := time.Now()
@@ -96,7 +96,7 @@ func (s *Server) enforceMemory() {
 		if s.ks.Evict(p, evictBatch, int(s.mem.samples.Load()), s.nowNano()) == 0 {
 			break
 		}
-		used = s.ks.UsedMemory()
+		used = s.ks.UsedMemory() + s.global.Bytes()
 		select {
 		case <-s.shutdown:
 			return

@@ -111,6 +111,9 @@ func (s *Server) Snapshot() metrics.Snapshot {
 		snap.Upstream = &metrics.Upstream{LinkUp: st.Link == "up", Breaker: st.Breaker, BreakerOpened: st.Opened,
 			RoundTrips: st.RoundTrips, Conflicts: st.Conflicts, Failures: st.Failures, LocalDecisions: st.Local,
 			DegradedDecisions: s.up.degraded.Load(), AvgRTT: st.AvgRTT}
+		g := s.global.Stats()
+		snap.Upstream.Global = &metrics.Global{Syncs: g.Syncs, FailedSyncs: g.FailedSyncs, KeysSynced: g.KeysSynced,
+			Commands: g.Commands, FailingKeys: g.FailingKeys, Keys: int64(g.Keys), Instances: g.Instances, LastDuration: g.LastDuration}
 	}
 	snap.Ready, snap.NotReady = s.readiness(rin.Primary, rin.LinkUp && !rin.Syncing, snap.Upstream)
 	return snap

@@ -190,6 +190,7 @@ func (s *Server) paramTable() []*param {
 		{name: "upstream-timeout", get: constant(s.cfg.UpstreamTimeout.String()), def: def.UpstreamTimeout.String(), file: plainValue},
 		{name: "upstream-fallback-share", get: constant(strconv.FormatFloat(s.cfg.UpstreamFallbackShare, 'g', -1, 64)),
 			def: strconv.FormatFloat(def.UpstreamFallbackShare, 'g', -1, 64), file: plainValue},
+		{name: "global-sync-interval", get: s.globalInterval, def: def.GlobalSyncInterval.String(), file: plainValue, set: s.setGlobalInterval},
 
 		// Shown for clients and tools that read them; not options of throttled's config file.
 		{name: "databases", get: constant("1")},

@@ -18,6 +18,7 @@ import (
 	"github.com/throttledhq/throttled/command"
 	"github.com/throttledhq/throttled/conffile"
 	"github.com/throttledhq/throttled/datatype"
+	"github.com/throttledhq/throttled/global"
 	"github.com/throttledhq/throttled/internal/sdnotify"
 	"github.com/throttledhq/throttled/keyspace"
 	"github.com/throttledhq/throttled/latency"
@@ -110,6 +111,8 @@ type Server struct {
 	tlsHandshakes atomic.Int64
 
 	up *upstreamMode // nil unless the limits live in an upstream Redis (upstream.go)
+	// global holds GLOBAL's allowances in upstream mode; nil otherwise (upstream.go).
+	global *global.Registry
 
 	loops    []*loop // event loops serving the clients, round robin; none on other systems
 	nextLoop atomic.Uint64
@@ -201,8 +204,9 @@ func New(cfg Config) (*Server, error) {
 	s.lastSave.Store(s.started.Unix())
 	s.replCfg.init(cfg)
 	s.http.init(cfg)
+	s.global = s.newGlobal()
 	s.rl = ratelimit.New(ratelimit.Config{Keys: s.ks, Now: s.nowNano, Log: log, ConfigFile: cfg.ConfigFile,
-		SplitLine: conffile.SplitLine, Upstream: cfg.Upstream != "" || len(cfg.UpstreamCluster) > 0,
+		SplitLine: conffile.SplitLine, Upstream: cfg.Upstream != "" || len(cfg.UpstreamCluster) > 0, Global: s.global,
 		Decided: func(c *command.Ctx, limited bool) { s.decided(c.Conn.(*client), limited) },
 		Denied: func(c *command.Ctx, key []byte, retryMs, now int64, block ratelimit.Block) {
 			cc := c.Conn.(*client)

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync/atomic"
 
+	"github.com/throttledhq/throttled/global"
 	"github.com/throttledhq/throttled/ratelimit"
 	"github.com/throttledhq/throttled/resp"
 	"github.com/throttledhq/throttled/upstream"
@@ -43,6 +44,7 @@ func (s *Server) openUpstream() error {
 		return err
 	}
 	s.up = &upstreamMode{client: client, share: s.cfg.UpstreamFallbackShare}
+	s.global.Start(client)
 	for _, cmd := range s.commands {
 		if cmd.upstream != 0 {
 			cmd.handler = s.viaUpstream(ratelimit.CallKind(cmd.upstream), cmd, cmd.handler)
@@ -54,6 +56,7 @@ func (s *Server) openUpstream() error {
 // closeUpstream closes the link; calls still waiting are decided locally.
 func (s *Server) closeUpstream() {
 	if s.up != nil {
+		s.global.Close()
 		s.up.client.Close()
 	}
 }
@@ -61,6 +64,9 @@ func (s *Server) closeUpstream() {
 // viaUpstream wraps the local handler of a rate-limit verb.
 func (s *Server) viaUpstream(kind ratelimit.CallKind, cmd *cmdEntry, local handler) handler {
 	return func(c *client, args [][]byte) error {
+		if kind == ratelimit.CallLimit && ratelimit.Global(args) {
+			return local(c, args) // decided from the local allowance (package global)
+		}
 		if s.up.client.Open() {
 			return c.decideLocally(args, local)
 		}
@@ -262,5 +268,41 @@ func (s *Server) infoUpstream() [][2]string {
 		{"upstream_fallback_share", strconv.FormatFloat(s.up.share, 'g', -1, 64)},
 		{"upstream_clock_offset_us", itoa(st.ClockOffset.Microseconds())},
 		{"upstream_cached_keys", itoa(int64(st.CachedKeys))},
+		{"upstream_global_failing_keys", itoa(s.global.Stats().FailingKeys)},
 	}
+}
+
+// newGlobal returns GLOBAL's registry in upstream mode; nil otherwise.
+func (s *Server) newGlobal() *global.Registry {
+	if s.cfg.Upstream == "" && len(s.cfg.UpstreamCluster) == 0 {
+		return nil
+	}
+	return global.New(global.Config{Interval: s.cfg.GlobalSyncInterval, Logger: s.log})
+}
+
+func (s *Server) globalInterval() string {
+	if s.global == nil {
+		return s.cfg.GlobalSyncInterval.String()
+	}
+	return s.global.Interval().String()
+}
+
+func (s *Server) setGlobalInterval(v string) (func(), error) {
+	d, err := global.ParseInterval(v)
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		if s.global != nil {
+			s.global.SetInterval(d)
+		}
+	}, nil
+}
+
+// infoGlobal is INFO's global section: GLOBAL's sync loop.
+func (s *Server) infoGlobal() [][2]string {
+	if s.global == nil {
+		return [][2]string{{"global_mode", "none"}}
+	}
+	return s.global.Info()
 }

@@ -384,6 +384,20 @@ func optionTable() []option {
 				return nil
 			},
 			get: func(s *settings) string { return strconv.FormatFloat(s.UpstreamFallbackShare, 'g', -1, 64) }},
+		{name: "global-sync-interval", arg: "duration", help: "how often an instance agrees on its GLOBAL limits through the upstream (500ms; 10ms to 1m)",
+			set: func(s *settings, name string, values []string) error {
+				v, err := one(name, values)
+				if err != nil {
+					return err
+				}
+				d, err := time.ParseDuration(v)
+				if err != nil {
+					return fmt.Errorf("%s: %q is not a duration (500ms, 1s)", name, v)
+				}
+				s.GlobalSyncInterval = d
+				return nil
+			},
+			get: func(s *settings) string { return s.GlobalSyncInterval.String() }},
 
 		// Observability.
 		{name: "slowlog-log-slower-than", arg: "µs", help: "microseconds from which a command goes into SLOWLOG; 0 logs every command, negative none",

@@ -1,0 +1,174 @@
+package ratelimit_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/throttledhq/throttled/internal/redistest"
+	"github.com/throttledhq/throttled/internal/testserver"
+	"github.com/throttledhq/throttled/ratelimit"
+	"github.com/throttledhq/throttled/server"
+)
+
+// TestGlobalErrors: GLOBAL needs upstream mode, and takes none of the options an allowance
+// cannot honour; each mistake gets an error that says why.
+func TestGlobalErrors(t *testing.T) {
+	local := testserver.Start(t).Client(t, 2)
+	require.Equal(t, "ERR GLOBAL needs upstream mode (upstream or upstream-cluster): the instances agree on a global limit through it",
+		doErr(t, local, "THROTTLE", "k", 9, 1, "1s", "GLOBAL"))
+	require.Equal(t, "global-sync-interval", do(t, local, "CONFIG", "GET", "global-sync-interval").([]any)[0])
+	require.Equal(t, "500ms", do(t, local, "CONFIG", "GET", "global-sync-interval").([]any)[1])
+	require.Contains(t, doErr(t, local, "CONFIG", "SET", "global-sync-interval", "5ms"), "global-sync-interval: 5ms is not between 10ms and 1m0s")
+	require.Contains(t, doErr(t, local, "CONFIG", "SET", "global-sync-interval", "soon"), `global-sync-interval: "soon" is not a duration`)
+	require.Contains(t, do(t, local, "INFO", "global").(string), "global_mode:none")
+	require.Equal(t, "ERR GLOBAL is not taken in a policy yet: CHECK, which decides the policies, is not served in upstream mode",
+		doErr(t, local, "POLICY.SET", "p", "THROTTLE", 9, 1, "1s", "GLOBAL"))
+
+	redis := redistest.Start(t)
+	up := testserver.Start(t, func(c *server.Config) {
+		c.AppendOnly, c.Upstream, c.UpstreamTimeout = false, redis.URL(), time.Minute
+	}).Client(t, 2)
+	for _, tc := range []struct {
+		name string
+		args []any
+		want string
+	}{
+		{"refund", []any{"THROTTLE", "k", 9, 1, "1s", "GLOBAL", "REFUND", 1}, "ERR GLOBAL takes no REFUND, TIERS, PRIORITY nor BLOCK"},
+		{"block", []any{"TOKENBUCKET", "k", 9, 1, "1s", "BLOCK", "1s", "GLOBAL"}, "ERR GLOBAL takes no REFUND, TIERS, PRIORITY nor BLOCK"},
+		{"tiers", []any{"WINDOW", "k", 9, "1s", "GLOBAL", "TIERS", "a=1"}, "ERR GLOBAL takes no REFUND, TIERS, PRIORITY nor BLOCK"},
+		{"concurrency", []any{"CONCURRENCY.ACQUIRE", "k", 9, "1s", "id", "GLOBAL"},
+			"ERR CONCURRENCY.ACQUIRE takes no GLOBAL: a slot is held, not spent; without GLOBAL it is exact through the upstream"},
+		{"allof", []any{"ALLOF", "THROTTLE", "{a}x", 9, 1, "1s", "GLOBAL", "THROTTLE", "{a}y", 9, 1, "1s"},
+			"ERR GLOBAL is not taken inside ALLOF: a global limit is decided alone, from its own allowance"},
+		{"bad cost", []any{"THROTTLE", "k", 9, 1, "1s", "GLOBAL", "COST", -1}, "ERR COST must not be negative, got -1"},
+		{"bad params", []any{"SLIDE", "k", 0, "1s", "GLOBAL"}, "ERR limit must be at least 1, got 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Contains(t, doErr(t, up, tc.args...), tc.want)
+		})
+	}
+}
+
+// TestGlobalDecisions: two instances on one upstream, one clock that stands still (nothing
+// refills): alone, an instance's first allowance is the whole burst; once the sync loops
+// have run, the two admit together no more than the limit plus the stated bound (each may
+// have started with a whole burst before it saw the other), and then nothing more: the
+// global state holds every admission. Every verb that takes GLOBAL.
+func TestGlobalDecisions(t *testing.T) {
+	redis := redistest.Start(t)
+	clk := testserver.Start(t).Clock // one clock for both
+	const interval = 20 * time.Millisecond
+	up := func() *testserver.Server {
+		return testserver.Start(t, func(c *server.Config) {
+			c.AppendOnly, c.Upstream, c.UpstreamTimeout, c.GlobalSyncInterval = false, redis.URL(), time.Minute, interval
+			c.Now = clk.Now
+		})
+	}
+	a, b := up().Client(t, 2), up().Client(t, 3)
+	for _, tc := range []struct {
+		name  string
+		args  []any
+		limit int64
+	}{
+		{"throttle", []any{"THROTTLE", "g:gcra", 9, 1, "1h"}, 10},
+		{"tokenbucket", []any{"TOKENBUCKET", "g:tb", 10, 1, "1h"}, 10},
+		{"leakybucket", []any{"LEAKYBUCKET", "g:lb", 10, 1, "1h"}, 10},
+		{"slide", []any{"SLIDE", "g:sl", 10, "1h"}, 10},
+		{"slide approx", []any{"SLIDE", "g:sc", 10, "1h", "APPROX"}, 10},
+		{"window", []any{"WINDOW", "g:fw", 10, "1h"}, 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			call := append(append([]any{}, tc.args...), "GLOBAL")
+			sargs := make([][]byte, len(tc.args))
+			for i, x := range tc.args {
+				sargs[i] = []byte(toString(x))
+			}
+			bound, err := ratelimit.GlobalBound(sargs, int64(interval))
+			require.NoError(t, err)
+			admitted := int64(0)
+			for i := range 40 {
+				rdb := a
+				if i%2 == 1 {
+					rdb = b
+				}
+				v := do(t, rdb, call...)
+				var limited int64
+				switch v := v.(type) {
+				case []any:
+					limited = v[0].(int64)
+					require.Equal(t, tc.limit, v[1].(int64))
+				case map[any]any:
+					limited = v["limited"].(int64)
+				}
+				if limited == 0 {
+					admitted++
+				}
+				if i%8 == 7 {
+					time.Sleep(3 * interval) // the loops sync
+				}
+			}
+			require.GreaterOrEqual(t, admitted, tc.limit)
+			require.LessOrEqual(t, admitted, tc.limit+2*bound)
+			t.Logf("admitted %d of a limit of %d (bound %d + 2 * %d)", admitted, tc.limit, tc.limit, bound)
+			time.Sleep(3 * interval)
+			for range 5 {
+				require.Equal(t, int64(1), do(t, a, call...).([]any)[0], "the limit is spent, for both")
+			}
+		})
+	}
+	info := do(t, a, "INFO", "global").(string)
+	require.Contains(t, info, "global_mode:upstream")
+	require.Contains(t, info, "global_instances:2")
+	require.Contains(t, info, "global_status:ok")
+	require.Contains(t, do(t, a, "INFO", "upstream").(string), "upstream_global_failing_keys:0")
+	require.Equal(t, "OK", do(t, a, "CONFIG", "SET", "global-sync-interval", "30ms"))
+	require.Equal(t, "30ms", do(t, a, "CONFIG", "GET", "global-sync-interval").([]any)[1])
+}
+
+// FuzzGlobalOptions: any options after a native verb's parameters with GLOBAL, in upstream
+// mode, get a decision that keeps the rules (checkDecisions) or an error, never a panic.
+func FuzzGlobalOptions(f *testing.F) {
+	redis := redistest.Start(f)
+	ts := testserver.Start(f, realClock, func(c *server.Config) {
+		c.AppendOnly, c.Upstream, c.UpstreamTimeout, c.GlobalSyncInterval = false, redis.URL(), time.Minute, 20*time.Millisecond
+	})
+	c := ts.Raw(f)
+	verbs := [][]string{
+		{"THROTTLE", "g1", "9", "10", "1m", "GLOBAL"}, {"TOKENBUCKET", "g2", "10", "1", "1s", "GLOBAL"},
+		{"LEAKYBUCKET", "g3", "10", "1", "1s", "GLOBAL"}, {"SLIDE", "g4", "10", "1m", "GLOBAL"},
+		{"SLIDE", "g5", "10", "1m", "APPROX", "GLOBAL"}, {"WINDOW", "g6", "10", "1m", "GLOBAL"},
+		{"WINDOW", "g7", "10", "1mo", "TZ", "Europe/Berlin", "GLOBAL"}, {"CONCURRENCY.ACQUIRE", "g8", "3", "1m", "id", "GLOBAL"},
+	}
+	for _, seed := range []string{"", "COST 4", "COST 0", "PEEK", "COST 11", "COST 9223372036854775807", "GLOBAL",
+		"REFUND 1", "BLOCK 1s", "TIERS a=1", "PRIORITY a", "COST", "COST -1", "TZ UTC", "APPROX", "COST 3 PEEK"} {
+		f.Add(uint8(len(seed)), seed)
+	}
+	f.Fuzz(func(t *testing.T, pick uint8, input string) {
+		args := append(append([]string{}, verbs[int(pick)%len(verbs)]...), strings.Fields(input)...)
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		r := c.Do(t, args...)
+		if r[0] != '*' && r[0] != '-' {
+			t.Fatalf("%q: %q", args, r)
+		}
+		if strings.Contains(r, "internal error") {
+			t.Fatalf("%q: %s", args, r)
+		}
+		if r[0] == '*' {
+			checkDecisions(t, args, r)
+		}
+	})
+}
+
+func toString(x any) string {
+	switch x := x.(type) {
+	case int:
+		return strconv.Itoa(x)
+	case string:
+		return x
+	}
+	panic(x)
+}
