@@ -15,7 +15,6 @@ package notify
 
 import (
 	"errors"
-	"sync"
 	"sync/atomic"
 )
 
@@ -133,11 +132,21 @@ type Notifier struct {
 	live  atomic.Uint32
 	flags atomic.Uint32 // the configured classes, as CONFIG GET shows them
 	pub   Publisher
-	bufs  sync.Pool // *[]byte: channel names being built
+	// bufs are the buffers channel names are built in, free for the next Send: a buffered
+	// channel rather than a sync.Pool, which drops what it is given at random under the race
+	// detector (an allocation a test of the hot path would see now and then).
+	bufs chan *[]byte
 }
 
 // Init makes n publish through p. Call it before n is used; n stays off until Set.
-func (n *Notifier) Init(p Publisher) { n.pub = p }
+func (n *Notifier) Init(p Publisher) {
+	n.pub = p
+	n.bufs = make(chan *[]byte, freeBufs)
+}
+
+// freeBufs is how many buffers wait for a Send at most: one for each event loop building
+// names at once, and more.
+const freeBufs = 64
 
 // Set configures the classes (notify-keyspace-events).
 func (n *Notifier) Set(c Class) {
@@ -172,8 +181,10 @@ func (n *Notifier) Send(event string, key []byte) {
 		return
 	}
 	flags := Class(n.flags.Load())
-	bp, _ := n.bufs.Get().(*[]byte)
-	if bp == nil {
+	var bp *[]byte
+	select {
+	case bp = <-n.bufs:
+	default:
 		bp = new([]byte)
 	}
 	b := *bp
@@ -189,7 +200,10 @@ func (n *Notifier) Send(event string, key []byte) {
 	}
 	if cap(b) <= maxPooled {
 		*bp = b
-		n.bufs.Put(bp)
+		select {
+		case n.bufs <- bp:
+		default:
+		}
 	}
 }
 
