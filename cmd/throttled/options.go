@@ -154,6 +154,29 @@ func integer(name, help string, field func(*server.Config) *int) option {
 	}
 }
 
+// duration is an option of a time: a Go duration (50ms, 1s) or a number of milliseconds.
+func duration(name, help string, field func(*server.Config) *time.Duration) option {
+	return option{name: name, arg: "duration", help: help + " (50ms, 1s, or milliseconds)",
+		set: func(s *settings, name string, values []string) error {
+			v, err := one(name, values)
+			if err != nil {
+				return err
+			}
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				ms, merr := strconv.Atoi(v)
+				if merr != nil {
+					return fmt.Errorf("%s: %q is not a duration (50ms, 1s) or a number of milliseconds", name, v)
+				}
+				d = time.Duration(ms) * time.Millisecond
+			}
+			*field(&s.Config) = d
+			return nil
+		},
+		get: func(s *settings) string { return field(&s.Config).String() },
+	}
+}
+
 // size is an integer shown with Redis's units.
 func size(name, help string, field func(*server.Config) *int) option {
 	o := integer(name, help, field)
@@ -352,24 +375,7 @@ func optionTable() []option {
 				return nil
 			},
 			get: func(s *settings) string { return strings.Join(s.UpstreamCluster, ",") }},
-		{name: "upstream-timeout", arg: "duration", help: "a round trip to the upstream longer than this counts as a failure (50ms, 1s, or milliseconds)",
-			set: func(s *settings, name string, values []string) error {
-				v, err := one(name, values)
-				if err != nil {
-					return err
-				}
-				d, err := time.ParseDuration(v)
-				if err != nil {
-					ms, merr := strconv.Atoi(v)
-					if merr != nil {
-						return fmt.Errorf("%s: %q is not a duration (50ms, 1s) or a number of milliseconds", name, v)
-					}
-					d = time.Duration(ms) * time.Millisecond
-				}
-				s.UpstreamTimeout = d
-				return nil
-			},
-			get: func(s *settings) string { return s.UpstreamTimeout.String() }},
+		duration("upstream-timeout", "a round trip to the upstream longer than this counts as a failure", func(c *C) *time.Duration { return &c.UpstreamTimeout }),
 		{name: "upstream-fallback-share", arg: "fraction", help: "the share of each limit one instance grants alone while the upstream is away, in (0, 1]",
 			set: func(s *settings, name string, values []string) error {
 				v, err := one(name, values)
@@ -384,20 +390,7 @@ func optionTable() []option {
 				return nil
 			},
 			get: func(s *settings) string { return strconv.FormatFloat(s.UpstreamFallbackShare, 'g', -1, 64) }},
-		{name: "global-sync-interval", arg: "duration", help: "how often an instance agrees on its GLOBAL limits through the upstream (500ms; 10ms to 1m)",
-			set: func(s *settings, name string, values []string) error {
-				v, err := one(name, values)
-				if err != nil {
-					return err
-				}
-				d, err := time.ParseDuration(v)
-				if err != nil {
-					return fmt.Errorf("%s: %q is not a duration (500ms, 1s)", name, v)
-				}
-				s.GlobalSyncInterval = d
-				return nil
-			},
-			get: func(s *settings) string { return s.GlobalSyncInterval.String() }},
+		duration("global-sync-interval", "how often an instance agrees on its GLOBAL limits through the upstream, 10ms to 1m", func(c *C) *time.Duration { return &c.GlobalSyncInterval }),
 
 		// Observability.
 		{name: "slowlog-log-slower-than", arg: "µs", help: "microseconds from which a command goes into SLOWLOG; 0 logs every command, negative none",
