@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"errors"
+	"net"
 	"os"
 	"strings"
 )
@@ -43,4 +44,14 @@ func WriteSection(path, heading, text string) error {
 		doc += text
 	}
 	return os.WriteFile(path, []byte(strings.TrimRight(doc, "\n")+"\n"), 0o644)
+}
+
+// FreePort returns a loopback port that was free a moment ago, for a server a tool starts.
+func FreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }

@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -75,15 +74,6 @@ func main() {
 	}
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
 // door is one way in: its name and one call.
 type door struct {
 	name string
@@ -102,7 +92,7 @@ func run(cfg config) error {
 	}
 	var ports [3]int
 	for i := range ports {
-		if ports[i], err = freePort(); err != nil {
+		if ports[i], err = loadtest.FreePort(); err != nil {
 			return err
 		}
 	}

@@ -12,7 +12,6 @@ package main
 
 import (
 	"bufio"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -22,6 +21,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/throttledhq/throttled/benchmarks/loadtest"
 )
 
 const section = "## Global limits: GLOBAL against exact upstream mode"
@@ -49,20 +50,11 @@ func main() {
 	}
 	fmt.Print(text)
 	if cfg.out != "" {
-		if err := writeSection(cfg.out, text); err != nil {
+		if err := loadtest.WriteSection(cfg.out, section, text); err != nil {
 			fmt.Fprintln(os.Stderr, "globalbench:", err)
 			os.Exit(1)
 		}
 	}
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // start runs a process and waits until its port answers.
@@ -119,7 +111,7 @@ type result struct {
 }
 
 func run(cfg config) (string, error) {
-	rport, err := freePort()
+	rport, err := loadtest.FreePort()
 	if err != nil {
 		return "", err
 	}
@@ -130,7 +122,7 @@ func run(cfg config) (string, error) {
 	defer redis.Process.Kill()
 	var ports []int
 	for range instances {
-		port, err := freePort()
+		port, err := loadtest.FreePort()
 		if err != nil {
 			return "", err
 		}
@@ -234,28 +226,4 @@ func thousands(f float64) string {
 func cpuInfo() string {
 	out, _ := exec.Command("nproc").Output()
 	return strings.TrimSpace(string(out)) + " CPUs"
-}
-
-// writeSection replaces the section of path that starts with the heading section (up to the
-// next "## " heading) by text, or adds text at the end.
-func writeSection(path, text string) error {
-	b, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	doc := string(b)
-	if i := strings.Index(doc, section+"\n"); i >= 0 {
-		rest := doc[i+len(section)+1:]
-		end := len(doc)
-		if j := strings.Index(rest, "\n## "); j >= 0 {
-			end = i + len(section) + 1 + j + 1
-		}
-		doc = doc[:i] + text + "\n" + doc[end:]
-	} else {
-		if doc != "" && !strings.HasSuffix(doc, "\n\n") {
-			doc = strings.TrimRight(doc, "\n") + "\n\n"
-		}
-		doc += text
-	}
-	return os.WriteFile(path, []byte(strings.TrimRight(doc, "\n")+"\n"), 0o644)
 }

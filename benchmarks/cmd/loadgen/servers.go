@@ -19,19 +19,9 @@ type server struct {
 	cmd  *exec.Cmd
 }
 
-// freePort returns a loopback port that was free a moment ago.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
 // start runs name with args plus the port flag, and waits until it answers PING.
 func start(label, name string, args ...string) (*server, error) {
-	port, err := freePort()
+	port, err := loadtest.FreePort()
 	if err != nil {
 		return nil, err
 	}
