@@ -37,6 +37,11 @@ type Spec struct {
 	// KeysOf returns the keys of a request whose keys are not at fixed positions; nil when
 	// FirstKey and LastKey say where they are.
 	KeysOf func(args [][]byte) [][]byte
+	// KeyFlags returns, for a command whose keys' flags depend on the request (Redis's
+	// variable_flags: SET with or without GET, BITFIELD with or without SET and INCRBY),
+	// the flags of the key at argument pos of args (the request, its name first), as
+	// COMMAND GETKEYSANDFLAGS gives them; nil: KeySpecs say.
+	KeyFlags func(args [][]byte, pos int) string
 	// Direct: a native script may run it on the shard its run holds (its handler takes its
 	// one key's shard through Ctx.LockShard, and checks nothing a script's call would not).
 	Direct bool

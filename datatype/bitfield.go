@@ -2,6 +2,7 @@ package datatype
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/throttledhq/throttled/bitmap"
 	"github.com/throttledhq/throttled/command"
@@ -20,7 +21,7 @@ var (
 
 func (dt *Family) bitfieldCommands() []*command.Spec {
 	return []*command.Spec{
-		{Name: "bitfield", Arity: -2, Flags: "write denyoom", FirstKey: 1, LastKey: 1, KeySpecs: []command.KeySpec{{Begin: 1, Flags: "RW access update"}}, Group: "bitmap", Since: "3.2.0", Summary: "Performs arbitrary bitfield integer operations on strings.", Syntax: "key [GET encoding offset|[OVERFLOW WRAP|SAT|FAIL] SET encoding offset value|INCRBY encoding offset increment [GET encoding offset|[OVERFLOW WRAP|SAT|FAIL] SET encoding offset value|INCRBY encoding offset increment ...]]", Handler: dt.bitfieldHandler(false)},
+		{Name: "bitfield", Arity: -2, Flags: "write denyoom", FirstKey: 1, LastKey: 1, KeySpecs: []command.KeySpec{{Begin: 1, Flags: "RW access update variable_flags"}}, KeyFlags: bitfieldKeyFlags, Group: "bitmap", Since: "3.2.0", Summary: "Performs arbitrary bitfield integer operations on strings.", Syntax: "key [GET encoding offset|[OVERFLOW WRAP|SAT|FAIL] SET encoding offset value|INCRBY encoding offset increment [GET encoding offset|[OVERFLOW WRAP|SAT|FAIL] SET encoding offset value|INCRBY encoding offset increment ...]]", Handler: dt.bitfieldHandler(false)},
 		{Name: "bitfield_ro", Arity: -2, Flags: "readonly fast", FirstKey: 1, LastKey: 1, KeySpecs: []command.KeySpec{{Begin: 1, Flags: "RO access"}}, Group: "bitmap", Since: "6.0.0", Summary: "Performs arbitrary read-only bitfield integer operations on strings.", Syntax: "key [GET encoding offset [GET encoding offset ...]]", Handler: dt.bitfieldHandler(true)},
 	}
 }
@@ -210,4 +211,22 @@ func (dt *Family) bitfieldHandler(readonly bool) command.Handler {
 		}
 		return nil
 	}
+}
+
+// bitfieldKeyFlags is BITFIELD's key's flags, as Redis's bitfieldGetKeys: read only while
+// every operation is a whole GET (or OVERFLOW); written once a SET or INCRBY, or anything
+// that does not parse, comes.
+func bitfieldKeyFlags(args [][]byte, pos int) string {
+	for j := 2; j < len(args); j++ {
+		left := len(args) - j - 1
+		switch op := string(args[j]); {
+		case strings.EqualFold(op, "get") && left >= 2:
+			j += 2
+		case strings.EqualFold(op, "overflow") && left >= 1:
+			j++
+		default:
+			return "RW access update"
+		}
+	}
+	return "RO access"
 }

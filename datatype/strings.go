@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/throttledhq/throttled/collection"
 	"github.com/throttledhq/throttled/command"
@@ -32,7 +33,7 @@ var (
 func (dt *Family) stringCommands() []*command.Spec {
 	return []*command.Spec{
 		{Name: "get", Arity: 2, Flags: "readonly fast", FirstKey: 1, LastKey: 1, KeySpecs: []command.KeySpec{{Begin: 1, Flags: "RO access"}}, Direct: true, Group: "string", Since: "1.0.0", Summary: "Returns the string value of a key.", Syntax: "key", Handler: dt.cmdGet},
-		{Name: "set", Arity: -3, Flags: "write denyoom", FirstKey: 1, LastKey: 1, KeySpecs: []command.KeySpec{{Begin: 1, Flags: "RW access update variable_flags"}}, Direct: true, Group: "string", Since: "1.0.0", Summary: "Sets the string value of a key, ignoring its type.", Syntax: "key value [NX|XX] [GET] [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|KEEPTTL]", Handler: dt.cmdSet},
+		{Name: "set", Arity: -3, Flags: "write denyoom", FirstKey: 1, LastKey: 1, KeySpecs: []command.KeySpec{{Begin: 1, Flags: "RW access update variable_flags"}}, KeyFlags: setKeyFlags, Direct: true, Group: "string", Since: "1.0.0", Summary: "Sets the string value of a key, ignoring its type.", Syntax: "key value [NX|XX] [GET] [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|KEEPTTL]", Handler: dt.cmdSet},
 		{Name: "setnx", Arity: 3, Flags: "write denyoom fast", FirstKey: 1, LastKey: 1, KeySpecs: []command.KeySpec{{Begin: 1, Flags: "OW insert"}}, Group: "string", Since: "1.0.0", Summary: "Sets the string value of a key only when the key doesn't exist.", Syntax: "key value", Handler: dt.cmdSetNX},
 		{Name: "setex", Arity: 4, Flags: "write denyoom", FirstKey: 1, LastKey: 1, KeySpecs: []command.KeySpec{{Begin: 1, Flags: "OW update"}}, Group: "string", Since: "2.0.0", Summary: "Sets the string value and expiration time of a key.", Syntax: "key seconds value", Handler: dt.setexHandler(1e9)},
 		{Name: "psetex", Arity: 4, Flags: "write denyoom", FirstKey: 1, LastKey: 1, KeySpecs: []command.KeySpec{{Begin: 1, Flags: "OW update"}}, Group: "string", Since: "2.6.0", Summary: "Sets the string value and expiration time in milliseconds of a key.", Syntax: "key milliseconds value", Handler: dt.setexHandler(1e6)},
@@ -574,4 +575,14 @@ func substring(s []byte, start, end int64) []byte {
 		return nil
 	}
 	return s[start : end+1]
+}
+
+// setKeyFlags is SET's key's flags, as Redis's setGetKeys: it reads the key only with GET.
+func setKeyFlags(args [][]byte, pos int) string {
+	for _, a := range args[3:] {
+		if strings.EqualFold(string(a), "get") {
+			return "RW access update"
+		}
+	}
+	return "OW update"
 }

@@ -34,6 +34,8 @@ type cmdEntry struct {
 	// keysOf returns the keys of a request whose keys are not at fixed positions (EVAL's
 	// numkeys); nil when firstKey and lastKey say where they are.
 	keysOf func(args [][]byte) [][]byte
+	// keyFlags are the key flags of a request whose keys' flags depend on it (command.Spec's)
+	keyFlags func(args [][]byte, pos int) string
 	// detach: the command needs the client on a goroutine of its own, with an output that
 	// other goroutines may queue on (SUBSCRIBE: messages arrive at any time; commands that
 	// block). An event loop hands such a client over before it runs the command.
@@ -167,7 +169,7 @@ func registerFamily(table map[string]*cmdEntry, specs []*command.Spec) {
 // entryOf makes the table's entry of a family's command literal.
 func entryOf(sp *command.Spec) *cmdEntry {
 	e := &cmdEntry{name: sp.Name, arity: sp.Arity, flags: sp.Flags, firstKey: sp.FirstKey, lastKey: sp.LastKey,
-		keyStep: sp.KeyStep, keysOf: sp.KeysOf, keySpecs: sp.KeySpecs, acl: sp.ACL, aclKeys: sp.ACLKeys, upstream: sp.Upstream,
+		keyStep: sp.KeyStep, keysOf: sp.KeysOf, keyFlags: sp.KeyFlags, keySpecs: sp.KeySpecs, acl: sp.ACL, aclKeys: sp.ACLKeys, upstream: sp.Upstream,
 		group: sp.Group, since: sp.Since, summary: sp.Summary, syntax: sp.Syntax, noScript: sp.NoScript}
 	if h := sp.Handler; h != nil {
 		e.handler = func(c *client, args [][]byte) error { return h(&c.Ctx, args) }

@@ -94,16 +94,11 @@ func hasFlag(flags, f string) bool {
 }
 
 // keyFlags returns the flags of the key at argument pos of the request args for cmd: those
-// of the last key specification that begins at or before pos. SET's depend on the request,
-// as Redis's variable_flags say: it reads the key only with GET.
+// its literal's KeyFlags gives where they depend on the request, else those of the last key
+// specification that begins at or before pos.
 func keyFlags(cmd *cmdEntry, args [][]byte, pos int) string {
-	if cmd.name == "set" {
-		for _, a := range args[3:] {
-			if strings.EqualFold(string(a), "get") {
-				return "RW access update"
-			}
-		}
-		return "OW update"
+	if cmd.keyFlags != nil {
+		return cmd.keyFlags(args, pos)
 	}
 	specs := cmd.keySpecs
 	if specs == nil {
