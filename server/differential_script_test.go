@@ -306,7 +306,7 @@ func wrapCommand(r *rand.Rand, c diffCmd) diffCmd {
 
 // mapReply are the commands whose RESP3 reply is a map: after redis.setresp(3) the map goes
 // through a Lua table, whose order is its own.
-var mapReply = map[string]bool{"hgetall": true, "hrandfield": true, "config": true, "hello": true, "command": true, "xinfo": true}
+var mapReply = map[string]bool{"hgetall": true, "hrandfield": true, "config": true, "hello": true, "command": true, "xinfo": true, "lcs": true}
 
 // conversionScripts are small scripts aimed at the conversions between Lua and RESP, the
 // API and the errors.
