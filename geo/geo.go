@@ -168,43 +168,34 @@ func String11(score float64) string {
 	return string(buf[:])
 }
 
-func (h *Hash) moveX(d int) {
-	if d == 0 {
-		return
-	}
-	x := h.Bits & 0xaaaaaaaaaaaaaaaa
-	y := h.Bits & 0x5555555555555555
-	zz := uint64(0x5555555555555555) >> (64 - uint(h.Step)*2)
-	if d > 0 {
-		x = x + (zz + 1)
-	} else {
-		x = x | zz
-		x = x - (zz + 1)
-	}
-	x &= 0xaaaaaaaaaaaaaaaa >> (64 - uint(h.Step)*2)
-	h.Bits = x | y
-}
+// Longitude's bits are the odd ones of a hash, latitude's the even ones.
+const (
+	longBits = 0xaaaaaaaaaaaaaaaa
+	latBits  = 0x5555555555555555
+)
 
-func (h *Hash) moveY(d int) {
+// move moves h one box along the coordinate whose bits are mine (longBits or latBits):
+// east or north for d > 0, west or south for d < 0. The coordinate's bits are added to (or
+// taken from) as one number: the other coordinate's bits between them are set to ones
+// first, so that a carry (a borrow) crosses them.
+func (h *Hash) move(d int, mine uint64) {
 	if d == 0 {
 		return
 	}
-	x := h.Bits & 0xaaaaaaaaaaaaaaaa
-	y := h.Bits & 0x5555555555555555
-	zz := uint64(0xaaaaaaaaaaaaaaaa) >> (64 - uint(h.Step)*2)
+	width := 64 - uint(h.Step)*2
+	gaps := ^mine >> width
+	v := h.Bits & mine
 	if d > 0 {
-		y = y + (zz + 1)
+		v += gaps + 1
 	} else {
-		y = y | zz
-		y = y - (zz + 1)
+		v = (v | gaps) - (gaps + 1)
 	}
-	y &= 0x5555555555555555 >> (64 - uint(h.Step)*2)
-	h.Bits = x | y
+	h.Bits = v&(mine>>width) | h.Bits&^mine
 }
 
 func (h Hash) moved(dx, dy int) Hash {
-	h.moveX(dx)
-	h.moveY(dy)
+	h.move(dx, longBits)
+	h.move(dy, latBits)
 	return h
 }
 
