@@ -58,7 +58,7 @@ func main() {
 	flag.IntVar(&cfg.durableKeys, "durablekeys", 1000000, "new keys for the memory measurement with and without persistence")
 	flag.DurationVar(&cfg.churn, "churn", 16*time.Second, "time of each churn measurement")
 	flag.StringVar(&cfg.only, "only", "", "run only this part: bigvalues, churn, collections, durable, everysec, policies, replication, scripts or upstream (the report goes to -out only if that is given)")
-	flag.StringVar(&cfg.before, "before", "", "with -only everysec: a throttled binary (an earlier build) to measure everysec against as well")
+	flag.StringVar(&cfg.before, "before", "", "with -only everysec: a throttled binary (an earlier build) to measure everysec and appendonly no against as well")
 	flag.Parse()
 	outSet := false
 	flag.Visit(func(f *flag.Flag) { outSet = outSet || f.Name == "out" })

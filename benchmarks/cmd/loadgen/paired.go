@@ -52,13 +52,17 @@ func pairs(tNo, tSec, redis *server) []pair {
 	}
 }
 
-// beforeLabel is the side of the -before binary.
-const beforeLabel = "throttled CL.THROTTLE (everysec, -before)"
+// beforeLabel and beforeNoLabel are the sides of the -before binary, with everysec and
+// without persistence.
+const (
+	beforeLabel   = "throttled CL.THROTTLE (everysec, -before)"
+	beforeNoLabel = "throttled CL.THROTTLE (appendonly no, -before)"
+)
 
 // everysec measures only the everysec pairs (-only everysec): CL.THROTTLE with appendfsync
-// everysec against it without persistence at P=1 and 16, and, with -before, against the
-// same on an earlier build, so that a change to the writer is measured against what it
-// replaces in one run.
+// everysec against it without persistence at P=1 and 16, and, with -before, each against
+// the same on an earlier build, so that a change to the writer (everysec) or to the path of
+// a command (appendonly no) is measured against what it replaces in one run.
 func (r *runner) everysec() ([]pair, error) {
 	tNo, err := r.track(startThrottled("throttled (appendonly no)", r.cfg.bin, r.tmp+"/no", "--appendonly", "no"))
 	if err != nil {
@@ -76,10 +80,18 @@ func (r *runner) everysec() ([]pair, error) {
 		if err != nil {
 			return nil, err
 		}
+		oldNo, err := r.track(startThrottled("throttled (appendonly no, -before)", r.cfg.before, r.tmp+"/beforeno",
+			"--appendonly", "no"))
+		if err != nil {
+			return nil, err
+		}
 		cl := func(k string) []string { return []string{"CL.THROTTLE", k, "100", "10", "60", "1"} }
-		sec, before := ps[0].a, side{label: beforeLabel, srv: old, args: cl}
+		sec, no := ps[0].a, ps[0].b
+		before, beforeNo := side{label: beforeLabel, srv: old, args: cl}, side{label: beforeNoLabel, srv: oldNo, args: cl}
 		ps = append(ps, pair{prefix: "before1", pipeline: 1, a: sec, b: before},
-			pair{prefix: "before16", pipeline: 16, a: sec, b: before})
+			pair{prefix: "before16", pipeline: 16, a: sec, b: before},
+			pair{prefix: "beforeno1", pipeline: 1, a: no, b: beforeNo},
+			pair{prefix: "beforeno16", pipeline: 16, a: no, b: beforeNo})
 	}
 	return ps, r.measurePairs(ps)
 }

@@ -232,6 +232,8 @@ func pairTargets(ps []pair) []target {
 			what = "appendfsync everysec costs under 10%"
 		case c.b.label == beforeLabel:
 			what = "everysec within 10% of the earlier build's"
+		case c.b.label == beforeNoLabel:
+			what = "appendonly no within 10% of the earlier build's"
 		default:
 			continue
 		}
