@@ -364,10 +364,14 @@ func peerIP(r *http.Request) string {
 	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
 		return ap.Addr().Unmap().WithZone("").String()
 	}
-	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-		return host
+	host := r.RemoteAddr
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
 	}
-	return r.RemoteAddr
+	if len(host) > ratelimit.MaxSubject { // no listener gives such an address; a handler's caller may
+		host = host[:ratelimit.MaxSubject]
+	}
+	return host
 }
 
 // ReadCredentials reads a request's credentials as POST /v1/check does, for the other HTTP
