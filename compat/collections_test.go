@@ -27,15 +27,20 @@ func collectionState(t *testing.T, rdb *redis.Client) []string {
 	return out
 }
 
-// requireTTLs checks the expiries writeCollections set, to within a minute (the test writes
-// for seconds on a loaded machine; a lost expiry reads -1).
-func requireTTLs(t *testing.T, rdb *redis.Client) {
+// requireTTLs checks the expiries writeCollections set, its writes having begun at start:
+// each TTL is at most the one set, and at least that less the time since start.
+func requireTTLs(t *testing.T, rdb *redis.Client, start time.Time) {
 	ctx := context.Background()
+	within := func(key string, set time.Duration) {
+		ttl := rdb.TTL(ctx, key).Val()
+		require.LessOrEqual(t, ttl, set, key)
+		require.GreaterOrEqual(t, ttl, set-time.Since(start)-time.Second, key) // TTL rounds down
+	}
 	for i := range 50 {
 		h, z := "h:"+strconv.Itoa(i), "z:"+strconv.Itoa(i)
 		if i%2 == 0 {
-			require.InDelta(t, time.Hour.Seconds(), rdb.TTL(ctx, h).Val().Seconds(), 60, h)
-			require.InDelta(t, 2*time.Hour.Seconds(), rdb.TTL(ctx, z).Val().Seconds(), 60, z)
+			within(h, time.Hour)
+			within(z, 2*time.Hour)
 		} else {
 			require.Equal(t, time.Duration(-1), rdb.TTL(ctx, h).Val(), h)
 		}
@@ -48,29 +53,32 @@ func requireTTLs(t *testing.T, rdb *redis.Client) {
 func writeCollections(t *testing.T, rdb *redis.Client) {
 	ctx := context.Background()
 	for i := range 50 {
+		p := rdb.Pipeline()
 		h, z, l := "h:"+strconv.Itoa(i), "z:"+strconv.Itoa(i), "l:"+strconv.Itoa(i)
-		require.NoError(t, rdb.HSet(ctx, h, "tokens", 9.5+float64(i)/3, "last_refill", 1732512345123+i).Err())
-		require.NoError(t, rdb.HIncrByFloat(ctx, h, "tokens", 0.1).Err())
+		p.HSet(ctx, h, "tokens", 9.5+float64(i)/3, "last_refill", 1732512345123+i)
+		p.HIncrByFloat(ctx, h, "tokens", 0.1)
 		for j := range i * 3 {
-			require.NoError(t, rdb.ZAdd(ctx, z, redis.Z{Score: float64(1732512345000 + j*600), Member: 1732512345000 + j*600}).Err())
-			require.NoError(t, rdb.RPush(ctx, l, fmt.Sprintf("job-%d-%d", i, j)).Err())
+			p.ZAdd(ctx, z, redis.Z{Score: float64(1732512345000 + j*600), Member: 1732512345000 + j*600})
+			p.RPush(ctx, l, fmt.Sprintf("job-%d-%d", i, j))
 		}
-		require.NoError(t, rdb.ZAdd(ctx, z, redis.Z{Score: 0.1 * float64(i), Member: fmt.Sprintf("%070d", i)}).Err())
-		require.NoError(t, rdb.LPush(ctx, l, i).Err())
+		p.ZAdd(ctx, z, redis.Z{Score: 0.1 * float64(i), Member: fmt.Sprintf("%070d", i)})
+		p.LPush(ctx, l, i)
 		s := "s:" + strconv.Itoa(i)
 		for j := range i * 4 {
-			require.NoError(t, rdb.SAdd(ctx, s, 1732512345000+j*600).Err())
+			p.SAdd(ctx, s, 1732512345000+j*600)
 		}
 		if i%3 == 0 {
-			require.NoError(t, rdb.SAdd(ctx, s, "user:"+strconv.Itoa(i), "user:x").Err())
+			p.SAdd(ctx, s, "user:"+strconv.Itoa(i), "user:x")
 		}
 		if i%2 == 0 {
-			require.NoError(t, rdb.Expire(ctx, s, 3*time.Hour).Err())
+			p.Expire(ctx, s, 3*time.Hour)
 		}
 		if i%2 == 0 {
-			require.NoError(t, rdb.Expire(ctx, h, time.Hour).Err())
-			require.NoError(t, rdb.Expire(ctx, z, 2*time.Hour).Err())
+			p.Expire(ctx, h, time.Hour)
+			p.Expire(ctx, z, 2*time.Hour)
 		}
+		_, err := p.Exec(ctx)
+		require.NoError(t, err)
 	}
 }
 
@@ -82,6 +90,7 @@ func TestCollectionsSurviveKill9AndReachReplicas(t *testing.T) {
 	primary := launch(t, dir, "--appendfsync", "always")
 	replica := replicaOf(t, t.TempDir(), primary)
 	p := primary.client()
+	start := time.Now()
 	writeCollections(t, p)
 	want := collectionState(t, p)
 	require.Equal(t, "listpack", p.ObjectEncoding(ctx, "h:3").Val())
@@ -93,7 +102,7 @@ func TestCollectionsSurviveKill9AndReachReplicas(t *testing.T) {
 	r := replica.client()
 	defer r.Close()
 	require.Equal(t, want, collectionState(t, r))
-	requireTTLs(t, r)
+	requireTTLs(t, r, start)
 	p.Close()
 
 	primary.kill9(t)
@@ -101,7 +110,7 @@ func TestCollectionsSurviveKill9AndReachReplicas(t *testing.T) {
 	p = primary.client()
 	defer p.Close()
 	require.Equal(t, want, collectionState(t, p))
-	requireTTLs(t, p)
+	requireTTLs(t, p, start)
 
 	// A big set's index was written by another process, here and on the replica: it finds
 	// members by walking until the set's next write indexes it anew. The replica still holds
