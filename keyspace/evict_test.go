@@ -53,7 +53,7 @@ func floodUnder(t *testing.T, ks *Keyspace, p Policy, limit int64, flood int, bu
 	return peak
 }
 
-func TestEvictionKeepsBusyKeys(t *testing.T) {
+func TestEvictionFloodKeepsBusyKeys(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0).UnixNano()
 	for _, p := range []Policy{VolatileTTL, AllKeysLRU, VolatileLRU} {
 		t.Run(p.String(), func(t *testing.T) {
@@ -84,10 +84,10 @@ func TestEvictionKeepsBusyKeys(t *testing.T) {
 	}
 }
 
-// TestEvictionWhileTrackedKeepsBusyKeys: with persistence's and replication's trackers on
+// TestEvictionFloodWhileTrackedKeepsBusyKeys: with persistence's and replication's trackers on
 // and not drained, every eviction grows them by its key; maxmemory does not count them,
 // or eviction would chase them until no key is left, the busy ones with the rest.
-func TestEvictionWhileTrackedKeepsBusyKeys(t *testing.T) {
+func TestEvictionFloodWhileTrackedKeepsBusyKeys(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0).UnixNano()
 	ks := New(16)
 	ks.Track(DiskFeed, true)

@@ -304,11 +304,11 @@ func TestScriptRateLimitVerbs(t *testing.T) {
 	require.Contains(t, want[0], "*2\r\n*5\r\n:0\r\n")
 }
 
-// TestScriptTokenBucketChurn runs the hash token bucket over many keys, as a limiter
+// TestScriptTokenBucketFlood runs the hash token bucket over many keys, as a limiter
 // does: HMGET, HMSET and EXPIRE on each, the key growing by its expiry right after it is
 // written. It found an entry slid back into the block before the tail one, corrupting
 // the shard.
-func TestScriptTokenBucketChurn(t *testing.T) {
+func TestScriptTokenBucketFlood(t *testing.T) {
 	s, c := fuzzServer(t)
 	sc, err := s.scripts.eng.Load([]byte(limiterScripts[0].body))
 	require.NoError(t, err)
