@@ -176,13 +176,19 @@ type expiry struct {
 // New returns an empty keyspace with shards shards, rounded up to a power of two
 // (at least 1, at most 1<<20). The server uses 256.
 func New(shards int) *Keyspace {
-	shards = max(1, min(shards, maxShards))
-	n := 1 << bits.Len(uint(shards-1))
+	n := shardCount(shards)
 	ks := &Keyspace{seed: maphash.MakeSeed(), mask: uint64(n - 1), shards: make([]*Shard, n)}
 	for i := range ks.shards {
 		ks.shards[i] = newShard(ks.seed, i, &ks.clock, &ks.ready)
 	}
 	return ks
+}
+
+// shardCount is the number of shards New makes for shards: a power of two, from 1 to
+// maxShards.
+func shardCount(shards int) int {
+	shards = max(1, min(shards, maxShards))
+	return 1 << bits.Len(uint(shards-1))
 }
 
 // Shard returns the shard that holds key. It is not locked.

@@ -18,7 +18,10 @@ func TestKindString(t *testing.T) {
 func TestNewRoundsShards(t *testing.T) {
 	for _, tc := range []struct{ in, want int }{{-3, 1}, {0, 1}, {1, 1}, {2, 2}, {3, 4}, {256, 256}, {257, 512}, {1 << 30, 1 << 20}} {
 		t.Run(fmt.Sprint(tc.in), func(t *testing.T) {
-			require.Equal(t, tc.want, New(tc.in).Shards())
+			require.Equal(t, tc.want, shardCount(tc.in))
+			if tc.want <= 512 { // a million shards take 20 s under -race: shardCount is what New makes
+				require.Equal(t, tc.want, New(tc.in).Shards())
+			}
 		})
 	}
 }
