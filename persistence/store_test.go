@@ -116,12 +116,12 @@ func TestBurstInPieces(t *testing.T) {
 	require.NoError(t, s.FlushAll())
 	batches := s.Info().Batches
 
-	const n = 200_000 // about 45 bytes a key in a piece: three pieces
+	const n = 20_000 // about 520 bytes a key in a piece: three pieces
 	want := map[string]keyspace.Value{}
 	s.drainMu.Lock() // hold the writer off until the whole burst is in
 	for i := range n {
 		k := fmt.Sprintf("burst:%08d", i)
-		v := keyspace.Value{Kind: keyspace.GCRA, Num: t0 + int64(i), Expire: t0 + 1e12}
+		v := keyspace.Value{Kind: keyspace.String, Bytes: fmt.Appendf(nil, "%0500d", i), Expire: t0 + 1e12}
 		set(ks, k, v)
 		want[k] = v
 	}
