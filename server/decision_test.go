@@ -153,7 +153,7 @@ func TestGRPCSlowlogWhileItChanges(t *testing.T) {
 	for w := range 8 {
 		go func() {
 			ctx := context.Background()
-			for n := w * 100_000; n < w*100_000+20_000; n += 10 {
+			for n := w * 100_000; n < w*100_000+5_000; n += 10 { // 4,000 calls: 16,000 took 60 s under -race
 				r, err := rs.rls.ShouldRateLimit(ctx, &rlsv3.RateLimitRequest{Domain: "edge", Descriptors: addresses(n, 10)})
 				if err == nil && r.OverallCode != rlsv3.RateLimitResponse_OK {
 					err = fmt.Errorf("request %d: %v", n, r.OverallCode)
