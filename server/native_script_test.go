@@ -540,14 +540,14 @@ func TestScriptCommandTimes(t *testing.T) {
 func TestNativeScriptsUnderMaxMemory(t *testing.T) {
 	ts := startServer(t, func(c *Config) {
 		c.AppendOnly = false
-		c.MaxMemory = 2 << 20
+		c.MaxMemory = 512 << 10 // 40,000 keys overflow it many times over
 		c.MaxMemoryPolicy = "allkeys-lru"
 	})
 	rdb := ts.client(t, 2)
 	ctx := context.Background()
 	sc := redis.NewScript(rateLimitRedisIncrement)
 	require.NoError(t, sc.Load(ctx, rdb).Err())
-	for n := 0; n < 150_000; n += 1000 {
+	for n := 0; n < 40_000; n += 1000 {
 		pipe := rdb.Pipeline()
 		for i := n; i < n+1000; i++ {
 			sc.EvalSha(ctx, pipe, []string{"rl:flood:" + strconv.Itoa(i)}, 60_000)
@@ -557,13 +557,13 @@ func TestNativeScriptsUnderMaxMemory(t *testing.T) {
 		for _, c := range cmds {
 			require.Equal(t, []any{int64(1), int64(60_000)}, c.(*redis.Cmd).Val())
 		}
-		if n%10_000 == 0 {
+		if n%5_000 == 0 {
 			time.Sleep(15 * time.Millisecond) // the memory check runs every 10 ms
 		}
 	}
 	evicted, _ := strconv.Atoi(infoOf(t, rdb, "stats", "evicted_keys"))
-	require.Positive(t, evicted)
-	require.Equal(t, int64(150_000), ts.scripts.eng.Stats().Natives)
+	require.Greater(t, evicted, 10_000)
+	require.Equal(t, int64(40_000), ts.scripts.eng.Stats().Natives)
 }
 
 // TestNativeScriptTouchesWatch checks that a native run's write, made under its shard lock
