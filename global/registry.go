@@ -298,6 +298,24 @@ func (r *Registry) take(e *Entry, cost int64, peek bool, now int64) Decision {
 	}
 }
 
+// Give hands back cost units a Take of e admitted, for a decision of several limits that
+// another limit denied (CHECK, all or nothing): they go back to the allowance and come off
+// what the next sync reports as admitted (when a sync came between the take and the give,
+// it reported them: the next one reports that many fewer). When the next report holds fewer
+// units than cost, they stay spent. The demand stays, for they were asked.
+func (r *Registry) Give(e *Entry, cost int64) {
+	for {
+		n := e.admitted.Load()
+		if n < cost {
+			return
+		}
+		if e.admitted.CompareAndSwap(n, n-cost) {
+			e.allowance.Add(cost)
+			return
+		}
+	}
+}
+
 // Allowance reports key's allowance now and the one of the last sync; ok false when the
 // key has no entry.
 func (r *Registry) Allowance(key []byte) (left, grant int64, ok bool) {
