@@ -74,12 +74,13 @@ type Registry struct {
 	shards   [64]shard
 	bytes    atomic.Int64 // what the entries hold, for maxmemory
 
-	up       Upstream
-	nextSync atomic.Int64 // when the next sync is due, Unix ns of the shared clock
-	live     atomic.Int64 // live instances at the last heartbeat, at least 1
-	done     chan struct{}
-	wg       sync.WaitGroup
-	stats    stats
+	up        Upstream
+	nextSync  atomic.Int64 // when the next sync is due, Unix ns of the shared clock
+	live      atomic.Int64 // live instances at the last heartbeat, at least 1
+	heartbeat atomic.Int64 // ns the last heartbeat lasts
+	done      chan struct{}
+	wg        sync.WaitGroup
+	stats     stats
 }
 
 type shard struct {
