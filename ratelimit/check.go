@@ -274,7 +274,7 @@ func (rl *Family) checkCounts(c *command.Ctx, checks []checked, limits []limit, 
 }
 
 // decide sets a policy's status from its decision r (its list, its shadow, its soft limit),
-// and the decision as the status has it.
+// and makes r what that status answers (a list's or a shadow's decision).
 func (ch *checked) decide(r *pending) {
 	switch {
 	case ch.listed == policy.Deny:
