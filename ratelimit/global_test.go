@@ -2,6 +2,7 @@ package ratelimit_test
 
 import (
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,6 +31,13 @@ func TestGlobalErrors(t *testing.T) {
 	require.Contains(t, do(t, local, "INFO", "global").(string), "global_mode:none")
 	require.Equal(t, "ERR GLOBAL needs upstream mode (upstream or upstream-cluster): the instances agree on a global limit through it",
 		doErr(t, local, "POLICY.SET", "p", "THROTTLE", 9, 1, "1s", "GLOBAL"))
+	// The config file's GLOBAL policy is taken (a file may serve both modes), and refused
+	// by CHECK outside upstream mode, with its name.
+	conf := filepath.Join(t.TempDir(), "throttled.conf")
+	writeFile(t, conf, "port 0\npolicy g THROTTLE 9 1 1s GLOBAL\n")
+	filed := testserver.Start(t, func(c *server.Config) { c.ConfigFile = conf }).Client(t, 2)
+	require.Equal(t, "ERR policy 'g' is GLOBAL: GLOBAL needs upstream mode (upstream or upstream-cluster): the instances agree on a global limit through it",
+		doErr(t, filed, "CHECK", "g", "alice"))
 
 	redis := redistest.Start(t)
 	up := testserver.Start(t, func(c *server.Config) {
