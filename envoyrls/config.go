@@ -129,6 +129,7 @@ type yamlLimit struct {
 	Algorithm string            `yaml:"algorithm"`
 	Tiers     map[string]string `yaml:"tiers"`
 	TimeZone  string            `yaml:"time_zone"`
+	Global    bool              `yaml:"global"`
 }
 
 type yamlFile struct {
@@ -363,6 +364,14 @@ func (c *Config) rule(where, name string, yd *yamlDescriptor) (*Rule, error) {
 			r.Args = append(r.Args, t+"="+yl.Tiers[t])
 		}
 	}
+	if yl.Global {
+		// GLOBAL (upstream mode): decided from this instance's allowance, agreed on
+		// through the upstream; an allowance has no tiers to honour.
+		if len(yl.Tiers) > 0 {
+			return nil, fmt.Errorf("%s: a global rate_limit takes no tiers", where)
+		}
+		r.Args = append(r.Args, "GLOBAL")
+	}
 	r.current = &rlsv3.RateLimitResponse_RateLimit{Name: r.Name, RequestsPerUnit: r.PerUnit, Unit: unitCode(r.Unit)}
 	r.Policy = c.policyName(name)
 	c.Policies[r.Policy] = &policy.Policy{Name: r.Policy, Args: r.Args, Shadow: r.Shadow}
@@ -395,7 +404,7 @@ func checkKeys(doc *yaml.Node) error {
 		"domain": true, "descriptors": true, "response_headers": true, "key": true, "value": true,
 		"rate_limit": true, "shadow_mode": true, "detailed_metric": true, "name": true, "unit": true,
 		"requests_per_unit": true, "unit_multiplier": true, "unlimited": true, "replaces": true, "algorithm": true,
-		"tiers": true, "priority_key": true, "time_zone": true,
+		"tiers": true, "priority_key": true, "time_zone": true, "global": true,
 	}
 	var walk func(n *yaml.Node) error
 	walk = func(n *yaml.Node) error {

@@ -171,3 +171,21 @@ descriptors:
 		})
 	}
 }
+
+// TestGlobalLimit: global: true makes the descriptor's policy GLOBAL (decided from each
+// instance's allowance in upstream mode); an allowance has no tiers to honour.
+func TestGlobalLimit(t *testing.T) {
+	c, err := Parse("f.yaml", []byte(`
+domain: api
+descriptors:
+  - key: tenant
+    rate_limit: {unit: second, requests_per_unit: 100, global: true}
+  - key: path
+    rate_limit: {unit: minute, requests_per_unit: 10, algorithm: sliding-approx, global: true}
+`))
+	require.NoError(t, err)
+	require.Equal(t, []string{"THROTTLE", "99", "100", "1", "GLOBAL"}, c.Policies["rls.api.tenant"].Args)
+	require.Equal(t, []string{"SLIDE", "10", "60", "APPROX", "GLOBAL"}, c.Policies["rls.api.path"].Args)
+	_, err = Parse("f.yaml", []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, tiers: {a: 1}, global: true}\n"))
+	require.ErrorContains(t, err, "f.yaml:3: a global rate_limit takes no tiers")
+}

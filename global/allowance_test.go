@@ -168,3 +168,19 @@ func BenchmarkTake(b *testing.B) {
 		}
 	})
 }
+
+// TestAliveFor: a heartbeat lasts until the next sync is due and a quarter of an interval
+// more, or twice how late the syncs have ended of late, at most a whole interval more.
+func TestAliveFor(t *testing.T) {
+	const i = 100 * time.Millisecond
+	for _, tc := range []struct{ late, want time.Duration }{
+		{0, 125 * time.Millisecond},
+		{10 * time.Millisecond, 125 * time.Millisecond},
+		{30 * time.Millisecond, 160 * time.Millisecond},
+		{time.Second, 200 * time.Millisecond},
+	} {
+		if got := aliveFor(i, tc.late); got != tc.want {
+			t.Errorf("aliveFor(%v, %v) = %v, want %v", i, tc.late, got, tc.want)
+		}
+	}
+}

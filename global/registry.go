@@ -74,12 +74,13 @@ type Registry struct {
 	shards   [64]shard
 	bytes    atomic.Int64 // what the entries hold, for maxmemory
 
-	up       Upstream
-	nextSync atomic.Int64 // when the next sync is due, Unix ns of the shared clock
-	live     atomic.Int64 // live instances at the last heartbeat, at least 1
-	done     chan struct{}
-	wg       sync.WaitGroup
-	stats    stats
+	up        Upstream
+	nextSync  atomic.Int64 // when the next sync is due, Unix ns of the shared clock
+	live      atomic.Int64 // live instances at the last heartbeat, at least 1
+	heartbeat atomic.Int64 // ns the last heartbeat lasts
+	done      chan struct{}
+	wg        sync.WaitGroup
+	stats     stats
 }
 
 type shard struct {
@@ -294,6 +295,24 @@ func (r *Registry) take(e *Entry, cost int64, peek bool, now int64) Decision {
 			e.admitted.Add(cost)
 			d.Remaining = a - cost
 			return d
+		}
+	}
+}
+
+// Give hands back cost units a Take of e admitted, for a decision of several limits that
+// another limit denied (CHECK, all or nothing): they go back to the allowance and come off
+// what the next sync reports as admitted (when a sync came between the take and the give,
+// it reported them: the next one reports that many fewer). When the next report holds fewer
+// units than cost, they stay spent. The demand stays, for they were asked.
+func (r *Registry) Give(e *Entry, cost int64) {
+	for {
+		n := e.admitted.Load()
+		if n < cost {
+			return
+		}
+		if e.admitted.CompareAndSwap(n, n-cost) {
+			e.allowance.Add(cost)
+			return
 		}
 	}
 }

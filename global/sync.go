@@ -23,6 +23,12 @@ type syncer struct {
 	dead   []*Entry
 	live   map[string]bool // the live instances at the last heartbeat that went through
 	failed bool            // the last sync had failing keys
+	// late is how long after they were due the syncs have ended of late (their heartbeats
+	// reached the upstream by then): the last sync's, or more when a recent one's was. It
+	// decays by a thirty-second a sync, slowly: a loaded machine's timers are late in bursts,
+	// and a heartbeat that runs out before the next one lands drops a live instance from
+	// the others' split. The heartbeat covers it.
+	late time.Duration
 }
 
 // loop runs a sync every interval until Close, on the local monotonic clock (the shared
@@ -44,6 +50,7 @@ func (r *Registry) loop() {
 		}
 		r.stats.lastLag.Store(int64(max(0, time.Since(due))))
 		interval := time.Duration(r.interval.Load())
+		was := due
 		if due = due.Add(interval); time.Until(due) <= 0 {
 			due = time.Now().Add(interval)
 		}
@@ -52,6 +59,7 @@ func (r *Registry) loop() {
 		r.sync(&sy, start)
 		r.stats.lastSync.Store(began.UnixNano())
 		r.stats.lastDuration.Store(int64(time.Since(began)))
+		sy.late = max(time.Since(was), sy.late-sy.late/32)
 		t.Reset(time.Until(due))
 	}
 }
@@ -86,7 +94,9 @@ func (r *Registry) sync(sy *syncer, now int64) {
 
 	s := &sy.s
 	s.ID, s.Now, s.Commands = r.id, now, 0
-	s.Heartbeat, s.Stale = 2*time.Duration(interval), 2*time.Duration(interval)
+	hb := aliveFor(time.Duration(interval), sy.late)
+	r.heartbeat.Store(int64(hb))
+	s.Heartbeat, s.Stale = hb, 2*time.Duration(interval)
 	s.Reports = s.Reports[:0]
 	for _, j := range sy.jobs {
 		e := j.e
@@ -205,6 +215,18 @@ func (r *Registry) apply(sy *syncer, j job, rep *upstream.GlobalReply, now, inte
 	return true
 }
 
+// aliveFor is how long an instance's heartbeat lasts: until its next sync is due, and twice
+// as long again as its syncs have taken to end after they were due (they start late on a
+// loaded machine, and take a round trip), at least a quarter of an interval and at most a
+// whole one. An instance that dies is counted out of each key's split (its demand
+// stops counting, and its share goes to the others) at the others' first syncs past its
+// heartbeat: within two intervals and a quarter of its last sync while the syncs start on
+// time and take little, three at most. A live instance counted out by a sync later still only changes the
+// others' split for one sync: each allowance stays at most avail, and the bound holds.
+func aliveFor(interval, late time.Duration) time.Duration {
+	return interval + min(interval, max(interval/4, 2*late))
+}
+
 // unreported estimates what another instance admitted since its last sync, which the
 // global state does not hold yet: asked at the rate of its last demand, up to its
 // allowance. Without it, an instance that syncs just before another would count the
@@ -232,8 +254,9 @@ func (r *Registry) evict(dead []*Entry) {
 // Stats is a snapshot of the registry, for INFO global and the metrics.
 type Stats struct {
 	Interval     time.Duration
-	Instances    int64 // live instances at the last heartbeat
-	Keys         int   // keys with an entry
+	Instances    int64         // live instances at the last heartbeat
+	Heartbeat    time.Duration // how long the last heartbeat lasts (aliveFor)
+	Keys         int           // keys with an entry
 	Syncs        int64
 	FailedSyncs  int64
 	KeysSynced   int64 // over all syncs
@@ -249,7 +272,7 @@ type Stats struct {
 
 // Stats returns the registry's counters.
 func (r *Registry) Stats() Stats {
-	st := Stats{Interval: r.Interval(), Instances: r.live.Load(), Keys: r.Keys(),
+	st := Stats{Interval: r.Interval(), Instances: r.live.Load(), Heartbeat: time.Duration(r.heartbeat.Load()), Keys: r.Keys(),
 		Syncs: r.stats.syncs.Load(), FailedSyncs: r.stats.failedSyncs.Load(), KeysSynced: r.stats.keysSynced.Load(),
 		LastKeys: r.stats.lastKeys.Load(), FailingKeys: r.stats.failingKeys.Load(),
 		LastDuration: time.Duration(r.stats.lastDuration.Load()), LastLag: time.Duration(r.stats.lastLag.Load()),
@@ -274,6 +297,7 @@ func (r *Registry) Info() [][2]string {
 		{"global_instance_id", r.id},
 		{"global_sync_interval_ms", i(st.Interval.Milliseconds())},
 		{"global_instances", i(st.Instances)},
+		{"global_heartbeat_ms", i(st.Heartbeat.Milliseconds())},
 		{"global_keys", i(int64(st.Keys))},
 		{"global_syncs", i(st.Syncs)},
 		{"global_failed_syncs", i(st.FailedSyncs)},

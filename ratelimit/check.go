@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/throttledhq/throttled/command"
+	"github.com/throttledhq/throttled/global"
 	"github.com/throttledhq/throttled/keyspace"
 	"github.com/throttledhq/throttled/policy"
 )
@@ -29,9 +30,10 @@ type checked struct {
 	listed policy.EntryKind // Allow or Deny when a list decides
 }
 
-// ErrCheckUpstream: in upstream mode the policies' limits would live locally, apart from
-// the keys the verbs keep upstream.
-var ErrCheckUpstream = errors.New("CHECK is not served in upstream mode")
+// ErrCheckUpstream is CHECK's answer in upstream mode for a policy whose limit is not
+// GLOBAL: its state would live on this instance alone, apart from the keys the verbs keep
+// upstream. A GLOBAL one is decided from the instance's allowance (checkGlobal).
+var ErrCheckUpstream = errors.New("in upstream mode CHECK decides GLOBAL policies only")
 
 // ErrSubjectTooLong refuses a subject over MaxSubject, whole: a cut one would share a
 // budget with every subject of the same first MaxSubject bytes.
@@ -60,9 +62,6 @@ type checkItem struct {
 // (one policy), or the combined decision and then each policy's (several).
 func (rl *Family) cmdCheck(c *command.Ctx, args [][]byte) error {
 	sc := scratchOf(c)
-	if rl.cfg.Upstream {
-		return ErrCheckUpstream
-	}
 	if err := checkSubject(args[2]); err != nil {
 		return err
 	}
@@ -196,6 +195,14 @@ func (rl *Family) checkPolicies(c *command.Ctx, items []checkItem, opts *nativeO
 		keys = append(keys, l.key)
 	}
 	sc.limits, sc.keys = limits, keys
+	if rl.cfg.Upstream || hasGlobal(limits) {
+		allowed, err := rl.checkGlobal(c, checks, limits)
+		if err != nil {
+			return false, err
+		}
+		rl.checkCounts(c, checks, limits, sc.pending, allowed, now)
+		return allowed, nil
+	}
 
 	if len(keys) == 1 {
 		sh := c.Keys.Shard(keys[0])
@@ -234,27 +241,20 @@ func (rl *Family) checkPolicies(c *command.Ctx, items []checkItem, opts *nativeO
 			sc.scratches[i] = r.next.Bytes[:0]
 		}
 		r.store, r.exists, r.settles = store, exists, items[i].refund
-		ch := &checks[i]
-		switch {
-		case ch.listed == policy.Deny:
-			r.d.limited, r.d.remaining, r.d.retry = true, 0, -1
-			ch.status = statusDenylisted
-		case ch.listed == policy.Allow:
-			r.d.limited, r.d.retry = false, -1
-			ch.status = statusAllowlisted
-		case r.d.limited && ch.cp.src.Shadow:
-			r.d.limited, r.d.retry = false, -1
-			r.store = false
-			ch.status = statusShadow
-		case !r.d.limited && ch.cp.src.Soft > 0 && float64(r.d.limit-r.d.remaining) >= ch.cp.src.Soft*float64(r.d.limit):
-			ch.status = statusWarning
-		}
+		checks[i].decide(r)
 		allowed = allowed && !r.d.limited
 	}
 	sc.pending = results
 	if !c.ReadOnly {
 		rl.keepAll(c, limits, results, allowed)
 	}
+	rl.checkCounts(c, checks, limits, results, allowed, now)
+	return allowed, nil
+}
+
+// checkCounts counts a check's decisions: each policy's counters, the denials (TOPDENIED,
+// deny events) and the command's.
+func (rl *Family) checkCounts(c *command.Ctx, checks []checked, limits []limit, results []pending, allowed bool, now int64) {
 	for i := range checks {
 		st := checks[i].cp.stats.of(c)
 		switch {
@@ -271,5 +271,85 @@ func (rl *Family) checkPolicies(c *command.Ctx, items []checkItem, opts *nativeO
 		}
 	}
 	rl.cfg.Decided(c, !allowed)
+}
+
+// decide sets a policy's status from its decision r (its list, its shadow, its soft limit),
+// and makes r what that status answers (a list's or a shadow's decision).
+func (ch *checked) decide(r *pending) {
+	switch {
+	case ch.listed == policy.Deny:
+		r.d.limited, r.d.remaining, r.d.retry = true, 0, -1
+		ch.status = statusDenylisted
+	case ch.listed == policy.Allow:
+		r.d.limited, r.d.retry = false, -1
+		ch.status = statusAllowlisted
+	case r.d.limited && ch.cp.src.Shadow:
+		r.d.limited, r.d.retry = false, -1
+		r.store = false
+		ch.status = statusShadow
+	case !r.d.limited && ch.cp.src.Soft > 0 && float64(r.d.limit-r.d.remaining) >= ch.cp.src.Soft*float64(r.d.limit):
+		ch.status = statusWarning
+	}
+}
+
+// hasGlobal reports whether a limit of a check is GLOBAL.
+func hasGlobal(limits []limit) bool {
+	for i := range limits {
+		if limits[i].opts.global {
+			return true
+		}
+	}
+	return false
+}
+
+// errGlobalCheckRefund is a refund of a GLOBAL policy (REFUND, an Envoy descriptor's
+// is_negative_hits).
+var errGlobalCheckRefund = errors.New("a GLOBAL policy takes no refund: its allowance is spent, not given back")
+
+// checkGlobal decides a check in upstream mode, whose policies must all be GLOBAL: each
+// from its key's allowance (package global), never waiting on the network. All or nothing
+// as the local check: when one policy denies, the units the others took go back to their
+// allowances. Outside upstream mode a GLOBAL policy is an error, as the GLOBAL option is.
+func (rl *Family) checkGlobal(c *command.Ctx, checks []checked, limits []limit) (bool, error) {
+	sc := scratchOf(c)
+	reg := rl.cfg.Global
+	for i := range limits {
+		l := &limits[i]
+		switch {
+		// Neither is the request's fault (HTTP's 400): the server cannot decide it (503).
+		case !l.opts.global:
+			return false, fmt.Errorf("%w: policy '%s' has no GLOBAL (POLICY.SET name verb params... GLOBAL), and its limit would be this instance's alone",
+				ErrCheckUpstream, checks[i].cp.name)
+		case reg == nil:
+			return false, fmt.Errorf("policy '%s' is GLOBAL: %w", checks[i].cp.name, errGlobalMode)
+		case l.opts.refunding:
+			return false, fmt.Errorf("CHECK policy '%s': %w", checks[i].cp.name, errGlobalCheckRefund)
+		case l.opts.block != 0 || l.opts.tiers != nil:
+			return false, fmt.Errorf("CHECK policy '%s': %w", checks[i].cp.name, errGlobalRare)
+		}
+	}
+	now := reg.Now()
+	results := sc.pending[:0]
+	taken := sc.taken[:0]
+	allowed := true
+	for i := range limits {
+		l := &limits[i]
+		results = append(results, pending{})
+		r := &results[i]
+		var e *global.Entry
+		r.d, e = rl.decideGlobal(c, reg, l, now)
+		taken = append(taken, e)
+		checks[i].decide(r)
+		allowed = allowed && !r.d.limited
+	}
+	if !allowed {
+		for i, e := range taken {
+			if e != nil {
+				reg.Give(e, limits[i].opts.cost)
+			}
+		}
+	}
+	clear(taken)
+	sc.pending, sc.taken = results, taken
 	return allowed, nil
 }

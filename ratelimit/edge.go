@@ -36,9 +36,6 @@ type EdgeResult struct {
 // Edge decides items as one CHECK on c, all or nothing, counted as c's command; out
 // (reused) gets each item's result.
 func (rl *Family) Edge(c *command.Ctx, items []EdgeItem, out []EdgeResult) ([]EdgeResult, error) {
-	if rl.cfg.Upstream {
-		return out, ErrCheckUpstream
-	}
 	sc := scratchOf(c)
 	ci := sc.items[:0]
 	for _, it := range items {

@@ -76,13 +76,14 @@ func (rl *Family) Commands() []*command.Spec {
 
 // scratch is what a connection's calls reuse so that ALLOF and CHECK allocate nothing.
 type scratch struct {
-	limits    []limit     // ALLOF's limits
-	keys      [][]byte    // their keys
-	scratches [][]byte    // a state's bytes built per limit
-	pending   []pending   // each limit's outcome
-	checks    []checked   // CHECK: each policy's part
-	checkKeys []byte      // CHECK: the keys it derives, end to end
-	items     []checkItem // CHECK: its policies, subjects and costs
+	limits    []limit         // ALLOF's limits
+	keys      [][]byte        // their keys
+	scratches [][]byte        // a state's bytes built per limit
+	pending   []pending       // each limit's outcome
+	checks    []checked       // CHECK: each policy's part
+	checkKeys []byte          // CHECK: the keys it derives, end to end
+	items     []checkItem     // CHECK: its policies, subjects and costs
+	taken     []*global.Entry // CHECK of GLOBAL policies: the allowances each took from
 }
 
 // scratchOf returns c's scratch, made at its first call that needs one.

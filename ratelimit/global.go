@@ -24,9 +24,6 @@ var (
 	// errGlobalConcurrency is GLOBAL on CONCURRENCY.ACQUIRE: a slot is held and given back,
 	// not spent, so it has no allowance to share.
 	errGlobalConcurrency = errors.New("CONCURRENCY.ACQUIRE takes no GLOBAL: a slot is held, not spent; without GLOBAL it is exact through the upstream")
-	// errGlobalPolicy is GLOBAL in a policy: CHECK, which decides the policies, is not served
-	// in upstream mode, so a policy's GLOBAL would be silently local.
-	errGlobalPolicy = errors.New("GLOBAL is not taken in a policy yet: CHECK, which decides the policies, is not served in upstream mode")
 	// errGlobalRare is GLOBAL with an option the allowance cannot honour.
 	errGlobalRare = errors.New("GLOBAL takes no REFUND, TIERS, PRIORITY nor BLOCK")
 )
@@ -70,6 +67,19 @@ func (rl *Family) takeGlobal(c *command.Ctx, l *limit) error {
 		return errGlobalMode
 	}
 	now := reg.Now()
+	d, _ := rl.decideGlobal(c, reg, l, now)
+	rl.cfg.Decided(c, d.limited)
+	if d.limited {
+		rl.denied(c, l.key, &d, now)
+	}
+	writeDecisionTo(&c.W, d)
+	return nil
+}
+
+// decideGlobal decides l, a global limit, at now from its key's allowance, and returns the
+// entry it took from (nil when nothing was taken: a look, a denial, or no room to keep one),
+// which Give can hand the units back to.
+func (rl *Family) decideGlobal(c *command.Ctx, reg *global.Registry, l *limit, now int64) (decision, *global.Entry) {
 	sig := l.globalSig()
 	e := reg.Lookup(l.key)
 	var gd global.Decision
@@ -91,12 +101,10 @@ func (rl *Family) takeGlobal(c *command.Ctx, l *limit) error {
 	}
 	d := decision{limited: gd.Limited, limit: gd.Limit, remaining: gd.Remaining, retry: msCeil(gd.RetryAfter),
 		resetM: msCeil(gd.ResetAfter), hasDelay: l.kind == keyspace.LeakyBucket}
-	rl.cfg.Decided(c, d.limited)
-	if d.limited {
-		rl.denied(c, l.key, &d, now)
+	if d.limited || l.opts.peek || l.opts.cost == 0 {
+		e = nil
 	}
-	writeDecisionTo(&c.W, d)
-	return nil
+	return d, e
 }
 
 // globalSig is what tells l's parameters apart.

@@ -1,17 +1,21 @@
 package ratelimit_test
 
 import (
+	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/throttledhq/throttled/internal/redistest"
 	"github.com/throttledhq/throttled/internal/testserver"
 	"github.com/throttledhq/throttled/ratelimit"
 	"github.com/throttledhq/throttled/server"
+	"github.com/throttledhq/throttled/upstream"
 )
 
 // TestGlobalErrors: GLOBAL needs upstream mode, and takes none of the options an allowance
@@ -25,8 +29,15 @@ func TestGlobalErrors(t *testing.T) {
 	require.Contains(t, doErr(t, local, "CONFIG", "SET", "global-sync-interval", "5ms"), "global-sync-interval: 5ms is not between 10ms and 1m0s")
 	require.Contains(t, doErr(t, local, "CONFIG", "SET", "global-sync-interval", "soon"), `global-sync-interval: "soon" is not a duration`)
 	require.Contains(t, do(t, local, "INFO", "global").(string), "global_mode:none")
-	require.Equal(t, "ERR GLOBAL is not taken in a policy yet: CHECK, which decides the policies, is not served in upstream mode",
+	require.Equal(t, "ERR GLOBAL needs upstream mode (upstream or upstream-cluster): the instances agree on a global limit through it",
 		doErr(t, local, "POLICY.SET", "p", "THROTTLE", 9, 1, "1s", "GLOBAL"))
+	// The config file's GLOBAL policy is taken (a file may serve both modes), and refused
+	// by CHECK outside upstream mode, with its name.
+	conf := filepath.Join(t.TempDir(), "throttled.conf")
+	writeFile(t, conf, "port 0\npolicy g THROTTLE 9 1 1s GLOBAL\n")
+	filed := testserver.Start(t, func(c *server.Config) { c.ConfigFile = conf }).Client(t, 2)
+	require.Equal(t, "ERR policy 'g' is GLOBAL: GLOBAL needs upstream mode (upstream or upstream-cluster): the instances agree on a global limit through it",
+		doErr(t, filed, "CHECK", "g", "alice"))
 
 	redis := redistest.Start(t)
 	up := testserver.Start(t, func(c *server.Config) {
@@ -171,4 +182,129 @@ func toString(x any) string {
 		return x
 	}
 	panic(x)
+}
+
+// globalSyncs is INFO global's global_syncs: the syncs that reported keys.
+func globalSyncs(t *testing.T, rdb *goredis.Client) int64 {
+	t.Helper()
+	for _, l := range strings.Split(do(t, rdb, "INFO", "global").(string), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "global_syncs:"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			require.NoError(t, err)
+			return n
+		}
+	}
+	t.Fatal("INFO global has no global_syncs")
+	return 0
+}
+
+// TestGlobalPolicyCheck: in upstream mode CHECK decides a GLOBAL policy from the instance's
+// allowance, and two instances on one upstream share the policy's limit within the stated
+// bound (the clock stands still: nothing refills, so the limit is the burst). A policy
+// without GLOBAL is refused with an error that says why.
+func TestGlobalPolicyCheck(t *testing.T) {
+	redis := redistest.Start(t)
+	clk := testserver.Start(t).Clock // one clock for both
+	const interval = 20 * time.Millisecond
+	up := func() *goredis.Client {
+		return testserver.Start(t, func(c *server.Config) {
+			c.AppendOnly, c.Upstream, c.UpstreamTimeout, c.GlobalSyncInterval = false, redis.URL(), time.Minute, interval
+			c.Now = clk.Now
+		}).Client(t, 2)
+	}
+	a, b := up(), up()
+	for _, rdb := range []*goredis.Client{a, b} { // each instance has its policies
+		require.Equal(t, "OK", do(t, rdb, "POLICY.SET", "api", "THROTTLE", 9, 1, "1h", "GLOBAL"))
+		require.Equal(t, "OK", do(t, rdb, "POLICY.SET", "exact", "THROTTLE", 9, 1, "1h"))
+	}
+	require.Equal(t, []any{"name", "api", "limit", "THROTTLE 9 1 1h GLOBAL", "soft", "0", "shadow", int64(0), "source", "command", "entries", int64(0)},
+		do(t, a, "POLICY.GET", "api"))
+	require.Equal(t, "ERR in upstream mode CHECK decides GLOBAL policies only: policy 'exact' has no GLOBAL (POLICY.SET name verb params... GLOBAL), and its limit would be this instance's alone",
+		doErr(t, a, "CHECK", "exact", "alice"))
+	require.Contains(t, doErr(t, a, "CHECK", "api,exact", "alice"), "policy 'exact' has no GLOBAL")
+
+	bound, err := ratelimit.GlobalBound([][]byte{[]byte("THROTTLE"), []byte("k"), []byte("9"), []byte("1"), []byte("1h")}, int64(interval))
+	require.NoError(t, err)
+	const limit = 10
+	// Batches of four checks, two on each instance; after each, both report at a sync.
+	admitted := map[*goredis.Client]int64{}
+	var last int64 // admitted in the last batches, once the limit is spent everywhere
+	for batch := range 20 {
+		before := [2]int64{globalSyncs(t, a), globalSyncs(t, b)}
+		for i := range 4 {
+			rdb := a
+			if i%2 == 1 {
+				rdb = b
+			}
+			v := do(t, rdb, "CHECK", "api", "alice").([]any)
+			require.Equal(t, int64(limit), v[1])
+			require.Equal(t, "ok", v[5])
+			if v[0].(int64) == 0 {
+				admitted[rdb]++
+				if batch >= 18 {
+					last++
+				}
+			}
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for globalSyncs(t, a) == before[0] || globalSyncs(t, b) == before[1] {
+			require.True(t, time.Now().Before(deadline), "the instances never synced")
+			time.Sleep(interval / 4)
+		}
+	}
+	total := admitted[a] + admitted[b]
+	t.Logf("admitted %d (%d and %d) of a limit of %d (bound %d + 2 * %d)", total, admitted[a], admitted[b], limit, limit, bound)
+	require.GreaterOrEqual(t, total, int64(limit))
+	require.LessOrEqual(t, total, limit+2*bound)
+	require.Positive(t, admitted[a])
+	require.Positive(t, admitted[b])
+	require.Zero(t, last, "the limit is spent, for both")
+	info := do(t, a, "INFO", "global").(string)
+	require.Contains(t, info, "global_instances:2")
+	require.Contains(t, info, "global_status:ok")
+	require.Contains(t, do(t, a, "INFO", "throttle").(string), fmt.Sprintf("policy_api:allowed=%d,", admitted[a]))
+	// The global state is on the upstream, under the policy's key.
+	require.Equal(t, int64(1), do(t, redis.Client(), "EXISTS", upstream.GlobalPrefix+"policy:api:alice"))
+}
+
+// TestGlobalPolicyOptions: on one instance, whose sync never runs during the test (its first
+// allowance of a key is the whole burst): a check of several GLOBAL policies is all or
+// nothing, the units one took going back to its allowance when another denies; overrides
+// (GLOBAL as their policy), lists and SHADOW apply as on a local check; a refund, TIERS and
+// BLOCK are refused, as with the GLOBAL option.
+func TestGlobalPolicyOptions(t *testing.T) {
+	redis := redistest.Start(t)
+	c := testserver.Start(t, func(c *server.Config) {
+		c.AppendOnly, c.Upstream, c.UpstreamTimeout, c.GlobalSyncInterval = false, redis.URL(), time.Minute, time.Minute
+	}).Client(t, 2)
+	require.Equal(t, "OK", do(t, c, "POLICY.SET", "api", "THROTTLE", 9, 1, "1h", "GLOBAL"))
+	require.Equal(t, "OK", do(t, c, "POLICY.SET", "one", "WINDOW", 1, "1h", "GLOBAL"))
+	ok := []any{int64(0), int64(10), int64(9)}
+	require.Equal(t, ok, do(t, c, "CHECK", "api,one", "bob").([]any)[1].([]any)[:3])
+	v := do(t, c, "CHECK", "api,one", "bob").([]any)
+	require.Equal(t, int64(1), v[0].([]any)[0], "one is spent: the check is denied")
+	require.Equal(t, int64(1), v[2].([]any)[0])
+	require.Equal(t, []any{int64(0), int64(10), int64(8)}, do(t, c, "CHECK", "api", "bob", "PEEK").([]any)[:3],
+		"the unit api took went back: 9 left, 8 after the peek's")
+	require.Equal(t, []any{int64(0), int64(10), int64(8)}, do(t, c, "CHECK", "api", "bob").([]any)[:3])
+
+	require.Equal(t, "OK", do(t, c, "POLICY.OVERRIDE", "api", "vip", "THROTTLE", 99, 1, "1h"))
+	require.Equal(t, []any{int64(0), int64(100), int64(99)}, do(t, c, "CHECK", "api", "vip").([]any)[:3])
+	require.Equal(t, "OK", do(t, c, "POLICY.DENY", "api", "eve"))
+	v = do(t, c, "CHECK", "api", "eve").([]any)
+	require.Equal(t, int64(1), v[0])
+	require.Equal(t, "denylisted", v[5])
+	require.Equal(t, "OK", do(t, c, "POLICY.SET", "sh", "WINDOW", 1, "1h", "GLOBAL", "SHADOW"))
+	require.Equal(t, "ok", do(t, c, "CHECK", "sh", "x").([]any)[5])
+	v = do(t, c, "CHECK", "sh", "x").([]any)
+	require.Equal(t, int64(0), v[0])
+	require.Equal(t, "shadow", v[5])
+
+	require.Equal(t, "ERR CHECK policy 'api': a GLOBAL policy takes no refund: its allowance is spent, not given back",
+		doErr(t, c, "CHECK", "api", "bob", "REFUND", 1))
+	require.Equal(t, "ERR GLOBAL takes no REFUND, TIERS, PRIORITY nor BLOCK",
+		doErr(t, c, "POLICY.SET", "t", "THROTTLE", 9, 1, "1h", "GLOBAL", "TIERS", "a=1"))
+	require.Equal(t, "ERR GLOBAL takes no REFUND, TIERS, PRIORITY nor BLOCK",
+		doErr(t, c, "POLICY.SET", "t", "THROTTLE", 9, 1, "1h", "BLOCK", "1s", "GLOBAL"))
+	require.Contains(t, do(t, c, "INFO", "throttle").(string), "policy_api:allowed=5,denied=1,")
 }

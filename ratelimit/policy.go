@@ -166,10 +166,20 @@ func policyArgs(args []string, l *limit) error {
 	if l.opts.peek || l.opts.cost != 1 || l.opts.refunding || l.opts.prioritized {
 		return errors.New("COST, PEEK, REFUND and PRIORITY belong to CHECK, not to a policy")
 	}
-	if l.opts.global {
-		return errGlobalPolicy
-	}
 	l.key = nil
+	return nil
+}
+
+// commandPolicyArgs is policyArgs for POLICY.SET and POLICY.OVERRIDE: GLOBAL outside
+// upstream mode is refused at once, as the option is on a verb. (The config file's are
+// taken: a file may serve both modes; CHECK refuses such a policy outside upstream mode.)
+func (rl *Family) commandPolicyArgs(args []string, l *limit) error {
+	if err := policyArgs(args, l); err != nil {
+		return err
+	}
+	if l.opts.global && rl.cfg.Global == nil {
+		return errGlobalMode
+	}
 	return nil
 }
 
@@ -308,6 +318,9 @@ func (rl *Family) rebuildPoliciesLocked() *policyView {
 				if err := policyArgs(e.Args, &cp.overrides[i]); err != nil {
 					cp.overrides[i] = cp.base
 				}
+				// A GLOBAL policy's overrides are GLOBAL: the subject's key is one limit,
+				// whichever parameters apply to it.
+				cp.overrides[i].opts.global = cp.overrides[i].opts.global || cp.base.opts.global
 			}
 		}
 		cp.lists = policy.NewLists(m.Entries)
@@ -384,7 +397,7 @@ func (rl *Family) cmdPolicySet(c *command.Ctx, args [][]byte) error {
 		return err
 	}
 	var l limit
-	if err := policyArgs(p.Args, &l); err != nil {
+	if err := rl.commandPolicyArgs(p.Args, &l); err != nil {
 		return err
 	}
 	err = rl.changePolicies(func(t policy.Table, now int64) error {
@@ -510,7 +523,7 @@ func (rl *Family) cmdPolicyOverride(c *command.Ctx, args [][]byte) error {
 		return err
 	}
 	var l limit
-	if err := policyArgs(e.Args, &l); err != nil {
+	if err := rl.commandPolicyArgs(e.Args, &l); err != nil {
 		return err
 	}
 	if err := rl.addEntry(c, string(args[1]), e); err != nil {

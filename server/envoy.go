@@ -177,9 +177,6 @@ func (s *Server) edgeParams() []*param {
 // or http-port's for the /json form.
 func (d *edgeDecider) decide(user *acl.User, overHTTP bool, items []ratelimit.EdgeItem, out []ratelimit.EdgeResult) ([]ratelimit.EdgeResult, error) {
 	s := d.s
-	if s.up != nil {
-		return out, ratelimit.ErrCheckUpstream
-	}
 	cmd := d.check
 	c := d.clients.Get().(*client)
 	defer d.clients.Put(c)

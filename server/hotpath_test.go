@@ -3,9 +3,15 @@ package server
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"io"
+	"log/slog"
+	"net"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/throttledhq/throttled/internal/redistest"
 )
 
 // TestHotPathAllocatesNothing: a verb's call through dispatch, its handler in its family,
@@ -53,6 +59,51 @@ func TestHotPathAllocatesNothing(t *testing.T) {
 				req[i] = []byte(a)
 			}
 			send(args...) // grows the buffers
+			require.Zero(t, testing.AllocsPerRun(100, func() {
+				s.run(c, req)
+				c.W.B = c.W.B[:0]
+			}), "%q", args)
+		})
+	}
+}
+
+// TestGlobalHotPathAllocatesNothing: in upstream mode a verb's call with GLOBAL and CHECK of
+// GLOBAL policies are decided from the local allowance, and allocate nothing once their keys
+// have an entry.
+func TestGlobalHotPathAllocatesNothing(t *testing.T) {
+	rs := redistest.Start(t)
+	cfg := DefaultConfig()
+	cfg.Shards, cfg.AppendOnly = 4, false
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.Upstream, cfg.UpstreamTimeout, cfg.GlobalSyncInterval = rs.URL(), time.Minute, time.Minute
+	s, err := New(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	a, b := net.Pipe()
+	t.Cleanup(func() { a.Close(); b.Close() })
+	c := s.newClient(a)
+	send := func(args ...string) {
+		req := make([][]byte, len(args))
+		for i, a := range args {
+			req[i] = []byte(a)
+		}
+		s.run(c, req)
+		require.NotEqual(t, byte('-'), c.W.B[0], "%q: %s", args, c.W.B)
+		c.W.B = c.W.B[:0]
+	}
+	send("POLICY.SET", "api", "THROTTLE", "999999", "1000000", "1s", "GLOBAL")
+	send("POLICY.SET", "daily", "WINDOW", "1000000", "1d", "GLOBAL")
+	for _, args := range [][]string{
+		{"THROTTLE", "k", "999999", "1000000", "1s", "GLOBAL"},
+		{"CHECK", "api", "subject"},
+		{"CHECK", "api,daily", "subject"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			req := make([][]byte, len(args))
+			for i, a := range args {
+				req[i] = []byte(a)
+			}
+			send(args...) // grows the buffers, makes the entries
 			require.Zero(t, testing.AllocsPerRun(100, func() {
 				s.run(c, req)
 				c.W.B = c.W.B[:0]

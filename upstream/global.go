@@ -31,7 +31,7 @@ import (
 //
 // and the hash expires when the key is idle (PEXPIRE at every sync). The live instances are
 // the members of the sorted set "throttled:global:instances", each scored with the Unix ms
-// at which its heartbeat runs out.
+// (the upstream's TIME) at which its heartbeat runs out.
 
 // GlobalPrefix is the prefix of a global key's hash on the upstream.
 const GlobalPrefix = "throttled:global:"
@@ -77,12 +77,17 @@ redis.call('PEXPIRE', h, ARGV[9])
 return all
 `
 
-// heartbeatScript keeps an instance's heartbeat: ARGV the id, the Unix ms its heartbeat
-// runs out, now in Unix ms and the set's time to live in ms. Replies the live ids.
+// heartbeatScript keeps an instance's heartbeat: ARGV the id, how long its heartbeat lasts
+// in ms and the set's time to live in ms. Replies the live ids. The heartbeats are scored on
+// the upstream's own clock (TIME, of the one node that holds the set), from when each
+// reaches it: the instances' clocks, each an offset measured over a round trip, may disagree
+// by more than a heartbeat's margin on a loaded machine.
 const heartbeatScript = `
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[3])
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. now)
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return redis.call('ZRANGE', KEYS[1], 0, -1)
 `
 
@@ -150,7 +155,7 @@ func (u *Client) SyncGlobal(ctx context.Context, s *GlobalSync) {
 		pipe := u.rdb.Pipeline()
 		hbTTL := s.Heartbeat.Milliseconds()
 		cmds = append(cmds, redis.NewCmd(ctx, "evalsha", heartbeatSHA, 1, GlobalInstances,
-			s.ID, nowMs+hbTTL, nowMs, 4*hbTTL))
+			s.ID, max(hbTTL, 1), 4*max(hbTTL, 1)))
 		cutoff := nowMs - s.Stale.Milliseconds()
 		for i := range s.Reports {
 			r := &s.Reports[i]
