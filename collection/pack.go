@@ -123,8 +123,12 @@ func readInt(b []byte) (int64, int) {
 			return 0, 0
 		}
 		var u uint64
-		for i := w; i >= 1; i-- {
-			u = u<<8 | uint64(b[i])
+		if len(b) >= 9 {
+			u = binary.LittleEndian.Uint64(b[1:]) // one load; the bytes past the integer shift out
+		} else {
+			for i := w; i >= 1; i-- {
+				u = u<<8 | uint64(b[i])
+			}
 		}
 		shift := 64 - 8*uint(w)
 		return int64(u<<shift) >> shift, 1 + w

@@ -160,7 +160,7 @@ func zsplit(member []byte) (lead int64, suffix []byte, ok bool) {
 func (k *zmemberKey) equal(e []byte, n int) bool {
 	raw := e[:n]
 	if isScoreMember(raw) {
-		if !k.leadOK || n != 3+len(k.suffix) || !bytes.Equal(raw[3:], k.suffix) {
+		if !k.leadOK || n != 3+len(k.suffix) || len(k.suffix) > 0 && string(raw[3:]) != string(k.suffix) {
 			return false
 		}
 		s, j := readInt(e[n:])
