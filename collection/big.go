@@ -68,6 +68,9 @@ const (
 
 // NewBig returns the sorted set (sorted) or hash whose pack is pack, as a Big.
 func NewBig(pack []byte, sorted bool) *Big {
+	if sorted {
+		pack = ZPlain(nil, pack) // its members hashed as their elements: in full
+	}
 	b := &Big{sorted: sorted}
 	b.Rewrite() // new to every feed
 	b.rehash(Count(pack) / 2)
@@ -328,7 +331,7 @@ func (b *Big) find(key *zmemberKey, h uint64) (c *chunk, at, k int) {
 		c := b.byID[uint32(s>>bigShift)]
 		for off := 0; off < len(c.pack); {
 			k := Skip(c.pack[off:])
-			if key.equal(c.pack[off : off+k]) {
+			if key.equal(c.pack[off:], k) {
 				return c, off, k
 			}
 			off += k + Skip(c.pack[off+k:])

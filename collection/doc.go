@@ -52,6 +52,13 @@
 //	tag 0xc9        a float64, 8 bytes little-endian (a sorted set's score with a fraction)
 //	tag 0xca-0xff   the integer tag-0xca, 0 to 53
 //
+// and, as a small sorted set's member only (zscoreMember), the bytes 0xc0 0x00 (a long string
+// of no bytes, which is never written so), a byte n (at most 11) and n bytes: the member is
+// the decimal of the entry's score, an integer, followed by those n bytes (none, or a first
+// that is no digit). A sliding log's member, "1732512345000" or "1732512345000-42", takes 3
+// or 6 bytes so instead of 7 or 17; Read gives it as an Int whose Str is the suffix. A big
+// set, and DUMP, write every member in full.
+//
 // A string that Redis would take for an integer (the canonical decimal form of an int64:
 // no sign but '-', no leading zero, "-0" is not one) is stored as that integer and read
 // back as the same bytes, as listpack does: a millisecond timestamp takes 7 bytes instead of

@@ -200,7 +200,7 @@ func (x index) find(z, member []byte) (at, k, g, r int, ok bool) {
 			if k == 0 {
 				break
 			}
-			if key.equal(z[off : off+k]) {
+			if key.equal(z[off:], k) {
 				return off, k, g, r, true
 			}
 			e := zskip(z[off:])

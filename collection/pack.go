@@ -18,6 +18,10 @@ const (
 	// maxScoreInt is the largest magnitude of a score stored as an integer: every integer up
 	// to it is a float64 exactly.
 	maxScoreInt = 1 << 53
+	// maxSuffix is the longest suffix of a member written as its score (zscoreMember), so
+	// that the member's text (at most 20 digits and the suffix) fits the 32-byte buffers
+	// its readers write it in.
+	maxSuffix = 11
 )
 
 // ElemKind says what an element holds.
@@ -32,8 +36,11 @@ const (
 
 // Elem is one element of a pack as Read returns it.
 type Elem struct {
-	Kind  ElemKind
-	Str   []byte // a Str's bytes, aliasing the pack
+	Kind ElemKind
+	// Str is a Str's bytes, aliasing the pack; for an Int, what follows its decimal (a
+	// sorted set's member written as its score and a suffix: "1732512345000-42"), most
+	// often nothing.
+	Str   []byte
 	Int   int64
 	Float float64
 }
@@ -52,6 +59,8 @@ func Read(b []byte) (e Elem, n int) {
 			return Elem{}, 0
 		}
 		return Elem{Kind: Str, Str: b[1:end]}, end
+	case t == tagLong && len(b) > 1 && b[1] == 0:
+		return readScoreMember(b)
 	case t == tagLong:
 		l, k := binary.Uvarint(b[1:])
 		if k <= 0 || l > uint64(len(b)-1-k) {
@@ -80,6 +89,58 @@ func Read(b []byte) (e Elem, n int) {
 	}
 }
 
+// readScoreMember reads a sorted set's member written as its score (zscoreMember), b[0]
+// and b[1] being its mark: its integer is the score's, which follows it.
+func readScoreMember(b []byte) (Elem, int) {
+	if len(b) < 3 || b[2] > maxSuffix || 3+int(b[2]) > len(b) {
+		return Elem{}, 0
+	}
+	end := 3 + int(b[2])
+	n, k := readInt(b[end:])
+	if k == 0 || end > 3 && isDigit(b[3]) {
+		return Elem{}, 0
+	}
+	e := Elem{Kind: Int, Int: n}
+	if end > 3 {
+		e.Str = b[3:end]
+	}
+	return e, end
+}
+
+// readInt reads the integer element at the start of b and the bytes it takes, 0 when b
+// does not start with one.
+func readInt(b []byte) (int64, int) {
+	if len(b) == 0 {
+		return 0, 0
+	}
+	t := b[0]
+	switch {
+	case t >= tagSmall:
+		return int64(t - tagSmall), 1
+	case t > tagInt && t <= tagInt+8:
+		w := int(t - tagInt)
+		if w >= len(b) {
+			return 0, 0
+		}
+		var u uint64
+		if len(b) >= 9 {
+			u = binary.LittleEndian.Uint64(b[1:]) // one load; the bytes past the integer shift out
+		} else {
+			for i := w; i >= 1; i-- {
+				u = u<<8 | uint64(b[i])
+			}
+		}
+		shift := 64 - 8*uint(w)
+		return int64(u<<shift) >> shift, 1 + w
+	}
+	return 0, 0
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// isScoreMember reports whether b starts with the mark of a member written as its score.
+func isScoreMember(b []byte) bool { return len(b) > 1 && b[0] == tagLong && b[1] == 0 }
+
 // Skip returns the bytes the element at the start of b takes, 0 when b does not start
 // with a whole element.
 func Skip(b []byte) int {
@@ -93,6 +154,11 @@ func Skip(b []byte) int {
 			return 0
 		}
 		return 1 + int(t)
+	case t == tagLong && len(b) > 2 && b[1] == 0: // a member written as its score: its score follows
+		if end := 3 + int(b[2]); b[2] <= maxSuffix && end < len(b) {
+			return end
+		}
+		return 0
 	case t == tagLong:
 		_, n := Read(b)
 		return n
@@ -129,7 +195,7 @@ func Count(pack []byte) int {
 func (e Elem) Append(dst []byte) []byte {
 	switch e.Kind {
 	case Int:
-		return strconv.AppendInt(dst, e.Int, 10)
+		return append(strconv.AppendInt(dst, e.Int, 10), e.Str...)
 	case Float:
 		return AppendScoreText(dst, e.Float)
 	}
@@ -159,6 +225,12 @@ func (e Elem) Equal(s []byte) bool {
 	case Str:
 		return bytes.Equal(e.Str, s)
 	case Int:
+		if len(e.Str) > 0 {
+			if len(s) <= len(e.Str) || !bytes.Equal(s[len(s)-len(e.Str):], e.Str) {
+				return false
+			}
+			s = s[:len(s)-len(e.Str)]
+		}
 		n, ok := canonicalInt(s)
 		return ok && n == e.Int
 	}
@@ -296,7 +368,7 @@ func CheckPack(pack []byte, per int, zset bool) (num int64, longest int, ok bool
 	var elems []Elem
 	for b := pack; len(b) > 0; {
 		e, n := Read(b)
-		if n == 0 {
+		if n == 0 || isScoreMember(b) && (!zset || len(elems)%2 != 0) {
 			return 0, 0, false
 		}
 		elems = append(elems, e)

@@ -6,8 +6,9 @@ import (
 	"math"
 )
 
-// A sorted set's pack is its entries back to back, each a member (AppendString) and its
-// score (AppendScore), in order of score, then of member by bytes (shorter first on a common
+// A sorted set's pack is its entries back to back, each a member (AppendString, or in a
+// small set written as its score when that is shorter: zscoreMember) and its score
+// (AppendScore), in order of score, then of member by bytes (shorter first on a common
 // prefix), as Redis orders them. A small set has nothing else: every operation is a walk
 // from the front, as on Redis's listpack, which for the sets rate limiters keep (a sliding
 // log of up to a few hundred timestamps) is short. A big one has an index in front of its
@@ -106,14 +107,21 @@ func zreadScore(z []byte) (float64, int) {
 // zmemberKey is a member as a scan compares it with the pack's: as its encoding
 // (AppendString's, which is canonical: equal members, equal bytes), so that finding it
 // needs no decoding: the encoding's head (its tag, length or whole integer) and its body.
+// A small set's entry may hold its member written as its score instead (zscoreMember):
+// lead and suffix are the member split as that form splits it, leadOK whether it can be
+// written so.
 type zmemberKey struct {
-	head [10]byte
-	n    int
-	body []byte
+	head   [10]byte
+	n      int
+	body   []byte
+	lead   int64
+	leadOK bool
+	suffix []byte
 }
 
 func zkeyOf(member []byte) zmemberKey {
 	var k zmemberKey
+	k.lead, k.suffix, k.leadOK = zsplit(member)
 	if n, ok := canonicalInt(member); ok {
 		k.n = len(AppendInt(k.head[:0], n))
 		return k
@@ -129,10 +137,88 @@ func zkeyOf(member []byte) zmemberKey {
 	return k
 }
 
-// equal reports whether raw, a member's element in a pack, is the member's.
-func (k *zmemberKey) equal(raw []byte) bool {
+// zsplit splits member into the integer its digits start with and what follows them, ok
+// when that integer is written canonically and the rest is at most maxSuffix bytes: a
+// member that an entry can write as its score ("1732512345000", "1732512345000-42").
+func zsplit(member []byte) (lead int64, suffix []byte, ok bool) {
+	i := 0
+	if len(member) > 0 && member[0] == '-' {
+		i = 1
+	}
+	for i < len(member) && isDigit(member[i]) {
+		i++
+	}
+	if len(member)-i > maxSuffix {
+		return 0, nil, false
+	}
+	lead, ok = canonicalInt(member[:i])
+	return lead, member[i:], ok
+}
+
+// equal reports whether the member's element at the start of e, k bytes long and followed
+// by its score, is the member's.
+func (k *zmemberKey) equal(e []byte, n int) bool {
+	raw := e[:n]
+	if isScoreMember(raw) {
+		if !k.leadOK || n != 3+len(k.suffix) || len(k.suffix) > 0 && string(raw[3:]) != string(k.suffix) {
+			return false
+		}
+		s, j := readInt(e[n:])
+		return j > 0 && s == k.lead
+	}
 	return len(raw) == k.n+len(k.body) && raw[0] == k.head[0] &&
 		bytes.Equal(raw[1:k.n], k.head[1:k.n]) && bytes.Equal(raw[k.n:], k.body)
+}
+
+// zscoreMember returns the suffix of member when an entry of it and score is shorter with
+// the member written as its score: the mark (the bytes tagLong, 0: a long string of no
+// bytes, which AppendString never writes), the suffix's length (a byte) and the suffix,
+// the member being the decimal of the score that follows, then the suffix. A sliding log's
+// timestamps, members and scores alike, take 3 bytes a member that way instead of 7, and
+// "1732512345000-42" 6 instead of 17. Only a small set writes them: a big one hashes its
+// members' elements (NewBig and ZEditor write them out in full first).
+func zscoreMember(member []byte, score float64) (suffix []byte, ok bool) {
+	if score != math.Trunc(score) || math.Abs(score) > maxScoreInt || score == 0 && math.Signbit(score) {
+		return nil, false
+	}
+	lead, suffix, ok := zsplit(member)
+	if !ok || lead != int64(score) || 3+len(suffix) >= ElemLen(member) {
+		return nil, false
+	}
+	return suffix, true
+}
+
+// ZPlain appends z to dst with every member written as AppendString writes it: the form a
+// big set keeps, and DUMP's. It returns z itself when it has no member written as its score.
+func ZPlain(dst, z []byte) []byte {
+	if !zhasScoreMember(z) {
+		return z
+	}
+	for off := 0; off < len(z); {
+		m, s, n := ZNext(z[off:])
+		if n == 0 {
+			break
+		}
+		var buf [32]byte
+		dst = AppendScore(AppendString(dst, m.Append(buf[:0])), s)
+		off += n
+	}
+	return dst
+}
+
+// zhasScoreMember reports whether an entry of z has its member written as its score.
+func zhasScoreMember(z []byte) bool {
+	for off := 0; off < len(z); {
+		if isScoreMember(z[off:]) {
+			return true
+		}
+		n := zskip(z[off:])
+		if n == 0 {
+			break
+		}
+		off += n
+	}
+	return false
 }
 
 // zafter reports whether the entry at the start of z, whose score is s, goes after an
@@ -176,7 +262,7 @@ func ZLocate(z, member []byte, score float64) ZLoc {
 				return loc
 			}
 		}
-		if !loc.Found && key.equal(z[off:off+k]) {
+		if !loc.Found && key.equal(z[off:], k) {
 			loc.Found, loc.At, loc.End, loc.Rank, loc.Score = true, off, off+k+j, rank, s
 			if loc.Ins >= 0 {
 				return loc
@@ -199,7 +285,7 @@ func ZFind(z, member []byte) ZLoc {
 		if k == 0 {
 			break
 		}
-		if key.equal(z[off : off+k]) {
+		if key.equal(z[off:], k) {
 			s, j := zreadScore(z[off+k:])
 			if j == 0 {
 				break
@@ -292,6 +378,9 @@ func (e *ZEditor) Add(member []byte, score float64, f ZAddFlags) (float64, ZAddO
 	}
 	if !e.Big && (e.Num+1 > e.MaxEntries || int64(len(member)) > e.MaxValue) {
 		e.Big = true
+		if zhasScoreMember(e.Z) { // a big set's members are in full
+			e.Z, e.ix, e.owned = ZPlain(nil, e.Z), nil, false
+		}
 		e.reindex(int(e.Num))
 		loc.Ins = e.set().Locate(member, score).Ins
 	}
@@ -335,6 +424,13 @@ func (e *ZEditor) DeleteSpan(from, to int, n int64) {
 func (e *ZEditor) insert(at int, member []byte, score float64, num int) {
 	var sbuf [9]byte
 	s := AppendScore(sbuf[:0], score)
+	if suffix, ok := zscoreMember(member, score); ok && !e.Big {
+		room := e.makeRoom(at, 3+len(suffix)+len(s))
+		room[0], room[1], room[2] = tagLong, 0, byte(len(suffix))
+		copy(room[3+copy(room[3:], suffix):], s)
+		e.indexInsert(at, len(room), num)
+		return
+	}
 	room := e.makeRoom(at, ElemLen(member)+len(s))
 	copy(room[len(AppendString(room[:0], member)):], s)
 	e.indexInsert(at, len(room), num)

@@ -351,6 +351,95 @@ func TestZFindAndSeek(t *testing.T) {
 
 // BenchmarkZLocate is the scan ZADD makes of a sliding log of 100 millisecond timestamps,
 // to add the next one at its end.
+// TestZScoreMember: a small set writes a member that is its integer score's decimal, with
+// or without a short suffix, as its score (3 bytes and the suffix), finds it either way, and
+// writes it in full again for a big set and for DUMP.
+func TestZScoreMember(t *testing.T) {
+	for _, tc := range []struct {
+		member string
+		score  float64
+		short  bool // written as its score
+	}{
+		{"1732512345000", 1732512345000, true},
+		{"1732512345000-42", 1732512345000, true},
+		{"-1732512345000:x", -1732512345000, true},
+		{"1732512345000-12345678901", 1732512345000, false}, // a suffix past maxSuffix
+		{"1732512345001", 1732512345000, false},             // another number
+		{"17325123450001", 1732512345000, false},            // its digits run on
+		{"1732512345000", 1732512345000.5, false},           // a score with a fraction
+		{"01732512345000", 1732512345000, false},            // not canonical
+		{"7", 7, false},                                     // one byte in full already
+		{"-0", 0, false},
+		{"9007199254740993", 9007199254740993, false}, // past 2^53: its score is no integer
+	} {
+		t.Run(tc.member, func(t *testing.T) {
+			ed := NewZEditor(ZSet{}, 0, false, 128, 64, nil)
+			_, out := ed.Add([]byte(tc.member), tc.score, ZAddFlags{})
+			require.Equal(t, ZAdded, out)
+			plain := zpack(tc.member, tc.score)
+			require.Equal(t, tc.short, isScoreMember(ed.Z))
+			if tc.short {
+				require.Less(t, len(ed.Z), len(plain))
+			} else {
+				require.Equal(t, plain, ed.Z)
+			}
+			require.Equal(t, []any{tc.member, tc.score}, zentries(t, ed.Z))
+			require.Equal(t, plain, ZPlain(nil, ed.Z))
+			require.True(t, ZFind(ed.Z, []byte(tc.member)).Found)
+			require.True(t, ZFind(plain, []byte(tc.member)).Found, "the full form is found as well")
+			for _, other := range []string{tc.member + "0", tc.member[:len(tc.member)-1], "1732512345000-4", "1732512345000"} {
+				if other != tc.member {
+					require.False(t, ZFind(ed.Z, []byte(other)).Found, other)
+				}
+			}
+			m, _ := Read(ed.Z)
+			require.True(t, m.Equal([]byte(tc.member)))
+			require.False(t, m.Equal([]byte(tc.member+"0")))
+			require.Equal(t, 0, m.Compare([]byte(tc.member)))
+			require.Equal(t, len(tc.member), m.Len())
+			require.Equal(t, 2, Count(ed.Z))
+			_, _, ok := CheckPack(ed.Z, 2, true)
+			require.True(t, ok)
+			if tc.short {
+				_, _, ok = CheckPack(ed.Z, 2, false)
+				require.False(t, ok, "a hash never holds one")
+				_, _, ok = CheckPack(ed.Z, 1, false)
+				require.False(t, ok, "nor a list")
+				b := NewBig(ed.Z, true)
+				require.Equal(t, plain, b.AppendEncoded(nil))
+			}
+		})
+	}
+}
+
+// TestZSlidingLog: a sliding log of timestamps as members, added and trimmed as a limiter
+// does, takes 10 bytes an entry, and its walks allocate nothing.
+func TestZSlidingLog(t *testing.T) {
+	const base = 1732512345000
+	for _, suffix := range []string{"", "-7"} {
+		ed := NewZEditor(ZSet{}, 0, false, 128, 64, nil)
+		for i := range 100 {
+			ts := strconv.Itoa(base + 600*i)
+			ed.Add([]byte(ts+suffix), float64(base+600*i), ZAddFlags{})
+		}
+		require.Equal(t, 100*(3+len(suffix)+7), len(ed.Z))
+		z := slices.Clone(ed.Z)
+		m := []byte(strconv.Itoa(base+600*50) + suffix)
+		require.Equal(t, 50, ZFind(z, m).Rank)
+		require.Zero(t, testing.AllocsPerRun(100, func() {
+			ZLocate(z, m, base+600*50)
+			ZFind(z, m)
+			ZScoreSpan(z, ScoreRange{Min: math.Inf(-1), Max: base + 600*20, MaxEx: true})
+		}))
+		from, to, n, _ := ZScoreSpan(z, ScoreRange{Min: math.Inf(-1), Max: base + 600*20, MaxEx: true})
+		require.Equal(t, int64(20), n)
+		ed = NewZEditor(ZSetOf(z, false), 100, false, 128, 64, nil)
+		ed.DeleteSpan(from, to, n)
+		got := zentries(t, ed.Z)
+		require.Equal(t, strconv.Itoa(base+600*20)+suffix, got[0])
+	}
+}
+
 func BenchmarkZLocate(b *testing.B) {
 	var z []byte
 	for i := range 100 {
@@ -370,7 +459,8 @@ func BenchmarkZLocate(b *testing.B) {
 func FuzzZSet(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 0, 3, 4, 1, 1, 0, 2, 0, 5})
 	f.Add([]byte{0, 7, 7, 8, 0, 3, 5, 2, 2, 1, 9, 9, 3, 4, 0})
-	members := []string{"a", "b", "ab", "", "0", "7", "10", "-1", "-0", "01", "1732512345123", "x\x00"}
+	members := []string{"a", "b", "ab", "", "0", "7", "10", "-1", "-0", "01", "1732512345123", "x\x00",
+		"1732512345123-1", "1732512345123-10", "1732512345123x", "-1-a", "1-", "1732512345123-12345678901"}
 	scores := []float64{0, math.Copysign(0, -1), 1, -1, 2.5, 1732512345123, math.Inf(1), math.Inf(-1), 1e17, 0.1}
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		defer smallGroups()()
@@ -387,7 +477,7 @@ func FuzzZSet(f *testing.F) {
 			return int(b)
 		}
 		for len(ops) > 0 {
-			ed := NewZEditor(ZSetOf(z, big), int64(len(model)), big, 8, 5, buf)
+			ed := NewZEditor(ZSetOf(z, big), int64(len(model)), big, 8, 16, buf) // 16: timestamps fit a small set, written as their scores
 			op := next() % 5
 			m := members[next()%len(members)]
 			s := scores[next()%len(scores)]

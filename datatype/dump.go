@@ -72,8 +72,8 @@ func (dt *Family) cmdDump(c *command.Ctx, args [][]byte) error {
 		switch {
 		case v.Kind == keyspace.Hash:
 			v.Bytes = hashOf(v).Pack
-		case v.Kind == keyspace.ZSet:
-			v.Bytes = zsetOf(v).Pack
+		case v.Kind == keyspace.ZSet: // its members in full, as the format has always had them
+			v.Bytes = collection.ZPlain(nil, zsetOf(v).Pack)
 		case v.Kind == keyspace.Set:
 			v.Bytes = collection.SetPack(nil, setOf(v))
 		case bigListOf(v) != nil:

@@ -34,8 +34,14 @@ func TestZSetNoAllocs(t *testing.T) {
 	for i := range 100 {
 		ts := strconv.Itoa(1732512345000 + i)
 		run("ZADD", "z", ts, ts)
+		run("ZADD", "ids", ts, ts+"-"+strconv.Itoa(i)) // timestamped ids, each written as its score
 	}
 	for _, args := range [][]string{
+		{"ZADD", "ids", "1732512345050", "1732512345050-50"},
+		{"ZSCORE", "ids", "1732512345099-99"},
+		{"ZRANGE", "ids", "0", "-1", "WITHSCORES"},
+		{"ZREMRANGEBYSCORE", "ids", "-inf", "(1732512345000"},
+		{"ZCARD", "ids"},
 		{"ZADD", "z", "1732512345050.5", "1732512345050"},
 		{"ZADD", "z", "XX", "CH", "1732512345050", "1732512345050"},
 		{"ZINCRBY", "z", "0", "1732512345001"},

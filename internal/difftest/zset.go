@@ -19,15 +19,18 @@ import (
 func zsetSmallKey(k string) bool { return k[0] == 'k' }
 func zsetZeroKey(k string) bool  { return k == "k0" || k == "{k}4" }
 
-// zsetMember returns a member for key: from a few dozen short ones for the small keys;
-// also wider integers and long strings for the big ones.
+// zsetMember returns a member for key: from a few dozen short ones for the small keys, some
+// of them timestamps that zsetScore gives as scores (a small set writes such a member as its
+// score); also wider integers and long strings for the big ones.
 func zsetMember(r *rand.Rand, k string) string {
 	if zsetSmallKey(k) {
-		switch r.IntN(6) {
+		switch r.IntN(7) {
 		case 0:
 			return strconv.Itoa(r.IntN(24) - 3)
 		case 1:
 			return Pick(r, "", "ab", "abc", "b\x00", "-", "+", "[a", "(a", "A", "zz")
+		case 2: // a sliding log's: its timestamp, which zsetScore gives too, alone or with a suffix
+			return strconv.Itoa(1732512345000+r.IntN(6)) + Pick(r, "", "", "-1", "-12", ":a", "0", "-123456789012")
 		}
 		return string(rune('a' + r.IntN(12)))
 	}
@@ -56,6 +59,9 @@ func zsetScore(r *rand.Rand, k string) string {
 	}
 	switch r.IntN(10) {
 	case 0:
+		if r.IntN(2) == 0 { // one of zsetMember's timestamps
+			return strconv.Itoa(1732512345000 + r.IntN(6))
+		}
 		return strconv.FormatInt(1732512345000+int64(r.IntN(5000)), 10)
 	case 1:
 		return Pick(r, "inf", "-inf", "+inf", "nan", "-nan", "abc", "", "1e400", "-1e400", "1e-400",

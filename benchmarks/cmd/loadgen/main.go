@@ -4,7 +4,8 @@
 // and latency percentiles for each workload at 50 connections, pipeline 1 and 16, over random
 // keys and over one hot key, the resident memory per key of each algorithm, and the keys and
 // memory held under a churn of short-lived keys (churn.go), and EVALSHA of the limiter scripts
-// clients send, redis_rate's among them, on both servers (evalsha.go). It prints a markdown report and
+// clients send, redis_rate's among them, on both servers (evalsha.go), and the memory of
+// 5,000 sliding logs on both (zsetmem.go). It prints a markdown report and
 // writes it to benchmarks/RESULTS.md. Run it from the repository root:
 //
 //	make bench
@@ -17,6 +18,7 @@
 //	go run ./benchmarks/cmd/loadgen -only latency [-duration 2s]
 //	go run ./benchmarks/cmd/loadgen -only everysec [-before old/throttled]
 //	go run ./benchmarks/cmd/loadgen -only bigvalues
+//	go run ./benchmarks/cmd/loadgen -only zsetmem [-zsets 5000] [-zsetrounds 3]
 package main
 
 import (
@@ -44,6 +46,8 @@ type config struct {
 	before   string // another throttled binary for -only everysec to compare with
 
 	durableKeys int
+	zsets       int // sorted sets for -only zsetmem
+	zsetRounds  int // rounds of -only zsetmem
 }
 
 func main() {
@@ -56,8 +60,10 @@ func main() {
 	flag.DurationVar(&cfg.warmup, "warmup", 500*time.Millisecond, "uncounted time before each measurement")
 	flag.DurationVar(&cfg.duration, "duration", 2*time.Second, "time of each measurement")
 	flag.IntVar(&cfg.durableKeys, "durablekeys", 1000000, "new keys for the memory measurement with and without persistence")
+	flag.IntVar(&cfg.zsets, "zsets", 5000, "sliding logs (sorted sets of 100) for the memory measurement of -only zsetmem")
+	flag.IntVar(&cfg.zsetRounds, "zsetrounds", 3, "rounds of -only zsetmem, each on a fresh pair of servers")
 	flag.DurationVar(&cfg.churn, "churn", 16*time.Second, "time of each churn measurement")
-	flag.StringVar(&cfg.only, "only", "", "run only this part: bigvalues, churn, collections, durable, everysec, policies, replication, scripts or upstream (the report goes to -out only if that is given)")
+	flag.StringVar(&cfg.only, "only", "", "run only this part: bigvalues, churn, collections, durable, everysec, policies, replication, scripts, upstream or zsetmem (the report goes to -out only if that is given)")
 	flag.StringVar(&cfg.before, "before", "", "with -only everysec: a throttled binary (an earlier build) to measure everysec and appendonly no against as well")
 	flag.Parse()
 	outSet := false
@@ -160,11 +166,14 @@ func (r *runner) run() (string, error) {
 	case "bigvalues":
 		rows, err := r.bigValuesRun()
 		return bigValuesSection(rows), err
+	case "zsetmem":
+		rows, err := r.zsetMemory()
+		return zsetMemSection(r.cfg, rows), err
 	case "upstream":
 		rows, err := r.upstreamRun()
 		return targetTable(upstreamTargets(rows)) + upstreamSection(rows), err
 	default:
-		return "", fmt.Errorf("-only %q: the parts that run alone are bigvalues, churn, collections, durable, everysec, latency, policies, replication, scripts and upstream", r.cfg.only)
+		return "", fmt.Errorf("-only %q: the parts that run alone are bigvalues, churn, collections, durable, everysec, latency, policies, replication, scripts, upstream and zsetmem", r.cfg.only)
 	}
 	tNo, err := r.track(startThrottled("throttled (appendonly no)", r.cfg.bin, tmp+"/no", "--appendonly", "no"))
 	if err != nil {
@@ -240,10 +249,14 @@ func (r *runner) run() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	zmem, err := r.zsetMemory()
+	if err != nil {
+		return "", err
+	}
 	log.Print("Go benchmarks of the server's verbs")
 	micro, err := micro()
 	if err != nil {
 		return "", err
 	}
-	return render(r.cfg, machine(tNo, redis), checks, rows, alwaysRows, ps, mem, durable, churn, repl, pol, up, coll, ev, lat, micro) + bigValuesSection(big), nil
+	return render(r.cfg, machine(tNo, redis), checks, rows, alwaysRows, ps, mem, durable, churn, repl, pol, up, coll, ev, lat, micro) + bigValuesSection(big) + zsetMemSection(r.cfg, zmem), nil
 }
