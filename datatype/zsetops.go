@@ -306,7 +306,8 @@ func zunion(src []zsrc, agg int) []zent {
 }
 
 // zinter is ZINTER's result, unsorted: the smallest source's members found in every other,
-// their scores folded in the order of the sources' sizes, as Redis does; with card, only
+// their scores folded in the order of the sources' sizes, as Redis does (only the first
+// product is 0 where it is NaN; a later NaN folds in as it is); with card, only
 // up to limit of them (0: all), scores unset.
 func zinter(src []zsrc, agg int, card bool, limit int64) []zent {
 	sort.SliceStable(src, func(i, j int) bool { return src[i].n < src[j].n })
@@ -318,7 +319,7 @@ func zinter(src []zsrc, agg int, card bool, limit int64) []zent {
 			if !ok {
 				return true
 			}
-			zaggregate(&t, zweighted(v, src[j].weight), agg)
+			zaggregate(&t, v*src[j].weight, agg) // a NaN (0 times inf) zeroes a SUM, as in Redis
 		}
 		if card {
 			out = append(out, zent{})
