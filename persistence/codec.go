@@ -15,8 +15,11 @@ var (
 )
 
 // formatVersion is what metaKey holds: the layout of keys and values. A later layout that
-// an older server cannot read bumps it.
-const formatVersion = 1
+// an older server cannot read bumps it. 2: a small sorted set may hold a member that is its
+// integer score's decimal in short (collection/pack.go), which 1's servers would read as
+// an empty member. A store of an earlier format is read as it is and marked with this one
+// when opened, since what this server writes into it is in this format.
+const formatVersion = 2
 
 // dataKey appends the store key of user key to dst.
 func dataKey(dst, key []byte) []byte {

@@ -250,9 +250,7 @@ func Open(dir string, ks *keyspace.Keyspace, o Options) (*Store, error) {
 		return nil, fmt.Errorf("persistence: open %s: %w", dir, err)
 	}
 	b := s.db.NewBatch()
-	if fresh {
-		b.Set(metaKey, []byte(strconv.Itoa(formatVersion)), nil)
-	}
+	b.Set(metaKey, []byte(strconv.Itoa(formatVersion)), nil) // an older server refuses it now (formatVersion)
 	for _, k := range expired {
 		b.Delete(k, nil)
 		if _, ok := s.rec.chunked[string(k[1:])]; ok {

@@ -249,10 +249,35 @@ func TestForeignDirectories(t *testing.T) {
 		require.NoError(t, s.Close())
 		db, err := pebble.Open(dir, &pebble.Options{})
 		require.NoError(t, err)
-		require.NoError(t, db.Set(metaKey, []byte("2"), pebble.Sync))
+		require.NoError(t, db.Set(metaKey, []byte(strconv.Itoa(formatVersion+1)), pebble.Sync))
 		require.NoError(t, db.Close())
 		_, err = Open(dir, keyspace.New(1), Options{})
 		require.ErrorIs(t, err, ErrNewer)
+	})
+	t.Run("older format", func(t *testing.T) {
+		// Read as it is, and marked with this server's format once opened: what it writes
+		// there an older server must refuse.
+		dir := t.TempDir()
+		s, ks := open(t, dir, t0, Options{})
+		set(ks, "k", keyspace.Value{Kind: keyspace.GCRA, Num: 7})
+		require.NoError(t, s.Close())
+		marker := func(v string) string {
+			db, err := pebble.Open(dir, &pebble.Options{})
+			require.NoError(t, err)
+			defer db.Close()
+			if v != "" {
+				require.NoError(t, db.Set(metaKey, []byte(v), pebble.Sync))
+			}
+			got, closer, err := db.Get(metaKey)
+			require.NoError(t, err)
+			defer closer.Close()
+			return string(got)
+		}
+		marker("1")
+		s, ks = open(t, dir, t0, Options{})
+		require.Equal(t, int64(7), contents(ks, t0)["k"].Num)
+		require.NoError(t, s.Close())
+		require.Equal(t, strconv.Itoa(formatVersion), marker(""))
 	})
 }
 
