@@ -59,7 +59,7 @@ func (t *tracker) captureWrite(id uint32, key []byte, v Value) {
 		t.log = append(t.log, make([]byte, n)...)
 		Encode(t.log[at:], v)
 	}
-	t.pending.Add(1)
+	t.added()
 }
 
 // captureDelete kills the copy of record id, which is being deleted.
