@@ -36,6 +36,16 @@ type Recorder interface {
 	Full() bool
 }
 
+// An EncodedRecorder is a Recorder that takes a capturing feed's copy of a change as it is
+// (PutEncoded: the key and the value as Encode wrote it) instead of Put, so that a drain
+// does not decode a value only for the recorder to encode it again (the redo log).
+type EncodedRecorder interface {
+	Recorder
+	// PutEncoded is called instead of Put with a key's current state encoded; key and
+	// enc are valid only during the call.
+	PutEncoded(key, enc []byte)
+}
+
 // A Patcher is a Recorder that takes a Chunked value's changes instead of its whole state,
 // where the feed's copy of the key holds the object as of the feed's previous Drain.
 type Patcher interface {

@@ -19,9 +19,14 @@ import (
 // event-loop round that changed state, Store.Wait drains the keyspace's RedoFeed (the latest
 // state of each key changed since the previous flush, and the deletions) and appends it to
 // the redo file with one write(2), without Pebble. Pebble gets the merged batches every
-// interval as before, and a batch that is synced (or any batch with appendfsync no) rotates
-// the redo log: it starts a new file and stores the new file's generation with the batch
-// (redoKey), after which the older files hold nothing the store lacks and are removed.
+// interval as before (with everysec, far less often: see redoBatchBytes), and a batch that
+// is synced (or any batch with appendfsync no) rotates the redo log: it starts a new file and
+// stores the new file's generation with the batch (redoKey), after which the older files hold
+// nothing the store lacks and are removed. With everysec the writer syncs the redo file once
+// a second in between (syncRedo).
+//
+// A flush drains only the shards that recorded a change since the last one
+// (keyspace.Changed): a round of a few writes costs those shards, not a look at every one.
 //
 // Order: a flush drains the RedoFeed and writes under redoMu, and a rotating batch switches
 // files under redoMu before it drains any shard, so every record of an older file was
@@ -97,6 +102,16 @@ func (r *redoRecorder) Put(key []byte, v keyspace.Value) {
 	n := keyspace.EncodedLen(v)
 	r.buf = append(r.buf, make([]byte, n)...)
 	keyspace.Encode(r.buf[len(r.buf)-n:], v)
+	r.end(at)
+}
+
+// PutEncoded is Put of a value already encoded (keyspace.Encode), as a capturing feed
+// copies it: the drain does not decode it for Put to encode it again.
+func (r *redoRecorder) PutEncoded(key, enc []byte) {
+	at := r.begin(redoPut)
+	r.buf = binary.AppendUvarint(r.buf, uint64(len(key)))
+	r.buf = append(r.buf, key...)
+	r.buf = append(r.buf, enc...)
 	r.end(at)
 }
 
