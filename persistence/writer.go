@@ -139,6 +139,7 @@ func (s *Store) run() {
 			if works && !due {
 				if start.Sub(lastSync) >= time.Second-s.interval/2 {
 					s.syncRedo()
+					s.refreshSize(false)
 					lastSync = start
 				}
 				timer.Reset(s.interval)
