@@ -59,7 +59,7 @@ func (t *tracker) captureWrite(id uint32, key []byte, v Value) {
 		t.log = append(t.log, make([]byte, n)...)
 		Encode(t.log[at:], v)
 	}
-	t.pending.Add(1)
+	t.added()
 }
 
 // captureDelete kills the copy of record id, which is being deleted.
@@ -74,6 +74,7 @@ func (t *tracker) captureDelete(id uint32) {
 // drainCaptured is Drain's second part for a capturing tracker t of s, after the deletions:
 // the copies in log order. It reports whether it stopped early.
 func (s *Shard) drainCaptured(t *tracker, f Feed, r Recorder) (more bool) {
+	er, encoded := r.(EncodedRecorder)
 	for t.logHead < len(t.log) {
 		c := t.log[t.logHead:]
 		id, state := binary.LittleEndian.Uint32(c), c[4]
@@ -89,10 +90,13 @@ func (s *Shard) drainCaptured(t *tracker, f Feed, r Recorder) (more bool) {
 		}
 		t.dirtyBits[id/64] &^= 1 << (id % 64)
 		t.pending.Add(-1)
-		if state == copyRef {
+		switch {
+		case state == copyRef:
 			e := s.entry(s.ids[id])
 			s.put(r, f, s.keyIn(e), s.value(e))
-		} else {
+		case encoded:
+			er.PutEncoded(key, val)
+		default:
 			v, err := DecodeValue(val)
 			if err != nil {
 				panic("keyspace: a captured value does not decode: " + err.Error())

@@ -154,6 +154,10 @@ type Keyspace struct {
 	shards []*Shard
 	ready  readyList // the keys written that clients wait on (blocked.go)
 
+	// changed is, for each capturing feed, a bit set of the shards that recorded a change
+	// since Changed last took them (see Changed).
+	changed [feeds][]atomic.Uint64
+
 	expiry expiry
 
 	// objectify turns a value read in its chunk form (Value.Chunks) into its object
@@ -178,8 +182,15 @@ type expiry struct {
 func New(shards int) *Keyspace {
 	n := shardCount(shards)
 	ks := &Keyspace{seed: maphash.MakeSeed(), mask: uint64(n - 1), shards: make([]*Shard, n)}
+	for f := range ks.changed {
+		ks.changed[f] = make([]atomic.Uint64, (n+63)/64)
+	}
 	for i := range ks.shards {
-		ks.shards[i] = newShard(ks.seed, i, &ks.clock, &ks.ready)
+		s := newShard(ks.seed, i, &ks.clock, &ks.ready)
+		for f := range s.trk {
+			s.trk[f].changed, s.trk[f].bit = &ks.changed[f][i/64], 1<<(i%64)
+		}
+		ks.shards[i] = s
 	}
 	return ks
 }

@@ -2,6 +2,7 @@ package keyspace
 
 import (
 	"encoding/binary"
+	mathbits "math/bits"
 	"sync/atomic"
 )
 
@@ -33,6 +34,16 @@ type Recorder interface {
 	// Full reports whether the recorder holds as much as it wants at once: Drain then
 	// stops and leaves the rest of the shard's changes queued for its next call.
 	Full() bool
+}
+
+// An EncodedRecorder is a Recorder that takes a capturing feed's copy of a change as it is
+// (PutEncoded: the key and the value as Encode wrote it) instead of Put, so that a drain
+// does not decode a value only for the recorder to encode it again (the redo log).
+type EncodedRecorder interface {
+	Recorder
+	// PutEncoded is called instead of Put with a key's current state encoded; key and
+	// enc are valid only during the call.
+	PutEncoded(key, enc []byte)
 }
 
 // A Patcher is a Recorder that takes a Chunked value's changes instead of its whole state,
@@ -87,6 +98,27 @@ type tracker struct {
 	log     []byte // the changes' copies, each key once
 	logHead int    // log[:logHead] was drained already (a Drain that stopped early)
 	copies  copyIndex
+
+	// changed holds the shard's bit, bit, in Keyspace.changed: a capturing tracker sets it
+	// as it records a change with none pending, and when a Drain leaves changes behind.
+	changed *atomic.Uint64
+	bit     uint64
+}
+
+// added counts a change of a capturing tracker, and marks the shard changed when it is
+// the first since the last drain: once a drain, so that the word shared by every shard
+// is written seldom.
+func (t *tracker) added() {
+	if t.pending.Add(1) == 1 {
+		t.mark()
+	}
+}
+
+// mark marks the shard changed for the feed (see Keyspace.Changed).
+func (t *tracker) mark() {
+	if t.changed.Load()&t.bit == 0 {
+		t.changed.Or(t.bit)
+	}
 }
 
 // noteWrite notes that record id, whose entry is at off, was written, for each feed tracking.
@@ -157,7 +189,11 @@ func (s *tracker) noteDelete(key []byte) {
 	}
 	s.delLog = binary.AppendUvarint(s.delLog, uint64(len(key)))
 	s.delLog = append(s.delLog, key...)
-	s.pending.Add(1)
+	if s.capture {
+		s.added()
+	} else {
+		s.pending.Add(1)
+	}
 }
 
 // forget drops the recorded changes and the memory they hold.
@@ -209,6 +245,9 @@ func (ks *Keyspace) Drain(f Feed, i int, r Recorder) (more, ok bool) {
 	defer sh.Unlock()
 	s := &sh.trk[f]
 	if s.lost {
+		if s.capture {
+			s.mark()
+		}
 		return false, false
 	}
 	dels := int64(0)
@@ -220,7 +259,10 @@ func (ks *Keyspace) Drain(f Feed, i int, r Recorder) (more, ok bool) {
 	s.delLog = s.delLog[:0]
 	if s.capture {
 		s.pending.Add(-dels)
-		return sh.drainCaptured(s, f, r), true
+		if more = sh.drainCaptured(s, f, r); more {
+			s.mark()
+		}
+		return more, true
 	}
 	for s.head < len(s.dirtyIDs) {
 		id := s.dirtyIDs[s.head]
@@ -238,6 +280,23 @@ func (ks *Keyspace) Drain(f Feed, i int, r Recorder) (more, ok bool) {
 	}
 	s.trim(len(sh.ids))
 	return false, true
+}
+
+// Changed appends to buf the shards where feed f, a capturing feed (ReplicaFeed, RedoFeed),
+// recorded changes since the shards were last returned, and forgets that they did: a
+// Drain of the shards returned hands over what they recorded, and a Drain that leaves some
+// behind marks its shard again. It returns buf. A feed drained after every event-loop
+// round reads a few words instead of a counter in every shard.
+func (ks *Keyspace) Changed(f Feed, buf []int) []int {
+	for w := range ks.changed[f] {
+		if ks.changed[f][w].Load() == 0 {
+			continue
+		}
+		for bits := ks.changed[f][w].Swap(0); bits != 0; bits &= bits - 1 {
+			buf = append(buf, w*64+mathbits.TrailingZeros64(bits))
+		}
+	}
+	return buf
 }
 
 // DrainAll hands the current state of every key of shard i to r, expired or not, and

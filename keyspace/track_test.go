@@ -304,3 +304,42 @@ type countRecorder struct{ puts, dels int }
 func (r *countRecorder) Delete(key []byte)       { r.dels++ }
 func (r *countRecorder) Put(key []byte, v Value) { r.puts++ }
 func (r *countRecorder) Full() bool              { return false }
+
+// TestChangedShards: Changed returns the shards a capturing feed recorded changes in since
+// it last returned them, once; a Drain that leaves changes behind marks its shard again.
+func TestChangedShards(t *testing.T) {
+	ks := New(64)
+	ks.Track(RedoFeed, true)
+	require.Empty(t, ks.Changed(RedoFeed, nil))
+	want := map[int]bool{}
+	for i := range 20 {
+		k := "k" + strconv.Itoa(i)
+		set(ks, k, Value{Kind: GCRA, Num: int64(i)})
+		want[ks.Shard([]byte(k)).ord] = true
+	}
+	del(ks, "k0")
+	got := map[int]bool{}
+	r := &mirrorRecorder{m: map[string]Value{}}
+	for _, i := range ks.Changed(RedoFeed, nil) {
+		got[i] = true
+		more, ok := ks.Drain(RedoFeed, i, r)
+		require.True(t, ok)
+		require.False(t, more)
+	}
+	require.Equal(t, want, got)
+	require.Zero(t, ks.Pending(RedoFeed))
+	require.Len(t, r.m, 19)
+	require.Empty(t, ks.Changed(RedoFeed, nil), "nothing changed since")
+
+	// A Drain that stops early marks its shard again.
+	ks = New(1)
+	ks.Track(RedoFeed, true)
+	for i := range 10 {
+		set(ks, "k"+strconv.Itoa(i), Value{Kind: GCRA, Num: int64(i)})
+	}
+	require.Equal(t, []int{0}, ks.Changed(RedoFeed, nil))
+	more, ok := ks.Drain(RedoFeed, 0, &mirrorRecorder{m: map[string]Value{}, piece: 3})
+	require.True(t, ok)
+	require.True(t, more)
+	require.Equal(t, []int{0}, ks.Changed(RedoFeed, nil))
+}

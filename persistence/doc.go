@@ -5,7 +5,8 @@
 // records it. A change's path: a command changes a key under its shard's lock, and the
 // keyspace's change tracking queues the key (once, however often it changes) or logs its
 // deletion. The writer goroutine (Store.run) wakes every interval (100 ms, more under
-// load, at most a second), or at once when a client waits for a sync, drains every shard
+// load, at most a second; with everysec it writes a batch far less often, see below), or at
+// once when a client waits for a sync, drains every shard
 // (deletions, then the latest state of each changed key) into one Pebble batch and
 // commits it: one write per changed key per batch, whatever the number of connections
 // (group commit). Every batch is committed with a Pebble sync that walFS turns into a
@@ -29,8 +30,11 @@
 //
 //   - always: every batch, and the replies wait for the sync as well as the redo log's
 //     write; one sync serves every client waiting.
-//   - everysec (default): one batch a second, which rotates the redo log, so the redo log
-//     needs no fsync of its own: a machine crash loses at most about a second.
+//   - everysec (default): the redo log is synced once a second, as Redis syncs its AOF, and
+//     Pebble gets a batch (synced, rotating the redo log) only once the redo log holds
+//     redoBatchBytes or redoBatchEvery after the last one: a machine crash loses at most
+//     about a second, and Pebble writes a key changing all the time once in ten seconds,
+//     not every second.
 //   - no: never; the operating system writes back when it likes.
 //
 // Open reads the write-ahead logs before Pebble replays them (walcheck.go): a torn tail of

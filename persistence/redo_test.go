@@ -4,9 +4,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/stretchr/testify/require"
 
 	"github.com/throttledhq/throttled/keyspace"
@@ -145,4 +150,73 @@ func TestRedoFlushAll(t *testing.T) {
 	_, ks, logs, err = tryOpen(t, dir, Salvage{})
 	require.NoError(t, err, logs)
 	require.Equal(t, 1, ks.Len(), "the next batch emptied the store")
+}
+
+// redoSyncDisk is a file system in memory that counts the syncs of redo files, and fails
+// them while fail is set.
+type redoSyncDisk struct {
+	vfs.FS
+	syncs atomic.Int64
+	fail  atomic.Bool
+}
+
+func newRedoSyncDisk() *redoSyncDisk {
+	d := &redoSyncDisk{}
+	d.FS = errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
+		switch op.Kind {
+		case errorfs.OpFileSync, errorfs.OpFileSyncData:
+		default:
+			return nil
+		}
+		if !strings.HasPrefix(filepath.Base(op.Path), redoPrefix) {
+			return nil
+		}
+		if d.fail.Load() {
+			return fmt.Errorf("%s: %w", op.Path, syscall.EIO)
+		}
+		d.syncs.Add(1)
+		return nil
+	}))
+	return d
+}
+
+// TestEverySecSyncsRedoLog: with everysec, the writer syncs the redo log once a second
+// and leaves Pebble alone until the redo log is large or old; a redo log that cannot be
+// synced is relieved by a synced batch at once.
+func TestEverySecSyncsRedoLog(t *testing.T) {
+	disk := newRedoSyncDisk()
+	s, ks := open(t, "/data", t0, Options{FS: disk, Interval: time.Millisecond})
+	defer s.Close()
+	for i := range 100 {
+		set(ks, fmt.Sprint("k", i), keyspace.Value{Kind: keyspace.GCRA, Num: int64(i)})
+		require.NoError(t, s.Wait())
+	}
+	eventually(t, func() bool { return disk.syncs.Load() > 0 }, "the redo log is synced within a second")
+	require.Zero(t, s.Info().Batches, "no batch while the redo log covers the changes")
+	s.redoMu.Lock()
+	require.False(t, s.redoUnsynced)
+	require.True(t, s.redoDirDone, "the directory is synced with the new file's first sync")
+	s.redoMu.Unlock()
+
+	// Large enough, the redo log is relieved by a synced batch, which rotates it.
+	s.redoMu.Lock()
+	s.redoMaxSize = 1
+	s.redoMu.Unlock()
+	set(ks, "big", keyspace.Value{Kind: keyspace.GCRA, Num: 1})
+	require.NoError(t, s.Wait())
+	eventually(t, func() bool { return s.Info().Syncs > 0 }, "a synced batch relieves a large redo log")
+	require.Equal(t, int64(101), s.Info().KeysWritten)
+	s.redoMu.Lock()
+	s.redoMaxSize = redoBatchBytes
+	s.redoMu.Unlock()
+
+	// A failed sync of the redo log: batches are due again, synced once a second, until
+	// one rotates the redo log.
+	disk.fail.Store(true)
+	set(ks, "failed", keyspace.Value{Kind: keyspace.GCRA, Num: 1})
+	require.NoError(t, s.Wait())
+	syncs := s.Info().Syncs
+	eventually(t, func() bool { return s.Info().Syncs > syncs }, "a synced batch replaces a redo log that cannot be synced")
+	disk.fail.Store(false)
+	require.Equal(t, int64(102), s.Info().KeysWritten)
 }

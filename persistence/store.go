@@ -139,12 +139,18 @@ type Store struct {
 	redoFrom     uint64    // the generation the store held at Open
 	redoLive     []logFile // Open's: the files checkRedo found to replay
 	redoRec      redoRecorder
+	redoShards   []int // the shards a flush drains (keyspace.Changed)
 	redoStarted  atomic.Uint64
-	redoDone     uint64 // the last flush done
-	redoLastFail uint64 // the last flush that could not write all it drained
-	redoDirty    bool   // the file holds records
-	redoBad      bool   // a flush failed since the last rotation: waiters wait for a synced batch
-	redoClearing bool   // FLUSHALL: the next flush starts with a clear record
+	redoDone     uint64        // the last flush done
+	redoLastFail uint64        // the last flush that could not write all it drained
+	redoDirty    bool          // the file holds records
+	redoSize     int64         // the bytes written to the file
+	redoUnsynced bool          // the file holds records written since its last sync (everysec)
+	redoDirDone  bool          // the directory was synced since the file was created (everysec)
+	redoMaxSize  int64         // everysec: a batch is due once the file holds this much (redoBatchBytes)
+	redoMaxAge   time.Duration // or once the last batch is this old (redoBatchEvery)
+	redoBad      bool          // a flush failed since the last rotation: waiters wait for a synced batch
+	redoClearing bool          // FLUSHALL: the next flush starts with a clear record
 
 	mu        sync.Mutex // guards writes to db, closed, unsynced, rec, batch
 	closed    bool
@@ -209,9 +215,12 @@ func Open(dir string, ks *keyspace.Keyspace, o Options) (*Store, error) {
 		mark:     o.Checkpoint,
 		log:      o.Logger,
 		interval: o.Interval,
-		kick:     make(chan struct{}, 1),
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
+
+		redoMaxSize: redoBatchBytes,
+		redoMaxAge:  redoBatchEvery,
+		kick:        make(chan struct{}, 1),
+		stop:        make(chan struct{}),
+		done:        make(chan struct{}),
 	}
 	s.mode.Store(int32(o.Fsync))
 	s.epoch.Store(newEpoch())

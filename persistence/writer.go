@@ -111,11 +111,15 @@ func (s *Store) FlushAll() error {
 // times it, so that writing (with the flushes and compactions it causes, about as much
 // again) takes at most about a twentieth of the time and a busier server coalesces more
 // changes per key into a batch; it never exceeds a second, which bounds what a crash loses.
+//
+// With everysec, the redo log holds every change since the last batch, so the writer
+// syncs it once a second instead of writing a batch, as Redis syncs its AOF, and writes a
+// (synced) batch only when the redo log is large or old (redoDue), or failed.
 func (s *Store) run() {
 	defer close(s.done)
 	timer := time.NewTimer(s.interval)
 	defer timer.Stop()
-	lastSync := time.Now()
+	lastSync, lastBatch := time.Now(), time.Now()
 	for {
 		select {
 		case <-s.stop:
@@ -128,11 +132,27 @@ func (s *Store) run() {
 		s.flushRedo()
 		start := time.Now()
 		mode := s.Fsync()
-		sync := s.wantSync.Swap(false) || mode == Always ||
-			mode == EverySec && start.Sub(lastSync) >= time.Second-s.interval/2
+		want := s.wantSync.Swap(false)
+		sync := want || mode == Always
+		if mode == EverySec && !want {
+			works, due := s.redoDue(start, lastBatch)
+			if works && !due {
+				if start.Sub(lastSync) >= time.Second-s.interval/2 {
+					s.syncRedo()
+					s.refreshSize(false)
+					lastSync = start
+				}
+				timer.Reset(s.interval)
+				continue
+			}
+			// A batch due relieves the redo log: synced, it rotates it. Without a redo
+			// log, batches as appendfsync no writes them, synced once a second.
+			sync = works || start.Sub(lastSync) >= time.Second-s.interval/2
+		}
 		if err := s.write(sync); err != nil {
 			s.log.Error("persistence: write", "dir", s.dir, "err", err)
 		}
+		lastBatch = start
 		if sync {
 			lastSync = start
 		}
