@@ -7,6 +7,11 @@ FUZZTIME ?= 30s
 # first tag.
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS  := -X github.com/throttledhq/throttled/internal/version.stamped=$(VERSION)
+# Every build is -trimpath, as the release's are (GoReleaser, make image): the binary names
+# no directory of this machine, and vet, the tests, the binaries tests build and the image
+# share one compile of each package (-trimpath is part of a compile's cache key: without it
+# in all, a fresh machine compiled everything twice).
+export GOFLAGS := $(strip $(filter-out -trimpath,$(GOFLAGS)) -trimpath)
 
 .PHONY: build run test deps vet bench fuzz clean dist
 
@@ -29,7 +34,10 @@ run: build
 # nfpm, which is built here once from the module proxy (NFPM: the nfpm of GoReleaser v2.15.0).
 NFPM ?= github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
 
-deps: apt-deps compat/node/node_modules/.package-lock.json
+deps: os-deps go-deps
+os-deps: apt-deps compat/node/node_modules/.package-lock.json
+go-deps: deploy-deps
+	$(GO) mod download
 	cd compat/redisrate && $(GO) mod download
 	$(GO) run $(NFPM) --version >/dev/null
 
@@ -83,7 +91,10 @@ SLOW_FIRST = ./server ./compat ./cmd/throttled
 MODULE    = github.com/throttledhq/throttled
 RACE_FREE = collection
 
-test: deps vet test-deploy
+# test runs every test. A fresh machine first spends minutes installing packages (apt-get,
+# npm: the network and the disk) and as long compiling (vet, the image of each platform,
+# helm, nfpm, the race build: the CPUs): test-setup does both at once, each in order.
+test: test-setup
 	@! $(GO) list -f '{{join .Imports "\n"}}' $(RACE_FREE:%=./%) | grep -xE 'sync|sync/atomic|unsafe' && \
 		! git grep -nE '^\s*go ' -- $(RACE_FREE:%='%/*.go') ':!*_test.go' || \
 		(echo "a RACE_FREE package has concurrency or unsafe memory: take it out of RACE_FREE"; exit 1)
@@ -92,6 +103,17 @@ test: deps vet test-deploy
 	$(GO) test -count=1 -timeout 20m -run '$(NORACE)' $(NORACE_PKGS)
 	$(GO) test -count=1 -timeout 20m $(RACE_FREE:%=./%)
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_SHORT)
+
+test-setup:
+	@$(MAKE) --no-print-directory -j2 os-deps test-setup-go
+
+test-setup-go:
+	@$(MAKE) --no-print-directory go-deps
+	@$(MAKE) --no-print-directory vet
+	@$(MAKE) --no-print-directory test-deploy
+	$(GO) build -race ./...
+
+.PHONY: test-setup test-setup-go os-deps go-deps
 
 # FUZZTIME_SHORT is how long `make test` runs each fuzz target: with 43 targets, each taking
 # about a second more than FUZZTIME to stop its workers, three minutes in all. An input that fails is kept in the package's testdata/fuzz and
@@ -113,7 +135,7 @@ IMAGE_REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)
 image:
 	@for p in $(IMAGE_PLATFORMS); do \
 		echo "== $$p"; \
-		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath -ldflags="-s -w $(LDFLAGS)" \
+		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -ldflags="-s -w $(LDFLAGS)" \
 			-o bin/$${p%/*}-$${p#*/}/throttled ./cmd/throttled || exit 1; \
 	done
 	cd deploy && $(GO) run ./image -o ../dist/throttled-image.tar -ref $(IMAGE_REF) \
@@ -139,9 +161,8 @@ test-deploy: image
 	cd deploy && $(GO) tool -n helm >/dev/null
 	cd deploy && $(GO) test -count=1 -timeout 10m ./...
 
-# deps also downloads deploy/'s modules (deploy/go.sum): go-containerregistry, helm, the
+# go-deps also downloads deploy/'s modules (deploy/go.sum): go-containerregistry, helm, the
 # Kubernetes API types, BuildKit's Dockerfile parser, compose-go.
-deps: deploy-deps
 deploy-deps:
 	cd deploy && $(GO) mod download
 
