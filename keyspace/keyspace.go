@@ -158,6 +158,10 @@ type Keyspace struct {
 	// since Changed last took them (see Changed).
 	changed [feeds][]atomic.Uint64
 
+	// highs counts, for each feed, the shards whose log of deleted keys is half full or
+	// more (DeletionsHigh).
+	highs [feeds]atomic.Int32
+
 	expiry expiry
 
 	// objectify turns a value read in its chunk form (Value.Chunks) into its object
@@ -189,6 +193,7 @@ func New(shards int) *Keyspace {
 		s := newShard(ks.seed, i, &ks.clock, &ks.ready)
 		for f := range s.trk {
 			s.trk[f].changed, s.trk[f].bit = &ks.changed[f][i/64], 1<<(i%64)
+			s.trk[f].highs = &ks.highs[f]
 		}
 		ks.shards[i] = s
 	}

@@ -90,6 +90,7 @@ type tracker struct {
 	head      int      // dirtyIDs[:head] were drained already (a Drain that stopped early)
 	delLog    []byte   // the keys deleted since the last drain: uvarint length, key
 	lost      bool     // delLog overflowed: the changes are known only by a full rewrite
+	high      bool     // delLog holds half of maxLog or more: counted in *highs
 	pending   atomic.Int64
 
 	// A capturing feed (ReplicaFeed, RedoFeed) copies each change as it is written, while the entry
@@ -103,6 +104,18 @@ type tracker struct {
 	// as it records a change with none pending, and when a Drain leaves changes behind.
 	changed *atomic.Uint64
 	bit     uint64
+
+	// highs is Keyspace.highs of the feed: how many of its shards' deletion logs are half
+	// full (DeletionsHigh).
+	highs *atomic.Int32
+}
+
+// low forgets that delLog was half full, once it was drained.
+func (t *tracker) low() {
+	if t.high {
+		t.high = false
+		t.highs.Add(-1)
+	}
 }
 
 // added counts a change of a capturing tracker, and marks the shard changed when it is
@@ -189,6 +202,10 @@ func (s *tracker) noteDelete(key []byte) {
 	}
 	s.delLog = binary.AppendUvarint(s.delLog, uint64(len(key)))
 	s.delLog = append(s.delLog, key...)
+	if !s.high && len(s.delLog) >= s.maxLog/2 {
+		s.high = true
+		s.highs.Add(1)
+	}
 	if s.capture {
 		s.added()
 	} else {
@@ -199,6 +216,7 @@ func (s *tracker) noteDelete(key []byte) {
 // forget drops the recorded changes and the memory they hold.
 func (s *tracker) forget() {
 	s.dirtyBits, s.dirtyIDs, s.head, s.delLog, s.lost = nil, nil, 0, nil, false
+	s.low()
 	s.log, s.logHead, s.copies = nil, 0, copyIndex{}
 	s.pending.Store(0)
 }
@@ -257,6 +275,7 @@ func (ks *Keyspace) Drain(f Feed, i int, r Recorder) (more, ok bool) {
 		b = b[w+int(n):]
 	}
 	s.delLog = s.delLog[:0]
+	s.low()
 	if s.capture {
 		s.pending.Add(-dels)
 		if more = sh.drainCaptured(s, f, r); more {
@@ -326,6 +345,7 @@ func (ks *Keyspace) DrainAll(f Feed, i int, r Recorder) {
 // what the shard's ids records need.
 func (s *tracker) trim(ids int) {
 	s.dirtyIDs, s.head, s.delLog = s.dirtyIDs[:0], 0, s.delLog[:0]
+	s.low()
 	s.log, s.logHead = s.log[:0], 0
 	if cap(s.log) > 1<<20 {
 		s.log = nil
@@ -342,6 +362,12 @@ func (s *tracker) trim(ids int) {
 	}
 	s.pending.Store(0)
 }
+
+// DeletionsHigh reports whether a shard's log of the keys feed f deleted since its last
+// Drain is half full or more: past its limit (about 256 KiB a shard) the shard loses track
+// and only a full rewrite is right, so a consumer that drains seldom (the disk writer with
+// appendfsync everysec) drains early instead. It reads one word.
+func (ks *Keyspace) DeletionsHigh(f Feed) bool { return ks.highs[f].Load() > 0 }
 
 // Pending returns about how many changes feed f recorded and did not drain yet: keys
 // written (each counted once) and keys deleted.

@@ -220,6 +220,36 @@ func TestTrackLostDeletionsAskForRewrite(t *testing.T) {
 	})
 }
 
+// TestTrackDeletionsHigh: a shard's log of deletions half full says so until a drain (or a
+// full rewrite, after it overflowed) empties it.
+func TestTrackDeletionsHigh(t *testing.T) {
+	forEachFeed(t, func(t *testing.T, f Feed) {
+		ks := New(1)
+		ks.Track(f, true)
+		ks.shards[0].trk[f].maxLog = 64
+		r := &mirrorRecorder{m: map[string]Value{}}
+		for i := range 100 {
+			set(ks, "k"+strconv.Itoa(i), Value{Kind: GCRA, Num: int64(i)})
+		}
+		drainFeed(ks, f, r)
+		require.False(t, ks.DeletionsHigh(f))
+		del(ks, "k0")
+		require.False(t, ks.DeletionsHigh(f), "3 bytes of 64")
+		for i := 1; i < 50; i++ {
+			del(ks, "k"+strconv.Itoa(i))
+		}
+		require.True(t, ks.DeletionsHigh(f))
+		drainFeed(ks, f, r)
+		require.False(t, ks.DeletionsHigh(f), "drained, overflowed or not")
+		for i := 50; i < 60; i++ {
+			del(ks, "k"+strconv.Itoa(i))
+		}
+		require.True(t, ks.DeletionsHigh(f))
+		ks.Track(f, false)
+		require.False(t, ks.DeletionsHigh(f), "turned off")
+	})
+}
+
 // TestTrackConcurrent drains while writers write (run it with -race): after the writers
 // stop, one more drain makes the copy equal to the keyspace.
 func TestTrackConcurrent(t *testing.T) {

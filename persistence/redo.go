@@ -379,12 +379,14 @@ func (s *Store) replayRedo(now int64) error {
 		}
 		off, n, _ := s.applyRedo(data, now, true)
 		records += n
+		s.redoRecords += int64(n)
+		s.redoBytes += int64(off)
 		if off != len(data) {
 			return fmt.Errorf("%w: %s changed at offset %d while loading", ErrCorrupt, path, off)
 		}
 	}
 	if records > 0 {
-		s.log.Info("redo log replayed", "dir", s.dir, "records", records, "files", len(s.redoLive))
+		s.log.Info("redo log replayed", "dir", s.dir, "records", records, "bytes", s.redoBytes, "files", len(s.redoLive))
 	}
 	// The next synced batch, which writes what was replayed, rotates and removes the files.
 	s.redoDirty = len(s.redoLive) > 0

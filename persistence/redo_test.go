@@ -220,3 +220,71 @@ func TestEverySecSyncsRedoLog(t *testing.T) {
 	disk.fail.Store(false)
 	require.Equal(t, int64(102), s.Info().KeysWritten)
 }
+
+// TestLoadTimeCoversRedoReplay: after a crash, INFO's load time covers the redo log's
+// replay, and the records and bytes replayed are reported; a clean restart replays none.
+func TestLoadTimeCoversRedoReplay(t *testing.T) {
+	dir, redo := redoCrashImage(t, 300)
+	size := fileSize(t, redo)
+	// A slow disk: every read of a redo file, at the check and at the replay, takes 2 ms.
+	var slow atomic.Int64
+	disk := errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if op.Kind == errorfs.OpFileRead && strings.HasPrefix(filepath.Base(op.Path), redoPrefix) {
+			time.Sleep(2 * time.Millisecond)
+			slow.Add(int64(2 * time.Millisecond))
+		}
+		return nil
+	}))
+	s, ks := open(t, dir, t0, Options{FS: disk})
+	in := s.Info()
+	require.Equal(t, 299, ks.Len())
+	require.Equal(t, int64(301), in.RedoRecords, "300 writes and a deletion, one record each")
+	require.Equal(t, size, in.RedoBytes)
+	require.GreaterOrEqual(t, in.LoadTime, time.Duration(slow.Load()), "the load time covers the replay's reads too")
+	require.NoError(t, s.Close())
+
+	s, ks = open(t, dir, t0, Options{})
+	defer s.Close()
+	in = s.Info()
+	require.Equal(t, 299, ks.Len())
+	require.Zero(t, in.RedoRecords, "the clean close wrote the replayed changes to the store")
+	require.Zero(t, in.RedoBytes)
+	require.Positive(t, in.LoadTime)
+}
+
+// TestDeletionChurnNeedsNoRewrite: with everysec, deletions faster than a shard's log of
+// them (256 KiB) holds until the next batch bring the batch early, so that none is lost
+// and no full rewrite is needed.
+func TestDeletionChurnNeedsNoRewrite(t *testing.T) {
+	ks := keyspace.New(1)
+	s, err := Open("/data", ks, Options{FS: vfs.NewMem(), Logger: testLogger(t), Now: func() int64 { return t0 },
+		Interval: time.Millisecond})
+	require.NoError(t, err)
+	s.redoMu.Lock()
+	s.redoMaxAge = time.Hour // no batch for age during the test
+	s.redoMu.Unlock()
+	const n = 40000 // 40000 deletions of 6-byte keys overflow the 256 KiB log
+	for i := range n {
+		set(ks, fmt.Sprintf("k%05d", i), keyspace.Value{Kind: keyspace.GCRA, Num: 1})
+	}
+	require.NoError(t, s.Save())
+	batches := s.Info().Batches
+	// Event-loop rounds of 100 deletions, each followed by a Wait, as the server does.
+	for i := 0; i < n-1; i += 100 {
+		for j := i; j < min(i+100, n-1); j++ {
+			del(ks, fmt.Sprintf("k%05d", j))
+		}
+		require.NoError(t, s.Wait())
+	}
+	in := s.Info()
+	require.Greater(t, in.Batches, batches, "a batch came before the log overflowed")
+	require.Zero(t, in.Rewrites)
+	require.NoError(t, s.Close())
+	require.Zero(t, s.Info().Rewrites, "the last batch needs no rewrite either")
+
+	s, ks = open(t, "/data", t0, Options{FS: s.redoFS})
+	defer s.Close()
+	require.Equal(t, map[string]keyspace.Value{
+		fmt.Sprintf("k%05d", n-1): {Kind: keyspace.GCRA, Num: 1},
+	}, contents(ks, t0))
+}

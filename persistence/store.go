@@ -171,7 +171,9 @@ type Store struct {
 type stats struct {
 	loadedKeys    int
 	expiredAtLoad int
-	loadTime      time.Duration
+	loadTime      time.Duration // Open's, from its start to the end of the redo log's replay
+	redoRecords   int64         // the redo records Open replayed
+	redoBytes     int64         // the bytes of the redo files Open replayed
 	recovery      Recovery // what Open dropped from the logs
 
 	batches      atomic.Int64
@@ -235,10 +237,10 @@ func Open(dir string, ks *keyspace.Keyspace, o Options) (*Store, error) {
 		return nil, err
 	}
 	var expired [][]byte
+	start := time.Now()
 	if !fresh {
 		// Check and load from a read-only Pebble first: a foreign or damaged store is
 		// then left exactly as it was.
-		start := time.Now()
 		if err := s.checkLogs(o.FS, o.Salvage); err != nil {
 			ks.Flush()
 			return nil, err
@@ -251,7 +253,6 @@ func Open(dir string, ks *keyspace.Keyspace, o Options) (*Store, error) {
 			ks.Flush()
 			return nil, err
 		}
-		s.loadTime = time.Since(start)
 	}
 	s.db, err = pebble.Open(dir, s.pebbleOptions(s.wal, false, !fresh))
 	if err != nil {
@@ -282,6 +283,11 @@ func Open(dir string, ks *keyspace.Keyspace, o Options) (*Store, error) {
 		s.db.Close()
 		ks.Flush()
 		return nil, err
+	}
+	if !fresh {
+		// Loading ends with the redo log's replay, which after a crash under load can take
+		// longer than the rest.
+		s.loadTime = time.Since(start)
 	}
 	s.removeRedoBelow(s.redoFrom)
 	ks.Track(keyspace.RedoFeed, true)

@@ -60,6 +60,14 @@ func (s *Store) nudge() {
 func (s *Store) Wait() error {
 	// With always too, so that the RedoFeed's copies never pile up; a synced batch rotates.
 	if s.flushRedo() && s.Fsync() != Always {
+		if s.ks.DeletionsHigh(keyspace.DiskFeed) && !s.failing() {
+			// A shard's log of deletions for the next batch is half full: a batch now,
+			// before it overflows and forces a full rewrite (keyspace.Drain). Waiting
+			// for it holds back the clients that delete faster than batches drain.
+			w := s.written.Load()
+			s.nudge()
+			<-w.done
+		}
 		return nil
 	}
 	// always, or the redo log failed: a synced batch drained after the changes.
@@ -114,7 +122,9 @@ func (s *Store) FlushAll() error {
 //
 // With everysec, the redo log holds every change since the last batch, so the writer
 // syncs it once a second instead of writing a batch, as Redis syncs its AOF, and writes a
-// (synced) batch only when the redo log is large or old (redoDue), or failed.
+// (synced) batch only when the redo log is large or old (redoDue), or failed, or when a
+// shard's log of deletions is half full (keyspace.DeletionsHigh): past its 256 KiB the
+// shard loses track of them and the next batch must rewrite every key.
 func (s *Store) run() {
 	defer close(s.done)
 	timer := time.NewTimer(s.interval)
@@ -136,6 +146,7 @@ func (s *Store) run() {
 		sync := want || mode == Always
 		if mode == EverySec && !want {
 			works, due := s.redoDue(start, lastBatch)
+			due = due || s.ks.DeletionsHigh(keyspace.DiskFeed)
 			if works && !due {
 				if start.Sub(lastSync) >= time.Second-s.interval/2 {
 					s.syncRedo()
@@ -697,7 +708,9 @@ type Info struct {
 	Fsync         Fsync
 	LoadedKeys    int           // keys loaded at start
 	ExpiredAtLoad int           // keys dropped at start because they had expired
-	LoadTime      time.Duration // how long loading took
+	LoadTime      time.Duration // how long loading took, the redo log's replay included
+	RedoRecords   int64         // redo records replayed at start
+	RedoBytes     int64         // bytes of redo files replayed at start
 	Recovery      Recovery      // what loading dropped from damaged logs
 	Changes       int64         // changes not synced yet: keys written or deleted
 	LastSave      time.Time     // the last sync of everything written before it
@@ -729,6 +742,8 @@ func (s *Store) Info() Info {
 		LoadedKeys:    s.loadedKeys,
 		ExpiredAtLoad: s.expiredAtLoad,
 		LoadTime:      s.loadTime,
+		RedoRecords:   s.redoRecords,
+		RedoBytes:     s.redoBytes,
 		Recovery:      s.recovery,
 		Changes:       int64(s.ks.Pending(keyspace.DiskFeed)) + s.unsaved.Load(),
 		LastSave:      time.Unix(s.lastSave.Load(), 0),

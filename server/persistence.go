@@ -125,6 +125,8 @@ func (s *Server) infoPersistence() [][2]string {
 		[2]string{"aof_keys_deleted", itoa(in.KeysDeleted)},
 		[2]string{"aof_loaded_keys", strconv.Itoa(in.LoadedKeys)},
 		[2]string{"aof_loaded_expired_keys", strconv.Itoa(in.ExpiredAtLoad)},
+		[2]string{"aof_loaded_redo_records", itoa(in.RedoRecords)},
+		[2]string{"aof_loaded_redo_bytes", itoa(in.RedoBytes)},
 		[2]string{"aof_load_time_ms", itoa(in.LoadTime.Milliseconds())},
 		[2]string{"aof_last_load_status", in.Recovery.Status},
 		[2]string{"aof_last_load_dropped_bytes", itoa(in.Recovery.Dropped)},
