@@ -174,7 +174,7 @@ type stats struct {
 	loadTime      time.Duration // Open's, from its start to the end of the redo log's replay
 	redoRecords   int64         // the redo records Open replayed
 	redoBytes     int64         // the bytes of the redo files Open replayed
-	recovery      Recovery // what Open dropped from the logs
+	recovery      Recovery      // what Open dropped from the logs
 
 	batches      atomic.Int64
 	syncs        atomic.Int64
