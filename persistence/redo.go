@@ -336,7 +336,7 @@ func (s *Store) checkRedo(sv Salvage) error {
 		if err != nil {
 			return fmt.Errorf("persistence: read %s: %w", path, err)
 		}
-		off, n, torn := s.applyRedo(data, 0, false)
+		off, n, torn, _ := s.applyRedo(data, 0, false)
 		if off == len(data) {
 			continue
 		}
@@ -377,7 +377,10 @@ func (s *Store) replayRedo(now int64) error {
 		if err != nil {
 			return fmt.Errorf("persistence: read %s: %w", path, err)
 		}
-		off, n, _ := s.applyRedo(data, now, true)
+		off, n, _, err := s.applyRedo(data, now, true)
+		if err != nil {
+			return err
+		}
 		records += n
 		s.redoRecords += int64(n)
 		s.redoBytes += int64(off)
@@ -409,22 +412,65 @@ func readAll(fs vfs.FS, path string) ([]byte, error) {
 // end (len(data) when all were whole), how many there were, and whether what follows is a
 // torn write: no whole record follows the bad bytes (a machine crash leaves a record cut
 // short, or zeros). A record found after them means corruption. With apply false, it only
-// reads them.
-func (s *Store) applyRedo(data []byte, now int64, apply bool) (off, n int, torn bool) {
+// reads them. Applying, it writes what it applied to the store whenever a shard's log of
+// deletions is half full (writeReplayed), and returns the error of such a write.
+func (s *Store) applyRedo(data []byte, now int64, apply bool) (off, n int, torn bool, err error) {
 	for off < len(data) {
 		rec, ok := redoRecordAt(data[off:])
 		if !ok || s.applyRecord(rec[redoHeader:], now, apply) != nil {
 			for p := off + 1; p < len(data); p++ {
 				if _, ok := redoRecordAt(data[p:]); ok {
-					return off, n, false
+					return off, n, false, nil
 				}
 			}
-			return off, n, true
+			return off, n, true, nil
 		}
 		off += len(rec)
 		n++
+		if apply && s.ks.DeletionsHigh(keyspace.DiskFeed) {
+			if err := s.writeReplayed(); err != nil {
+				return off, n, false, err
+			}
+		}
 	}
-	return off, n, false
+	return off, n, false, nil
+}
+
+// writeReplayed writes the changes replayed so far to the store, unsynced, so that a replay
+// of many deletions does not overflow a shard's log of them, which would make the first
+// batch rewrite every key. The store's redo generation stays: a crash before the first
+// synced batch replays the same files again, from their start, onto a store that may hold
+// some of their changes, which ends where one replay does (the store may hold states newer
+// than a key's records, as it may after any batch: see above).
+func (s *Store) writeReplayed() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := &s.rec
+	defer r.reset()
+	if s.flushPending {
+		r.clear = true
+		clear(r.chunked)
+		s.flushPending = false
+	}
+	for i := range s.ks.Shards() {
+		for more := true; more; {
+			var ok bool
+			if more, ok = s.ks.Drain(keyspace.DiskFeed, i, r); !ok {
+				s.rewriteAll(r)
+				return s.commit(r, false)
+			}
+			if r.Full() {
+				if err := s.commit(r, false); err != nil {
+					return fmt.Errorf("persistence: write the replayed redo log: %w", err)
+				}
+				r.reset()
+			}
+		}
+	}
+	if err := s.commit(r, false); err != nil {
+		return fmt.Errorf("persistence: write the replayed redo log: %w", err)
+	}
+	return nil
 }
 
 // redoRecordAt returns the record b starts with, and whether it is whole and its CRC holds.

@@ -288,3 +288,53 @@ func TestDeletionChurnNeedsNoRewrite(t *testing.T) {
 		fmt.Sprintf("k%05d", n-1): {Kind: keyspace.GCRA, Num: 1},
 	}, contents(ks, t0))
 }
+
+// TestReplayOfManyDeletionsNeedsNoRewrite: a redo log that deletes more keys than a shard's
+// log of deletions holds (256 KiB) is replayed in pieces written to the store as it goes,
+// so that the first batch after the start need not rewrite every key.
+func TestReplayOfManyDeletionsNeedsNoRewrite(t *testing.T) {
+	disk := vfs.NewMem()
+	openOne := func() (*Store, *keyspace.Keyspace) {
+		ks := keyspace.New(1)
+		s, err := Open("/data", ks, Options{FS: disk, Logger: testLogger(t), Now: func() int64 { return t0 }})
+		require.NoError(t, err)
+		return s, ks
+	}
+	s, ks := openOne()
+	const n = 40000 // 40000 deletions of 6-byte keys overflow the 256 KiB log
+	for i := range n {
+		set(ks, fmt.Sprintf("k%05d", i), keyspace.Value{Kind: keyspace.GCRA, Num: 1})
+	}
+	require.NoError(t, s.Close())
+
+	// The redo file the closed store left for its next changes gets the deletions of every
+	// key but the last, as a crash after they were flushed would leave it.
+	logs, err := listRedo(disk, "/data")
+	require.NoError(t, err)
+	require.Len(t, logs, 1)
+	var r redoRecorder
+	for i := range n - 1 {
+		r.Delete([]byte(fmt.Sprintf("k%05d", i)))
+	}
+	f, err := disk.OpenReadWrite(disk.PathJoin("/data", logs[0].name), vfs.WriteCategoryUnspecified)
+	require.NoError(t, err)
+	_, err = f.WriteAt(r.buf, logs[0].size)
+	require.NoError(t, err)
+	require.NoError(t, f.Sync())
+	require.NoError(t, f.Close())
+
+	s, ks = openOne()
+	in := s.Info()
+	require.Equal(t, int64(n-1), in.RedoRecords)
+	require.Equal(t, int64(len(r.buf)), in.RedoBytes)
+	require.Equal(t, 1, ks.Len())
+	require.NoError(t, s.Close())
+	require.Zero(t, s.Info().Rewrites)
+
+	s, ks = openOne()
+	defer s.Close()
+	require.Zero(t, s.Info().RedoRecords)
+	require.Equal(t, map[string]keyspace.Value{
+		fmt.Sprintf("k%05d", n-1): {Kind: keyspace.GCRA, Num: 1},
+	}, contents(ks, t0))
+}
