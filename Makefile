@@ -7,11 +7,13 @@ FUZZTIME ?= 30s
 # first tag.
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS  := -X github.com/throttledhq/throttled/internal/version.stamped=$(VERSION)
-# Every build is -trimpath, as the release's are (GoReleaser, make image): the binary names
-# no directory of this machine, and vet, the tests, the binaries tests build and the image
-# share one compile of each package (-trimpath is part of a compile's cache key: without it
-# in all, a fresh machine compiled everything twice).
+# Every build is -trimpath and without cgo, as the release's are (GoReleaser, make image): the
+# binary is static and names no directory of this machine, and vet, the tests, the binaries
+# tests build and the image share one compile of each package (both are part of a compile's
+# cache key, CGO_ENABLED through net and all that imports it: a fresh machine compiled
+# everything twice). -race needs cgo: the race pass and its build set CGO_ENABLED=1.
 export GOFLAGS := $(strip $(filter-out -trimpath,$(GOFLAGS)) -trimpath)
+export CGO_ENABLED := 0
 
 .PHONY: build run test deps vet bench fuzz clean dist
 
@@ -98,7 +100,7 @@ test: test-setup
 	@! $(GO) list -f '{{join .Imports "\n"}}' $(RACE_FREE:%=./%) | grep -xE 'sync|sync/atomic|unsafe' && \
 		! git grep -nE '^\s*go ' -- $(RACE_FREE:%='%/*.go') ':!*_test.go' || \
 		(echo "a RACE_FREE package has concurrency or unsafe memory: take it out of RACE_FREE"; exit 1)
-	$(GO) test -race -count=1 -timeout 20m -skip '$(NORACE)' $(SLOW_FIRST) \
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m -skip '$(NORACE)' $(SLOW_FIRST) \
 		$(filter-out $(RACE_FREE:%=./%),$(shell $(GO) list ./... | sed 's|^$(MODULE)|.|'))
 	$(GO) test -count=1 -timeout 20m -run '$(NORACE)' $(NORACE_PKGS)
 	$(GO) test -count=1 -timeout 20m $(RACE_FREE:%=./%)
@@ -111,7 +113,7 @@ test-setup-go:
 	@$(MAKE) --no-print-directory go-deps
 	@$(MAKE) --no-print-directory vet
 	@$(MAKE) --no-print-directory test-deploy
-	$(GO) build -race ./...
+	CGO_ENABLED=1 $(GO) build -race ./...
 
 .PHONY: test-setup test-setup-go os-deps go-deps
 
@@ -135,7 +137,7 @@ IMAGE_REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)
 image:
 	@for p in $(IMAGE_PLATFORMS); do \
 		echo "== $$p"; \
-		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -ldflags="-s -w $(LDFLAGS)" \
+		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -ldflags="-s -w $(LDFLAGS)" \
 			-o bin/$${p%/*}-$${p#*/}/throttled ./cmd/throttled || exit 1; \
 	done
 	cd deploy && $(GO) run ./image -o ../dist/throttled-image.tar -ref $(IMAGE_REF) \

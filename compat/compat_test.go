@@ -32,6 +32,7 @@ func TestMain(m *testing.M) {
 	}
 	binary = filepath.Join(dir, "throttled")
 	build := exec.Command("go", "build", "-o", binary, "../cmd/throttled")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as released (and as make test compiled it)
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "compat: build failed:", err)

@@ -177,7 +177,9 @@ func TestHelpListsEveryOption(t *testing.T) {
 func buildBinary(t *testing.T, stamp string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "throttled")
-	out, err := exec.Command("go", "build", "-o", bin, "-ldflags", "-X github.com/throttledhq/throttled/internal/version.stamped="+stamp, ".").CombinedOutput()
+	build := exec.Command("go", "build", "-o", bin, "-ldflags", "-X github.com/throttledhq/throttled/internal/version.stamped="+stamp, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as released (and as make test compiled it)
+	out, err := build.CombinedOutput()
 	require.NoError(t, err, string(out))
 	return bin
 }
