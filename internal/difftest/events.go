@@ -3,6 +3,7 @@ package difftest
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -124,9 +125,17 @@ func Keyspace(r *rand.Rand) Cmd {
 	default:
 		c = Set(r)
 	}
+	bylex := slices.ContainsFunc(c.Args, func(a string) bool { return strings.EqualFold(a, "BYLEX") })
 	switch strings.ToUpper(c.Args[0]) {
 	case "TTL", "PTTL", "EXPIRETIME", "PEXPIRETIME", "OBJECT":
 		c.Skip = true
+	case "ZSCAN", "HSCAN", "SSCAN", "ZRANGEBYLEX", "ZREVRANGEBYLEX", "ZLEXCOUNT":
+		// RENAME and COPY move a big collection under a small one's name (RENAME {k}5 k3),
+		// where the type's generator expects a small one's order: a scan in hash table
+		// order, a lexicographic range over a skip list's descent. The events are compared.
+		c.Skip = true
+	case "ZRANGE", "ZRANGESTORE":
+		c.Skip = c.Skip || bylex
 	}
 	return c
 }
