@@ -203,7 +203,9 @@ func (dt *Family) bitfieldHandler(readonly bool) command.Handler {
 				changes++
 			}
 		}
-		if writes && (dirty || changes > 0) {
+		// A write op unshares the string into a raw one even when it changes nothing (all
+		// overflowed with FAIL, or wrote the bits there), as Redis's lookupStringForBitCommand.
+		if writes && (dirty || changes > 0 || v.Num != strRaw) {
 			sh.SetLocked(key, keyspace.Value{Kind: keyspace.String, Bytes: b, Expire: v.Expire, Num: strRaw})
 		}
 		if changes > 0 {
