@@ -146,6 +146,9 @@ func (s *Shard) randomKeyLocked(now int64) ([]byte, bool) {
 			s.removeKeepingIndex(j, off)
 			s.expired.Add(1)
 			j-- // the slot may hold the next key of its run now
+			if try >= randomTries {
+				walked-- // and is looked at again: the walk still covers every slot
+			}
 			continue
 		}
 		if k := Kind(e[0] & hdrKind); k == Policies || k == Functions {
