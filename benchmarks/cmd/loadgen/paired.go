@@ -153,7 +153,8 @@ func (r *runner) measurePairs(ps []pair) error {
 			}
 			p.ra, p.rb = append(p.ra, a), append(p.rb, b)
 			ratios[round] = a / b
-			log.Printf("%s / %s P=%-2d round %d: %10.0f / %10.0f req/s = %.3f", p.a.label, p.b.label, p.pipeline, round+1, a, b, ratios[round])
+			log.Printf("%s / %s P=%-2d round %d: %10.0f / %10.0f req/s = %.3f; server CPU %.0f / %.0f ns/req", p.a.label, p.b.label,
+				p.pipeline, round+1, a, b, ratios[round], p.ca[round], p.cb[round])
 		}
 		slices.Sort(ratios)
 		p.median = ratios[len(ratios)/2]
