@@ -196,16 +196,23 @@ func TestTrackOffRecordsNothing(t *testing.T) {
 	require.Zero(t, ks.Pending(DiskFeed), "turning tracking off drops what it recorded")
 }
 
+// hundredDrained is a keyspace of one shard whose feed f keeps 64 bytes of deletions, with
+// 100 keys set and drained into r.
+func hundredDrained(f Feed) (*Keyspace, *mirrorRecorder) {
+	ks := New(1)
+	ks.Track(f, true)
+	ks.shards[0].trk[f].maxLog = 64
+	r := &mirrorRecorder{m: map[string]Value{}}
+	for i := range 100 {
+		set(ks, "k"+strconv.Itoa(i), Value{Kind: GCRA, Num: int64(i)})
+	}
+	drainFeed(ks, f, r)
+	return ks, r
+}
+
 func TestTrackLostDeletionsAskForRewrite(t *testing.T) {
 	forEachFeed(t, func(t *testing.T, f Feed) {
-		ks := New(1)
-		ks.Track(f, true)
-		ks.shards[0].trk[f].maxLog = 64
-		r := &mirrorRecorder{m: map[string]Value{}}
-		for i := range 100 {
-			set(ks, "k"+strconv.Itoa(i), Value{Kind: GCRA, Num: int64(i)})
-		}
-		drainFeed(ks, f, r)
+		ks, r := hundredDrained(f)
 		require.Len(t, r.m, 100)
 		for i := range 50 {
 			del(ks, "k"+strconv.Itoa(i))
@@ -224,14 +231,7 @@ func TestTrackLostDeletionsAskForRewrite(t *testing.T) {
 // full rewrite, after it overflowed) empties it.
 func TestTrackDeletionsHigh(t *testing.T) {
 	forEachFeed(t, func(t *testing.T, f Feed) {
-		ks := New(1)
-		ks.Track(f, true)
-		ks.shards[0].trk[f].maxLog = 64
-		r := &mirrorRecorder{m: map[string]Value{}}
-		for i := range 100 {
-			set(ks, "k"+strconv.Itoa(i), Value{Kind: GCRA, Num: int64(i)})
-		}
-		drainFeed(ks, f, r)
+		ks, r := hundredDrained(f)
 		require.False(t, ks.DeletionsHigh(f))
 		del(ks, "k0")
 		require.False(t, ks.DeletionsHigh(f), "3 bytes of 64")

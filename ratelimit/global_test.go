@@ -64,22 +64,29 @@ func TestGlobalErrors(t *testing.T) {
 	}
 }
 
+// twoGlobalInstances starts a redis-server and two instances in upstream mode on it that
+// sync every interval and share one clock that stands still, and returns the redis-server and
+// a client of each instance.
+func twoGlobalInstances(t *testing.T, interval time.Duration) (*redistest.Server, *goredis.Client, *goredis.Client) {
+	redis := redistest.Start(t)
+	clk := testserver.Start(t).Clock // one clock for both
+	up := func() *goredis.Client {
+		return testserver.Start(t, func(c *server.Config) {
+			c.AppendOnly, c.Upstream, c.UpstreamTimeout, c.GlobalSyncInterval = false, redis.URL(), time.Minute, interval
+			c.Now = clk.Now
+		}).Client(t, 2)
+	}
+	return redis, up(), up()
+}
+
 // TestGlobalDecisions: two instances on one upstream, one clock that stands still (nothing
 // refills): alone, an instance's first allowance is the whole burst; once the sync loops
 // have run, the two admit together no more than the limit plus the stated bound (each may
 // have started with a whole burst before it saw the other), and then nothing more: the
 // global state holds every admission. Every verb that takes GLOBAL.
 func TestGlobalDecisions(t *testing.T) {
-	redis := redistest.Start(t)
-	clk := testserver.Start(t).Clock // one clock for both
 	const interval = 20 * time.Millisecond
-	up := func() *testserver.Server {
-		return testserver.Start(t, func(c *server.Config) {
-			c.AppendOnly, c.Upstream, c.UpstreamTimeout, c.GlobalSyncInterval = false, redis.URL(), time.Minute, interval
-			c.Now = clk.Now
-		})
-	}
-	a, b := up().Client(t, 2), up().Client(t, 3)
+	_, a, b := twoGlobalInstances(t, interval)
 	for _, tc := range []struct {
 		name  string
 		args  []any
@@ -203,16 +210,8 @@ func globalSyncs(t *testing.T, rdb *goredis.Client) int64 {
 // bound (the clock stands still: nothing refills, so the limit is the burst). A policy
 // without GLOBAL is refused with an error that says why.
 func TestGlobalPolicyCheck(t *testing.T) {
-	redis := redistest.Start(t)
-	clk := testserver.Start(t).Clock // one clock for both
 	const interval = 20 * time.Millisecond
-	up := func() *goredis.Client {
-		return testserver.Start(t, func(c *server.Config) {
-			c.AppendOnly, c.Upstream, c.UpstreamTimeout, c.GlobalSyncInterval = false, redis.URL(), time.Minute, interval
-			c.Now = clk.Now
-		}).Client(t, 2)
-	}
-	a, b := up(), up()
+	redis, a, b := twoGlobalInstances(t, interval)
 	for _, rdb := range []*goredis.Client{a, b} { // each instance has its policies
 		require.Equal(t, "OK", do(t, rdb, "POLICY.SET", "api", "THROTTLE", 9, 1, "1h", "GLOBAL"))
 		require.Equal(t, "OK", do(t, rdb, "POLICY.SET", "exact", "THROTTLE", 9, 1, "1h"))

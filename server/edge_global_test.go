@@ -2,17 +2,11 @@ package server
 
 import (
 	"context"
-	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/throttledhq/throttled/internal/redistest"
 	"github.com/throttledhq/throttled/upstream"
@@ -25,26 +19,18 @@ import (
 // let a refusal through; 503 for HTTP, as any decision the server cannot make). The clock stands still: nothing refills.
 func TestEdgeGlobalUpstream(t *testing.T) {
 	rs := redistest.Start(t)
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "api.yaml"), []byte(`
+	rls := startRLS(t, map[string]string{"api.yaml": `
 domain: api
 descriptors:
   - key: tenant
     rate_limit: {unit: hour, requests_per_unit: 3, algorithm: window, global: true}
   - key: path
     rate_limit: {unit: hour, requests_per_unit: 3}
-`), 0o644))
-	ts := startServer(t, func(c *Config) {
-		c.RateLimitConfig, c.AppendOnly = dir, false
+`}, func(c *Config) {
+		c.AppendOnly = false
 		c.Upstream, c.UpstreamTimeout, c.GlobalSyncInterval = rs.URL(), time.Minute, 20*time.Millisecond
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go ts.ServeGRPC(ln)
-	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close() })
-	rls := &rlsServer{testServer: ts, dir: dir, conn: conn, rls: rlsv3.NewRateLimitServiceClient(conn)}
+	ts := rls.testServer
 	rdb := ts.client(t, 2)
 	require.Equal(t, "WINDOW 3 3600 GLOBAL", do(t, rdb, "POLICY.GET", "rls.api.tenant").([]any)[3])
 

@@ -39,14 +39,20 @@ type rlsServer struct {
 }
 
 // startRLS starts a server whose ratelimit-config is a directory holding files (name ->
-// YAML), and connects go-control-plane's generated client to its gRPC port.
-func startRLS(t *testing.T, files map[string]string) *rlsServer {
+// YAML), configured further by configure when given, and connects go-control-plane's
+// generated client to its gRPC port.
+func startRLS(t *testing.T, files map[string]string, configure ...func(*Config)) *rlsServer {
 	t.Helper()
 	dir := t.TempDir()
 	for name, text := range files {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))
 	}
-	ts := startServer(t, func(c *Config) { c.RateLimitConfig = dir })
+	ts := startServer(t, func(c *Config) {
+		c.RateLimitConfig = dir
+		for _, f := range configure {
+			f(c)
+		}
+	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	go ts.ServeGRPC(ln)

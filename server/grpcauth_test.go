@@ -25,7 +25,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -60,23 +59,13 @@ type grpcDoor struct {
 
 func startGRPCDoor(t *testing.T, configure func(*Config)) *grpcDoor {
 	t.Helper()
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "d.yaml"), []byte(authConfig), 0o644))
-	ts := startServer(t, func(c *Config) {
-		c.RateLimitConfig = dir
-		if configure != nil {
-			configure(c)
-		}
-	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go ts.ServeGRPC(ln)
-	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close() })
-	admin := redis.NewClient(&redis.Options{Addr: ts.addr, Password: ts.cfg.RequirePass, Protocol: 2})
+	if configure == nil {
+		configure = func(*Config) {}
+	}
+	rs := startRLS(t, map[string]string{"d.yaml": authConfig}, configure)
+	admin := redis.NewClient(&redis.Options{Addr: rs.addr, Password: rs.cfg.RequirePass, Protocol: 2})
 	t.Cleanup(func() { admin.Close() })
-	return &grpcDoor{ts: ts, admin: admin, rls: rlsv3.NewRateLimitServiceClient(conn), conn: conn}
+	return &grpcDoor{ts: rs.testServer, admin: admin, rls: rs.rls, conn: rs.conn}
 }
 
 // ask sends one descriptor per value of key with the authorization metadata auth (none
