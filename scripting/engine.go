@@ -505,20 +505,21 @@ func (st *state) untouched(t *lua.LTable) bool {
 func (st *state) filled(t *lua.LTable) int { return t.Len() }
 
 // interned returns b as a Lua string, from the cache when it was seen lately: the value
-// boxed once, so that setting it in ARGV allocates nothing.
+// boxed once, so that setting it in ARGV allocates nothing. A miss is boxed in the state's
+// blocks, whose bytes never change, and the cache's key is those bytes: an argument that
+// is new on every call (a limiter's clock) allocates nothing either.
 func (st *state) interned(b []byte) lua.LValue {
 	if s, ok := st.strs[string(b)]; ok {
 		return s
 	}
+	v := st.box.bytesStr(b)
 	if len(b) > 64 {
-		return st.box.bytesStr(b)
+		return v
 	}
 	if len(st.strs) >= 256 {
 		clear(st.strs)
 	}
-	s := string(b)
-	v := lua.LValue(lua.LString(s))
-	st.strs[s] = v
+	st.strs[string(v.(lua.LString))] = v
 	return v
 }
 

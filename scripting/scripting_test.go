@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	lua "github.com/yuin/gopher-lua"
 )
 
 // fakeHost answers every command with a fixed reply, and records what it was asked.
@@ -543,4 +545,30 @@ func TestMemoryLimit(t *testing.T) {
 	body := "local t = {} for i = 1, 1e9 do t[i] = string.rep('x', 1000) .. i end"
 	out := runScript(t, e, &fakeHost{}, 2, body, nil, nil)
 	require.Equal(t, "-ERR Script used too much memory: its heap grew past 32 MB script: "+sha1hex([]byte(body))+", on @user_script:1.\r\n", out)
+}
+
+// TestARGVAllocatesNothing: filling ARGV allocates nothing, for arguments seen before and
+// for one that is new on every call (a limiter's clock), whose bytes go into the state's
+// blocks; what the cache holds stays what it was given.
+func TestARGVAllocatesNothing(t *testing.T) {
+	st := newState(New())
+	now := make([][]byte, 4096)
+	for i := range now {
+		now[i] = []byte(strconv.FormatFloat(1000+float64(i)*0.0137, 'f', 3, 64))
+	}
+	argv := [][]byte{[]byte("10"), []byte("100"), nil, []byte("1")}
+	var tbl *lua.LTable
+	i := 0
+	require.Zero(t, testing.AllocsPerRun(1000, func() {
+		argv[2] = now[i%len(now)]
+		tbl = st.fill(tbl, argv, true)
+		i++
+	}))
+	for i := range 300 { // past the cache's 256: it was cleared on the way
+		argv[2] = now[i]
+		tbl = st.fill(tbl, argv, true)
+		require.Equal(t, lua.LString(now[i]), tbl.RawGetInt(3))
+	}
+	require.Equal(t, lua.LString("10"), st.interned([]byte("10")))
+	require.Equal(t, lua.LString(now[299]), st.interned(now[299]))
 }
