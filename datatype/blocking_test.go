@@ -62,14 +62,24 @@ func TestBlockingFairness(t *testing.T) {
 	rdb := ts.Client(t, 2)
 	var gots []<-chan []string
 	for i := range 3 {
-		c := ts.Client(t, 2)
-		gots = append(gots, async(func() []string { return c.BRPop(ctx, 10*time.Second, "q").Val() }))
+		// No retry: a waiter that lost its connection and blocked again would be queued last.
+		c := redis.NewClient(&redis.Options{Addr: ts.Addr, Protocol: 2, MaxRetries: -1})
+		t.Cleanup(func() { c.Close() })
+		gots = append(gots, async(func() []string {
+			got, err := c.BRPop(ctx, 10*time.Second, "q").Result()
+			if err != nil {
+				return []string{err.Error()}
+			}
+			return got
+		}))
 		waitBlocked(t, rdb, string(rune('1'+i)))
 	}
 	rdb.LPush(ctx, "q", "a", "b", "c") // q is c b a: BRPOP takes a, then b, then c
-	for i, want := range []string{"a", "b", "c"} {
-		require.Equal(t, []string{"q", want}, <-gots[i], "waiter %d", i)
+	var all [][]string // each waiter's reply, compared at once: a failure shows the whole order
+	for _, got := range gots {
+		all = append(all, <-got)
 	}
+	require.Equal(t, [][]string{{"q", "a"}, {"q", "b"}, {"q", "c"}}, all, "in the order they blocked")
 	require.Equal(t, int64(0), rdb.Exists(ctx, "q").Val())
 }
 
