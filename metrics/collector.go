@@ -58,6 +58,9 @@ var (
 	persistDisk     = newFamily("persistence_disk_bytes", "The store's size on disk.", prometheus.GaugeValue)
 	persistLoaded   = newFamily("persistence_loaded_keys", "Keys loaded at start.", prometheus.GaugeValue)
 	persistLoadTime = newFamily("persistence_load_seconds", "How long loading took at start.", prometheus.GaugeValue)
+	persistRedoRecs = newFamily("persistence_loaded_redo_records", "Writes replayed from the redo log at start: what the last stop left unbatched (INFO aof_loaded_redo_records).", prometheus.GaugeValue)
+	persistRedoB    = newFamily("persistence_loaded_redo_bytes", "Bytes replayed from the redo log at start (INFO aof_loaded_redo_bytes).", prometheus.GaugeValue)
+	persistDropped  = newFamily("persistence_load_dropped_bytes", "Bytes cut from the logs at start: a torn tail, or what aof-load-broken dropped (INFO aof_last_load_dropped_bytes).", prometheus.GaugeValue)
 	replPrimary     = newFamily("replication_primary", "1 on a primary, 0 on a replica.", prometheus.GaugeValue)
 	replOffset      = newFamily("replication_offset_bytes", "The replication stream's offset (master_repl_offset).", prometheus.GaugeValue)
 	replReplicas    = newFamily("replication_connected_replicas", "Replicas connected to this primary.", prometheus.GaugeValue)
@@ -138,6 +141,9 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		emit(persistDisk, float64(p.DiskBytes))
 		emit(persistLoaded, float64(p.LoadedKeys))
 		emit(persistLoadTime, p.LoadTime.Seconds())
+		emit(persistRedoRecs, float64(p.LoadedRedoRecords))
+		emit(persistRedoB, float64(p.LoadedRedoBytes))
+		emit(persistDropped, float64(p.LoadDroppedBytes))
 	}
 	r := s.Replication
 	emit(replPrimary, bool01(r.Primary))
@@ -207,7 +213,8 @@ func Names() []string {
 	for _, f := range []family{buildInfo, uptime, ready, decisions, transports, commands, commandRejected, commandFailed, commandSeconds,
 		keys, keysExpiring, memoryUsed, memoryResident, clients, connections, connRejected, eventsPublished, eventsDropped,
 		topDenied, persistWriteOK, persistLastSave, persistChanges, persistBatches, persistSyncs, persistWritten,
-		persistDeleted, persistRetries, persistDisk, persistLoaded, persistLoadTime, replPrimary, replOffset, replReplicas,
+		persistDeleted, persistRetries, persistDisk, persistLoaded, persistLoadTime, persistRedoRecs, persistRedoB,
+		persistDropped, replPrimary, replOffset, replReplicas,
 		replLag, replReplicaOff, replLinkUp, replLastIO, replFull, replPartial, upLinkUp, upBreaker, upOpened,
 		upRoundTrips, upConflicts, upFailures, upLocal, upDegraded, upRTT, glSyncs, glFailedSyncs, glKeysSynced,
 		glCommands, glFailing, glKeys, glInstances, glDuration} {

@@ -114,6 +114,10 @@ type Persistence struct {
 	DiskBytes                                int64
 	LoadedKeys                               int64
 	LoadTime                                 time.Duration
+	// LoadedRedoRecords and LoadedRedoBytes were replayed from the redo log at start (what
+	// the last stop left unbatched); LoadDroppedBytes were cut from the logs (a torn tail, or
+	// with aof-load-broken what followed a bad record).
+	LoadedRedoRecords, LoadedRedoBytes, LoadDroppedBytes int64
 }
 
 // Replication is the node's side of replication.

@@ -94,7 +94,8 @@ func (s *Server) Snapshot() metrics.Snapshot {
 		in := s.store.Info()
 		snap.Persistence = &metrics.Persistence{WriteOK: in.WriteOK, LastSave: in.LastSave, Changes: in.Changes,
 			Batches: in.Batches, Syncs: in.Syncs, KeysWritten: in.KeysWritten, KeysDeleted: in.KeysDeleted,
-			Retries: in.Retries, DiskBytes: in.DiskBytes, LoadedKeys: int64(in.LoadedKeys), LoadTime: in.LoadTime}
+			Retries: in.Retries, DiskBytes: in.DiskBytes, LoadedKeys: int64(in.LoadedKeys), LoadTime: in.LoadTime,
+			LoadedRedoRecords: in.RedoRecords, LoadedRedoBytes: in.RedoBytes, LoadDroppedBytes: in.Recovery.Dropped}
 	}
 	rin := s.repl.Info()
 	snap.Replication = metrics.Replication{Primary: rin.Primary, Offset: rin.Offset, LinkUp: rin.LinkUp,

@@ -94,7 +94,7 @@ func TestRestartAfterCrashReportsRedoReplay(t *testing.T) {
 	require.NoError(t, ts.Close())
 
 	r.dir = crashed
-	_, rdb = r.start(t)
+	ts, rdb = r.start(t)
 	require.Equal(t, int64(50), do(t, rdb, "DBSIZE"))
 	info := infoFields(t, rdb, "persistence")
 	require.Equal(t, "50", info["aof_loaded_redo_records"], "one record a SET")
@@ -103,6 +103,11 @@ func TestRestartAfterCrashReportsRedoReplay(t *testing.T) {
 	require.Greater(t, bytes, 50*len("k0v"))
 	_, err = strconv.Atoi(info["aof_load_time_ms"])
 	require.NoError(t, err)
+	// /metrics says the same.
+	fams := scrape(t, serveMetrics(t, ts))
+	require.Equal(t, 50.0, value(t, fams, "throttled_persistence_loaded_redo_records"))
+	require.Equal(t, float64(bytes), value(t, fams, "throttled_persistence_loaded_redo_bytes"))
+	require.Equal(t, 0.0, value(t, fams, "throttled_persistence_load_dropped_bytes"))
 }
 
 func TestFlushAllIsDurable(t *testing.T) {
