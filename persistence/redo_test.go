@@ -313,9 +313,11 @@ func TestReplayOfManyDeletionsNeedsNoRewrite(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, logs, 1)
 	var r redoRecorder
+	r.start()
 	for i := range n - 1 {
 		r.Delete([]byte(fmt.Sprintf("k%05d", i)))
 	}
+	r.finish()
 	f, err := disk.OpenReadWrite(disk.PathJoin("/data", logs[0].name), vfs.WriteCategoryUnspecified)
 	require.NoError(t, err)
 	_, err = f.WriteAt(r.buf, logs[0].size)
