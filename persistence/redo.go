@@ -17,9 +17,9 @@ import (
 )
 
 // The redo log is what makes a reply safe to send with everysec and no: at the end of every
-// event-loop round that changed state, Store.Wait drains the keyspace's RedoFeed (the latest
-// state of each key changed since the previous flush, and the deletions) and appends it to
-// the redo file with one write(2), without Pebble. Pebble gets the merged batches every
+// event-loop round that changed state, Store.Wait drains the keyspace's RedoFeed (the
+// changes since the previous flush, in order) and appends them to the redo file as one
+// batch record with one write(2), without Pebble. Pebble gets the merged batches every
 // interval as before (with everysec, far less often: see redoBatchBytes), and a batch that
 // is synced (or any batch with appendfsync no) rotates the redo log: it starts a new file and
 // stores the new file's generation with the batch (redoKey), after which the older files hold
@@ -41,8 +41,12 @@ import (
 // losing only changes nobody was answered for, as a crash a moment earlier would. Flushes
 // therefore need not wait for a batch's drain, only for the file switch.
 //
-// The RedoFeed captures each change as it is written (as the ReplicaFeed does), so that a
-// flush reads copies in order instead of every changed key's entry.
+// The RedoFeed is an appending feed (keyspace/changelog.go): each shard logs every change
+// as it is written, in the form a batch holds, so that a flush appends each changed shard's
+// log as it is instead of finding and reading each changed key. A key written twice in a
+// round is written twice; the last record is its state, as in Redis's AOF. Within a shard
+// the log keeps the order of the changes, and a key's changes are all in its shard's log,
+// so replay ends each key at its last change.
 //
 // A flush that cannot write (the disk fails) or that finds a shard that lost track of its
 // deletions makes the redo log useless until the next rotation: its waiters, and all until
