@@ -166,7 +166,9 @@ func (s *Store) flushRedoLocked() {
 	s.redoShards = s.ks.Changed(keyspace.RedoFeed, s.redoShards[:0])
 	for _, i := range s.redoShards {
 		if _, ok := s.ks.Drain(keyspace.RedoFeed, i, r); !ok {
-			// The shard lost track of its deletions: only a rotation covers them.
+			// The shard lost track of its changes (its log outgrew appendMaxLog in one
+			// round: a script changing a key tens of thousands of times): only a
+			// rotation covers them.
 			s.ks.DrainAll(keyspace.RedoFeed, i, discard{})
 			s.redoBad = true
 		}
