@@ -162,6 +162,9 @@ func (x *copyIndex) grow() {
 
 // reset empties the index, keeping its memory unless a burst grew it.
 func (x *copyIndex) reset() {
+	if x.n == 0 {
+		return // empty already: a drain of a feed that does not use it costs nothing
+	}
 	if len(x.slots) > 4096 {
 		x.slots = nil
 	} else {

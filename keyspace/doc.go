@@ -77,7 +77,9 @@
 // Drain hands over the deletions, then the current state of each queued key, so a hot key
 // costs one write per batch however often it changes. The replication feed, drained every
 // millisecond or so, copies each key's state as it is written instead of reading it back at
-// the drain (capture.go). The deletion log is bounded: a shard whose log overflows (its
+// the drain (capture.go); the redo log's feed, drained after every event-loop round, logs
+// every change in order instead, in the form its consumer writes out (changelog.go). The
+// deletion log is bounded: a shard whose log overflows (its
 // changes were not drained for too long) asks for a full rewrite instead.
 //
 // Watches (WatchLocked) serve Redis's WATCH: a write, deletion or expiry of a watched key

@@ -162,6 +162,7 @@ type Shard struct {
 
 	trk      [feeds]tracker // each feed's changes since its last Drain, when Keyspace.Track is on for it
 	tracking bool           // some feed tracks
+	tracked  uint8          // a bit per Feed that tracks: noteWrite reads no tracker of another
 
 	watchers map[string][]*Watch // the keys WATCHed and their watches; nil when none
 	blocked  map[string]int      // the keys clients wait on (blocked.go), and how many; nil when none

@@ -83,21 +83,24 @@ const defaultMaxLog = 256 << 10
 // tracker is a shard's record of its changes since its last Drain. Recording a change
 // allocates nothing but the amortized growth of these slices.
 type tracker struct {
-	track     bool     // Keyspace.Track is on for the feed
-	maxLog    int      // the limit of delLog, in bytes
+	// The fields a write reads come first, so that they share a cache line or two: a
+	// write touches a tracker of every feed on, in every shard, and the misses showed.
+	track     bool // Keyspace.Track is on for the feed
+	capture   bool // see below
+	appends   bool // the feed is an appending one (RedoFeed): changelog.go
+	lost      bool // delLog (appending: log) overflowed: the changes are known only by a full rewrite
+	high      bool // delLog holds half of maxLog or more: counted in *highs
+	maxLog    int  // the limit of delLog (appending: of log), in bytes
+	pending   atomic.Int64
+	log       []byte   // the changes' copies, each key once (appending: every change, in order)
 	dirtyBits []uint64 // bit set by record id: the record is in dirtyIDs
 	dirtyIDs  []uint32 // the records written since the last drain, each once
 	head      int      // dirtyIDs[:head] were drained already (a Drain that stopped early)
 	delLog    []byte   // the keys deleted since the last drain: uvarint length, key
-	lost      bool     // delLog overflowed: the changes are known only by a full rewrite
-	high      bool     // delLog holds half of maxLog or more: counted in *highs
-	pending   atomic.Int64
 
-	// A capturing feed (ReplicaFeed, RedoFeed) copies each change as it is written, while the entry
-	// is in the cache, instead of queueing its record id: see capture.go.
-	capture bool
-	log     []byte // the changes' copies, each key once
-	logHead int    // log[:logHead] was drained already (a Drain that stopped early)
+	// A capturing feed (ReplicaFeed, RedoFeed) copies each change as it is written, while the
+	// entry is in the cache, into log, instead of queueing its record id: see capture.go.
+	logHead int // log[:logHead] was drained already (a Drain that stopped early)
 	copies  copyIndex
 
 	// changed holds the shard's bit, bit, in Keyspace.changed: a capturing tracker sets it
@@ -127,6 +130,15 @@ func (t *tracker) added() {
 	}
 }
 
+// appended is added for an appending tracker, which counts only whether it holds changes
+// (pending is 1 then): an atomic add per change cost a tenth of the change's recording.
+func (t *tracker) appended() {
+	if t.pending.Load() == 0 {
+		t.pending.Store(1)
+		t.mark()
+	}
+}
+
 // mark marks the shard changed for the feed (see Keyspace.Changed).
 func (t *tracker) mark() {
 	if t.changed.Load()&t.bit == 0 {
@@ -136,8 +148,11 @@ func (t *tracker) mark() {
 
 // noteWrite notes that record id, whose entry is at off, was written, for each feed tracking.
 func (s *Shard) noteWrite(id, off uint32) {
-	for f := range s.trk {
-		switch t := &s.trk[f]; {
+	for fs := s.tracked; fs != 0; fs &= fs - 1 {
+		switch t := &s.trk[mathbits.TrailingZeros8(fs)]; {
+		case t.appends:
+			e := s.entry(off)
+			t.appendWrite(id, s.keyIn(e), s.value(e))
 		case t.capture:
 			// From the entry as written: the value given to SetLocked may alias where
 			// the entry was.
@@ -151,8 +166,10 @@ func (s *Shard) noteWrite(id, off uint32) {
 
 // noteDelete notes that key, record id, was deleted, for each feed tracking.
 func (s *Shard) noteDelete(id uint32, key []byte) {
-	for f := range s.trk {
-		if t := &s.trk[f]; t.track {
+	for fs := s.tracked; fs != 0; fs &= fs - 1 {
+		if t := &s.trk[mathbits.TrailingZeros8(fs)]; t.appends {
+			t.appendDelete(id, key)
+		} else if t.track {
 			if t.capture {
 				t.captureDelete(id)
 			}
@@ -228,13 +245,18 @@ func (ks *Keyspace) Track(f Feed, on bool) {
 	for _, s := range ks.shards {
 		s.mu.Lock()
 		t := &s.trk[f]
-		t.track, t.capture, t.maxLog = on, on && f != DiskFeed, defaultMaxLog
+		t.track, t.capture, t.appends, t.maxLog = on, on && f != DiskFeed, on && f == RedoFeed, defaultMaxLog
+		if t.appends {
+			t.maxLog = appendMaxLog
+		}
 		if !on {
 			t.forget()
 		}
-		s.tracking = false
+		s.tracking, s.tracked = false, 0
 		for i := range s.trk {
-			s.tracking = s.tracking || s.trk[i].track
+			if s.trk[i].track {
+				s.tracking, s.tracked = true, s.tracked|1<<i
+			}
 		}
 		s.Unlock()
 	}
@@ -267,6 +289,12 @@ func (ks *Keyspace) Drain(f Feed, i int, r Recorder) (more, ok bool) {
 			s.mark()
 		}
 		return false, false
+	}
+	if s.appends {
+		if more = sh.drainAppended(s, f, r); more {
+			s.mark()
+		}
+		return more, true
 	}
 	dels := int64(0)
 	for b := s.delLog; len(b) > 0; dels++ {
@@ -370,7 +398,8 @@ func (s *tracker) trim(ids int) {
 func (ks *Keyspace) DeletionsHigh(f Feed) bool { return ks.highs[f].Load() > 0 }
 
 // Pending returns about how many changes feed f recorded and did not drain yet: keys
-// written (each counted once) and keys deleted.
+// written (each counted once) and keys deleted; for an appending feed (RedoFeed), the
+// shards that hold changes.
 func (ks *Keyspace) Pending(f Feed) int {
 	n := int64(0)
 	for _, s := range ks.shards {

@@ -55,6 +55,13 @@ func forEachFeed(t *testing.T, test func(t *testing.T, f Feed)) {
 	t.Run("replica", func(t *testing.T) { test(t, ReplicaFeed) })
 }
 
+// forEachFeedAndRedo is forEachFeed and the redo log's feed, which logs every change in
+// order (changelog.go): for the tests of what a copy ends with, not of how changes coalesce.
+func forEachFeedAndRedo(t *testing.T, test func(t *testing.T, f Feed)) {
+	forEachFeed(t, test)
+	t.Run("redo", func(t *testing.T) { test(t, RedoFeed) })
+}
+
 // drain brings the model's mirror and copies up to date, a few keys at a time.
 func (m *model) drain() {
 	drainFeed(m.ks, DiskFeed, &mirrorRecorder{m: m.mirror, piece: 3})
@@ -211,7 +218,7 @@ func hundredDrained(f Feed) (*Keyspace, *mirrorRecorder) {
 }
 
 func TestTrackLostDeletionsAskForRewrite(t *testing.T) {
-	forEachFeed(t, func(t *testing.T, f Feed) {
+	forEachFeedAndRedo(t, func(t *testing.T, f Feed) {
 		ks, r := hundredDrained(f)
 		require.Len(t, r.m, 100)
 		for i := range 50 {
@@ -253,7 +260,7 @@ func TestTrackDeletionsHigh(t *testing.T) {
 // TestTrackConcurrent drains while writers write (run it with -race): after the writers
 // stop, one more drain makes the copy equal to the keyspace.
 func TestTrackConcurrent(t *testing.T) {
-	forEachFeed(t, func(t *testing.T, f Feed) {
+	forEachFeedAndRedo(t, func(t *testing.T, f Feed) {
 		ks := New(8)
 		ks.Track(f, true)
 		r := &mirrorRecorder{m: map[string]Value{}}
@@ -372,4 +379,61 @@ func TestChangedShards(t *testing.T) {
 	require.True(t, ok)
 	require.True(t, more)
 	require.Equal(t, []int{0}, ks.Changed(RedoFeed, nil))
+}
+
+// orderRecorder writes down what it is handed, in order.
+type orderRecorder struct{ ops []string }
+
+func (r *orderRecorder) Delete(key []byte) { r.ops = append(r.ops, "del "+string(key)) }
+
+func (r *orderRecorder) Put(key []byte, v Value) {
+	r.ops = append(r.ops, fmt.Sprintf("put %s %d %d", key, v.Num, len(v.Bytes)))
+}
+
+func (r *orderRecorder) Full() bool { return false }
+
+// logRecorder takes an appending feed's log as it is.
+type logRecorder struct {
+	orderRecorder
+	log []byte
+}
+
+func (r *logRecorder) Log(changes []byte) { r.log = append(r.log, changes...) }
+
+// TestAppendingFeed: the redo log's feed hands over every change in order, a key written
+// twice twice, and a value it does not copy (a long one) with its state at the drain, after
+// the log; a deletion unqueues such a value, and a key deleted and set again ends set. A
+// LogRecorder takes the log as it is, in the change log form.
+func TestAppendingFeed(t *testing.T) {
+	ks := New(1)
+	ks.Track(RedoFeed, true)
+	long := bytes.Repeat([]byte("x"), 2*maxCaptured)
+	set(ks, "a", Value{Kind: GCRA, Num: 1})
+	set(ks, "a", Value{Kind: GCRA, Num: 2})
+	set(ks, "b", Value{Kind: String, Bytes: long})
+	set(ks, "c", Value{Kind: String, Bytes: long})
+	del(ks, "c")
+	set(ks, "d", Value{Kind: GCRA, Num: 4})
+	del(ks, "d")
+	set(ks, "d", Value{Kind: GCRA, Num: 5})
+	set(ks, "b", Value{Kind: String, Bytes: long[:len(long)-1]})
+	require.Equal(t, []int{0}, ks.Changed(RedoFeed, nil))
+	r := &orderRecorder{}
+	more, ok := ks.Drain(RedoFeed, 0, r)
+	require.True(t, ok)
+	require.False(t, more)
+	require.Equal(t, []string{"put a 1 0", "put a 2 0", "del c", "put d 4 0", "del d", "put d 5 0",
+		fmt.Sprintf("put b 0 %d", len(long)-1)}, r.ops)
+	require.Zero(t, ks.Pending(RedoFeed))
+	require.Empty(t, ks.Changed(RedoFeed, nil))
+
+	set(ks, "a", Value{Kind: GCRA, Num: 3})
+	del(ks, "a")
+	set(ks, "b", Value{Kind: String, Bytes: long})
+	lr := &logRecorder{}
+	more, ok = ks.Drain(RedoFeed, 0, lr)
+	require.True(t, ok)
+	require.False(t, more)
+	require.Equal(t, AppendLogDelete(AppendLogPut(nil, []byte("a"), Value{Kind: GCRA, Num: 3}), []byte("a")), lr.log)
+	require.Equal(t, []string{fmt.Sprintf("put b 0 %d", len(long))}, lr.ops, "the long value after the log")
 }

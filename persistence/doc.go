@@ -15,9 +15,9 @@
 // A client that changed state gets its replies only once its change is written to a file
 // (Store.Wait; the server waits once per event-loop round), as Redis writes its AOF before
 // it replies: kill -9 loses nothing acknowledged. With everysec and no that file is the
-// redo log (redo.go), not Pebble: at the end of a round, the latest states of the keys
-// changed since the last flush (the keyspace's RedoFeed) are appended to it with one
-// write(2), and one flush serves every event loop waiting. Pebble's batches keep merging a
+// redo log (redo.go), not Pebble: at the end of a round, the changes made since the last
+// flush (the keyspace's RedoFeed, which logs each in order) are appended to it as one
+// record with one write(2), and one flush serves every event loop waiting. Pebble's batches keep merging a
 // hot key's changes over the interval. The ordering rule: a batch that rotates the redo log
 // (a synced one, or any with appendfsync no) switches to a new file under redoMu before it
 // drains any shard, and stores the new file's generation with its last piece; once

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math/bits"
 	"strconv"
 	"strings"
 	"time"
@@ -16,9 +17,9 @@ import (
 )
 
 // The redo log is what makes a reply safe to send with everysec and no: at the end of every
-// event-loop round that changed state, Store.Wait drains the keyspace's RedoFeed (the latest
-// state of each key changed since the previous flush, and the deletions) and appends it to
-// the redo file with one write(2), without Pebble. Pebble gets the merged batches every
+// event-loop round that changed state, Store.Wait drains the keyspace's RedoFeed (the
+// changes since the previous flush, in order) and appends them to the redo file as one
+// batch record with one write(2), without Pebble. Pebble gets the merged batches every
 // interval as before (with everysec, far less often: see redoBatchBytes), and a batch that
 // is synced (or any batch with appendfsync no) rotates the redo log: it starts a new file and
 // stores the new file's generation with the batch (redoKey), after which the older files hold
@@ -40,8 +41,12 @@ import (
 // losing only changes nobody was answered for, as a crash a moment earlier would. Flushes
 // therefore need not wait for a batch's drain, only for the file switch.
 //
-// The RedoFeed captures each change as it is written (as the ReplicaFeed does), so that a
-// flush reads copies in order instead of every changed key's entry.
+// The RedoFeed is an appending feed (keyspace/changelog.go): each shard logs every change
+// as it is written, in the form a batch holds, so that a flush appends each changed shard's
+// log as it is instead of finding and reading each changed key. A key written twice in a
+// round is written twice; the last record is its state, as in Redis's AOF. Within a shard
+// the log keeps the order of the changes, and a key's changes are all in its shard's log,
+// so replay ends each key at its last change.
 //
 // A flush that cannot write (the disk fails) or that finds a shard that lost track of its
 // deletions makes the redo log useless until the next rotation: its waiters, and all until
@@ -50,7 +55,11 @@ import (
 // A record is a CRC-32C of the rest, the length of the payload (4 bytes, little-endian) and
 // the payload: an op byte, then for a put the key's length (uvarint), the key and the value
 // as the store encodes it (keyspace.Encode); for a deletion the length and the key; for a
-// clear (FLUSHALL) nothing.
+// clear (FLUSHALL) nothing; for a batch, changes back to back, each its length (uvarint)
+// and a payload of the others (the keyspace's change log form, which the RedoFeed hands over
+// as it is: keyspace.LogRecorder). A flush writes one batch: one header and one CRC for a
+// round's changes, not one per change (each took a tenth of the redo log's cost per write).
+// Files of older versions hold one record per change; they are read as well.
 
 // redoKey holds the generation of the oldest redo file that is not yet in the store.
 var redoKey = []byte("\x00throttled.redo")
@@ -59,10 +68,11 @@ var redoKey = []byte("\x00throttled.redo")
 const redoPrefix = "REDO-"
 
 const (
-	redoPut    = 'P'
-	redoDelete = 'D'
+	redoPut    = keyspace.LogPut
+	redoDelete = keyspace.LogDelete
 	redoClear  = 'C'
 	redoPatch  = 'X' // a Chunked value's changes: its head's length (uvarint), its head, the changes
+	redoBatch  = 'B' // a flush's changes: each its length (uvarint) and one of the payloads above
 )
 
 // redoHeader is the bytes before a record's payload: its CRC and its length.
@@ -70,66 +80,55 @@ const redoHeader = 8
 
 func redoName(gen uint64) string { return fmt.Sprintf("%s%012d", redoPrefix, gen) }
 
-// redoRecorder appends drained changes to buf as redo records.
+// redoRecorder appends a flush's drained changes to buf as one redo record, a batch: a
+// CRC over all of it, so that a round costs one header and one CRC, not one per change.
 type redoRecorder struct{ buf []byte }
 
-// begin starts a record and returns where its header is.
-func (r *redoRecorder) begin(op byte) int {
-	at := len(r.buf)
-	r.buf = append(r.buf, make([]byte, redoHeader)...)
-	r.buf = append(r.buf, op)
-	return at
+// start starts the batch.
+func (r *redoRecorder) start() {
+	r.buf = append(r.buf[:0], make([]byte, redoHeader)...)
+	r.buf = append(r.buf, redoBatch)
 }
 
-// end fills in the header of the record at at.
-func (r *redoRecorder) end(at int) {
-	rec := r.buf[at:]
-	binary.LittleEndian.PutUint32(rec[4:], uint32(len(rec)-redoHeader))
-	binary.LittleEndian.PutUint32(rec, crc32.Checksum(rec[4:], castagnoli))
+// finish fills in the batch's header and returns it, or nothing when it holds no change.
+func (r *redoRecorder) finish() []byte {
+	if len(r.buf) <= redoHeader+1 {
+		return nil
+	}
+	binary.LittleEndian.PutUint32(r.buf[4:], uint32(len(r.buf)-redoHeader))
+	binary.LittleEndian.PutUint32(r.buf, crc32.Checksum(r.buf[4:], castagnoli))
+	return r.buf
 }
 
-func (r *redoRecorder) Delete(key []byte) {
-	at := r.begin(redoDelete)
-	r.buf = binary.AppendUvarint(r.buf, uint64(len(key)))
-	r.buf = append(r.buf, key...)
-	r.end(at)
-}
+// Log takes the RedoFeed's changes as the keyspace logged them: they are in the form the
+// batch holds.
+func (r *redoRecorder) Log(changes []byte) { r.buf = append(r.buf, changes...) }
+
+func (r *redoRecorder) Delete(key []byte) { r.buf = keyspace.AppendLogDelete(r.buf, key) }
 
 func (r *redoRecorder) Put(key []byte, v keyspace.Value) {
-	at := r.begin(redoPut)
-	r.buf = binary.AppendUvarint(r.buf, uint64(len(key)))
-	r.buf = append(r.buf, key...)
-	n := keyspace.EncodedLen(v)
-	r.buf = append(r.buf, make([]byte, n)...)
-	keyspace.Encode(r.buf[len(r.buf)-n:], v)
-	r.end(at)
-}
-
-// PutEncoded is Put of a value already encoded (keyspace.Encode), as a capturing feed
-// copies it: the drain does not decode it for Put to encode it again.
-func (r *redoRecorder) PutEncoded(key, enc []byte) {
-	at := r.begin(redoPut)
-	r.buf = binary.AppendUvarint(r.buf, uint64(len(key)))
-	r.buf = append(r.buf, key...)
-	r.buf = append(r.buf, enc...)
-	r.end(at)
+	r.buf = keyspace.AppendLogPut(r.buf, key, v)
 }
 
 func (r *redoRecorder) Patch(key []byte, head keyspace.Value, changes []byte) {
-	at := r.begin(redoPatch)
+	n := keyspace.EncodedLen(head)
+	size := 1 + uvarintLen(len(key)) + len(key) + uvarintLen(n) + n + len(changes)
+	r.buf = binary.AppendUvarint(r.buf, uint64(size))
+	r.buf = append(r.buf, redoPatch)
 	r.buf = binary.AppendUvarint(r.buf, uint64(len(key)))
 	r.buf = append(r.buf, key...)
-	n := keyspace.EncodedLen(head)
 	r.buf = binary.AppendUvarint(r.buf, uint64(n))
 	r.buf = append(r.buf, make([]byte, n)...)
 	keyspace.Encode(r.buf[len(r.buf)-n:], head)
 	r.buf = append(r.buf, changes...)
-	r.end(at)
 }
 
-func (r *redoRecorder) clear() { r.end(r.begin(redoClear)) }
+func (r *redoRecorder) clear() { r.buf = append(r.buf, 1, redoClear) }
 
 func (r *redoRecorder) Full() bool { return false }
+
+// uvarintLen returns the length of v as a uvarint.
+func uvarintLen(v int) int { return (bits.Len64(uint64(v)|1) + 6) / 7 }
 
 // discard is a Recorder that keeps nothing.
 type discard struct{}
@@ -160,25 +159,27 @@ func (s *Store) flushRedoLocked() {
 		return
 	}
 	r := &s.redoRec
-	r.buf = r.buf[:0]
+	r.start()
 	if s.redoClearing {
 		r.clear()
 	}
 	s.redoShards = s.ks.Changed(keyspace.RedoFeed, s.redoShards[:0])
 	for _, i := range s.redoShards {
 		if _, ok := s.ks.Drain(keyspace.RedoFeed, i, r); !ok {
-			// The shard lost track of its deletions: only a rotation covers them.
+			// The shard lost track of its changes (its log outgrew appendMaxLog in one
+			// round: a script changing a key tens of thousands of times): only a
+			// rotation covers them.
 			s.ks.DrainAll(keyspace.RedoFeed, i, discard{})
 			s.redoBad = true
 		}
 	}
-	if !s.redoBad && len(r.buf) > 0 {
-		if _, err := s.redoFile.Write(r.buf); err != nil {
+	if b := r.finish(); !s.redoBad && b != nil {
+		if _, err := s.redoFile.Write(b); err != nil {
 			s.log.Error("persistence: write the redo log; replies wait for synced batches until the next one", "dir", s.dir, "err", err)
 			s.redoBad = true
 		} else {
 			s.redoDirty, s.redoUnsynced = true, true
-			s.redoSize += int64(len(r.buf))
+			s.redoSize += int64(len(b))
 		}
 	}
 	if s.redoBad {
@@ -409,7 +410,7 @@ func readAll(fs vfs.FS, path string) ([]byte, error) {
 }
 
 // applyRedo applies data's whole records to the keyspace, and returns the offset where they
-// end (len(data) when all were whole), how many there were, and whether what follows is a
+// end (len(data) when all were whole), how many changes they held, and whether what follows is a
 // torn write: no whole record follows the bad bytes (a machine crash leaves a record cut
 // short, or zeros). A record found after them means corruption. With apply false, it only
 // reads them. Applying, it writes what it applied to the store whenever a shard's log of
@@ -417,7 +418,28 @@ func readAll(fs vfs.FS, path string) ([]byte, error) {
 func (s *Store) applyRedo(data []byte, now int64, apply bool) (off, n int, torn bool, err error) {
 	for off < len(data) {
 		rec, ok := redoRecordAt(data[off:])
-		if !ok || s.applyRecord(rec[redoHeader:], now, apply) != nil {
+		k := 0
+		if ok {
+			// Read through first, so that a batch is applied whole or not at all.
+			k, err = eachChange(rec[redoHeader:], func(c []byte) error { return s.applyRecord(c, 0, false) })
+			ok = err == nil
+		}
+		if ok && apply {
+			_, err = eachChange(rec[redoHeader:], func(c []byte) error {
+				if err := s.applyRecord(c, now, true); err != nil {
+					return err
+				}
+				if s.ks.DeletionsHigh(keyspace.DiskFeed) {
+					return s.writeReplayed()
+				}
+				return nil
+			})
+			if err != nil && !errors.Is(err, errBadRecord) {
+				return off, n, false, err
+			}
+			ok = err == nil
+		}
+		if !ok {
 			for p := off + 1; p < len(data); p++ {
 				if _, ok := redoRecordAt(data[p:]); ok {
 					return off, n, false, nil
@@ -426,14 +448,30 @@ func (s *Store) applyRedo(data []byte, now int64, apply bool) (off, n int, torn 
 			return off, n, true, nil
 		}
 		off += len(rec)
-		n++
-		if apply && s.ks.DeletionsHigh(keyspace.DiskFeed) {
-			if err := s.writeReplayed(); err != nil {
-				return off, n, false, err
-			}
-		}
+		n += k
 	}
 	return off, n, false, nil
+}
+
+// eachChange calls fn with each change of a record's payload p: p itself, or a batch's
+// changes. It returns how many there were, and fn's first error; errBadRecord when p is a
+// batch that cannot be read.
+func eachChange(p []byte, fn func(change []byte) error) (int, error) {
+	if len(p) == 0 || p[0] != redoBatch {
+		return 1, fn(p)
+	}
+	n := 0
+	for p = p[1:]; len(p) > 0; n++ {
+		size, w := binary.Uvarint(p)
+		if w <= 0 || size == 0 || size > uint64(len(p)-w) || p[w] == redoBatch {
+			return n, errBadRecord
+		}
+		if err := fn(p[w : w+int(size)]); err != nil {
+			return n, err
+		}
+		p = p[w+int(size):]
+	}
+	return n, nil
 }
 
 // writeReplayed writes the changes replayed so far to the store, unsynced, so that a replay

@@ -1,7 +1,9 @@
 package persistence
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,7 +37,20 @@ func redoCrashImage(t *testing.T, n int) (dir, redo string) {
 	sh.Unlock()
 	require.NoError(t, s.Wait())
 	require.Zero(t, s.Info().Batches, "no batch: the redo log holds every change")
-	dir = t.TempDir()
+	dir = crashCopy(t, live)
+	require.NoError(t, s.Close())
+	logs, err := listRedo(s.redoFS, dir)
+	require.NoError(t, err)
+	require.Len(t, logs, 1)
+	require.NotZero(t, logs[0].size)
+	return dir, filepath.Join(dir, logs[0].name)
+}
+
+// crashCopy returns a copy of the directory live, taken while its store is open, as a
+// kill -9 leaves it.
+func crashCopy(t *testing.T, live string) string {
+	t.Helper()
+	dir := t.TempDir()
 	entries, err := os.ReadDir(live)
 	require.NoError(t, err)
 	for _, e := range entries {
@@ -43,12 +58,89 @@ func redoCrashImage(t *testing.T, n int) (dir, redo string) {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644))
 	}
+	return dir
+}
+
+// TestRedoRoundInOrder: one event-loop round's changes go to the redo log in order, as one
+// record, and replay ends each key at its last change: a key set twice, one deleted and set
+// again, one set and deleted, and a long value (which the feed takes at the drain) that
+// replaced a short one.
+func TestRedoRoundInOrder(t *testing.T) {
+	live := t.TempDir()
+	s, ks := open(t, live, t0, Options{Interval: time.Hour})
+	long := strings.Repeat("x", 300)
+	set(ks, "gone", keyspace.Value{Kind: keyspace.String, Bytes: []byte("old")})
+	require.NoError(t, s.Wait())
+	set(ks, "a", keyspace.Value{Kind: keyspace.GCRA, Num: 1})
+	set(ks, "a", keyspace.Value{Kind: keyspace.GCRA, Num: 2})
+	set(ks, "b", keyspace.Value{Kind: keyspace.GCRA, Num: 1})
+	del(ks, "b")
+	set(ks, "b", keyspace.Value{Kind: keyspace.GCRA, Num: 3})
+	set(ks, "c", keyspace.Value{Kind: keyspace.GCRA, Num: 1})
+	del(ks, "c")
+	del(ks, "gone")
+	set(ks, "l", keyspace.Value{Kind: keyspace.String, Bytes: []byte("short")})
+	set(ks, "l", keyspace.Value{Kind: keyspace.String, Bytes: []byte(long)})
+	require.NoError(t, s.Wait())
+	require.Zero(t, s.Info().Batches, "no batch: the redo log holds every change")
+	dir := crashCopy(t, live)
 	require.NoError(t, s.Close())
-	logs, err := listRedo(s.redoFS, dir)
+	redo, err := listRedo(s.redoFS, dir)
+	require.NoError(t, err)
+	require.Len(t, redo, 1)
+	data, err := os.ReadFile(filepath.Join(dir, redo[0].name))
+	require.NoError(t, err)
+	rec, ok := redoRecordAt(data)
+	require.True(t, ok)
+	rest, ok := redoRecordAt(data[len(rec):])
+	require.True(t, ok)
+	require.Len(t, data, len(rec)+len(rest), "two rounds, two records")
+	require.Equal(t, byte(redoBatch), rest[redoHeader])
+
+	_, ks2, logs, err := tryOpen(t, dir, Salvage{})
+	require.NoError(t, err, logs)
+	require.Equal(t, map[string]keyspace.Value{
+		"a": {Kind: keyspace.GCRA, Num: 2},
+		"b": {Kind: keyspace.GCRA, Num: 3},
+		"l": {Kind: keyspace.String, Bytes: []byte(long)},
+	}, contents(ks2, t0))
+}
+
+// TestRedoReadsRecordPerChange: a redo file of an earlier version, a record per change,
+// replays as before.
+func TestRedoReadsRecordPerChange(t *testing.T) {
+	disk := vfs.NewMem()
+	s, err := Open("/data", keyspace.New(1), Options{FS: disk, Logger: testLogger(t), Now: func() int64 { return t0 }})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	logs, err := listRedo(disk, "/data")
 	require.NoError(t, err)
 	require.Len(t, logs, 1)
-	require.NotZero(t, logs[0].size)
-	return dir, filepath.Join(dir, logs[0].name)
+	record := func(payload []byte) []byte {
+		rec := make([]byte, redoHeader, redoHeader+len(payload))
+		rec = append(rec, payload...)
+		binary.LittleEndian.PutUint32(rec[4:], uint32(len(payload)))
+		binary.LittleEndian.PutUint32(rec, crc32.Checksum(rec[4:], castagnoli))
+		return rec
+	}
+	put := func(key string, v keyspace.Value) []byte {
+		p := append([]byte{redoPut, byte(len(key))}, key...)
+		p = append(p, make([]byte, keyspace.EncodedLen(v))...)
+		keyspace.Encode(p[2+len(key):], v)
+		return record(p)
+	}
+	old := append(put("a", keyspace.Value{Kind: keyspace.GCRA, Num: 7}), put("b", keyspace.Value{Kind: keyspace.GCRA, Num: 8})...)
+	old = append(old, record([]byte{redoDelete, 1, 'b'})...)
+	f, err := disk.OpenReadWrite(disk.PathJoin("/data", logs[0].name), vfs.WriteCategoryUnspecified)
+	require.NoError(t, err)
+	_, err = f.WriteAt(old, logs[0].size)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	s, ks := open(t, "/data", t0, Options{FS: disk})
+	defer s.Close()
+	require.Equal(t, int64(3), s.Info().RedoRecords)
+	require.Equal(t, map[string]keyspace.Value{"a": {Kind: keyspace.GCRA, Num: 7}}, contents(ks, t0))
 }
 
 func TestRedoReplayedAfterCrash(t *testing.T) {
@@ -313,9 +405,11 @@ func TestReplayOfManyDeletionsNeedsNoRewrite(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, logs, 1)
 	var r redoRecorder
+	r.start()
 	for i := range n - 1 {
 		r.Delete([]byte(fmt.Sprintf("k%05d", i)))
 	}
+	r.finish()
 	f, err := disk.OpenReadWrite(disk.PathJoin("/data", logs[0].name), vfs.WriteCategoryUnspecified)
 	require.NoError(t, err)
 	_, err = f.WriteAt(r.buf, logs[0].size)

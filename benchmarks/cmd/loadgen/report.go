@@ -237,9 +237,15 @@ func pairTargets(ps []pair) []target {
 		default:
 			continue
 		}
-		cost := 1 - c.median
-		out = append(out, target{fmt.Sprintf("P=%d: %s", c.pipeline, what),
-			fmt.Sprintf("%.1f%% (median of %d interleaved rounds)", 100*cost, len(c.ra)), cost < 0.10})
+		// Both measures: req/s moves with what else loads the machine, the server's CPU
+		// time per request much less.
+		cost, cpu := 1-c.median, c.cpuMedian-1
+		measured := fmt.Sprintf("req/s %.1f%%, server CPU per request %+.1f%% (medians of %d interleaved rounds of %s",
+			100*cost, 100*cpu, len(c.ra), c.duration)
+		if len(c.batches) > 0 {
+			measured += fmt.Sprintf("; Pebble batches per round %v", c.batches)
+		}
+		out = append(out, target{fmt.Sprintf("P=%d: %s", c.pipeline, what), measured + ")", cost < 0.10 && cpu < 0.10})
 	}
 	return out
 }
@@ -250,16 +256,18 @@ func pairsTable(cfg config, ps []pair) string {
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	p("\n## Paired comparisons\n\n")
 	p("Two sides measured alternately over %d random keys in %d rounds, the side measured first\n", cfg.keys, pairRounds)
-	p("swapping each round: the ratio is of req/s, and its median over the rounds is what the targets use.\n\n")
-	p("| comparison | P | first side, req/s | second side, req/s | ratio per round | median |\n|---|--:|---|---|---|--:|\n")
+	p("swapping each round (%d rounds of %s with an everysec side, long enough to hold its Pebble batch):\n", batchRounds, max(cfg.duration, batchWindow))
+	p("the ratios are of req/s and of the server's CPU time per request, and their medians over the rounds are what the targets use.\n\n")
+	p("| comparison | P | first side, req/s | second side, req/s | ratio per round | median | CPU ns/req, first / second | CPU ratio median |\n|---|--:|---|---|---|--:|---|--:|\n")
 	for _, c := range ps {
-		var ra, rb, ratios []string
+		var ra, rb, ratios, cpu []string
 		for i := range c.ra {
 			ra, rb = append(ra, thousands(c.ra[i])), append(rb, thousands(c.rb[i]))
 			ratios = append(ratios, fmt.Sprintf("%.3f", c.ra[i]/c.rb[i]))
+			cpu = append(cpu, fmt.Sprintf("%.0f / %.0f", c.ca[i], c.cb[i]))
 		}
-		p("| %s / %s | %d | %s | %s | %s | %.3f |\n", c.a.label, c.b.label, c.pipeline,
-			strings.Join(ra, ", "), strings.Join(rb, ", "), strings.Join(ratios, ", "), c.median)
+		p("| %s / %s | %d | %s | %s | %s | %.3f | %s | %.3f |\n", c.a.label, c.b.label, c.pipeline,
+			strings.Join(ra, ", "), strings.Join(rb, ", "), strings.Join(ratios, ", "), c.median, strings.Join(cpu, ", "), c.cpuMedian)
 	}
 	return b.String()
 }
