@@ -65,6 +65,20 @@ func dirSize(t testing.TB, dir string) int64 {
 	return n
 }
 
+// benchWrites changes b.N GCRA keys, in turn among keys, calling round after every n.
+func benchWrites(b *testing.B, ks *keyspace.Keyspace, keys [][]byte, n int, round func()) {
+	for i := range b.N {
+		key := keys[(i*7919)%len(keys)]
+		sh := ks.Shard(key)
+		sh.Lock()
+		sh.SetLocked(key, keyspace.Value{Kind: keyspace.GCRA, Num: t0 + int64(i), Expire: t0 + 60e9 + int64(i)})
+		sh.Unlock()
+		if i%n == n-1 {
+			round()
+		}
+	}
+}
+
 // BenchmarkWrite measures the writer's cost per changed key: drain, encode, commit, and
 // Pebble's flushes and compactions behind, for GCRA keys changed at random among 100000.
 //
@@ -74,16 +88,7 @@ func BenchmarkWrite(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu := cpuTime()
-	for i := range b.N {
-		key := keys[(i*7919)%len(keys)]
-		sh := ks.Shard(key)
-		sh.Lock()
-		sh.SetLocked(key, keyspace.Value{Kind: keyspace.GCRA, Num: t0 + int64(i), Expire: t0 + 60e9 + int64(i)})
-		sh.Unlock()
-		if i%4000 == 3999 {
-			require.NoError(b, s.write(false))
-		}
-	}
+	benchWrites(b, ks, keys, 4000, func() { require.NoError(b, s.write(false)) })
 	require.NoError(b, s.write(true))
 	require.NoError(b, s.db.Flush()) // and what Pebble does in the background, which write started
 	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
@@ -158,16 +163,7 @@ func BenchmarkWaitRound(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			cpu := cpuTime()
-			for i := range b.N {
-				key := keys[(i*7919)%len(keys)]
-				sh := ks.Shard(key)
-				sh.Lock()
-				sh.SetLocked(key, keyspace.Value{Kind: keyspace.GCRA, Num: t0 + int64(i), Expire: t0 + 60e9 + int64(i)})
-				sh.Unlock()
-				if i%n == n-1 {
-					require.NoError(b, s.Wait())
-				}
-			}
+			benchWrites(b, ks, keys, n, func() { require.NoError(b, s.Wait()) })
 			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
 		})
 	}

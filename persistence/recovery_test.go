@@ -144,8 +144,16 @@ func TestBrokenLogSalvaged(t *testing.T) {
 
 func TestTornTailRecovered(t *testing.T) {
 	dir, log := crashImage(t, 300)
-	size := fileSize(t, log)
 	const cut = 7 // into the last record, which is longer
+	requireTornTailRecovered(t, dir, log, cut, 299, "the newest log ends with a torn write")
+}
+
+// requireTornTailRecovered cuts the last cut bytes of log, a file of the crash image in dir,
+// and requires a start with aof-load-truncated no to refuse it, changing nothing, and a
+// start with the default to recover want keys, report what it dropped and log logLine.
+func requireTornTailRecovered(t *testing.T, dir, log string, cut int64, want int, logLine string) {
+	t.Helper()
+	size := fileSize(t, log)
 	require.NoError(t, os.Truncate(log, size-cut))
 
 	t.Run("aof-load-truncated no", func(t *testing.T) {
@@ -158,12 +166,12 @@ func TestTornTailRecovered(t *testing.T) {
 
 	s, ks, logs, err := tryOpen(t, dir, Salvage{})
 	require.NoError(t, err, logs)
-	require.Equal(t, 299, ks.Len(), "every batch but the torn one")
+	require.Equal(t, want, ks.Len(), "every record but the torn one")
 	rec := s.Info().Recovery
 	require.Equal(t, "truncated", rec.Status)
 	require.Equal(t, filepath.Base(log), rec.File)
 	require.Equal(t, size-cut, rec.Offset+rec.Dropped)
-	require.Contains(t, logs, "the newest log ends with a torn write")
+	require.Contains(t, logs, logLine)
 }
 
 func TestCorruptTableRefused(t *testing.T) {

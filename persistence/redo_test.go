@@ -171,26 +171,8 @@ func TestRedoReplayedAfterCrash(t *testing.T) {
 
 func TestRedoTornTail(t *testing.T) {
 	dir, redo := redoCrashImage(t, 300)
-	size := fileSize(t, redo)
 	const cut = 5 // into the last record, the deletion of k0000
-	require.NoError(t, os.Truncate(redo, size-cut))
-
-	t.Run("aof-load-truncated no", func(t *testing.T) {
-		before := dirSums(t, dir)
-		_, _, _, err := tryOpen(t, dir, Salvage{RefuseTruncated: true})
-		require.ErrorIs(t, err, ErrCorrupt)
-		require.Contains(t, err.Error(), redo+" is torn at offset ")
-		require.Equal(t, before, dirSums(t, dir))
-	})
-
-	s, ks, logs, err := tryOpen(t, dir, Salvage{})
-	require.NoError(t, err, logs)
-	require.Equal(t, 300, ks.Len(), "every record but the torn deletion")
-	rec := s.Info().Recovery
-	require.Equal(t, "truncated", rec.Status)
-	require.Equal(t, filepath.Base(redo), rec.File)
-	require.Equal(t, size-cut, rec.Offset+rec.Dropped)
-	require.Contains(t, logs, "the redo log ends with a torn write")
+	requireTornTailRecovered(t, dir, redo, cut, 300, "the redo log ends with a torn write")
 }
 
 func TestRedoCorruptRefused(t *testing.T) {
