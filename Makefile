@@ -65,6 +65,22 @@ vet:
 	@test -z "$$(gofmt -l .)" || (echo "gofmt would change:"; gofmt -l .; exit 1)
 	$(GO) vet ./...
 
+# cross-build compiles for the other 64-bit architecture of the release (arm64 on amd64, amd64
+# on arm64) the packages whose files differ between the two (a _arm64.s, a build constraint):
+# keyspace's prefetch in assembly. make test builds the image for this machine's platform
+# only, and nothing else compiles that code: 28 s of CPU cold, where the whole server for arm64
+# took 251 s (vetting it too, 56 s more, compiled testify's net/http for arm64).
+OTHER_ARCH = $(if $(filter arm64,$(shell $(GO) env GOARCH)),amd64,arm64)
+ARCH_LIST  = -f '{{.ImportPath}} {{.GoFiles}} {{.SFiles}} {{.TestGoFiles}} {{.XTestGoFiles}}' ./...
+.PHONY: cross-build
+cross-build:
+	@amd64=$$(GOARCH=amd64 $(GO) list $(ARCH_LIST)) && arm64=$$(GOARCH=arm64 $(GO) list $(ARCH_LIST)) && \
+	pkgs=$$(printf '%s\n%s\n' "$$amd64" "$$arm64" | sort | uniq -u | cut -d' ' -f1 | sort -u | sed 's|^$(MODULE)|.|') && \
+	if [ -n "$$pkgs" ]; then \
+		echo "GOARCH=$(OTHER_ARCH) $(GO) build" $$pkgs; \
+		GOARCH=$(OTHER_ARCH) $(GO) build $$pkgs; \
+	fi
+
 # The differential tests (the same random commands to throttled and to redis-server, thousands
 # of Lua scripts among them) run without -race, which takes them a third of the CPU: they test
 # what the server answers, and the race detector has every other test of the same paths.
@@ -94,8 +110,8 @@ MODULE    = github.com/throttledhq/throttled
 RACE_FREE = collection
 
 # test runs every test. A fresh machine first spends minutes installing packages (apt-get,
-# npm: the network and the disk) and as long compiling (vet, the image of each platform,
-# helm, nfpm, the race build: the CPUs): test-setup does both at once, each in order.
+# npm: the network and the disk) and as long compiling (vet, the image of this platform,
+# nfpm, deploy/'s tests, the race build: the CPUs): test-setup does both at once, each in order.
 test: test-setup
 	@! $(GO) list -f '{{join .Imports "\n"}}' $(RACE_FREE:%=./%) | grep -xE 'sync|sync/atomic|unsafe' && \
 		! git grep -nE '^\s*go ' -- $(RACE_FREE:%='%/*.go') ':!*_test.go' || \
@@ -112,6 +128,7 @@ test-setup:
 test-setup-go:
 	@$(MAKE) --no-print-directory go-deps
 	@$(MAKE) --no-print-directory vet
+	@$(MAKE) --no-print-directory cross-build
 	@$(MAKE) --no-print-directory test-deploy
 	CGO_ENABLED=1 $(GO) build -race ./...
 
@@ -128,6 +145,13 @@ FUZZTIME_SHORT ?= 3s
 # deploy/image/throttled.conf on an empty base. `docker load`, `podman load` or
 # `skopeo copy oci-archive:dist/throttled-image.tar docker://...` take it from there.
 IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+# make test builds the image of this machine's platform only, which deploy/'s tests open and
+# start: the other's binary was a second compile of the server and all it imports, 118 s of
+# a cold make test on two cores (251 s of CPU), to be copied into the archive unrun.
+# deploy/image's TestImageIndexPlatforms builds a linux/amd64 and linux/arm64 index from
+# stand-in binaries, and cross-build compiles for the other architecture what differs between
+# the two (keyspace's prefetch in assembly).
+test-deploy: IMAGE_PLATFORMS = linux/$(shell $(GO) env GOARCH)
 IMAGE_REF       ?= ghcr.io/throttledhq/throttled:dev
 IMAGE_VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE_REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)
@@ -144,8 +168,9 @@ image:
 		-version $(IMAGE_VERSION) -revision '$(IMAGE_REVISION)' \
 		$(foreach p,$(IMAGE_PLATFORMS),-binary $(p)=../bin/$(subst /,-,$(p))/throttled)
 
-# manifests renders deploy/kubernetes/throttled.yaml from the Helm chart (helm v3, pinned as a
-# tool of deploy/go.mod); make test fails while the two differ.
+# manifests renders deploy/kubernetes/throttled.yaml from the Helm chart with the helm command
+# (helm v3, pinned as a tool of deploy/go.mod, built from source on first use: minutes); make
+# test fails while the two differ, rendering the chart with helm's packages of the same version.
 HELM := cd deploy && $(GO) tool helm
 manifests:
 	$(HELM) template throttled helm/throttled --namespace throttled \
@@ -153,14 +178,15 @@ manifests:
 
 # test-deploy runs the tests of deploy/, a module of its own (go-containerregistry, helm and
 # the Kubernetes API types stay out of the server's go.mod): the image archive (started from
-# its layers), the Dockerfile, the Helm chart (helm lint, helm template, every object decoded
-# strictly into k8s.io/api), the plain manifests and the compose file.
+# its layers), the Dockerfile, the Helm chart (linted and rendered by helm's packages, as helm
+# lint --strict and helm template do, every object decoded strictly into k8s.io/api), the
+# plain manifests and the compose file. The tests ran the helm command, built from source
+# first: 935 packages beyond the tests' 425, 197 s of a cold make test on two cores; helm's
+# packages add 207 to the tests (a cold vet, helm and test compile of deploy/ took 633 s of
+# CPU; the vet and test compile now 404 s).
 test-deploy: image
 	@cd deploy && test -z "$$(gofmt -l .)" || (echo "gofmt would change:"; gofmt -l .; exit 1)
 	cd deploy && $(GO) vet ./...
-	@# helm is built (or found in the build cache) here, before the tests' timeout starts:
-	@# the tests run what go tool -n helm names.
-	cd deploy && $(GO) tool -n helm >/dev/null
 	cd deploy && $(GO) test -count=1 -timeout 10m ./...
 
 # go-deps also downloads deploy/'s modules (deploy/go.sum): go-containerregistry, helm, the
@@ -195,7 +221,11 @@ bench-go:
 # out of date), and run for each of its targets from the package's directory, as go test
 # -fuzz runs it: a failing input lands in the package's testdata/fuzz and the fuzz cache is
 # go test's own. go test -fuzz for each target linked the package's tests again every time:
-# for server's, 7 s of CPU, more than FUZZTIME_SHORT of fuzzing.
+# for server's, 7 s of CPU, more than FUZZTIME_SHORT of fuzzing. Instrumenting compiles every
+# package the tests import once more, the standard library's too: cold, the 16 binaries took
+# 477 s of CPU, cmd/throttled's alone 365 s (its tests import 573 of the 614 packages that all
+# of them do), the other 15 then 112 s. Building those two at a time did not help: 177 s
+# against 136 s one at a time on a busy machine, and 137 s of CPU against 112.
 fuzz:
 	@mkdir -p bin/fuzz && module=$$($(GO) list -m) && gocache=$$($(GO) env GOCACHE) && \
 	for pkg in $$(git grep -l '^func Fuzz' -- '*_test.go' ':!deploy' ':!compat/redisrate' | xargs -n1 dirname | sort -u); do \

@@ -1,7 +1,6 @@
 package deploy
 
 import (
-	"bytes"
 	"fmt"
 	"net"
 	"net/http"
@@ -16,6 +15,13 @@ import (
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	"helm.sh/helm/v3/pkg/strvals"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -24,46 +30,130 @@ import (
 
 const chart = "helm/throttled"
 
-// helmPath is the helm pinned in go.mod, built by go tool (TestMain).
-var helmPath string
+// The tests drive helm's own packages (pkg/lint, pkg/engine, pkg/releaseutil) as `helm lint`
+// and `helm template` call them, not the helm command: building the command from source
+// compiled 935 packages more (Kubernetes' client, kubectl, the registry client, SQL drivers)
+// than deploy/'s tests, 197 s of a cold make test on two cores; the packages add 207.
+// TestPlainManifests keeps the two honest: make manifests renders kubernetes/throttled.yaml
+// with the helm command, and the test renders the same values here, byte for byte.
 
-func TestMain(m *testing.M) {
-	// go tool -n builds helm, or finds it in the build cache, and prints where: the tests
-	// run it directly, without go tool's check for each of them. make test-deploy builds it
-	// before the tests, whose timeout a first build on a busy machine can take.
-	out, err := exec.Command("go", "tool", "-n", "helm").Output()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "go tool -n helm:", err)
-		os.Exit(1)
+// values is what helm's --values files and --set assignments make, merged as helm merges
+// them (pkg/cli/values's Options.MergeValues, which would pull helm's getters and registry
+// client into the build to read a file): each file over the ones before it, map by map, then
+// each --set.
+func values(t *testing.T, files []string, set ...string) map[string]any {
+	t.Helper()
+	base := map[string]any{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		m := map[string]any{}
+		require.NoError(t, yaml.Unmarshal(data, &m), f)
+		base = mergeMaps(base, m)
 	}
-	helmPath = strings.TrimSpace(string(out))
-	os.Exit(m.Run())
+	for _, s := range set {
+		require.NoError(t, strvals.ParseInto(s, base), s)
+	}
+	return base
 }
 
-// helm runs helm with args in this directory.
-func helm(t *testing.T, args ...string) string {
+// mergeMaps is pkg/cli/values's: b's keys over a's, maps merged key by key.
+func mergeMaps(a, b map[string]any) map[string]any {
+	out := make(map[string]any, len(a))
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		if v, ok := v.(map[string]any); ok {
+			if bv, ok := out[k].(map[string]any); ok {
+				out[k] = mergeMaps(bv, v)
+				continue
+			}
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// lintStrict is `helm lint --strict chart` with vals: action.Lint's run of pkg/lint in the
+// namespace helm names without --namespace, where --strict fails the chart on a warning as on
+// an error. The messages below a warning (INFO) are logged.
+func lintStrict(t *testing.T, vals map[string]any) {
 	t.Helper()
-	cmd := exec.Command(helmPath, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "helm %s: %s%s", strings.Join(args, " "), out, stderr.String())
-	return string(out)
+	linter := lint.AllWithKubeVersionAndSchemaValidation(chart, vals, "default", nil, false)
+	var failed []string
+	for _, msg := range linter.Messages {
+		if msg.Severity >= support.WarningSev {
+			failed = append(failed, msg.Error())
+		} else {
+			t.Log(msg.Error())
+		}
+	}
+	require.Empty(t, failed, "helm lint --strict: the chart failed")
+}
+
+// template is what `helm template throttled chart --namespace namespace` prints with vals:
+// the chart loaded and checked installable, its dependencies processed and its values made as
+// action.Install makes them for a client-only dry run (release throttled, revision 1, an
+// install, helm's default capabilities), the templates rendered without a cluster (lookup
+// finds nothing), NOTES.txt left out, the manifests sorted in install order and each written
+// under its "# Source:" line, then the hooks.
+func template(vals map[string]any, namespace string) (string, error) {
+	ch, err := loader.Load(chart)
+	if err != nil {
+		return "", err
+	}
+	if typ := ch.Metadata.Type; typ != "" && typ != "application" {
+		return "", fmt.Errorf("%s charts are not installable", typ)
+	}
+	if err := chartutil.ProcessDependenciesWithMerge(ch, vals); err != nil {
+		return "", err
+	}
+	caps := chartutil.DefaultCapabilities.Copy()
+	if kv := ch.Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, caps.KubeVersion.String()) {
+		return "", fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", kv, caps.KubeVersion.String())
+	}
+	top, err := chartutil.ToRenderValuesWithSchemaValidation(ch, vals,
+		chartutil.ReleaseOptions{Name: "throttled", Namespace: namespace, Revision: 1, IsInstall: true}, caps, false)
+	if err != nil {
+		return "", err
+	}
+	files, err := engine.Render(ch, top)
+	if err != nil {
+		return "", err
+	}
+	for name := range files {
+		if strings.HasSuffix(name, "NOTES.txt") {
+			delete(files, name)
+		}
+	}
+	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, m := range manifests {
+		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", m.Name, m.Content)
+	}
+	out := strings.TrimSpace(b.String()) + "\n"
+	for _, h := range hooks {
+		out += fmt.Sprintf("---\n# Source: %s\n%s\n", h.Path, h.Manifest)
+	}
+	return out, nil
 }
 
 // variants are the values helm_test.go renders the chart with: none (the defaults), and
 // files of testdata/.
 var variants = map[string][]string{
 	"default":  nil,
-	"upstream": {"--values", "testdata/upstream.yaml"},
-	"replicas": {"--values", "testdata/replicas.yaml"},
+	"upstream": {"testdata/upstream.yaml"},
+	"replicas": {"testdata/replicas.yaml"},
 }
 
 func TestHelmLint(t *testing.T) {
-	for name, values := range variants {
+	for name, files := range variants {
 		t.Run(name, func(t *testing.T) {
-			out := helm(t, append([]string{"lint", "--strict", chart}, values...)...)
-			require.Contains(t, out, "1 chart(s) linted, 0 chart(s) failed")
+			lintStrict(t, values(t, files))
 		})
 	}
 }
@@ -162,9 +252,12 @@ func TestStrictDecoding(t *testing.T) {
 	require.ErrorContains(t, err, `unknown field "replica"`)
 }
 
-func render(t *testing.T, values ...string) objects {
+// render is `helm template throttled chart --namespace throttled --values file...`, parsed.
+func render(t *testing.T, files ...string) objects {
 	t.Helper()
-	return parse(t, helm(t, append([]string{"template", "throttled", chart, "--namespace", "throttled"}, values...)...))
+	out, err := template(values(t, files), "throttled")
+	require.NoError(t, err)
+	return parse(t, out)
 }
 
 // checkPod checks what every pod of the chart must have: the securityContext, the probes on
@@ -416,13 +509,8 @@ func TestHelmRefusesNonsense(t *testing.T) {
 		"grpc upstream":        {[]string{"mode=upstream", "upstream.url=redis://r:6379", "grpc.enabled=true"}, "grpc.enabled: Envoy's rate-limit service decides through CHECK"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			args := []string{"template", "throttled", chart}
-			for _, s := range tc.set {
-				args = append(args, "--set", s)
-			}
-			out, err := exec.Command(helmPath, args...).CombinedOutput()
-			require.Error(t, err)
-			require.Contains(t, string(out), tc.want)
+			_, err := template(values(t, nil, tc.set...), "default")
+			require.ErrorContains(t, err, tc.want)
 		})
 	}
 }
@@ -431,7 +519,8 @@ func TestHelmRefusesNonsense(t *testing.T) {
 // kubernetes/values.yaml (make manifests writes it), and needs no Secret the chart would
 // have made with a random password.
 func TestPlainManifests(t *testing.T) {
-	want := helm(t, "template", "throttled", chart, "--namespace", "throttled", "--values", "kubernetes/values.yaml")
+	want, err := template(values(t, []string{"kubernetes/values.yaml"}), "throttled")
+	require.NoError(t, err)
 	got, err := os.ReadFile("kubernetes/throttled.yaml")
 	require.NoError(t, err)
 	require.Equal(t, want, string(got), "deploy/kubernetes/throttled.yaml is stale: run make manifests")
@@ -445,9 +534,9 @@ func TestPlainManifests(t *testing.T) {
 // writes are ones the server takes, and /healthz answers. The variants' peers are ports that
 // refuse connections: an upstream (its URL is in a Secret) and a primary (the pod's DNS name).
 func TestRenderedConfigStarts(t *testing.T) {
-	for name, values := range variants {
+	for name, files := range variants {
 		t.Run(name, func(t *testing.T) {
-			o := render(t, values...)
+			o := render(t, files...)
 			dir := t.TempDir()
 			file := filepath.Join(dir, "throttled.conf")
 			require.NoError(t, os.WriteFile(file, []byte(o.configMaps["throttled"].Data["throttled.conf"]), 0o644))
