@@ -75,7 +75,8 @@ func TestBlockingFairness(t *testing.T) {
 		waitBlocked(t, rdb, string(rune('1'+i)))
 	}
 	rdb.LPush(ctx, "q", "a", "b", "c") // q is c b a: BRPOP takes a, then b, then c
-	var all [][]string                 // each waiter's reply, compared at once: a failure shows the whole order
+	// Each waiter's reply, compared at once: a failure shows the whole order.
+	var all [][]string
 	for _, got := range gots {
 		all = append(all, <-got)
 	}
