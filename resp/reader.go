@@ -54,12 +54,14 @@ type Reader struct {
 	// open reports whether the server wants no authentication any more (requirepass
 	// removed since): then the limits are lifted. Asked only of requests past them.
 	Open func() bool
-	// ahead, when set, is shown the first request parsed after each read and the bytes
-	// buffered after it, when there are any, before that request runs (client.prefetchKeys).
-	Ahead func(first [][]byte, rest []byte)
+	// Ahead, when set, is shown the first request parsed after each read, when more bytes
+	// follow it, before that request runs (client.prefetchKeys): it may parse the requests
+	// after it with ParseAhead.
+	Ahead func(first [][]byte)
 
 	req     request  // the request at Buf[Start:End], as far as it has been parsed
-	ahead   request  // ParseMultibulk's, which parses each request from its start
+	ahead   request  // ParseAhead's, which parses each request from its start
+	queued  queue    // the whole requests ParseAhead parsed, for Next to return in turn
 	args    [][]byte // the last request's arguments: slices of Buf or of inline
 	inline  []byte   // unquoted inline arguments
 	marks   []int    // where each inline argument starts and ends in inline
@@ -78,6 +80,20 @@ type request struct {
 	seen  int   // bytes from the line being read known to hold no '\n': its search goes on there
 	spans []int // the arguments read: each one's start and end
 }
+
+// queue is the requests ParseAhead parsed, each whole, in the order they follow
+// Buf[Start]: each one's arguments as offsets from its own first byte (so that a buffer
+// moved by shrink leaves them right), and its length.
+type queue struct {
+	spans []int // each request's arguments' starts and ends, one request after another
+	reqs  []int // each request's length in bytes and how many spans it has, in pairs
+	head  int   // the next request's pair in reqs
+	span  int   // its first span in spans
+	bytes int   // the bytes of the requests queued after head: ParseAhead goes on from there
+}
+
+// empty reports whether no parsed request waits.
+func (q *queue) empty() bool { return q.head == len(q.reqs) }
 
 // reset makes q ready for the next request.
 func (q *request) reset() {
@@ -118,6 +134,9 @@ func (r *Reader) isOpen() bool { return r.Open != nil && r.Open() }
 // that the replies so far may wait for it. It parses ahead as far as the bytes go, work
 // that Next does not repeat; the last request's arguments are invalid after it.
 func (r *Reader) Buffered() bool {
+	if !r.queued.empty() {
+		return true
+	}
 	if !r.ready {
 		r.shrink()
 	}
@@ -145,6 +164,9 @@ func (r *Reader) Next() ([][]byte, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
+	if !r.queued.empty() {
+		return r.dequeue()
+	}
 	if cap(r.args) > keepArgs {
 		r.args = nil // the last request's were many; the next's make their own
 	}
@@ -162,7 +184,7 @@ func (r *Reader) Next() ([][]byte, error) {
 				if r.read {
 					r.read = false
 					if r.Ahead != nil && r.End > r.Start {
-						r.Ahead(args, r.Buf[r.Start:r.End])
+						r.Ahead(args)
 					}
 				}
 				return args, nil
@@ -266,16 +288,65 @@ func (r *Reader) parse() ([][]byte, bool, error) {
 	return r.args, true, nil
 }
 
-// ParseMultibulk reads one request in RESP from b, appending its arguments to args; what
-// it returns keeps args's array, whether the request was whole or not.
-func (r *Reader) ParseMultibulk(b []byte, args [][]byte) ([][]byte, int, error) {
+// ParseAhead parses the next request after those Next returned and those ParseAhead
+// parsed before, when it is a whole RESP multibulk already read, appending its arguments
+// to args[:0]; false, with args[:0], when there is none (an inline request, a part, a
+// malformed one or nothing: left to Next). The request is queued: Next returns it without
+// parsing it again. The arguments are valid until the next call of Next or Buffered.
+func (r *Reader) ParseAhead(args [][]byte) ([][]byte, bool) {
+	args = args[:0]
+	at := r.Start + r.queued.bytes
+	if r.req.pos != 0 || r.ready || r.err != nil || at >= r.End || r.Buf[at] != '*' {
+		return args, false
+	}
+	b := r.Buf[at:r.End]
 	q := &r.ahead
 	defer q.reset()
 	done, err := r.multibulk(q, b)
-	if err != nil || !done {
-		return args[:0], 0, err
+	if err != nil || !done || len(q.spans) == 0 {
+		return args, false // *0 and its kin too: Next skips them
 	}
-	return q.appendArgs(args[:0], b), q.pos, nil
+	k := &r.queued
+	k.spans = append(k.spans, q.spans...)
+	k.reqs = append(k.reqs, q.pos, len(q.spans))
+	k.bytes += q.pos
+	return q.appendArgs(args, b), true
+}
+
+// dequeue returns the next request ParseAhead parsed. A client that is not authenticated
+// (any more: RESET) is held to its limits as if the request were parsed now.
+func (r *Reader) dequeue() ([][]byte, error) {
+	k := &r.queued
+	n, nspans := k.reqs[k.head], k.reqs[k.head+1]
+	spans := k.spans[k.span : k.span+nspans]
+	b := r.Buf[r.Start : r.Start+n]
+	r.args = r.args[:0]
+	for i := 0; i < len(spans); i += 2 {
+		lo, hi := spans[i], spans[i+1]
+		r.args = append(r.args, b[lo:hi:hi])
+	}
+	k.head += 2
+	k.span += nspans
+	k.bytes -= n
+	if k.empty() {
+		if cap(k.spans) > 2*keepArgs {
+			k.spans = nil // a huge request's offsets go back
+		}
+		k.spans, k.reqs, k.head, k.span = k.spans[:0], k.reqs[:0], 0, 0
+	}
+	r.Last = r.Start
+	r.Start += n
+	if r.Unauthed {
+		if len(r.args) > maxUnauthedMultibulk && !r.isOpen() {
+			return nil, ProtocolError("unauthenticated multibulk length")
+		}
+		for _, a := range r.args {
+			if len(a) > maxUnauthedBulk && !r.isOpen() {
+				return nil, ProtocolError("unauthenticated bulk length")
+			}
+		}
+	}
+	return r.args, nil
 }
 
 // multibulk goes on parsing the multibulk request b, from its '*', where q says the last
