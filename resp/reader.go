@@ -353,14 +353,13 @@ func (r *Reader) dequeue() ([][]byte, error) {
 // call left it: done once it is whole. Every length is checked as soon as its line is read.
 func (r *Reader) multibulk(q *request, b []byte) (bool, error) {
 	if q.pos == 0 {
-		line, next := r.line(q, b, 1)
+		count, ok, next := r.length(q, b, 1)
 		if next < 0 {
 			if len(b) > MaxInline {
 				return false, ProtocolError("too big mbulk count string")
 			}
 			return false, nil
 		}
-		count, ok := parseLength(line)
 		if !ok || count > MaxMultibulk {
 			return false, ProtocolError("invalid multibulk length")
 		}
@@ -377,14 +376,13 @@ func (r *Reader) multibulk(q *request, b []byte) (bool, error) {
 			if b[q.pos] != '$' {
 				return false, ProtocolError("expected '$', got '" + string(b[q.pos:q.pos+1]) + "'")
 			}
-			line, next := r.line(q, b, q.pos+1)
+			size, ok, next := r.length(q, b, q.pos+1)
 			if next < 0 {
 				if len(b)-q.pos > MaxInline {
 					return false, ProtocolError("too big bulk count string")
 				}
 				return false, nil
 			}
-			size, ok := parseLength(line)
 			if !ok || size < 0 || size > int64(r.MaxBulk) {
 				return false, ProtocolError("invalid bulk length")
 			}
@@ -409,6 +407,31 @@ func (r *Reader) multibulk(q *request, b []byte) (bool, error) {
 		q.left--
 	}
 	return true, nil
+}
+
+// length reads the line of a length starting at b[from]: its number, whether it is one
+// (parseLength), and the position after it, or -1 while it is incomplete. A length of one
+// or two digits before CRLF, the most of them, is read without searching for the line's
+// end.
+func (r *Reader) length(q *request, b []byte, from int) (int64, bool, int) {
+	if q.seen == 0 && from+3 < len(b) {
+		if d := b[from] - '0'; d <= 9 {
+			switch e := b[from+1] - '0'; {
+			case b[from+1] == '\r' && b[from+2] == '\n':
+				r.scanned += 3
+				return int64(d), true, from + 3
+			case d != 0 && e <= 9 && b[from+2] == '\r' && b[from+3] == '\n':
+				r.scanned += 4
+				return int64(d)*10 + int64(e), true, from + 4
+			}
+		}
+	}
+	line, next := r.line(q, b, from)
+	if next < 0 {
+		return 0, false, -1
+	}
+	n, ok := parseLength(line)
+	return n, ok, next
 }
 
 // line returns the line starting at b[from] without its CRLF, and the position after it, or
