@@ -85,11 +85,11 @@ type request struct {
 // Buf[Start]: each one's arguments as offsets from its own first byte (so that a buffer
 // moved by shrink leaves them right), and its length.
 type queue struct {
-	spans []int // each request's arguments' starts and ends, one request after another
-	reqs  []int // each request's length in bytes and how many spans it has, in pairs
-	head  int   // the next request's pair in reqs
-	span  int   // its first span in spans
-	bytes int   // the bytes of the requests queued after head: ParseAhead goes on from there
+	args  [][]byte // each request's arguments, one request after another: slices of Buf, which does not move while a request is queued
+	reqs  []int    // each request's length in bytes and how many arguments it has, in pairs
+	head  int      // the next request's pair in reqs
+	arg   int      // its first argument in args
+	bytes int      // the bytes of the requests queued after head: ParseAhead goes on from there
 }
 
 // empty reports whether no parsed request waits.
@@ -137,6 +137,7 @@ func (r *Reader) Buffered() bool {
 	if !r.queued.empty() {
 		return true
 	}
+	r.forgetQueued()
 	if !r.ready {
 		r.shrink()
 	}
@@ -167,6 +168,7 @@ func (r *Reader) Next() ([][]byte, error) {
 	if !r.queued.empty() {
 		return r.dequeue()
 	}
+	r.forgetQueued()
 	if cap(r.args) > keepArgs {
 		r.args = nil // the last request's were many; the next's make their own
 	}
@@ -213,6 +215,7 @@ func (r *Reader) Release() bool {
 		return false
 	}
 	clear(r.args[:cap(r.args)]) // no stale argument keeps the buffer alive
+	r.forgetQueued()
 	r.Buf, r.Start, r.End, r.Last = nil, 0, 0, 0
 	return true
 }
@@ -307,46 +310,56 @@ func (r *Reader) ParseAhead(args [][]byte) ([][]byte, bool) {
 		return args, false // *0 and its kin too: Next skips them
 	}
 	k := &r.queued
-	k.spans = append(k.spans, q.spans...)
-	k.reqs = append(k.reqs, q.pos, len(q.spans))
+	from := len(k.args)
+	k.args = q.appendArgs(k.args, b)
+	k.reqs = append(k.reqs, q.pos, len(k.args)-from)
 	k.bytes += q.pos
-	return q.appendArgs(args, b), true
+	return append(args, k.args[from:]...), true
 }
 
 // dequeue returns the next request ParseAhead parsed. A client that is not authenticated
 // (any more: RESET) is held to its limits as if the request were parsed now.
 func (r *Reader) dequeue() ([][]byte, error) {
 	k := &r.queued
-	n, nspans := k.reqs[k.head], k.reqs[k.head+1]
-	spans := k.spans[k.span : k.span+nspans]
-	b := r.Buf[r.Start : r.Start+n]
-	r.args = r.args[:0]
-	for i := 0; i < len(spans); i += 2 {
-		lo, hi := spans[i], spans[i+1]
-		r.args = append(r.args, b[lo:hi:hi])
-	}
+	n, nargs := k.reqs[k.head], k.reqs[k.head+1]
+	end := k.arg + nargs
+	args := k.args[k.arg:end:end] // its own capacity: an append does not reach the next's
 	k.head += 2
-	k.span += nspans
+	k.arg = end
 	k.bytes -= n
 	if k.empty() {
-		if cap(k.spans) > 2*keepArgs {
-			k.spans = nil // a huge request's offsets go back
-		}
-		k.spans, k.reqs, k.head, k.span = k.spans[:0], k.reqs[:0], 0, 0
+		// The arguments stay valid until the next call of Next: they are cleared then.
+		k.reqs, k.head = k.reqs[:0], 0
 	}
 	r.Last = r.Start
 	r.Start += n
 	if r.Unauthed {
-		if len(r.args) > maxUnauthedMultibulk && !r.isOpen() {
+		if len(args) > maxUnauthedMultibulk && !r.isOpen() {
 			return nil, ProtocolError("unauthenticated multibulk length")
 		}
-		for _, a := range r.args {
+		for _, a := range args {
 			if len(a) > maxUnauthedBulk && !r.isOpen() {
 				return nil, ProtocolError("unauthenticated bulk length")
 			}
 		}
 	}
-	return r.args, nil
+	return args, nil
+}
+
+// forgetQueued empties the queue's arguments once the last request it held is done with
+// them, so that none keeps an old buffer alive.
+func (r *Reader) forgetQueued() {
+	k := &r.queued
+	if k.arg == 0 {
+		return
+	}
+	if cap(k.args) > keepArgs {
+		k.args = nil // a huge request's arguments go back
+	} else {
+		clear(k.args)
+		k.args = k.args[:0]
+	}
+	k.arg = 0
 }
 
 // multibulk goes on parsing the multibulk request b, from its '*', where q says the last
