@@ -239,6 +239,9 @@ func (p *increxPlan) addFloat(cur float64) (next, applied float64, apply bool, e
 
 // INCREX key [BYINT n|BYFLOAT f] [LBOUND l] [UBOUND u] [SATURATE] [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|PERSIST] [ENX] [NX|XX]
 func (dt *Family) cmdIncrEx(c *command.Ctx, args [][]byte) error {
+	if len(args) == 2 {
+		return incrEx(c, args[1])
+	}
 	o, err := parseIncrexOptions(args[2:])
 	if err != nil {
 		return err
@@ -328,6 +331,36 @@ func (dt *Family) cmdIncrEx(c *command.Ctx, args [][]byte) error {
 		c.W.Int(ni)
 		c.W.Int(ai)
 	}
+	return nil
+}
+
+// incrEx is INCREX key, without options: INCR's path (no options to parse, no plan), and
+// INCREX's reply. An increment past the int64 range is skipped, as with options.
+func incrEx(c *command.Ctx, key []byte) error {
+	now := c.Now()
+	sh := c.LockShard(key)
+	defer c.UnlockShard(sh)
+	v, exists := sh.GetLocked(key, now)
+	cur := int64(0)
+	if exists {
+		if v.Kind != keyspace.String {
+			return keyspace.ErrWrongType
+		}
+		var ok bool
+		if cur, ok = command.ParseInt(v.Bytes); !ok {
+			return command.ErrNotInteger
+		}
+	}
+	c.W.Array(2)
+	if cur == math.MaxInt64 {
+		c.W.Int(cur)
+		c.W.Int(0)
+		return nil
+	}
+	sh.SetLocked(key, keyspace.Value{Kind: keyspace.String, Bytes: strconv.AppendInt(sh.NumBuf(), cur+1, 10), Expire: v.Expire, Num: strAsSet})
+	c.Notify(notify.String, incrEvents[0], key)
+	c.W.Int(cur + 1)
+	c.W.Int(1)
 	return nil
 }
 

@@ -45,6 +45,10 @@ func TestIncrExRedisVectors(t *testing.T) {
 	}{
 		{"missing key, no options", []step{s(ints(1, 1), "INCREX", "k")}},
 		{"default increment", []step{s("OK", "SET", "k", 10), s(ints(11, 1), "INCREX", "k")}},
+		{"no options keeps the TTL", []step{s("OK", "SET", "k", 5, "EX", 100), s(ints(6, 1), "INCREX", "k"), s(int64(100), "TTL", "k")}},
+		{"no options at LLONG_MAX is skipped", []step{s("OK", "SET", "k", maxInt), s(ints(9223372036854775807, 0), "INCREX", "k"), s(maxInt, "GET", "k")}},
+		{"no options on a non-integer", []step{s("OK", "SET", "k", "abc"), e("ERR value is not an integer or out of range", "INCREX", "k")}},
+		{"no options on a list", []step{s(int64(1), "LPUSH", "k", "a"), e(wrong, "INCREX", "k")}},
 		{"BYINT both signs", []step{s("OK", "SET", "k", 100), s(ints(105, 5), "INCREX", "k", "BYINT", 5), s(ints(95, -10), "INCREX", "k", "BYINT", -10), s(ints(95, 0), "INCREX", "k", "BYINT", 0)}},
 		{"BYINT saturates to UBOUND", []step{s("OK", "SET", "k", 50), s(ints(80, 30), "INCREX", "k", "BYINT", 100, "UBOUND", 80, "SATURATE"), s("80", "GET", "k")}},
 		{"BYINT saturates to LBOUND", []step{s("OK", "SET", "k", 10), s(ints(0, -10), "INCREX", "k", "BYINT", -100, "LBOUND", 0, "SATURATE"), s("0", "GET", "k")}},

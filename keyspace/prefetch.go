@@ -11,29 +11,37 @@ import (
 // does for its dictionary (prefetch-batch-max-size). It reads under the shards' locks and
 // changes nothing; a shard locked by anyone else is passed over.
 func (ks *Keyspace) Prefetch(keys [][]byte) {
-	for _, k := range keys {
-		h := maphash.Bytes(ks.seed, k)
-		s := ks.shards[h&ks.mask]
-		if s.mu.TryLock() {
-			if n := len(s.index); n > 0 {
-				prefetch(unsafe.Pointer(&s.index[home(uint32(h>>32), n)]))
+	var hashes [prefetchMost]uint64 // each key is hashed once, for both passes
+	for len(keys) > 0 {
+		batch := keys[:min(len(keys), len(hashes))]
+		keys = keys[len(batch):]
+		for i, k := range batch {
+			h := maphash.Bytes(ks.seed, k)
+			hashes[i] = h
+			s := ks.shards[h&ks.mask]
+			if s.mu.TryLock() {
+				if n := len(s.index); n > 0 {
+					prefetch(unsafe.Pointer(&s.index[home(uint32(h>>32), n)]))
+				}
+				s.mu.Unlock()
 			}
-			s.mu.Unlock()
 		}
-	}
-	for _, k := range keys {
-		h := maphash.Bytes(ks.seed, k)
-		s := ks.shards[h&ks.mask]
-		if s.mu.TryLock() {
-			if off, ok := s.probe(uint32(h >> 32)); ok {
-				e := s.entry(off)
-				prefetch(unsafe.Pointer(&e[0]))
-				prefetch(unsafe.Pointer(&e[min(len(e)-1, 63)]))
+		for _, h := range hashes[:len(batch)] {
+			s := ks.shards[h&ks.mask]
+			if s.mu.TryLock() {
+				if off, ok := s.probe(uint32(h >> 32)); ok {
+					e := s.entry(off)
+					prefetch(unsafe.Pointer(&e[0]))
+					prefetch(unsafe.Pointer(&e[min(len(e)-1, 63)]))
+				}
+				s.mu.Unlock()
 			}
-			s.mu.Unlock()
 		}
 	}
 }
+
+// prefetchMost is the most keys Prefetch hashes at a time: prefetch-batch-max-size's most.
+const prefetchMost = 128
 
 // probe returns the offset of the first entry whose slot holds hash h, without reading any
 // entry: the one find would compare first.

@@ -54,12 +54,14 @@ type Reader struct {
 	// open reports whether the server wants no authentication any more (requirepass
 	// removed since): then the limits are lifted. Asked only of requests past them.
 	Open func() bool
-	// ahead, when set, is shown the first request parsed after each read and the bytes
-	// buffered after it, when there are any, before that request runs (client.prefetchKeys).
-	Ahead func(first [][]byte, rest []byte)
+	// Ahead, when set, is shown the first request parsed after each read, when more bytes
+	// follow it, before that request runs (client.prefetchKeys): it may parse the requests
+	// after it with ParseAhead.
+	Ahead func(first [][]byte)
 
 	req     request  // the request at Buf[Start:End], as far as it has been parsed
-	ahead   request  // ParseMultibulk's, which parses each request from its start
+	ahead   request  // ParseAhead's, which parses each request from its start
+	queued  queue    // the whole requests ParseAhead parsed, for Next to return in turn
 	args    [][]byte // the last request's arguments: slices of Buf or of inline
 	inline  []byte   // unquoted inline arguments
 	marks   []int    // where each inline argument starts and ends in inline
@@ -78,6 +80,20 @@ type request struct {
 	seen  int   // bytes from the line being read known to hold no '\n': its search goes on there
 	spans []int // the arguments read: each one's start and end
 }
+
+// queue is the requests ParseAhead parsed, each whole, in the order they follow
+// Buf[Start]: each one's arguments as offsets from its own first byte (so that a buffer
+// moved by shrink leaves them right), and its length.
+type queue struct {
+	args  [][]byte // each request's arguments, one request after another: slices of Buf, which does not move while a request is queued
+	reqs  []int    // each request's length in bytes and how many arguments it has, in pairs
+	head  int      // the next request's pair in reqs
+	arg   int      // its first argument in args
+	bytes int      // the bytes of the requests queued after head: ParseAhead goes on from there
+}
+
+// empty reports whether no parsed request waits.
+func (q *queue) empty() bool { return q.head == len(q.reqs) }
 
 // reset makes q ready for the next request.
 func (q *request) reset() {
@@ -118,6 +134,10 @@ func (r *Reader) isOpen() bool { return r.Open != nil && r.Open() }
 // that the replies so far may wait for it. It parses ahead as far as the bytes go, work
 // that Next does not repeat; the last request's arguments are invalid after it.
 func (r *Reader) Buffered() bool {
+	if !r.queued.empty() {
+		return true
+	}
+	r.forgetQueued()
 	if !r.ready {
 		r.shrink()
 	}
@@ -145,6 +165,10 @@ func (r *Reader) Next() ([][]byte, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
+	if !r.queued.empty() {
+		return r.dequeue()
+	}
+	r.forgetQueued()
 	if cap(r.args) > keepArgs {
 		r.args = nil // the last request's were many; the next's make their own
 	}
@@ -162,7 +186,7 @@ func (r *Reader) Next() ([][]byte, error) {
 				if r.read {
 					r.read = false
 					if r.Ahead != nil && r.End > r.Start {
-						r.Ahead(args, r.Buf[r.Start:r.End])
+						r.Ahead(args)
 					}
 				}
 				return args, nil
@@ -191,6 +215,7 @@ func (r *Reader) Release() bool {
 		return false
 	}
 	clear(r.args[:cap(r.args)]) // no stale argument keeps the buffer alive
+	r.forgetQueued()
 	r.Buf, r.Start, r.End, r.Last = nil, 0, 0, 0
 	return true
 }
@@ -266,30 +291,88 @@ func (r *Reader) parse() ([][]byte, bool, error) {
 	return r.args, true, nil
 }
 
-// ParseMultibulk reads one request in RESP from b, appending its arguments to args; what
-// it returns keeps args's array, whether the request was whole or not.
-func (r *Reader) ParseMultibulk(b []byte, args [][]byte) ([][]byte, int, error) {
+// ParseAhead parses the next request after those Next returned and those ParseAhead
+// parsed before, when it is a whole RESP multibulk already read, appending its arguments
+// to args[:0]; false, with args[:0], when there is none (an inline request, a part, a
+// malformed one or nothing: left to Next). The request is queued: Next returns it without
+// parsing it again. The arguments are valid until the next call of Next or Buffered.
+func (r *Reader) ParseAhead(args [][]byte) ([][]byte, bool) {
+	args = args[:0]
+	at := r.Start + r.queued.bytes
+	if r.req.pos != 0 || r.ready || r.err != nil || at >= r.End || r.Buf[at] != '*' {
+		return args, false
+	}
+	b := r.Buf[at:r.End]
 	q := &r.ahead
 	defer q.reset()
 	done, err := r.multibulk(q, b)
-	if err != nil || !done {
-		return args[:0], 0, err
+	if err != nil || !done || len(q.spans) == 0 {
+		return args, false // *0 and its kin too: Next skips them
 	}
-	return q.appendArgs(args[:0], b), q.pos, nil
+	k := &r.queued
+	from := len(k.args)
+	k.args = q.appendArgs(k.args, b)
+	k.reqs = append(k.reqs, q.pos, len(k.args)-from)
+	k.bytes += q.pos
+	return append(args, k.args[from:]...), true
+}
+
+// dequeue returns the next request ParseAhead parsed. A client that is not authenticated
+// (any more: RESET) is held to its limits as if the request were parsed now.
+func (r *Reader) dequeue() ([][]byte, error) {
+	k := &r.queued
+	n, nargs := k.reqs[k.head], k.reqs[k.head+1]
+	end := k.arg + nargs
+	args := k.args[k.arg:end:end] // its own capacity: an append does not reach the next's
+	k.head += 2
+	k.arg = end
+	k.bytes -= n
+	if k.empty() {
+		// The arguments stay valid until the next call of Next: they are cleared then.
+		k.reqs, k.head = k.reqs[:0], 0
+	}
+	r.Last = r.Start
+	r.Start += n
+	if r.Unauthed {
+		if len(args) > maxUnauthedMultibulk && !r.isOpen() {
+			return nil, ProtocolError("unauthenticated multibulk length")
+		}
+		for _, a := range args {
+			if len(a) > maxUnauthedBulk && !r.isOpen() {
+				return nil, ProtocolError("unauthenticated bulk length")
+			}
+		}
+	}
+	return args, nil
+}
+
+// forgetQueued empties the queue's arguments once the last request it held is done with
+// them, so that none keeps an old buffer alive.
+func (r *Reader) forgetQueued() {
+	k := &r.queued
+	if k.arg == 0 {
+		return
+	}
+	if cap(k.args) > keepArgs {
+		k.args = nil // a huge request's arguments go back
+	} else {
+		clear(k.args)
+		k.args = k.args[:0]
+	}
+	k.arg = 0
 }
 
 // multibulk goes on parsing the multibulk request b, from its '*', where q says the last
 // call left it: done once it is whole. Every length is checked as soon as its line is read.
 func (r *Reader) multibulk(q *request, b []byte) (bool, error) {
 	if q.pos == 0 {
-		line, next := r.line(q, b, 1)
+		count, ok, next := r.length(q, b, 1)
 		if next < 0 {
 			if len(b) > MaxInline {
 				return false, ProtocolError("too big mbulk count string")
 			}
 			return false, nil
 		}
-		count, ok := parseLength(line)
 		if !ok || count > MaxMultibulk {
 			return false, ProtocolError("invalid multibulk length")
 		}
@@ -306,14 +389,13 @@ func (r *Reader) multibulk(q *request, b []byte) (bool, error) {
 			if b[q.pos] != '$' {
 				return false, ProtocolError("expected '$', got '" + string(b[q.pos:q.pos+1]) + "'")
 			}
-			line, next := r.line(q, b, q.pos+1)
+			size, ok, next := r.length(q, b, q.pos+1)
 			if next < 0 {
 				if len(b)-q.pos > MaxInline {
 					return false, ProtocolError("too big bulk count string")
 				}
 				return false, nil
 			}
-			size, ok := parseLength(line)
 			if !ok || size < 0 || size > int64(r.MaxBulk) {
 				return false, ProtocolError("invalid bulk length")
 			}
@@ -338,6 +420,31 @@ func (r *Reader) multibulk(q *request, b []byte) (bool, error) {
 		q.left--
 	}
 	return true, nil
+}
+
+// length reads the line of a length starting at b[from]: its number, whether it is one
+// (parseLength), and the position after it, or -1 while it is incomplete. A length of one
+// or two digits before CRLF, the most of them, is read without searching for the line's
+// end.
+func (r *Reader) length(q *request, b []byte, from int) (int64, bool, int) {
+	if q.seen == 0 && from+3 < len(b) {
+		if d := b[from] - '0'; d <= 9 {
+			switch e := b[from+1] - '0'; {
+			case b[from+1] == '\r' && b[from+2] == '\n':
+				r.scanned += 3
+				return int64(d), true, from + 3
+			case d != 0 && e <= 9 && b[from+2] == '\r' && b[from+3] == '\n':
+				r.scanned += 4
+				return int64(d)*10 + int64(e), true, from + 4
+			}
+		}
+	}
+	line, next := r.line(q, b, from)
+	if next < 0 {
+		return 0, false, -1
+	}
+	n, ok := parseLength(line)
+	return n, ok, next
 }
 
 // line returns the line starting at b[from] without its CRLF, and the position after it, or

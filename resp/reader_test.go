@@ -35,16 +35,70 @@ func FuzzReader(f *testing.F) {
 			pieces, rest = append(pieces, rest[:n]), rest[n:]
 		}
 		trickled, trickledErr := parseAll(t, NewReader(&chunks{pieces: pieces, block: true}, DefaultMaxBulk), len(data), true)
+		// The requests parsed ahead of time (ParseAhead, as the key prefetch does after each
+		// read) are the ones Next returns after.
+		ahead := NewReader(&chunks{pieces: pieces, block: true}, DefaultMaxBulk)
+		lookAhead(t, ahead, len(data), 1+len(cuts)%17)
+		parsedAhead, parsedAheadErr := parseAll(t, ahead, len(data), len(cuts)%2 == 0)
 		// A line past MaxInline is refused once that many bytes of it are read without its
 		// end: whether its end came in the same read depends on the reads, as in Redis.
-		if readSized(wholeErr) || readSized(trickledErr) {
-			n := min(len(whole), len(trickled))
+		if readSized(wholeErr) || readSized(trickledErr) || readSized(parsedAheadErr) {
+			n := min(len(whole), len(trickled), len(parsedAhead))
 			require.Equal(t, whole[:n], trickled[:n])
+			require.Equal(t, whole[:n], parsedAhead[:n])
 			return
 		}
 		require.Equal(t, whole, trickled)
 		require.Equal(t, wholeErr, trickledErr)
+		require.Equal(t, whole, parsedAhead)
+		require.Equal(t, wholeErr, parsedAheadErr)
 	})
+}
+
+// lookAhead makes r parse up to most requests ahead after each read, as the key prefetch
+// does, checking that none has an argument longer than the size bytes read.
+func lookAhead(t *testing.T, r *Reader, size, most int) {
+	var args [][]byte
+	r.Ahead = func([][]byte) {
+		for range most {
+			var ok bool
+			if args, ok = r.ParseAhead(args); !ok {
+				return
+			}
+			for _, a := range args {
+				if len(a) > size {
+					t.Fatalf("argument of %d bytes parsed ahead from %d bytes of input", len(a), size)
+				}
+			}
+		}
+	}
+}
+
+// TestParseAheadKeepsLimits: a request parsed ahead of time is held to the limits of a
+// client that is not authenticated when it runs (after RESET, say), as one parsed then.
+func TestParseAheadKeepsLimits(t *testing.T) {
+	big := "*11\r\n" + strings.Repeat("$1\r\na\r\n", 11)
+	long := "*2\r\n$3\r\nGET\r\n$16385\r\n" + strings.Repeat("k", 16385) + "\r\n"
+	for name, tc := range map[string]struct{ req, err string }{
+		"arguments": {big, "Protocol error: unauthenticated multibulk length"},
+		"length":    {long, "Protocol error: unauthenticated bulk length"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			for _, ahead := range []bool{false, true} {
+				r := NewReader(bytes.NewReader([]byte("*1\r\n$5\r\nRESET\r\n"+tc.req)), DefaultMaxBulk)
+				r.Buf = make([]byte, 64*1024)
+				if ahead {
+					lookAhead(t, r, len(tc.req), 16)
+				}
+				args, err := r.Next()
+				require.NoError(t, err)
+				require.Equal(t, "RESET", string(args[0]))
+				r.Unauthed = true
+				_, err = r.Next()
+				require.EqualError(t, err, tc.err)
+			}
+		})
+	}
 }
 
 // parseAll parses requests from r until an error other than ErrWouldBlock (at most 1000 of

@@ -4,25 +4,23 @@ package server
 const defaultPrefetchBatch = 16
 
 // prefetchKeys shows the keyspace the keys of the requests one read brought, first being
-// the one about to run and rest the bytes after it, so that the cache misses of their
-// lookups overlap (keyspace.Prefetch): with a pipeline, each request would otherwise wait
-// for its own. At most prefetch-batch-max-size keys; none when it is below 2, as in Redis.
-// A request in rest is parsed twice, here and when it runs; one that does not parse ends
-// the batch, its error left to the parse that runs it.
-func (c *client) prefetchKeys(first [][]byte, rest []byte) {
+// the one about to run, so that the cache misses of their lookups overlap
+// (keyspace.Prefetch): with a pipeline, each request would otherwise wait for its own. At
+// most prefetch-batch-max-size keys; none when it is below 2, as in Redis. The requests
+// after first are parsed here once (resp.Reader.ParseAhead): they run from what this
+// parse left. One that does not parse ends the batch, its error left to the parse that
+// runs it.
+func (c *client) prefetchKeys(first [][]byte) {
 	most := int(c.s.prefetchBatch.Load())
 	if most < 2 {
 		return
 	}
 	keys, args := c.requestKeys(c.aheadKeys[:0], first), c.aheadArgs[:0]
-	for len(keys) < most && len(rest) > 0 && rest[0] == '*' {
-		var n int
-		var err error
-		args, n, err = c.rd.ParseMultibulk(rest, args[:0])
-		if err != nil || n == 0 {
+	for len(keys) < most {
+		var ok bool
+		if args, ok = c.rd.ParseAhead(args); !ok {
 			break
 		}
-		rest = rest[n:]
 		keys = c.requestKeys(keys, args)
 	}
 	if len(keys) > 1 {
