@@ -16,7 +16,7 @@ port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); 
 tp=$(port); rp=$(port)
 tmp=$(mktemp -d)
 "${srv[@]}" ./bin/throttled --port "$tp" --dir "$tmp/t" --appendonly no --loglevel warning 2>/dev/null & tpid=$!
-"${srv[@]}" redis-server --port "$rp" --bind 127.0.0.1 --save '' --appendonly no --dir "$tmp" --daemonize no --loglevel warning & rpid=$!
+"${srv[@]}" redis-server --port "$rp" --bind 127.0.0.1 --save '' --appendonly no --dir "$tmp" --daemonize no --loglevel warning >/dev/null & rpid=$!
 trap 'kill $tpid $rpid 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 for p in "$tp" "$rp"; do
 	until redis-cli -p "$p" PING >/dev/null 2>&1; do sleep 0.05; done
