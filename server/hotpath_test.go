@@ -38,6 +38,7 @@ func TestHotPathAllocatesNothing(t *testing.T) {
 		{"WINDOW", "quota", "1000000", "1mo", "TZ", "Europe/Berlin"},
 		{"CHECK", "monthly", "subject"},
 		{"INCR", "counter"},
+		{"INCREX", "counter"},
 		{"INCREX", "window", "BYINT", "1", "UBOUND", "1000000000", "SATURATE", "EX", "60", "ENX"},
 		{"INCREX", "tokens", "BYFLOAT", "0.5", "LBOUND", "0", "UBOUND", "1e12", "PX", "60000"},
 		{"GET", "counter"},
