@@ -81,6 +81,9 @@ func parseMPop(args [][]byte, numIdx int, head, tail string) (keys [][]byte, fro
 	if !ok || n < 1 {
 		return nil, false, 0, errNumKeys
 	}
+	if n >= int64(len(args)) { // more keys than arguments (and numIdx+n+1 not past int64)
+		return nil, false, 0, command.ErrSyntax
+	}
 	where := int64(numIdx) + n + 1
 	if where >= int64(len(args)) {
 		return nil, false, 0, command.ErrSyntax
