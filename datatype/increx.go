@@ -334,33 +334,25 @@ func (dt *Family) cmdIncrEx(c *command.Ctx, args [][]byte) error {
 	return nil
 }
 
-// incrEx is INCREX key, without options: INCR's path (no options to parse, no plan), and
-// INCREX's reply. An increment past the int64 range is skipped, as with options.
+// incrEx is INCREX key, without options: INCR's path (IncrLocked: no options to parse, no
+// plan), and INCREX's reply. An increment past the int64 range is skipped, as with options.
 func incrEx(c *command.Ctx, key []byte) error {
-	now := c.Now()
 	sh := c.LockShard(key)
 	defer c.UnlockShard(sh)
-	v, exists := sh.GetLocked(key, now)
-	cur := int64(0)
-	if exists {
-		if v.Kind != keyspace.String {
-			return keyspace.ErrWrongType
-		}
-		var ok bool
-		if cur, ok = command.ParseInt(v.Bytes); !ok {
-			return command.ErrNotInteger
-		}
+	n, err := IncrLocked(sh, key, 1, c.Now())
+	applied := int64(1)
+	if errors.Is(err, command.ErrOverflow) {
+		n, applied, err = math.MaxInt64, 0, nil // IncrLocked changed nothing
+	}
+	if err != nil {
+		return err
+	}
+	if applied != 0 {
+		c.Notify(notify.String, incrEvents[0], key)
 	}
 	c.W.Array(2)
-	if cur == math.MaxInt64 {
-		c.W.Int(cur)
-		c.W.Int(0)
-		return nil
-	}
-	sh.SetLocked(key, keyspace.Value{Kind: keyspace.String, Bytes: strconv.AppendInt(sh.NumBuf(), cur+1, 10), Expire: v.Expire, Num: strAsSet})
-	c.Notify(notify.String, incrEvents[0], key)
-	c.W.Int(cur + 1)
-	c.W.Int(1)
+	c.W.Int(n)
+	c.W.Int(applied)
 	return nil
 }
 

@@ -130,22 +130,5 @@ func (s *Shard) drainAppended(t *tracker, f Feed, r Recorder) (more bool) {
 			return true
 		}
 	}
-	for t.head < len(t.dirtyIDs) {
-		id := t.dirtyIDs[t.head]
-		t.head++
-		if !t.dirty(id) {
-			continue // deleted since, or queued twice
-		}
-		t.dirtyBits[id/64] &^= 1 << (id % 64)
-		if int(id) >= len(s.ids) || s.ids[id] == freeID {
-			continue
-		}
-		e := s.entry(s.ids[id])
-		s.put(r, f, s.keyIn(e), s.value(e))
-		if r.Full() && t.head < len(t.dirtyIDs) {
-			return true
-		}
-	}
-	t.trim(len(s.ids))
-	return false
+	return s.drainDirty(t, f, r)
 }

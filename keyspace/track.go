@@ -311,22 +311,35 @@ func (ks *Keyspace) Drain(f Feed, i int, r Recorder) (more, ok bool) {
 		}
 		return more, true
 	}
-	for s.head < len(s.dirtyIDs) {
-		id := s.dirtyIDs[s.head]
-		s.head++
-		s.dirtyBits[id/64] &^= 1 << (id % 64)
-		if int(id) >= len(sh.ids) || sh.ids[id] == freeID {
+	if sh.drainDirty(s, f, r) {
+		s.pending.Store(int64(len(s.dirtyIDs) - s.head))
+		return true, true
+	}
+	return false, true
+}
+
+// drainDirty puts into r, each as it is now, the records t queued by id from t.head on,
+// until r is full: true when it stopped early. An id whose bit is clear was unqueued (an
+// appending feed's deletion) or queued twice.
+func (s *Shard) drainDirty(t *tracker, f Feed, r Recorder) bool {
+	for t.head < len(t.dirtyIDs) {
+		id := t.dirtyIDs[t.head]
+		t.head++
+		if !t.dirty(id) {
 			continue
 		}
-		e := sh.entry(sh.ids[id])
-		sh.put(r, f, sh.keyIn(e), sh.value(e))
-		if r.Full() && s.head < len(s.dirtyIDs) {
-			s.pending.Store(int64(len(s.dirtyIDs) - s.head))
-			return true, true
+		t.dirtyBits[id/64] &^= 1 << (id % 64)
+		if int(id) >= len(s.ids) || s.ids[id] == freeID {
+			continue
+		}
+		e := s.entry(s.ids[id])
+		s.put(r, f, s.keyIn(e), s.value(e))
+		if r.Full() && t.head < len(t.dirtyIDs) {
+			return true
 		}
 	}
-	s.trim(len(sh.ids))
-	return false, true
+	t.trim(len(s.ids))
+	return false
 }
 
 // Changed appends to buf the shards where feed f, a capturing feed (ReplicaFeed, RedoFeed),
