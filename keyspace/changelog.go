@@ -69,6 +69,7 @@ func (t *tracker) appendWrite(id uint32, key []byte, v Value) {
 	if _, chunked := v.Obj.(Chunked); chunked || n > maxCaptured {
 		if t.markDirty(id) {
 			t.dirtyIDs = append(t.dirtyIDs, id)
+			t.queued = true
 			t.appended()
 		}
 		return
@@ -86,7 +87,7 @@ func (t *tracker) appendDelete(id uint32, key []byte) {
 	if t.lost {
 		return
 	}
-	if t.dirty(id) {
+	if t.queued && t.dirty(id) {
 		t.dirtyBits[id/64] &^= 1 << (id % 64) // its state is gone: the deletion says so
 	}
 	if len(t.log)+2*binary.MaxVarintLen32+1+len(key) > t.maxLog {
@@ -105,7 +106,8 @@ func (t *tracker) overflow() {
 }
 
 // drainAppended is Drain for an appending tracker t of s: the log, then the values queued by
-// record id. It reports whether it stopped early.
+// record id. It reports whether it stopped early. When none was queued since the last full
+// drain (the common case: small values), it touches only the tracker's first cache line.
 func (s *Shard) drainAppended(t *tracker, f Feed, r Recorder) (more bool) {
 	if lr, ok := r.(LogRecorder); ok {
 		lr.Log(t.log[t.logHead:])
@@ -130,5 +132,13 @@ func (s *Shard) drainAppended(t *tracker, f Feed, r Recorder) (more bool) {
 			return true
 		}
 	}
-	return s.drainDirty(t, f, r)
+	if t.queued {
+		return s.drainDirty(t, f, r) // its trim clears queued
+	}
+	t.log, t.logHead = t.log[:0], 0
+	if cap(t.log) > 1<<20 {
+		t.log = nil
+	}
+	t.pending.Store(0)
+	return false
 }

@@ -6,9 +6,84 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 )
+
+// TestTrackerLayout checks what tracker's comment promises: each tracker starts a cache
+// line and its groups of fields start theirs. A shard is larger than 1024 bytes, where Go's
+// size classes are multiples of 128 bytes, so a shard starts a cache line too.
+func TestTrackerLayout(t *testing.T) {
+	var s Shard
+	var tr tracker
+	require.Greater(t, unsafe.Sizeof(s), uintptr(1024))
+	require.Zero(t, unsafe.Offsetof(s.trk)%64)
+	require.Equal(t, uintptr(3*64), unsafe.Sizeof(tr))
+	require.Equal(t, uintptr(64), unsafe.Offsetof(tr.dirtyBits))
+	require.Equal(t, uintptr(128), unsafe.Offsetof(tr.delLog))
+}
+
+// TestTrackDiskQueuedInEntry covers the DiskFeed's mark in the entry (idDirty): it moves
+// with an entry that grows, a Track turned off clears it, a full rewrite clears it, and a
+// key deleted while queued, its id taken over, is queued once.
+func TestTrackDiskQueuedInEntry(t *testing.T) {
+	ks := New(1)
+	ks.Track(DiskFeed, true)
+	r := &mirrorRecorder{m: map[string]Value{}}
+	set(ks, "s", Value{Kind: String, Bytes: []byte("x")})
+	drainInto(ks, r)
+
+	// Written again, growing each time: the entry moves, and stays queued once.
+	for i := range 20 {
+		set(ks, "s", Value{Kind: String, Bytes: bytes.Repeat([]byte("y"), 100*(i+1))})
+	}
+	require.Equal(t, 1, ks.Pending(DiskFeed))
+	r.puts = 0
+	drainInto(ks, r)
+	require.Equal(t, 1, r.puts)
+	require.Len(t, r.m["s"].Bytes, 2000)
+
+	// Off and on again: every key written after is queued.
+	set(ks, "a", Value{Kind: GCRA, Num: 1})
+	ks.Track(DiskFeed, false)
+	ks.Track(DiskFeed, true)
+	set(ks, "a", Value{Kind: GCRA, Num: 2})
+	require.Equal(t, 1, ks.Pending(DiskFeed))
+	drainInto(ks, r)
+	require.Equal(t, Value{Kind: GCRA, Num: 2}, r.m["a"])
+
+	// A full rewrite drains the queued keys: written after it, they are queued again.
+	set(ks, "a", Value{Kind: GCRA, Num: 3})
+	ks.DrainAll(DiskFeed, 0, r)
+	set(ks, "a", Value{Kind: GCRA, Num: 4})
+	require.Equal(t, 1, ks.Pending(DiskFeed))
+	drainInto(ks, r)
+	require.Equal(t, Value{Kind: GCRA, Num: 4}, r.m["a"])
+
+	// Keys deleted while queued, their ids taken over by new keys, again and again.
+	for i := range 1000 {
+		k := "churn" + strconv.Itoa(i)
+		set(ks, k, Value{Kind: GCRA, Num: int64(i)})
+		if i%2 == 0 {
+			del(ks, k)
+		}
+	}
+	require.Equal(t, 500+500, ks.Pending(DiskFeed), "500 keys queued once each, 500 deletions")
+	require.Equal(t, 500, len(ks.shards[0].trk[DiskFeed].dirtyIDs), "no id queued twice")
+	drainInto(ks, r)
+	require.Len(t, r.m, 2+500)
+	require.Zero(t, ks.Pending(DiskFeed))
+
+	// A deleted key's id, drained while free, is not taken for queued by its next key.
+	set(ks, "b", Value{Kind: GCRA, Num: 1})
+	del(ks, "b")
+	drainInto(ks, r)
+	set(ks, "c", Value{Kind: GCRA, Num: 1})
+	require.Equal(t, 1, ks.Pending(DiskFeed))
+	drainInto(ks, r)
+	require.Equal(t, Value{Kind: GCRA, Num: 1}, r.m["c"])
+}
 
 // mirrorRecorder applies drained changes to a map. With piece > 0 it is Full after that
 // many puts, until emptied.
