@@ -1,6 +1,9 @@
 package keyspace
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	mathbits "math/bits"
+)
 
 // An appending feed (RedoFeed) records every change in order, as it is written, in the
 // change log form below, instead of the latest state of each key changed: its consumer
@@ -79,6 +82,30 @@ func (t *tracker) appendWrite(id uint32, key []byte, v Value) {
 		return
 	}
 	t.log = appendLogPut(t.log, key, v, n)
+	t.appended()
+}
+
+// appendFixed is appendWrite for key's entry e, which holds no byte value and no object
+// (GCRA, a counter): its fields lie in the entry in the order Encode writes them, and the
+// flags that say which are there map onto Encode's, so the change is copied from the entry
+// without assembling a Value (a tenth of the redo log's cost per write at P=16).
+func (t *tracker) appendFixed(key, e []byte) {
+	if t.lost {
+		return
+	}
+	b := e[eID+3]
+	flags := b>>6&1 | b>>4&2 | e[0]>>4&4 // idExpire, idNum and hdrWide: valExpire, valNum, valNum2
+	n := valueHeader + 8*mathbits.OnesCount8(flags)
+	if len(t.log)+2*binary.MaxVarintLen32+1+len(key)+n > t.maxLog {
+		t.overflow()
+		return
+	}
+	t.log = binary.AppendUvarint(t.log, uint64(1+uvarintLen(len(key))+len(key)+n))
+	t.log = append(t.log, LogPut)
+	t.log = binary.AppendUvarint(t.log, uint64(len(key)))
+	t.log = append(t.log, key...)
+	t.log = append(t.log, valueVersion, e[0]&hdrKind, flags)
+	t.log = append(t.log, e[eFields:eFields+n-valueHeader]...)
 	t.appended()
 }
 

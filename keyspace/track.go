@@ -182,7 +182,11 @@ func (s *Shard) noteWrite(id, off uint32) {
 		// entry was.
 		e := s.entry(off)
 		if t := &s.trk[mathbits.TrailingZeros8(fs)]; t.appends {
-			t.appendWrite(id, s.keyIn(e), s.value(e))
+			if e[0]&hdrBytes == 0 {
+				t.appendFixed(s.keyIn(e), e)
+			} else {
+				t.appendWrite(id, s.keyIn(e), s.value(e))
+			}
 		} else {
 			t.captureWrite(id, s.keyIn(e), s.value(e))
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"unsafe"
@@ -474,6 +475,40 @@ type logRecorder struct {
 }
 
 func (r *logRecorder) Log(changes []byte) { r.log = append(r.log, changes...) }
+
+// TestAppendingFeedFixed: a value without bytes, which the appending feed copies from its
+// entry's fields as they lie (appendFixed), is logged as AppendLogPut writes it, whatever
+// fields it has, with a key kept in the entry or out of it.
+func TestAppendingFeedFixed(t *testing.T) {
+	long := strings.Repeat("k", maxInlineKey+1)
+	for _, key := range []string{"k", long} {
+		for fields := range 8 {
+			v := Value{Kind: GCRA}
+			if fields&1 != 0 {
+				v.Expire = 1e18 + 1
+			}
+			if fields&2 != 0 {
+				v.Num = -2
+			}
+			if fields&4 != 0 {
+				v.Num2 = 1 << 40
+			}
+			for _, kind := range []Kind{GCRA, SlidingCounter, maxKind} {
+				v.Kind = kind
+				ks := New(1)
+				set(ks, key, Value{Kind: String, Bytes: []byte("before")})
+				ks.Track(RedoFeed, true)
+				set(ks, key, v) // an entry with a byte value before
+				set(ks, key, v) // one without
+				lr := &logRecorder{}
+				_, ok := ks.Drain(RedoFeed, 0, lr)
+				require.True(t, ok)
+				want := AppendLogPut(nil, []byte(key), v)
+				require.Equal(t, append(want, want...), lr.log, "fields %03b kind %d", fields, kind)
+			}
+		}
+	}
+}
 
 // TestAppendingFeed: the redo log's feed hands over every change in order, a key written
 // twice twice, and a value it does not copy (a long one) with its state at the drain, after
