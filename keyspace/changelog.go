@@ -70,11 +70,7 @@ func (t *tracker) appendWrite(id uint32, key []byte, v Value) {
 	}
 	n := EncodedLen(v)
 	if _, chunked := v.Obj.(Chunked); chunked || n > maxCaptured {
-		if t.markDirty(id) {
-			t.dirtyIDs = append(t.dirtyIDs, id)
-			t.queued = true
-			t.appended()
-		}
+		t.queue(id)
 		return
 	}
 	if len(t.log)+2*binary.MaxVarintLen32+1+len(key)+n > t.maxLog {
@@ -85,17 +81,32 @@ func (t *tracker) appendWrite(id uint32, key []byte, v Value) {
 	t.appended()
 }
 
-// appendFixed is appendWrite for key's entry e, which holds no byte value and no object
-// (GCRA, a counter): its fields lie in the entry in the order Encode writes them, and the
-// flags that say which are there map onto Encode's, so the change is copied from the entry
-// without assembling a Value (a tenth of the redo log's cost per write at P=16).
-func (t *tracker) appendFixed(key, e []byte) {
+// queue queues record id, whose value the log does not copy, to be drained by id.
+func (t *tracker) queue(id uint32) {
+	if t.markDirty(id) {
+		t.dirtyIDs = append(t.dirtyIDs, id)
+		t.queued = true
+		t.appended()
+	}
+}
+
+// appendEntry is appendWrite for key, record id, whose entry e holds no object and no byte
+// value kept out of it: val is its inline byte value, nil for none (GCRA, a counter). The
+// entry's fields lie in the order Encode writes them, and the flags that say which are
+// there map onto Encode's, so the change is copied from the entry without assembling a
+// Value (a tenth of the redo log's cost per write at P=16).
+func (t *tracker) appendEntry(id uint32, key, e, val []byte) {
 	if t.lost {
 		return
 	}
 	b := e[eID+3]
 	flags := b>>6&1 | b>>4&2 | e[0]>>4&4 // idExpire, idNum and hdrWide: valExpire, valNum, valNum2
-	n := valueHeader + 8*mathbits.OnesCount8(flags)
+	fields := 8 * mathbits.OnesCount8(flags)
+	n := valueHeader + fields + len(val)
+	if n > maxCaptured {
+		t.queue(id)
+		return
+	}
 	if len(t.log)+2*binary.MaxVarintLen32+1+len(key)+n > t.maxLog {
 		t.overflow()
 		return
@@ -105,7 +116,8 @@ func (t *tracker) appendFixed(key, e []byte) {
 	t.log = binary.AppendUvarint(t.log, uint64(len(key)))
 	t.log = append(t.log, key...)
 	t.log = append(t.log, valueVersion, e[0]&hdrKind, flags)
-	t.log = append(t.log, e[eFields:eFields+n-valueHeader]...)
+	t.log = append(t.log, e[eFields:eFields+fields]...)
+	t.log = append(t.log, val...)
 	t.appended()
 }
 

@@ -559,6 +559,21 @@ func (s *Shard) bytesOf(e []byte) []byte {
 	return e[at : at+vlen : at+vlen]
 }
 
+// inlineBytes returns the byte value of entry e, which has hdrBytes, when it is in the
+// entry, aliasing the shard's memory; nil when it is in Shard.vals or an Obj.
+func inlineBytes(e []byte) []byte {
+	at := keyEnd(e)
+	vlen, n := uvarint(e[at:])
+	if vlen == 0 {
+		return nil
+	}
+	at += n
+	if hasRoom(e) {
+		at++
+	}
+	return e[at : at+vlen : at+vlen]
+}
+
 // value assembles the Value of entry e.
 func (s *Shard) value(e []byte) Value {
 	hdr := e[0]

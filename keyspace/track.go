@@ -183,7 +183,9 @@ func (s *Shard) noteWrite(id, off uint32) {
 		e := s.entry(off)
 		if t := &s.trk[mathbits.TrailingZeros8(fs)]; t.appends {
 			if e[0]&hdrBytes == 0 {
-				t.appendFixed(s.keyIn(e), e)
+				t.appendEntry(id, s.keyIn(e), e, nil)
+			} else if val := inlineBytes(e); val != nil {
+				t.appendEntry(id, s.keyIn(e), e, val)
 			} else {
 				t.appendWrite(id, s.keyIn(e), s.value(e))
 			}

@@ -3,6 +3,7 @@ package keyspace
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -476,35 +477,50 @@ type logRecorder struct {
 
 func (r *logRecorder) Log(changes []byte) { r.log = append(r.log, changes...) }
 
-// TestAppendingFeedFixed: a value without bytes, which the appending feed copies from its
-// entry's fields as they lie (appendFixed), is logged as AppendLogPut writes it, whatever
-// fields it has, with a key kept in the entry or out of it.
-func TestAppendingFeedFixed(t *testing.T) {
+// TestAppendingFeedFromEntry: a value that the appending feed copies from its entry as it
+// lies (appendEntry: no bytes, or bytes in the entry) is logged as AppendLogPut writes it,
+// whatever fields it has, with a key kept in the entry or out of it, a byte value with room
+// after it or without; one whose copy would pass maxCaptured is queued by record id.
+func TestAppendingFeedFromEntry(t *testing.T) {
 	long := strings.Repeat("k", maxInlineKey+1)
 	for _, key := range []string{"k", long} {
 		for fields := range 8 {
-			v := Value{Kind: GCRA}
-			if fields&1 != 0 {
-				v.Expire = 1e18 + 1
-			}
-			if fields&2 != 0 {
-				v.Num = -2
-			}
-			if fields&4 != 0 {
-				v.Num2 = 1 << 40
-			}
-			for _, kind := range []Kind{GCRA, SlidingCounter, maxKind} {
-				v.Kind = kind
-				ks := New(1)
-				set(ks, key, Value{Kind: String, Bytes: []byte("before")})
-				ks.Track(RedoFeed, true)
-				set(ks, key, v) // an entry with a byte value before
-				set(ks, key, v) // one without
-				lr := &logRecorder{}
-				_, ok := ks.Drain(RedoFeed, 0, lr)
-				require.True(t, ok)
-				want := AppendLogPut(nil, []byte(key), v)
-				require.Equal(t, append(want, want...), lr.log, "fields %03b kind %d", fields, kind)
+			for _, val := range []string{"", "1", strings.Repeat("v", 60), strings.Repeat("w", maxCaptured)} {
+				v := Value{Kind: GCRA, Bytes: []byte(val)}
+				if val != "" {
+					v.Kind = String
+				}
+				if fields&1 != 0 {
+					v.Expire = 1e18 + 1
+				}
+				if fields&2 != 0 {
+					v.Num = -2
+				}
+				if fields&4 != 0 {
+					v.Num2 = 1 << 40
+				}
+				for _, kind := range []Kind{v.Kind, maxKind} {
+					v.Kind = kind
+					ks := New(1)
+					set(ks, key, Value{Kind: String, Bytes: []byte("before")})
+					ks.Track(RedoFeed, true)
+					set(ks, key, v) // over an entry of another layout
+					set(ks, key, Value{Kind: String, Bytes: []byte("1234567")})
+					set(ks, key, v) // grown into its room, or shrunk leaving room
+					lr := &logRecorder{}
+					_, ok := ks.Drain(RedoFeed, 0, lr)
+					require.True(t, ok)
+					want := AppendLogPut(nil, []byte(key), v)
+					seven := AppendLogPut(nil, []byte(key), Value{Kind: String, Bytes: []byte("1234567")})
+					what := fmt.Sprintf("fields %03b kind %d value %q", fields, kind, val)
+					if EncodedLen(v) > maxCaptured {
+						require.Equal(t, seven, lr.log, what)
+						require.Equal(t, []string{fmt.Sprintf("put %s %d %d", key, v.Num, len(val))}, lr.ops, what)
+						continue
+					}
+					require.Equal(t, slices.Concat(want, seven, want), lr.log, what)
+					require.Empty(t, lr.ops, what)
+				}
 			}
 		}
 	}
