@@ -130,8 +130,11 @@ type Shard struct {
 
 	numBuf [48]byte // NumBuf's
 
-	// trk starts at the shard's second cache line, as each tracker starts one of its own
-	// (see tracker): a shard's size puts it in a size class of whole cache lines.
+	// The runtime puts a shard (an object of over 512 bytes holding pointers) 8 bytes past
+	// the start of its slot, after its malloc header, in a size class of whole cache lines:
+	// trk, 56 bytes past a multiple of 64 in the shard, starts a cache line, as each tracker
+	// does (see tracker). TestTrackerLayout checks shards as New allocates them.
+	_   [63]byte
 	trk [feeds]tracker // each feed's changes since its last Drain, when Keyspace.Track is on for it
 
 	patchBuf []byte // put's: a Chunked value's changes for a Patcher
