@@ -192,7 +192,7 @@ func New(shards int) *Keyspace {
 	for i := range ks.shards {
 		s := newShard(ks.seed, i, &ks.clock, &ks.ready)
 		for f := range s.trk {
-			s.trk[f].changed, s.trk[f].bit = &ks.changed[f][i/64], 1<<(i%64)
+			s.trk[f].changed, s.trk[f].bit = &ks.changed[f][i/64], uint8(i%64)
 			s.trk[f].highs = &ks.highs[f]
 		}
 		ks.shards[i] = s

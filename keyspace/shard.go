@@ -17,7 +17,8 @@ import (
 // An entry holds one key and its state in a block of the shard's arena:
 //
 //	offset 0   header: the Kind (6 bits), hdrWide, hdrBytes
-//	       1   record id, uint32 little-endian, with idRoom, idExpire and idNum in its top bits
+//	       1   record id, uint32 little-endian, with idRoom, idExpire, idNum and idDirty in
+//	           its top bits
 //	       5   the access clock: the second of the last access, 24 bits little-endian (clock.go)
 //	       8   Expire, int64 little-endian, only when idExpire (it is not 0)
 //	    then   Num, int64 little-endian, only when idNum (it is not 0)
@@ -51,7 +52,11 @@ const (
 	// in the entry: they are not 0.
 	idExpire = 1 << 30
 	idNum    = 1 << 29
-	idFlags  = idRoom | idExpire | idNum
+	// idDirty says that the DiskFeed holds the key's record id to drain (track.go): a
+	// write that finds it set costs the feed nothing but this bit, which is in the cache
+	// line the write touched anyway. It moves with the entry.
+	idDirty = 1 << 28
+	idFlags = idRoom | idExpire | idNum | idDirty
 	// growRoom is the room a byte value that grew past its room gets when it moves: a
 	// sliding log's next ten admissions over a one-minute window (3 bytes each), so that
 	// it moves at one admission in eleven. maxRoom is the most room a value keeps in
@@ -83,7 +88,7 @@ const (
 	// freeID marks a free record id in Shard.ids. No entry starts there.
 	freeID = math.MaxUint32
 	// maxIDs keeps record ids below the id word's flags (and freeID).
-	maxIDs = idNum - 1
+	maxIDs = idDirty - 1
 
 	// minIndex is the smallest index. Indexes grow past load maxLoadNum/maxLoadDen and
 	// shrink below minLoadNum/minLoadDen, to about 4/7 (targetIndex).
@@ -123,8 +128,16 @@ type Shard struct {
 	mu   sync.Mutex // guards the fields below; the counters are written under it and read without
 	loan uint8      // loanBytes, loanSpare: what the byte values lent under the lock held now pin
 
-	numBuf   [48]byte // NumBuf's
-	patchBuf []byte   // put's: a Chunked value's changes for a Patcher
+	numBuf [48]byte // NumBuf's
+
+	// The runtime puts a shard (an object of over 512 bytes holding pointers) 8 bytes past
+	// the start of its slot, after its malloc header, in a size class of whole cache lines:
+	// trk, 56 bytes past a multiple of 64 in the shard, starts a cache line, as each tracker
+	// does (see tracker). TestTrackerLayout checks shards as New allocates them.
+	_   [63]byte
+	trk [feeds]tracker // each feed's changes since its last Drain, when Keyspace.Track is on for it
+
+	patchBuf []byte // put's: a Chunked value's changes for a Patcher
 
 	seed maphash.Seed
 	ord  int // position in Keyspace.shards: the order LockKeys locks in
@@ -160,9 +173,8 @@ type Shard struct {
 	// the slot home(sweep, len(index)), whatever size the index has grown or shrunk to.
 	sweep uint32
 
-	trk      [feeds]tracker // each feed's changes since its last Drain, when Keyspace.Track is on for it
-	tracking bool           // some feed tracks
-	tracked  uint8          // a bit per Feed that tracks: noteWrite reads no tracker of another
+	tracking bool  // some feed tracks
+	tracked  uint8 // a bit per Feed that tracks: noteWrite reads no tracker of another
 
 	watchers map[string][]*Watch // the keys WATCHed and their watches; nil when none
 	blocked  map[string]int      // the keys clients wait on (blocked.go), and how many; nil when none
@@ -365,7 +377,7 @@ func getInt(e []byte, at int) int64    { return int64(binary.LittleEndian.Uint64
 func putInt(e []byte, at int, v int64) { binary.LittleEndian.PutUint64(e[at:], uint64(v)) }
 func getID(e []byte) uint32            { return binary.LittleEndian.Uint32(e[eID:]) &^ idFlags }
 
-// idFlag reports whether entry e's id word has flag, one of idRoom, idExpire, idNum.
+// idFlag reports whether entry e's id word has flag, one of idRoom, idExpire, idNum, idDirty.
 func idFlag(e []byte, flag uint32) bool { return e[eID+3]&byte(flag>>24) != 0 }
 
 // fields returns entry e's Expire, Num and Num2, 0 for those it has not.
@@ -550,6 +562,21 @@ func (s *Shard) bytesOf(e []byte) []byte {
 	return e[at : at+vlen : at+vlen]
 }
 
+// inlineBytes returns the byte value of entry e, which has hdrBytes, when it is in the
+// entry, aliasing the shard's memory; nil when it is in Shard.vals or an Obj.
+func inlineBytes(e []byte) []byte {
+	at := keyEnd(e)
+	vlen, n := uvarint(e[at:])
+	if vlen == 0 {
+		return nil
+	}
+	at += n
+	if hasRoom(e) {
+		at++
+	}
+	return e[at : at+vlen : at+vlen]
+}
+
 // value assembles the Value of entry e.
 func (s *Shard) value(e []byte) Value {
 	hdr := e[0]
@@ -659,7 +686,7 @@ func (s *Shard) removeKeepingIndex(pos int, off uint32) {
 	e := s.entry(off)
 	id := getID(e)
 	if s.tracking {
-		s.noteDelete(id, s.keyIn(e))
+		s.noteDelete(id, s.keyIn(e), idFlag(e, idDirty))
 	}
 	if s.watchers != nil {
 		s.touch(s.keyIn(e))
@@ -749,12 +776,15 @@ func (s *Shard) replaceSized(pos int, off uint32, key []byte, v Value) uint32 {
 	}
 	// v.Bytes may alias the old entry, which appendEntry may move: its bytes stay intact
 	// all the same, since GetLocked lent them (see loanSpare).
-	tail := s.tail
+	tail, dirty := s.tail, idFlag(e, idDirty)
 	newOff, ne := s.appendEntry(entrySize(len(key), vlenOf(v), room, v))
 	if s.tail != tail {
 		off = s.ids[id] // compacting the old tail block may have moved the entry
 	}
 	writeEntry(ne, id, key, v, room, s.clock.Load())
+	if dirty {
+		ne[eID+3] |= idDirty >> 24 // still queued for the DiskFeed
+	}
 	slide := newOff == off+uint32(size) && off/blockSize == newOff/blockSize // in the same block: not one ending where the next begins
 	if slide {
 		// The old entry ends the tail block where the new one starts: the new one takes its
@@ -902,7 +932,7 @@ func (s *Shard) allocID() uint32 {
 	}
 	id := len(s.ids)
 	if id >= maxIDs {
-		panic("keyspace: shard full") // 4 billion keys in one shard
+		panic("keyspace: shard full") // 268 million keys in one shard
 	}
 	s.ids = append(s.ids, freeID)
 	if id%64 == 0 {

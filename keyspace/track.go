@@ -82,35 +82,47 @@ const defaultMaxLog = 256 << 10
 
 // tracker is a shard's record of its changes since its last Drain. Recording a change
 // allocates nothing but the amortized growth of these slices.
+//
+// A write touches a tracker of every feed on, in every shard, and the misses showed (a
+// fifth of the redo log's cost per write at P=16 was its drain missing the tracker's
+// later lines): each tracker starts a cache line of its own (Shard.trk) and takes three
+// (TestTrackerLayout), the first holding what every write reads and all that an appending
+// feed's write and drain touch, the second what a write queued by record id touches.
 type tracker struct {
-	// The fields a write reads come first, so that they share a cache line or two: a
-	// write touches a tracker of every feed on, in every shard, and the misses showed.
-	track     bool // Keyspace.Track is on for the feed
-	capture   bool // see below
-	appends   bool // the feed is an appending one (RedoFeed): changelog.go
-	lost      bool // delLog (appending: log) overflowed: the changes are known only by a full rewrite
-	high      bool // delLog holds half of maxLog or more: counted in *highs
-	maxLog    int  // the limit of delLog (appending: of log), in bytes
-	pending   atomic.Int64
-	log       []byte   // the changes' copies, each key once (appending: every change, in order)
-	dirtyBits []uint64 // bit set by record id: the record is in dirtyIDs
+	// The first cache line.
+	track   bool  // Keyspace.Track is on for the feed
+	capture bool  // see below
+	appends bool  // the feed is an appending one (RedoFeed): changelog.go
+	lost    bool  // delLog (appending: log) overflowed: the changes are known only by a full rewrite
+	high    bool  // delLog holds half of maxLog or more: counted in *highs
+	queued  bool  // appending: dirtyIDs holds records since the last full drain (see drainAppended)
+	inEntry bool  // the DiskFeed: a record in dirtyIDs has idDirty in its entry, not a bit in dirtyBits
+	bit     uint8 // the shard's bit in *changed: 1<<bit
+	maxLog  int   // the limit of delLog (appending: of log), in bytes
+	pending atomic.Int64
+	log     []byte // the changes' copies, each key once (appending: every change, in order)
+	logHead int    // log[:logHead] was drained already (a Drain that stopped early)
+	// changed is the word of Keyspace.changed that holds the shard's bit: a capturing
+	// tracker sets it as it records a change with none pending, and when a Drain leaves
+	// changes behind.
+	changed *atomic.Uint64
+
+	// The second cache line.
+	// dirtyBits is a bit set by record id: the record is in dirtyIDs; for inEntry, only a
+	// record whose key was deleted while queued, so that a key taking over its id is not
+	// queued a second time (a churn of keys would grow dirtyIDs without bound).
+	dirtyBits []uint64
 	dirtyIDs  []uint32 // the records written since the last drain, each once
 	head      int      // dirtyIDs[:head] were drained already (a Drain that stopped early)
-	delLog    []byte   // the keys deleted since the last drain: uvarint length, key
-
-	// A capturing feed (ReplicaFeed, RedoFeed) copies each change as it is written, while the
-	// entry is in the cache, into log, instead of queueing its record id: see capture.go.
-	logHead int // log[:logHead] was drained already (a Drain that stopped early)
-	copies  copyIndex
-
-	// changed holds the shard's bit, bit, in Keyspace.changed: a capturing tracker sets it
-	// as it records a change with none pending, and when a Drain leaves changes behind.
-	changed *atomic.Uint64
-	bit     uint64
-
 	// highs is Keyspace.highs of the feed: how many of its shards' deletion logs are half
 	// full (DeletionsHigh).
 	highs *atomic.Int32
+
+	// The third. A capturing feed (ReplicaFeed, RedoFeed) copies each change as it is
+	// written, while the entry is in the cache, into log, instead of queueing its record
+	// id: see capture.go.
+	delLog []byte // the keys deleted since the last drain: uvarint length, key
+	copies copyIndex
 }
 
 // low forgets that delLog was half full, once it was drained.
@@ -141,49 +153,72 @@ func (t *tracker) appended() {
 
 // mark marks the shard changed for the feed (see Keyspace.Changed).
 func (t *tracker) mark() {
-	if t.changed.Load()&t.bit == 0 {
-		t.changed.Or(t.bit)
+	if bit := uint64(1) << t.bit; t.changed.Load()&bit == 0 {
+		t.changed.Or(bit)
 	}
 }
 
 // noteWrite notes that record id, whose entry is at off, was written, for each feed tracking.
+// The DiskFeed, the one feed that queues record ids instead of copying changes, marks a
+// record queued in its entry (idDirty): a key written again before the feed's next Drain
+// (every few seconds with everysec) costs it a bit test in the entry just written, and not
+// a look at its tracker.
 func (s *Shard) noteWrite(id, off uint32) {
-	for fs := s.tracked; fs != 0; fs &= fs - 1 {
-		switch t := &s.trk[mathbits.TrailingZeros8(fs)]; {
-		case t.appends:
-			e := s.entry(off)
-			t.appendWrite(id, s.keyIn(e), s.value(e))
-		case t.capture:
-			// From the entry as written: the value given to SetLocked may alias where
-			// the entry was.
-			e := s.entry(off)
+	fs := s.tracked
+	if fs&(1<<DiskFeed) != 0 {
+		if e := s.entry(off); !idFlag(e, idDirty) {
+			e[eID+3] |= idDirty >> 24
+			if t := &s.trk[DiskFeed]; !t.dirty(id) {
+				t.dirtyIDs = append(t.dirtyIDs, id)
+				t.pending.Add(1)
+			} else {
+				t.dirtyBits[id/64] &^= 1 << (id % 64) // queued for a key deleted since
+			}
+		}
+		fs &^= 1 << DiskFeed
+	}
+	for ; fs != 0; fs &= fs - 1 {
+		// From the entry as written: the value given to SetLocked may alias where the
+		// entry was.
+		e := s.entry(off)
+		if t := &s.trk[mathbits.TrailingZeros8(fs)]; t.appends {
+			if e[0]&hdrBytes == 0 {
+				t.appendEntry(id, s.keyIn(e), e, nil)
+			} else if val := inlineBytes(e); val != nil {
+				t.appendEntry(id, s.keyIn(e), e, val)
+			} else {
+				t.appendWrite(id, s.keyIn(e), s.value(e))
+			}
+		} else {
 			t.captureWrite(id, s.keyIn(e), s.value(e))
-		case t.track:
-			t.noteWrite(id)
+		}
+	}
+}
+
+// clearDirtyLocked clears idDirty in every entry: the DiskFeed forgot its records.
+func (s *Shard) clearDirtyLocked() {
+	for _, off := range s.ids {
+		if off != freeID {
+			s.entry(off)[eID+3] &^= idDirty >> 24
 		}
 	}
 }
 
 // noteDelete notes that key, record id, was deleted, for each feed tracking.
-func (s *Shard) noteDelete(id uint32, key []byte) {
+// queued says that its entry had idDirty: the DiskFeed holds the id in dirtyIDs.
+func (s *Shard) noteDelete(id uint32, key []byte, queued bool) {
 	for fs := s.tracked; fs != 0; fs &= fs - 1 {
 		if t := &s.trk[mathbits.TrailingZeros8(fs)]; t.appends {
 			t.appendDelete(id, key)
 		} else if t.track {
 			if t.capture {
 				t.captureDelete(id)
+			} else if queued {
+				t.markDirty(id) // see dirtyBits
 			}
 			t.noteDelete(key)
 		}
 	}
-}
-
-func (s *tracker) noteWrite(id uint32) {
-	if !s.markDirty(id) {
-		return // already queued: a hot key costs one write per batch
-	}
-	s.dirtyIDs = append(s.dirtyIDs, id)
-	s.pending.Add(1)
 }
 
 // markDirty sets id's dirty bit and reports whether it was clear.
@@ -232,7 +267,7 @@ func (s *tracker) noteDelete(key []byte) {
 
 // forget drops the recorded changes and the memory they hold.
 func (s *tracker) forget() {
-	s.dirtyBits, s.dirtyIDs, s.head, s.delLog, s.lost = nil, nil, 0, nil, false
+	s.dirtyBits, s.dirtyIDs, s.head, s.delLog, s.lost, s.queued = nil, nil, 0, nil, false, false
 	s.low()
 	s.log, s.logHead, s.copies = nil, 0, copyIndex{}
 	s.pending.Store(0)
@@ -245,7 +280,11 @@ func (ks *Keyspace) Track(f Feed, on bool) {
 	for _, s := range ks.shards {
 		s.mu.Lock()
 		t := &s.trk[f]
+		if !on && t.inEntry {
+			s.clearDirtyLocked()
+		}
 		t.track, t.capture, t.appends, t.maxLog = on, on && f != DiskFeed, on && f == RedoFeed, defaultMaxLog
+		t.inEntry = on && f == DiskFeed
 		if t.appends {
 			t.maxLog = appendMaxLog
 		}
@@ -320,19 +359,34 @@ func (ks *Keyspace) Drain(f Feed, i int, r Recorder) (more, ok bool) {
 
 // drainDirty puts into r, each as it is now, the records t queued by id from t.head on,
 // until r is full: true when it stopped early. An id whose bit is clear was unqueued (an
-// appending feed's deletion) or queued twice.
+// appending feed's deletion) or queued twice: a record that was deleted, its id taken by
+// another key then written, is queued twice, and so is one whose entry lost idDirty.
 func (s *Shard) drainDirty(t *tracker, f Feed, r Recorder) bool {
 	for t.head < len(t.dirtyIDs) {
 		id := t.dirtyIDs[t.head]
 		t.head++
-		if !t.dirty(id) {
-			continue
+		var e []byte
+		if t.inEntry {
+			if t.dirty(id) {
+				t.dirtyBits[id/64] &^= 1 << (id % 64) // its key was deleted: see dirtyBits
+			}
+			if int(id) >= len(s.ids) || s.ids[id] == freeID {
+				continue
+			}
+			if e = s.entry(s.ids[id]); !idFlag(e, idDirty) {
+				continue
+			}
+			e[eID+3] &^= idDirty >> 24
+		} else {
+			if !t.dirty(id) {
+				continue
+			}
+			t.dirtyBits[id/64] &^= 1 << (id % 64)
+			if int(id) >= len(s.ids) || s.ids[id] == freeID {
+				continue
+			}
+			e = s.entry(s.ids[id])
 		}
-		t.dirtyBits[id/64] &^= 1 << (id % 64)
-		if int(id) >= len(s.ids) || s.ids[id] == freeID {
-			continue
-		}
-		e := s.entry(s.ids[id])
 		s.put(r, f, s.keyIn(e), s.value(e))
 		if r.Full() && t.head < len(t.dirtyIDs) {
 			return true
@@ -365,15 +419,22 @@ func (ks *Keyspace) DrainAll(f Feed, i int, r Recorder) {
 	sh := ks.shards[i]
 	sh.mu.Lock()
 	defer sh.Unlock()
+	s := &sh.trk[f]
 	for _, off := range sh.ids {
 		if off != freeID {
 			e := sh.entry(off)
 			r.Put(sh.keyIn(e), sh.value(e))
+			if s.inEntry {
+				e[eID+3] &^= idDirty >> 24
+			}
 		}
 	}
-	s := &sh.trk[f]
-	for _, id := range s.dirtyIDs[s.head:] {
-		s.dirtyBits[id/64] &^= 1 << (id % 64)
+	if s.inEntry {
+		clear(s.dirtyBits)
+	} else {
+		for _, id := range s.dirtyIDs[s.head:] {
+			s.dirtyBits[id/64] &^= 1 << (id % 64)
+		}
 	}
 	if s.capture {
 		clear(s.dirtyBits)
@@ -385,7 +446,7 @@ func (ks *Keyspace) DrainAll(f Feed, i int, r Recorder) {
 // trim empties the drained tracker, keeping its memory unless a burst grew it well past
 // what the shard's ids records need.
 func (s *tracker) trim(ids int) {
-	s.dirtyIDs, s.head, s.delLog = s.dirtyIDs[:0], 0, s.delLog[:0]
+	s.dirtyIDs, s.head, s.delLog, s.queued = s.dirtyIDs[:0], 0, s.delLog[:0], false
 	s.low()
 	s.log, s.logHead = s.log[:0], 0
 	if cap(s.log) > 1<<20 {

@@ -3,12 +3,88 @@ package keyspace
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 )
+
+// TestTrackerLayout checks what tracker's comment promises: each tracker starts a cache
+// line and its groups of fields start theirs.
+func TestTrackerLayout(t *testing.T) {
+	var tr tracker
+	require.Equal(t, uintptr(3*64), unsafe.Sizeof(tr))
+	require.Equal(t, uintptr(64), unsafe.Offsetof(tr.dirtyBits))
+	require.Equal(t, uintptr(128), unsafe.Offsetof(tr.delLog))
+	for _, sh := range New(256).shards {
+		require.Zero(t, uintptr(unsafe.Pointer(&sh.trk[0]))%64, "a shard as New allocates it")
+	}
+}
+
+// TestTrackDiskQueuedInEntry covers the DiskFeed's mark in the entry (idDirty): it moves
+// with an entry that grows, a Track turned off clears it, a full rewrite clears it, and a
+// key deleted while queued, its id taken over, is queued once.
+func TestTrackDiskQueuedInEntry(t *testing.T) {
+	ks := New(1)
+	ks.Track(DiskFeed, true)
+	r := &mirrorRecorder{m: map[string]Value{}}
+	set(ks, "s", Value{Kind: String, Bytes: []byte("x")})
+	drainInto(ks, r)
+
+	// Written again, growing each time: the entry moves, and stays queued once.
+	for i := range 20 {
+		set(ks, "s", Value{Kind: String, Bytes: bytes.Repeat([]byte("y"), 100*(i+1))})
+	}
+	require.Equal(t, 1, ks.Pending(DiskFeed))
+	r.puts = 0
+	drainInto(ks, r)
+	require.Equal(t, 1, r.puts)
+	require.Len(t, r.m["s"].Bytes, 2000)
+
+	// Off and on again: every key written after is queued.
+	set(ks, "a", Value{Kind: GCRA, Num: 1})
+	ks.Track(DiskFeed, false)
+	ks.Track(DiskFeed, true)
+	set(ks, "a", Value{Kind: GCRA, Num: 2})
+	require.Equal(t, 1, ks.Pending(DiskFeed))
+	drainInto(ks, r)
+	require.Equal(t, Value{Kind: GCRA, Num: 2}, r.m["a"])
+
+	// A full rewrite drains the queued keys: written after it, they are queued again.
+	set(ks, "a", Value{Kind: GCRA, Num: 3})
+	ks.DrainAll(DiskFeed, 0, r)
+	set(ks, "a", Value{Kind: GCRA, Num: 4})
+	require.Equal(t, 1, ks.Pending(DiskFeed))
+	drainInto(ks, r)
+	require.Equal(t, Value{Kind: GCRA, Num: 4}, r.m["a"])
+
+	// Keys deleted while queued, their ids taken over by new keys, again and again.
+	for i := range 1000 {
+		k := "churn" + strconv.Itoa(i)
+		set(ks, k, Value{Kind: GCRA, Num: int64(i)})
+		if i%2 == 0 {
+			del(ks, k)
+		}
+	}
+	require.Equal(t, 500+500, ks.Pending(DiskFeed), "500 keys queued once each, 500 deletions")
+	require.Equal(t, 500, len(ks.shards[0].trk[DiskFeed].dirtyIDs), "no id queued twice")
+	drainInto(ks, r)
+	require.Len(t, r.m, 2+500)
+	require.Zero(t, ks.Pending(DiskFeed))
+
+	// A deleted key's id, drained while free, is not taken for queued by its next key.
+	set(ks, "b", Value{Kind: GCRA, Num: 1})
+	del(ks, "b")
+	drainInto(ks, r)
+	set(ks, "c", Value{Kind: GCRA, Num: 1})
+	require.Equal(t, 1, ks.Pending(DiskFeed))
+	drainInto(ks, r)
+	require.Equal(t, Value{Kind: GCRA, Num: 1}, r.m["c"])
+}
 
 // mirrorRecorder applies drained changes to a map. With piece > 0 it is Full after that
 // many puts, until emptied.
@@ -399,6 +475,55 @@ type logRecorder struct {
 }
 
 func (r *logRecorder) Log(changes []byte) { r.log = append(r.log, changes...) }
+
+// TestAppendingFeedFromEntry: a value that the appending feed copies from its entry as it
+// lies (appendEntry: no bytes, or bytes in the entry) is logged as AppendLogPut writes it,
+// whatever fields it has, with a key kept in the entry or out of it, a byte value with room
+// after it or without; one whose copy would pass maxCaptured is queued by record id.
+func TestAppendingFeedFromEntry(t *testing.T) {
+	long := strings.Repeat("k", maxInlineKey+1)
+	for _, key := range []string{"k", long} {
+		for fields := range 8 {
+			for _, val := range []string{"", "1", strings.Repeat("v", 60), strings.Repeat("w", maxCaptured)} {
+				v := Value{Kind: GCRA, Bytes: []byte(val)}
+				if val != "" {
+					v.Kind = String
+				}
+				if fields&1 != 0 {
+					v.Expire = 1e18 + 1
+				}
+				if fields&2 != 0 {
+					v.Num = -2
+				}
+				if fields&4 != 0 {
+					v.Num2 = 1 << 40
+				}
+				for _, kind := range []Kind{v.Kind, maxKind} {
+					v.Kind = kind
+					ks := New(1)
+					set(ks, key, Value{Kind: String, Bytes: []byte("before")})
+					ks.Track(RedoFeed, true)
+					set(ks, key, v) // over an entry of another layout
+					set(ks, key, Value{Kind: String, Bytes: []byte("1234567")})
+					set(ks, key, v) // grown into its room, or shrunk leaving room
+					lr := &logRecorder{}
+					_, ok := ks.Drain(RedoFeed, 0, lr)
+					require.True(t, ok)
+					want := AppendLogPut(nil, []byte(key), v)
+					seven := AppendLogPut(nil, []byte(key), Value{Kind: String, Bytes: []byte("1234567")})
+					what := fmt.Sprintf("fields %03b kind %d value %q", fields, kind, val)
+					if EncodedLen(v) > maxCaptured {
+						require.Equal(t, seven, lr.log, what)
+						require.Equal(t, []string{fmt.Sprintf("put %s %d %d", key, v.Num, len(val))}, lr.ops, what)
+						continue
+					}
+					require.Equal(t, slices.Concat(want, seven, want), lr.log, what)
+					require.Empty(t, lr.ops, what)
+				}
+			}
+		}
+	}
+}
 
 // TestAppendingFeed: the redo log's feed hands over every change in order, a key written
 // twice twice, and a value it does not copy (a long one) with its state at the drain, after
