@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 )
@@ -114,4 +115,15 @@ func TestConcurrentShards(t *testing.T) {
 	}
 	wg.Wait()
 	checkInvariants(t, ks)
+}
+
+// TestShardHotLine checks that what a read or an INCR writes in its shard besides the entry
+// (the lock, the lookups' counts, a short number's text in NumBuf) lies in the shard's first
+// cache line, which the lock's transfer between cores brings along. A Shard is made alone,
+// in a size class whose objects start on a line.
+func TestShardHotLine(t *testing.T) {
+	var s Shard
+	require.LessOrEqual(t, unsafe.Offsetof(s.misses)+8, uintptr(64))
+	require.LessOrEqual(t, unsafe.Offsetof(s.numBuf)+32, uintptr(64))
+	require.Equal(t, uintptr(0), unsafe.Offsetof(s.mu))
 }

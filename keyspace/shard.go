@@ -128,13 +128,18 @@ type Shard struct {
 	mu   sync.Mutex // guards the fields below; the counters are written under it and read without
 	loan uint8      // loanBytes, loanSpare: what the byte values lent under the lock held now pin
 
+	// What a call writes besides its entry shares the lock's cache line: the lookups' counts
+	// and the start of NumBuf (a number of up to 32 characters). The shards a call locks are
+	// random, and each line it writes is one that another core may have to give up.
+	hits, misses int64 // reads' lookups (lookups.go)
+
 	numBuf [48]byte // NumBuf's
 
 	// The runtime puts a shard (an object of over 512 bytes holding pointers) 8 bytes past
 	// the start of its slot, after its malloc header, in a size class of whole cache lines:
 	// trk, 56 bytes past a multiple of 64 in the shard, starts a cache line, as each tracker
 	// does (see tracker). TestTrackerLayout checks shards as New allocates them.
-	_   [63]byte
+	_   [40]byte
 	trk [feeds]tracker // each feed's changes since its last Drain, when Keyspace.Track is on for it
 
 	patchBuf []byte // put's: a Chunked value's changes for a Patcher
@@ -181,8 +186,6 @@ type Shard struct {
 	ready    *readyList          // Keyspace.ready
 
 	clock *atomic.Uint32 // Keyspace.clock: the second entries note as their last access
-
-	hits, misses int64 // reads' lookups (lookups.go)
 
 	keys    atomic.Int64 // Keyspace.Len
 	expires atomic.Int64 // Keyspace.Expires

@@ -148,7 +148,9 @@ type scriptCache struct {
 	bodies  int64
 }
 
-// statePool is one shard of idle interpreters, on a cache line of its own.
+// statePool is one shard of idle interpreters, on cache lines of its own: 128 bytes, as the
+// adjacent-line prefetcher of x86 fetches lines in pairs (a native run writes natives at
+// every call, and its neighbour's callers theirs).
 type statePool struct {
 	mu    sync.Mutex // guards idle
 	idle  []*state
@@ -156,7 +158,7 @@ type statePool struct {
 	// natives are the runs of this shard's callers that native code served; fallbacks
 	// those it declined, which the interpreter ran (and calls counts).
 	natives, fallbacks atomic.Int64
-	_                  [64]byte
+	_                  [128 - 56]byte
 }
 
 // poolShardIdle bounds each shard's idle interpreters.

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"math/rand/v2"
 	"net"
 	"strconv"
 	"sync/atomic"
@@ -57,9 +56,10 @@ func benchScriptPath(b *testing.B, body string, argv func(i int) []string, nativ
 		defer peer.Close()
 		c := s.newClient(nc)
 		benchClock(c)
-		rng := rand.New(rand.NewPCG(seed.Add(1), 0))
+		benchOwn(c)
+		rng := benchRand(seed.Add(1))
 		head := [][]byte{[]byte("EVALSHA"), []byte(sc.SHA), []byte("1"), nil}
-		var req [][]byte
+		req := benchLocal[[]byte](len(head) + len(argvs[0]))[:0] // every argv(i) is as long
 		for i := 0; pb.Next(); i++ {
 			req = append(req[:0], head...)
 			req[3] = keys[rng.IntN(len(keys))]

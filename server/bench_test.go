@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/throttledhq/throttled/resp"
 )
@@ -59,15 +60,42 @@ func benchServer(b *testing.B) *Server {
 	return s
 }
 
-// benchClock gives c a clock of its own, which moves 2µs at each reading from benchStart.
+// benchClock gives c a clock of its own, which moves 2µs at each reading from benchStart,
+// on cache lines of its own (benchLocal).
 func benchClock(c *client) {
 	env := *c.Env
-	now := benchStart.UnixNano()
+	clock := benchLocal[int64](1)
+	clock[0] = benchStart.UnixNano()
 	env.Clock = func() int64 {
-		now += 2000
-		return now
+		clock[0] += 2000
+		return clock[0]
 	}
 	c.Env = &env
+}
+
+// benchLocal returns n zero Ts with a cache line pair of nothing on each side: what one of
+// a benchmark's goroutines writes at every call (its clock, its random source, its request,
+// its client's reply) must share no line with another's. Small objects made one after
+// another lie side by side: those of two goroutines that started on one P would, and each
+// call of one would then take their line from the other's core.
+func benchLocal[T any](n int) []T {
+	var zero T
+	pad := cacheLine/max(1, int(unsafe.Sizeof(zero))) + 1
+	return make([]T, n+2*pad)[pad : pad+n : pad+n]
+}
+
+// benchRand is a random source of a goroutine's own, seeded with seed (benchLocal).
+func benchRand(seed uint64) *rand.Rand {
+	pcg := &benchLocal[rand.PCG](1)[0]
+	pcg.Seed(seed, 0)
+	return rand.New(pcg)
+}
+
+// benchOwn gives c's replies and scratch space room of their own (benchLocal), made once:
+// grown at its first calls, they would be small objects beside another goroutine's.
+func benchOwn(c *client) {
+	c.W.B = benchLocal[byte](512)[:0]
+	c.Scratch = benchLocal[byte](512)[:0]
 }
 
 // benchFilled is benchKeys, its random keys first set by fill (its "k" each key) when fill
@@ -97,11 +125,12 @@ func benchFilled(b *testing.B, nkeys int, random bool, fill []string, args ...st
 		c := s.newClient(nc)
 		if random {
 			benchClock(c)
+			benchOwn(c)
 		}
 		if benchClient != nil {
 			benchClient(b, s, c)
 		}
-		req := make([][]byte, len(args))
+		req := benchLocal[[]byte](len(args))
 		for i, a := range args {
 			req[i] = []byte(a)
 		}
@@ -109,7 +138,7 @@ func benchFilled(b *testing.B, nkeys int, random bool, fill []string, args ...st
 		if keys == nil {
 			keys = benchKeyNames(nkeys)
 		}
-		rng := rand.New(rand.NewPCG(seed.Add(1), 0))
+		rng := benchRand(seed.Add(1))
 		at := 1 // the argument "k" is the one that varies
 		for i, a := range args {
 			if a == "k" {

@@ -20,7 +20,7 @@ import (
 type tracking struct {
 	on          atomic.Bool
 	percentiles atomic.Pointer[[]float64] // latency-tracking-info-percentiles
-	shared      [16]*latency.Shared       // the clients no event loop serves, by id: few share one
+	shared      []*latency.Shared         // the clients no event loop serves, by counter slot (sharedRecorder)
 	byID        []*cmdEntry               // commands by aclID, for the replies
 	wait        time.Duration             // how long a reader waits for busy event loops (latencyReadWait)
 }
@@ -41,6 +41,7 @@ func (s *Server) initLatency() {
 			t.byID[cc.aclID] = cc
 		}
 	}
+	t.shared = make([]*latency.Shared, len(s.slots))
 	for i := range t.shared {
 		t.shared[i] = latency.NewShared(len(t.byID))
 	}
@@ -51,9 +52,11 @@ func (s *Server) initLatency() {
 }
 
 // sharedRecorder is where the commands of c, which no event loop serves, count their
-// latency.
+// latency: the recorder of its counter slot, where its calls count (counters.go). A
+// script's client counts in its caller's slot: by its own id, 0 for them all, every
+// script's commands wrote one histogram, whose lines went from core to core at each call.
 func (c *client) sharedRecorder() *latency.Shared {
-	return c.s.latency.shared[uint64(c.id)%uint64(len(c.s.latency.shared))]
+	return c.s.latency.shared[c.Slot]
 }
 
 // recordLatency counts a call of cmd that took d ns: in the recorder of the event loop that

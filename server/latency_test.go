@@ -2,9 +2,11 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -100,4 +102,52 @@ func TestLatencyTracking(t *testing.T) {
 	require.Contains(t, do(t, rdb, "INFO", "latencystats"), "usec_get")
 	require.Equal(t, []any{}, do(t, rdb, "LATENCY", "LATEST"))
 	require.Equal(t, int64(0), do(t, rdb, "LATENCY", "RESET"))
+}
+
+// TestLatencyScriptsAcrossClients runs redis_rate's script natively from several
+// connections at once, served by goroutines of their own (io-threads 0: no event loop's
+// recorder), and checks that the latency histograms of the commands its runs made count
+// every one of them, each script's client counting in its caller's slot; then that CONFIG
+// RESETSTAT clears them.
+func TestLatencyScriptsAcrossClients(t *testing.T) {
+	ts := startServer(t, func(c *Config) { c.IOThreads = 0; c.AppendOnly = false })
+	admin := ts.client(t, 2)
+	sha := do(t, admin, "SCRIPT", "LOAD", redisRateAllowN).(string)
+	do(t, admin, "CONFIG", "RESETSTAT")
+	natives := ts.scripts.eng.Stats().Natives
+
+	const workers, rounds = 8, 50
+	var wg sync.WaitGroup
+	for w := range workers {
+		rdb := ts.client(t, 2)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range rounds {
+				// A key of its own each call: every run is allowed, and runs TIME, GET and SET.
+				r, err := rdb.Do(context.Background(), "EVALSHA", sha, 1, fmt.Sprintf("rr:%d:%d", w, i), 10, 10, 1, 1).Result()
+				if err != nil || r.([]any)[0].(int64) != 1 {
+					t.Errorf("EVALSHA: %v %v", r, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.Equal(t, natives+workers*rounds, ts.scripts.eng.Stats().Natives, "every run native")
+
+	calls := func(cmd string) int64 {
+		h := do(t, admin, "LATENCY", "HISTOGRAM", cmd).([]any)
+		if len(h) == 0 {
+			return 0
+		}
+		return h[1].([]any)[1].(int64)
+	}
+	for _, cmd := range []string{"evalsha", "time", "get", "set"} {
+		require.Equal(t, int64(workers*rounds), calls(cmd), cmd)
+	}
+	do(t, admin, "CONFIG", "RESETSTAT")
+	for _, cmd := range []string{"evalsha", "time", "get", "set"} {
+		require.Zero(t, calls(cmd), cmd)
+	}
 }
