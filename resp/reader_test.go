@@ -58,11 +58,10 @@ func FuzzReader(f *testing.F) {
 // lookAhead makes r parse up to most requests ahead after each read, as the key prefetch
 // does, checking that none has an argument longer than the size bytes read.
 func lookAhead(t *testing.T, r *Reader, size, most int) {
-	var args [][]byte
 	r.Ahead = func([][]byte) {
 		for range most {
-			var ok bool
-			if args, ok = r.ParseAhead(args); !ok {
+			args, ok := r.ParseAhead()
+			if !ok {
 				return
 			}
 			for _, a := range args {
