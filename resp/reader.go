@@ -379,13 +379,14 @@ func (r *Reader) forgetQueued() {
 }
 
 // plain parses the multibulk request at the start of b in one go when it is whole and of
-// the shape nearly every request has: at most 99 arguments of at most 99 bytes each, whose
-// lengths are one or two digits. It appends the arguments to args and returns them with
-// the request's length in bytes; 0 for any other request, whole or not, and for one past
-// the client's limits, which the general parse (multibulk) then reads, with its errors and
-// with its progress kept across reads. It looks only at the length lines and at the CRLF
-// after each argument, with its position in a register rather than in the request's
-// state, and appends the arguments as it finds them instead of their offsets first.
+// the shape nearly every request has: at most 99 arguments, most of them of at most 99
+// bytes, whose lengths of one or two digits are compared four bytes at once (a longer one
+// is read digit by digit). It appends the arguments to args and returns them with the
+// request's length in bytes; 0 for any other request, whole or not, and for one past the
+// client's limits, which the general parse (multibulk) then reads, with its errors and with
+// its progress kept across reads. It looks only at the length lines and at the CRLF after
+// each argument, with its position in a register rather than in the request's state, and
+// appends the arguments as it finds them instead of their offsets first.
 func (r *Reader) plain(b []byte, args [][]byte) ([][]byte, int) {
 	if r.MaxBulk < 99 {
 		return args, 0
@@ -407,10 +408,11 @@ func (r *Reader) plain(b []byte, args [][]byte) ([][]byte, int) {
 		at, size := 4, int(d)
 		if u&0xffff00ff != '$'|'\r'<<16|'\n'<<24 || d > 9 {
 			e := byte(u>>16) - '0'
-			if u&0xff0000ff != '$'|'\r'<<24 || d-1 >= 9 || e > 9 || rest[4] != '\n' {
+			if u&0xff0000ff == '$'|'\r'<<24 && d-1 < 9 && e <= 9 && rest[4] == '\n' {
+				at, size = 5, int(d)*10+int(e)
+			} else if size, at = longLength(rest); at == 0 || size > r.MaxBulk || r.Unauthed && size > maxUnauthedBulk {
 				goto fail
 			}
-			at, size = 5, int(d)*10+int(e)
 		}
 		end := at + size
 		if end+1 >= len(rest) || rest[end] != '\r' || rest[end+1] != '\n' {
@@ -425,6 +427,30 @@ func (r *Reader) plain(b []byte, args [][]byte) ([][]byte, int) {
 fail:
 	r.scanned += int64(len(b) - len(rest))
 	return args[:n], 0
+}
+
+// longLength reads a bulk length line of 3 to 17 digits at the start of b (a value of a
+// hundred bytes or more): the length and the position after the line's CRLF; 0, 0 for any
+// other line, or one not all read yet.
+func longLength(b []byte) (int, int) {
+	if len(b) < 2 || b[0] != '$' || b[1] < '1' || b[1] > '9' {
+		return 0, 0
+	}
+	n := 0
+	for i := 1; i < len(b) && i <= 17; i++ {
+		switch c := b[i]; {
+		case c == '\r':
+			if i+1 < len(b) && b[i+1] == '\n' {
+				return n, i + 2
+			}
+			return 0, 0
+		case c < '0' || c > '9':
+			return 0, 0
+		default:
+			n = n*10 + int(c-'0')
+		}
+	}
+	return 0, 0
 }
 
 // shortLength reads the line at b[at:] that gives a count ('*') or a length ('$') of one
