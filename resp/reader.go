@@ -379,9 +379,9 @@ func (r *Reader) forgetQueued() {
 }
 
 // plain parses the multibulk request at the start of b in one go when it is whole and of
-// the shape nearly every request has: at most 99 arguments, most of them of at most 99
-// bytes, whose lengths of one or two digits are compared four bytes at once (a longer one
-// is read digit by digit). It appends the arguments to args and returns them with the
+// the shape nearly every request has: at most 1024 arguments (keepArgs), most of them of
+// at most 99 bytes, whose lengths of one or two digits are compared four bytes at once (a
+// longer one is read digit by digit). It appends the arguments to args and returns them with the
 // request's length in bytes; 0 for any other request, whole or not, and for one past the
 // client's limits, which the general parse (multibulk) then reads, with its errors and with
 // its progress kept across reads. It looks only at the length lines and at the CRLF after
@@ -392,7 +392,10 @@ func (r *Reader) plain(b []byte, args [][]byte) ([][]byte, int) {
 		return args, 0
 	}
 	count, pos := shortLength(b, 0, '*')
-	if count == 0 || r.Unauthed && count > maxUnauthedMultibulk {
+	if pos == 0 {
+		count, pos = longLength(b, '*')
+	}
+	if count == 0 || count > keepArgs || r.Unauthed && count > maxUnauthedMultibulk {
 		return args, 0
 	}
 	rest := b[pos:] // the arguments not read yet: the loop moves its start, not a position
@@ -410,7 +413,7 @@ func (r *Reader) plain(b []byte, args [][]byte) ([][]byte, int) {
 			e := byte(u>>16) - '0'
 			if u&0xff0000ff == '$'|'\r'<<24 && d-1 < 9 && e <= 9 && rest[4] == '\n' {
 				at, size = 5, int(d)*10+int(e)
-			} else if size, at = longLength(rest); at == 0 || size > r.MaxBulk || r.Unauthed && size > maxUnauthedBulk {
+			} else if size, at = longLength(rest, '$'); at == 0 || size > r.MaxBulk || r.Unauthed && size > maxUnauthedBulk {
 				goto fail
 			}
 		}
@@ -429,11 +432,11 @@ fail:
 	return args[:n], 0
 }
 
-// longLength reads a bulk length line of 3 to 17 digits at the start of b (a value of a
-// hundred bytes or more): the length and the position after the line's CRLF; 0, 0 for any
-// other line, or one not all read yet.
-func longLength(b []byte) (int, int) {
-	if len(b) < 2 || b[0] != '$' || b[1] < '1' || b[1] > '9' {
+// longLength reads a count ('*') or length ('$') line of up to 17 digits at the start of b
+// (a value of a hundred bytes or more, a hundred arguments or more): the number and the
+// position after the line's CRLF; 0, 0 for any other line, or one not all read yet.
+func longLength(b []byte, kind byte) (int, int) {
+	if len(b) < 2 || b[0] != kind || b[1] < '1' || b[1] > '9' {
 		return 0, 0
 	}
 	n := 0

@@ -193,7 +193,7 @@ func TestReaderRelease(t *testing.T) {
 }
 
 // TestPlainRequests: the requests the one-pass parse reads (plain) and those it leaves to the
-// general one (a count of three digits, a length past the limits, a leading zero, a part)
+// general one (more than 1024 arguments, a length past the limits, a leading zero, a part)
 // give the same arguments and errors: each one read whole, then the same bytes a byte a read.
 func TestPlainRequests(t *testing.T) {
 	bulk := func(s string) string { return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n" }
@@ -207,6 +207,7 @@ func TestPlainRequests(t *testing.T) {
 	}
 	req99, args99 := many(99)
 	req100, args100 := many(100)
+	req1025, args1025 := many(1025)
 	v100, v20k := strings.Repeat("v", 100), strings.Repeat("w", 20000)
 	for _, tc := range []struct {
 		name, req string
@@ -222,6 +223,7 @@ func TestPlainRequests(t *testing.T) {
 		{name: "longer value", req: "*3\r\n" + bulk("SET") + bulk("k") + bulk(v20k), want: []string{"SET", "k", v20k}},
 		{name: "99 arguments", req: req99, want: args99},
 		{name: "100 arguments", req: req100, want: args100},
+		{name: "1025 arguments", req: req1025, want: args1025},
 		{name: "past proto-max-bulk-len", req: "*2\r\n" + bulk("SET") + bulk(v100), maxBulk: 99, err: "Protocol error: invalid bulk length"},
 		{name: "unauthenticated long value", req: "*3\r\n" + bulk("SET") + bulk("k") + bulk(v20k), unauthed: true, err: "Protocol error: unauthenticated bulk length"},
 		{name: "unauthenticated 11 arguments", req: "*11\r\n" + strings.Repeat(bulk("a"), 11), unauthed: true, err: "Protocol error: unauthenticated multibulk length"},
