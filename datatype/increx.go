@@ -65,48 +65,76 @@ type increxOptions struct {
 	expiry
 }
 
-// parseIncrexOptions reads the options after the key in any order. Unlike SET, INCREX
-// refuses an option given twice, and two of a group (BYINT and BYFLOAT, the expiries and
-// PERSIST, PERSIST and ENX, NX and XX): a syntax error.
-func parseIncrexOptions(args [][]byte) (increxOptions, error) {
-	var o increxOptions
+// The options of INCREX as command.Word reads them: each a number whose bytes are the
+// option's letters, first letter lowest.
+const (
+	wordByint    = 'b' | 'y'<<8 | 'i'<<16 | 'n'<<24 | 't'<<32
+	wordByfloat  = 'b' | 'y'<<8 | 'f'<<16 | 'l'<<24 | 'o'<<32 | 'a'<<40 | 't'<<48
+	wordLbound   = 'l' | 'b'<<8 | 'o'<<16 | 'u'<<24 | 'n'<<32 | 'd'<<40
+	wordUbound   = 'u' | 'b'<<8 | 'o'<<16 | 'u'<<24 | 'n'<<32 | 'd'<<40
+	wordSaturate = 's' | 'a'<<8 | 't'<<16 | 'u'<<24 | 'r'<<32 | 'a'<<40 | 't'<<48 | 'e'<<56
+	wordEnx      = 'e' | 'n'<<8 | 'x'<<16
+	wordPersist  = 'p' | 'e'<<8 | 'r'<<16 | 's'<<24 | 'i'<<32 | 's'<<40 | 't'<<48
+	wordNx       = 'n' | 'x'<<8
+	wordXx       = 'x' | 'x'<<8
+	wordEx       = 'e' | 'x'<<8
+	wordPx       = 'p' | 'x'<<8
+	wordExat     = 'e' | 'x'<<8 | 'a'<<16 | 't'<<24
+	wordPxat     = 'p' | 'x'<<8 | 'a'<<16 | 't'<<24
+)
+
+// parse reads the options after the key in any order. Unlike SET, INCREX refuses an
+// option given twice, and two of a group (BYINT and BYFLOAT, the expiries and PERSIST,
+// PERSIST and ENX, NX and XX): a syntax error. Each option is told by one number
+// (command.Word), not by comparing its text with each option's in turn.
+func (o *increxOptions) parse(args [][]byte) error {
 	for i := 0; i < len(args); i++ {
-		a := args[i]
 		hasArg := i+1 < len(args)
-		switch {
-		case (command.EqualFold(a, "byint") || command.EqualFold(a, "byfloat")) && hasArg && o.by == nil:
-			o.float = len(a) == 7
-			o.by = args[i+1]
-			i++
-		case command.EqualFold(a, "lbound") && hasArg && o.lower == nil:
-			o.lower = args[i+1]
-			i++
-		case command.EqualFold(a, "ubound") && hasArg && o.upper == nil:
-			o.upper = args[i+1]
-			i++
-		case command.EqualFold(a, "saturate") && !o.saturate:
-			o.saturate = true
-		case command.EqualFold(a, "enx") && !o.enx && !o.persist:
-			o.enx = true
-		case command.EqualFold(a, "persist") && !o.persist && !o.enx && o.expire == nil:
-			o.persist = true
-		case command.EqualFold(a, "nx") && !o.nx && !o.xx:
-			o.nx = true
-		case command.EqualFold(a, "xx") && !o.nx && !o.xx:
-			o.xx = true
-		default:
-			unit, absolute, ok := expiryOption(a)
-			if !ok || !hasArg || o.expire != nil || o.persist {
-				return o, command.ErrSyntax
+		ok := false
+		switch w := command.Word(args[i]); w {
+		case wordByint, wordByfloat:
+			if ok = hasArg && o.by == nil; ok {
+				o.float = len(args[i]) == 7
+				o.by = args[i+1]
+				i++
 			}
-			o.expire, o.unit, o.absolute = args[i+1], unit, absolute
-			i++
+		case wordLbound:
+			if ok = hasArg && o.lower == nil; ok {
+				o.lower = args[i+1]
+				i++
+			}
+		case wordUbound:
+			if ok = hasArg && o.upper == nil; ok {
+				o.upper = args[i+1]
+				i++
+			}
+		case wordSaturate:
+			ok, o.saturate = !o.saturate, true
+		case wordEnx:
+			ok, o.enx = !o.enx && !o.persist, true
+		case wordPersist:
+			ok, o.persist = !o.persist && !o.enx && o.expire == nil, true
+		case wordNx:
+			ok, o.nx = !o.nx && !o.xx, true
+		case wordXx:
+			ok, o.xx = !o.nx && !o.xx, true
+		case wordEx, wordPx, wordExat, wordPxat:
+			if ok = hasArg && o.expire == nil && !o.persist; ok {
+				o.unit, o.absolute, o.expire = 1e9, w == wordExat || w == wordPxat, args[i+1]
+				if w == wordPx || w == wordPxat {
+					o.unit = 1e6
+				}
+				i++
+			}
+		}
+		if !ok {
+			return command.ErrSyntax
 		}
 	}
 	if o.enx && o.expire == nil {
-		return o, errENX
+		return errENX
 	}
-	return o, nil
+	return nil
 }
 
 // parseFloat reads a float as Redis's strtold does for INCREX: the whole argument, no
@@ -127,7 +155,8 @@ func parseFloat(b []byte) (f float64, ok bool) {
 	return f, true
 }
 
-// increxPlan is INCREX's parsed arguments: the increment, the bounds and the expiry.
+// increxPlan is INCREX's parsed arguments: the options, then the increment, the bounds and
+// the expiry their values give.
 type increxPlan struct {
 	increxOptions
 	n, lo, hi   int64   // BYINT mode
@@ -135,53 +164,55 @@ type increxPlan struct {
 	when        int64   // the expiry in Unix ns, with expire
 }
 
-// plan parses the values of the options: the increment, the bounds in its mode, the time.
-func (o increxOptions) plan(now int64) (increxPlan, error) {
-	p := increxPlan{increxOptions: o, n: 1, lo: math.MinInt64, hi: math.MaxInt64, f: 1, flo: -math.MaxFloat64, fhi: math.MaxFloat64}
+// plan parses the values of the options parse read: the increment, the bounds in its
+// mode, the time. It fills p in place: the plan is not copied on its way to the handler.
+func (p *increxPlan) plan(now int64) error {
+	o := &p.increxOptions
+	p.n, p.lo, p.hi, p.f, p.flo, p.fhi = 1, math.MinInt64, math.MaxInt64, 1, -math.MaxFloat64, math.MaxFloat64
 	var ok bool
 	if o.float {
 		if p.f, ok = parseFloat(o.by); !ok {
-			return p, errIncrNotFloat
+			return errIncrNotFloat
 		}
 		if math.IsInf(p.f, 0) {
-			return p, errIncrInf
+			return errIncrInf
 		}
 		if o.lower != nil {
 			if p.flo, ok = parseFloat(o.lower); !ok {
-				return p, errLBoundNotFloat
+				return errLBoundNotFloat
 			}
 		}
 		if o.upper != nil {
 			if p.fhi, ok = parseFloat(o.upper); !ok {
-				return p, errUBoundNotFloat
+				return errUBoundNotFloat
 			}
 		}
 		if p.flo > p.fhi {
-			return p, errBounds
+			return errBounds
 		}
 	} else {
 		if o.by != nil {
 			if p.n, ok = command.ParseInt(o.by); !ok {
-				return p, errIncrNotInt
+				return errIncrNotInt
 			}
 		}
 		if o.lower != nil {
 			if p.lo, ok = command.ParseInt(o.lower); !ok {
-				return p, errLBoundNotInt
+				return errLBoundNotInt
 			}
 		}
 		if o.upper != nil {
 			if p.hi, ok = command.ParseInt(o.upper); !ok {
-				return p, errUBoundNotInt
+				return errUBoundNotInt
 			}
 		}
 		if p.lo > p.hi {
-			return p, errBounds
+			return errBounds
 		}
 	}
 	var err error
 	p.when, err = o.when("increx", now)
-	return p, err
+	return err
 }
 
 // addInt returns cur + n as INCREX decides it: the new value, the increment applied, and
@@ -242,13 +273,12 @@ func (dt *Family) cmdIncrEx(c *command.Ctx, args [][]byte) error {
 	if len(args) == 2 {
 		return incrEx(c, args[1])
 	}
-	o, err := parseIncrexOptions(args[2:])
-	if err != nil {
+	var p increxPlan
+	if err := p.parse(args[2:]); err != nil {
 		return err
 	}
 	now := c.Now()
-	p, err := o.plan(now)
-	if err != nil {
+	if err := p.plan(now); err != nil {
 		return err
 	}
 	key := args[1]

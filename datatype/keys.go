@@ -198,7 +198,16 @@ func ExpireTime(n, unit int64, absolute bool, now int64) (int64, bool) {
 
 // ExpireAt turns a positive expiry of SET or GETEX into Unix ns; false when it leaves int64.
 func ExpireAt(n, unit int64, absolute bool, now int64) (int64, bool) {
-	if n > math.MaxInt64/unit || n < math.MinInt64/unit {
+	var most, least int64 // the range of n whose nanoseconds fit, divided by a constant where the unit is known
+	switch unit {
+	case 1e9:
+		most, least = math.MaxInt64/1_000_000_000, math.MinInt64/1_000_000_000
+	case 1e6:
+		most, least = math.MaxInt64/1_000_000, math.MinInt64/1_000_000
+	default:
+		most, least = math.MaxInt64/unit, math.MinInt64/unit
+	}
+	if n > most || n < least {
 		return 0, false
 	}
 	ns := n * unit

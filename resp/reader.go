@@ -2,6 +2,7 @@ package resp
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"math"
@@ -272,6 +273,15 @@ func (r *Reader) parse() ([][]byte, bool, error) {
 	r.Last = r.Start
 	b := r.Buf[r.Start:r.End]
 	q := &r.req
+	if q.pos == 0 && q.seen == 0 {
+		args, n := r.plain(b, r.args[:0])
+		r.args = args
+		if n > 0 {
+			r.Start += n
+			return args, true, nil
+		}
+		r.args = args[:0]
+	}
 	if q.pos == 0 && b[0] != '*' {
 		args, n, err := r.parseInline(b)
 		if err != nil || n == 0 {
@@ -292,29 +302,35 @@ func (r *Reader) parse() ([][]byte, bool, error) {
 }
 
 // ParseAhead parses the next request after those Next returned and those ParseAhead
-// parsed before, when it is a whole RESP multibulk already read, appending its arguments
-// to args[:0]; false, with args[:0], when there is none (an inline request, a part, a
-// malformed one or nothing: left to Next). The request is queued: Next returns it without
-// parsing it again. The arguments are valid until the next call of Next or Buffered.
-func (r *Reader) ParseAhead(args [][]byte) ([][]byte, bool) {
-	args = args[:0]
+// parsed before, when it is a whole RESP multibulk already read, and returns its
+// arguments; false when there is none (an inline request, a part, a malformed one or
+// nothing: left to Next). The request is queued: Next returns it without parsing it
+// again. The arguments are valid until the next call of Next or Buffered; they are the
+// queue's own, for reading only.
+func (r *Reader) ParseAhead() ([][]byte, bool) {
 	at := r.Start + r.queued.bytes
 	if r.req.pos != 0 || r.ready || r.err != nil || at >= r.End || r.Buf[at] != '*' {
-		return args, false
+		return nil, false
 	}
 	b := r.Buf[at:r.End]
-	q := &r.ahead
-	defer q.reset()
-	done, err := r.multibulk(q, b)
-	if err != nil || !done || len(q.spans) == 0 {
-		return args, false // *0 and its kin too: Next skips them
-	}
 	k := &r.queued
 	from := len(k.args)
-	k.args = q.appendArgs(k.args, b)
-	k.reqs = append(k.reqs, q.pos, len(k.args)-from)
-	k.bytes += q.pos
-	return append(args, k.args[from:]...), true
+	args, n := r.plain(b, k.args)
+	if n == 0 {
+		q := &r.ahead
+		done, err := r.multibulk(q, b)
+		if err != nil || !done || len(q.spans) == 0 {
+			q.reset()
+			k.args = args[:from]
+			return nil, false // *0 and its kin too: Next skips them
+		}
+		args, n = q.appendArgs(args[:from], b), q.pos
+		q.reset()
+	}
+	k.args = args
+	k.reqs = append(k.reqs, n, len(args)-from)
+	k.bytes += n
+	return args[from:len(args):len(args)], true
 }
 
 // dequeue returns the next request ParseAhead parsed. A client that is not authenticated
@@ -360,6 +376,103 @@ func (r *Reader) forgetQueued() {
 		k.args = k.args[:0]
 	}
 	k.arg = 0
+}
+
+// plain parses the multibulk request at the start of b in one go when it is whole and of
+// the shape nearly every request has: at most 1024 arguments (keepArgs), most of them of
+// at most 99 bytes, whose lengths of one or two digits are compared four bytes at once (a
+// longer one is read digit by digit). It appends the arguments to args and returns them with the
+// request's length in bytes; 0 for any other request, whole or not, and for one past the
+// client's limits, which the general parse (multibulk) then reads, with its errors and with
+// its progress kept across reads. It looks only at the length lines and at the CRLF after
+// each argument, with its position in a register rather than in the request's state, and
+// appends the arguments as it finds them instead of their offsets first.
+func (r *Reader) plain(b []byte, args [][]byte) ([][]byte, int) {
+	if r.MaxBulk < 99 {
+		return args, 0
+	}
+	count, pos := shortLength(b, 0, '*')
+	if pos == 0 {
+		count, pos = longLength(b, '*')
+	}
+	if count == 0 || count > keepArgs || r.Unauthed && count > maxUnauthedMultibulk {
+		return args, 0
+	}
+	rest := b[pos:] // the arguments not read yet: the loop moves its start, not a position
+	n := len(args)
+	args = slices.Grow(args, count)[:n+count]
+	for i := n; i < len(args); i++ {
+		// shortLength(rest, 0, '$'), written out: the call would cost what the rest does.
+		if len(rest) < 5 {
+			goto fail
+		}
+		u := binary.LittleEndian.Uint32(rest)
+		d := byte(u>>8) - '0'
+		at, size := 4, int(d)
+		if u&0xffff00ff != '$'|'\r'<<16|'\n'<<24 || d > 9 {
+			e := byte(u>>16) - '0'
+			if u&0xff0000ff == '$'|'\r'<<24 && d-1 < 9 && e <= 9 && rest[4] == '\n' {
+				at, size = 5, int(d)*10+int(e)
+			} else if size, at = longLength(rest, '$'); at == 0 || size > r.MaxBulk || r.Unauthed && size > maxUnauthedBulk {
+				goto fail
+			}
+		}
+		end := at + size
+		if end+1 >= len(rest) || rest[end] != '\r' || rest[end+1] != '\n' {
+			goto fail
+		}
+		args[i] = rest[at:end:end]
+		rest = rest[end+2:]
+	}
+	pos = len(b) - len(rest)
+	r.scanned += int64(pos)
+	return args, pos
+fail:
+	r.scanned += int64(len(b) - len(rest))
+	return args[:n], 0
+}
+
+// longLength reads a count ('*') or length ('$') line of up to 17 digits at the start of b
+// (a value of a hundred bytes or more, a hundred arguments or more): the number and the
+// position after the line's CRLF; 0, 0 for any other line, or one not all read yet.
+func longLength(b []byte, kind byte) (int, int) {
+	if len(b) < 2 || b[0] != kind || b[1] < '1' || b[1] > '9' {
+		return 0, 0
+	}
+	n := 0
+	for i := 1; i < len(b) && i <= 17; i++ {
+		switch c := b[i]; {
+		case c == '\r':
+			if i+1 < len(b) && b[i+1] == '\n' {
+				return n, i + 2
+			}
+			return 0, 0
+		case c < '0' || c > '9':
+			return 0, 0
+		default:
+			n = n*10 + int(c-'0')
+		}
+	}
+	return 0, 0
+}
+
+// shortLength reads the line at b[at:] that gives a count ('*') or a length ('$') of one
+// or two digits: the number and the position after the line's CRLF; 0, 0 for any other
+// line, or for one whose next byte is not read yet (a line of the kind is never a
+// request's last). Its first four bytes are compared at once.
+func shortLength(b []byte, at int, kind byte) (int, int) {
+	if at+5 > len(b) {
+		return 0, 0
+	}
+	u := binary.LittleEndian.Uint32(b[at:])
+	d, e := byte(u>>8)-'0', byte(u>>16)-'0'
+	if u&0xffff00ff == uint32(kind)|'\r'<<16|'\n'<<24 && d <= 9 {
+		return int(d), at + 4
+	}
+	if u&0xff0000ff == uint32(kind)|'\r'<<24 && d-1 < 9 && e <= 9 && b[at+4] == '\n' {
+		return int(d)*10 + int(e), at + 5
+	}
+	return 0, 0
 }
 
 // multibulk goes on parsing the multibulk request b, from its '*', where q says the last

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -58,11 +59,10 @@ func FuzzReader(f *testing.F) {
 // lookAhead makes r parse up to most requests ahead after each read, as the key prefetch
 // does, checking that none has an argument longer than the size bytes read.
 func lookAhead(t *testing.T, r *Reader, size, most int) {
-	var args [][]byte
 	r.Ahead = func([][]byte) {
 		for range most {
-			var ok bool
-			if args, ok = r.ParseAhead(args); !ok {
+			args, ok := r.ParseAhead()
+			if !ok {
 				return
 			}
 			for _, a := range args {
@@ -190,4 +190,68 @@ func TestReaderRelease(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "ECHO", string(args[0]))
 	require.Len(t, r.Buf, ReadChunk)
+}
+
+// TestPlainRequests: the requests the one-pass parse reads (plain) and those it leaves to the
+// general one (more than 1024 arguments, a length past the limits, a leading zero, a part)
+// give the same arguments and errors: each one read whole, then the same bytes a byte a read.
+func TestPlainRequests(t *testing.T) {
+	bulk := func(s string) string { return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n" }
+	many := func(n int) (string, []string) {
+		req, args := "*"+strconv.Itoa(n)+"\r\n", make([]string, n)
+		for i := range args {
+			args[i] = strconv.Itoa(i)
+			req += bulk(args[i])
+		}
+		return req, args
+	}
+	req99, args99 := many(99)
+	req100, args100 := many(100)
+	req1025, args1025 := many(1025)
+	v100, v20k := strings.Repeat("v", 100), strings.Repeat("w", 20000)
+	for _, tc := range []struct {
+		name, req string
+		want      []string
+		maxBulk   int
+		unauthed  bool
+		err       string
+	}{
+		{name: "short", req: "*2\r\n" + bulk("GET") + bulk("k"), want: []string{"GET", "k"}},
+		{name: "empty argument", req: "*2\r\n" + bulk("GET") + bulk(""), want: []string{"GET", ""}},
+		{name: "two-digit length", req: "*2\r\n" + bulk("CL.THROTTLE") + bulk("k"), want: []string{"CL.THROTTLE", "k"}},
+		{name: "long value", req: "*3\r\n" + bulk("SET") + bulk("k") + bulk(v100), want: []string{"SET", "k", v100}},
+		{name: "longer value", req: "*3\r\n" + bulk("SET") + bulk("k") + bulk(v20k), want: []string{"SET", "k", v20k}},
+		{name: "99 arguments", req: req99, want: args99},
+		{name: "100 arguments", req: req100, want: args100},
+		{name: "1025 arguments", req: req1025, want: args1025},
+		{name: "past proto-max-bulk-len", req: "*2\r\n" + bulk("SET") + bulk(v100), maxBulk: 99, err: "Protocol error: invalid bulk length"},
+		{name: "unauthenticated long value", req: "*3\r\n" + bulk("SET") + bulk("k") + bulk(v20k), unauthed: true, err: "Protocol error: unauthenticated bulk length"},
+		{name: "unauthenticated 11 arguments", req: "*11\r\n" + strings.Repeat(bulk("a"), 11), unauthed: true, err: "Protocol error: unauthenticated multibulk length"},
+		{name: "leading zero", req: "*2\r\n" + bulk("GET") + "$01\r\nk\r\n", err: "Protocol error: invalid bulk length"},
+		{name: "no CRLF after an argument", req: "*2\r\n" + bulk("GET") + "$1\r\nkk\r\n", err: "Protocol error: invalid bulk length"},
+		{name: "not a bulk", req: "*2\r\n" + bulk("GET") + ":1\r\n", err: "Protocol error: expected '$', got ':'"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, pieces := range [][][]byte{{[]byte(tc.req)}, byByte([]byte(tc.req))} {
+				r := NewReader(&chunks{pieces: pieces}, DefaultMaxBulk)
+				if tc.maxBulk > 0 {
+					r.MaxBulk = tc.maxBulk
+				}
+				r.Unauthed = tc.unauthed
+				args, err := r.Next()
+				if tc.err != "" {
+					require.EqualError(t, err, tc.err)
+					continue
+				}
+				require.NoError(t, err)
+				got := make([]string, len(args))
+				for i, a := range args {
+					got[i] = string(a)
+				}
+				require.Equal(t, tc.want, got)
+				_, err = r.Next()
+				require.Equal(t, io.EOF, err)
+			}
+		})
+	}
 }

@@ -28,9 +28,13 @@ func (p *pipelineSource) Read(b []byte) (int, error) {
 // benchPipeline runs requests the way an event loop serves a connection (loop.serve):
 // read, parse, look ahead (prefetchKeys), hold, run, a pipeline of depth requests a read,
 // over nkeys random keys each made first by args, as redis-benchmark -P depth -r nkeys
-// sends them; one op is one request. batch is prefetch-batch-max-size.
-func benchPipeline(b *testing.B, nkeys, depth, batch int, args ...string) {
-	s, keys := pipelineServer(b, nkeys, args)
+// sends them; one op is one request. batch is prefetch-batch-max-size. fill, when not nil,
+// makes the keys instead of args (SET before GET).
+func benchPipeline(b *testing.B, nkeys, depth, batch int, fill []string, args ...string) {
+	if fill == nil {
+		fill = args
+	}
+	s, keys := pipelineServer(b, nkeys, fill)
 	s.prefetchBatch.Store(int64(batch))
 	rng := rand.New(rand.NewPCG(1, 2))
 	src := &pipelineSource{reads: make([][]byte, 4096)}
@@ -114,9 +118,26 @@ func BenchmarkPipeline(b *testing.B) {
 				for _, req := range [][]string{{"INCR", "k"}, {"INCREX", "k"}, {"INCREX", "k", "BYINT", "1", "UBOUND", "100", "EX", "60"}} {
 					name := strings.Join(req[:min(len(req), 3)], "_") + "/keys=" + strconv.Itoa(nkeys) +
 						"/P=" + strconv.Itoa(depth) + "/prefetch=" + strconv.Itoa(batch)
-					b.Run(name, func(b *testing.B) { benchPipeline(b, nkeys, depth, batch, req...) })
+					b.Run(name, func(b *testing.B) { benchPipeline(b, nkeys, depth, batch, nil, req...) })
 				}
 			}
+		}
+	}
+}
+
+// BenchmarkPipelineVerbs is GET and CL.THROTTLE as BenchmarkPipeline runs INCR, at pipeline
+// 1 and 16 over 100,000 random keys with the key prefetch: what the reader, dispatch and the
+// reply cost other commands beside INCREX (each GET a hit).
+func BenchmarkPipelineVerbs(b *testing.B) {
+	for _, depth := range []int{1, 16} {
+		for _, req := range [][]string{{"GET", "k"}, {"CL.THROTTLE", "k", "100", "10", "60", "1"}} {
+			fill := req
+			if req[0] == "GET" {
+				fill = []string{"SET", "k", "12345"}
+			}
+			b.Run(req[0]+"/P="+strconv.Itoa(depth), func(b *testing.B) {
+				benchPipeline(b, 100_000, depth, defaultPrefetchBatch, fill, req...)
+			})
 		}
 	}
 }

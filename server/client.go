@@ -33,7 +33,7 @@ type client struct {
 	lastName   []byte    // the command name last looked up, as sent
 	lastLookup *cmdEntry // what it named
 
-	aheadKeys, aheadArgs [][]byte // prefetchKeys's keys, and a request's arguments
+	aheadKeys [][]byte // prefetchKeys's keys
 
 	door door // the door an edge decision came in by (edge.go): RESP's for a connection
 

@@ -15,10 +15,10 @@ func (c *client) prefetchKeys(first [][]byte) {
 	if most < 2 {
 		return
 	}
-	keys, args := c.requestKeys(c.aheadKeys[:0], first), c.aheadArgs[:0]
+	keys := c.requestKeys(c.aheadKeys[:0], first)
 	for len(keys) < most {
-		var ok bool
-		if args, ok = c.rd.ParseAhead(args); !ok {
+		args, ok := c.rd.ParseAhead()
+		if !ok {
 			break
 		}
 		keys = c.requestKeys(keys, args)
@@ -27,8 +27,7 @@ func (c *client) prefetchKeys(first [][]byte) {
 		c.s.ks.Prefetch(keys[:min(len(keys), most)])
 	}
 	clear(keys) // they alias the read buffer
-	clear(args)
-	c.aheadKeys, c.aheadArgs = keys[:0], args[:0]
+	c.aheadKeys = keys[:0]
 }
 
 // requestKeys appends the keys of request args to keys, if it names a command and has its
