@@ -53,6 +53,7 @@ type client struct {
 	replyCalls int
 	noEvict    atomic.Bool // CLIENT NO-EVICT ON
 	paused     atomic.Bool // its command waits for CLIENT PAUSE to end
+	killed     atomic.Bool // CLIENT KILL hung it up: gone from CLIENT LIST and KILL at once, as Redis frees it
 
 	// A replica's link, on its primary.
 	follower *replication.Follower // after PSYNC

@@ -100,6 +100,18 @@ func TestClientKillType(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return ts.connected.Load() == 1 }, 5*time.Second, 10*time.Millisecond)
 
+	// A killed client is gone at once, as Redis frees it, before its own loop has seen the
+	// hang-up: the same kill finds nothing, and CLIENT LIST does not show it.
+	for range 20 {
+		_, ids := kindClients(t, ts, kindNormal)
+		id := strconv.FormatInt(ids[0], 10)
+		me.send(t, "CLIENT KILL ID "+id+"\r\nCLIENT KILL ID "+id+"\r\nCLIENT LIST ID "+id+"\r\n")
+		require.Equal(t, ":1", me.line(t))
+		require.Equal(t, ":0", me.line(t))
+		require.Equal(t, "$0", me.line(t))
+		require.Equal(t, "", me.line(t))
+	}
+
 	// SKIPME no: the caller gets its reply, then goes too.
 	me.send(t, "CLIENT KILL TYPE normal SKIPME no\r\n")
 	require.Equal(t, ":1", me.line(t))

@@ -333,12 +333,14 @@ func parseClientKind(name []byte) (clientKind, error) {
 	return 0, errors.New("Unknown client type '" + command.Truncate(name, 128) + "'")
 }
 
-// clientsByID returns the connected clients, oldest first.
+// clientsByID returns the connected clients, oldest first, but for those CLIENT KILL hung up.
 func (s *Server) clientsByID() []*client {
 	s.mu.Lock()
 	out := make([]*client, 0, len(s.clients))
 	for _, cl := range s.clients {
-		out = append(out, cl)
+		if !cl.killed.Load() { // its loop has yet to see the hang-up and let it go
+			out = append(out, cl)
+		}
 	}
 	s.mu.Unlock()
 	sortClients(out)
@@ -453,6 +455,7 @@ func (cl *client) kill(by *client) {
 		cl.closing = true
 		return
 	}
+	cl.killed.Store(true)
 	cl.hangup()
 }
 
