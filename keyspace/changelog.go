@@ -174,10 +174,7 @@ func (s *Shard) drainAppended(t *tracker, f Feed, r Recorder) (more bool) {
 	if t.queued {
 		return s.drainDirty(t, f, r) // its trim clears queued
 	}
-	t.log, t.logHead = t.log[:0], 0
-	if cap(t.log) > 1<<20 {
-		t.log = nil
-	}
+	t.emptyLog()
 	t.pending.Store(0)
 	return false
 }

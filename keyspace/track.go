@@ -448,10 +448,7 @@ func (ks *Keyspace) DrainAll(f Feed, i int, r Recorder) {
 func (s *tracker) trim(ids int) {
 	s.dirtyIDs, s.head, s.delLog, s.queued = s.dirtyIDs[:0], 0, s.delLog[:0], false
 	s.low()
-	s.log, s.logHead = s.log[:0], 0
-	if cap(s.log) > 1<<20 {
-		s.log = nil
-	}
+	s.emptyLog()
 	s.copies.reset()
 	if cap(s.dirtyIDs) > 1024 && cap(s.dirtyIDs) > 2*ids {
 		s.dirtyIDs = nil
@@ -463,6 +460,14 @@ func (s *tracker) trim(ids int) {
 		s.dirtyBits = nil // every bit is clear: it regrows on demand
 	}
 	s.pending.Store(0)
+}
+
+// emptyLog empties the change log of a drained tracker, letting a big one go.
+func (s *tracker) emptyLog() {
+	s.log, s.logHead = s.log[:0], 0
+	if cap(s.log) > 1<<20 {
+		s.log = nil
+	}
 }
 
 // DeletionsHigh reports whether a shard's log of the keys feed f deleted since its last
